@@ -1,0 +1,174 @@
+// Byte-level codecs shared by every on-disk structure: little-endian fixed-width integers,
+// LEB128 varints, zigzag for signed values, and a bounds-checked Reader over a byte span.
+//
+// Writers append to a std::string. Readers never read past their span: every Get* returns false
+// on truncation or an over-long varint, and the caller turns that into a Corruption error.
+// Thread safety: none needed (no shared state). Format: docs/segment-format.md, section
+// "Encodings".
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace tracedb::engine {
+
+inline uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+inline void PutFixed16(std::string* dst, uint16_t v) {
+  char b[2] = {static_cast<char>(v), static_cast<char>(v >> 8)};
+  dst->append(b, 2);
+}
+inline void PutFixed32(std::string* dst, uint32_t v) {
+  char b[4];
+  std::memcpy(b, &v, 4);  // little-endian hosts only (static_assert in coding.cc)
+  dst->append(b, 4);
+}
+inline void PutFixed64(std::string* dst, uint64_t v) {
+  char b[8];
+  std::memcpy(b, &v, 8);
+  dst->append(b, 8);
+}
+inline void EncodeFixed32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+inline void EncodeFixed64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+inline uint32_t DecodeFixed32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t DecodeFixed64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline uint16_t DecodeFixed16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Writes the varint of v at p (which must have 10 bytes of room); returns the end.
+inline char* EncodeVarint64(char* p, uint64_t v) {
+  auto* u = reinterpret_cast<unsigned char*>(p);
+  while (v >= 0x80) {
+    *u++ = static_cast<unsigned char>(v | 0x80);
+    v >>= 7;
+  }
+  *u++ = static_cast<unsigned char>(v);
+  return reinterpret_cast<char*>(u);
+}
+inline void PutVarint64(std::string* dst, uint64_t v) {
+  char buf[10];
+  char* end = EncodeVarint64(buf, v);
+  dst->append(buf, end - buf);
+}
+inline void PutVarsigned(std::string* dst, int64_t v) { PutVarint64(dst, ZigZag(v)); }
+inline void PutLengthPrefixed(std::string* dst, std::string_view s) {
+  PutVarint64(dst, s.size());
+  dst->append(s.data(), s.size());
+}
+inline int VarintLength(uint64_t v) {
+  int n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// A bounds-checked cursor over bytes read from disk. Every getter returns false (and leaves the
+// output unspecified) when the data is short or malformed; nothing here asserts on input.
+class Reader {
+ public:
+  Reader() = default;
+  Reader(const char* data, size_t size) : p_(data), end_(data + size), begin_(data) {}
+  explicit Reader(std::string_view s) : Reader(s.data(), s.size()) {}
+
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+  size_t offset() const { return static_cast<size_t>(p_ - begin_); }
+  bool empty() const { return p_ == end_; }
+  const char* data() const { return p_; }
+
+  bool GetU8(uint8_t* v) {
+    if (p_ == end_) return false;
+    *v = static_cast<uint8_t>(*p_++);
+    return true;
+  }
+  bool GetFixed16(uint16_t* v) {
+    if (remaining() < 2) return false;
+    *v = DecodeFixed16(p_);
+    p_ += 2;
+    return true;
+  }
+  bool GetFixed32(uint32_t* v) {
+    if (remaining() < 4) return false;
+    *v = DecodeFixed32(p_);
+    p_ += 4;
+    return true;
+  }
+  bool GetFixed64(uint64_t* v) {
+    if (remaining() < 8) return false;
+    *v = DecodeFixed64(p_);
+    p_ += 8;
+    return true;
+  }
+  bool GetVarint64(uint64_t* v) {
+    // Fast path for the common one-byte case.
+    if (p_ != end_ && static_cast<unsigned char>(*p_) < 0x80) {
+      *v = static_cast<unsigned char>(*p_++);
+      return true;
+    }
+    uint64_t result = 0;
+    for (int shift = 0; shift <= 63 && p_ != end_; shift += 7) {
+      uint64_t byte = static_cast<unsigned char>(*p_++);
+      if (shift == 63 && byte > 1) return false;  // overflows 64 bits
+      result |= (byte & 0x7f) << shift;
+      if (byte < 0x80) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool GetVarint32(uint32_t* v) {
+    uint64_t x;
+    if (!GetVarint64(&x) || x > 0xffffffffu) return false;
+    *v = static_cast<uint32_t>(x);
+    return true;
+  }
+  bool GetVarsigned(int64_t* v) {
+    uint64_t x;
+    if (!GetVarint64(&x)) return false;
+    *v = UnZigZag(x);
+    return true;
+  }
+  bool GetBytes(size_t n, std::string_view* out) {
+    if (remaining() < n) return false;
+    *out = std::string_view(p_, n);
+    p_ += n;
+    return true;
+  }
+  bool GetLengthPrefixed(std::string_view* out) {
+    uint64_t n;
+    if (!GetVarint64(&n) || n > remaining()) return false;
+    return GetBytes(static_cast<size_t>(n), out);
+  }
+  bool Skip(size_t n) {
+    if (remaining() < n) return false;
+    p_ += n;
+    return true;
+  }
+
+ private:
+  const char* p_ = nullptr;
+  const char* end_ = nullptr;
+  const char* begin_ = nullptr;
+};
+
+}  // namespace tracedb::engine

@@ -1,0 +1,113 @@
+#include "engine/coding.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+
+#include "engine/crc32c.h"
+
+namespace tracedb::engine {
+namespace {
+
+TEST(Coding, VarintRoundTripAtEveryLength) {
+  std::string buf;
+  std::vector<uint64_t> values;
+  for (int bits = 0; bits <= 64; ++bits) {
+    const uint64_t v = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    values.push_back(v);
+    values.push_back(v + 1);
+  }
+  for (uint64_t v : values) PutVarint64(&buf, v);
+  Reader r(buf);
+  for (uint64_t v : values) {
+    uint64_t got;
+    ASSERT_TRUE(r.GetVarint64(&got));
+    EXPECT_EQ(got, v);
+    std::string one;
+    PutVarint64(&one, v);
+    EXPECT_EQ(VarintLength(v), static_cast<int>(one.size()));
+  }
+  EXPECT_TRUE(r.empty());
+}
+
+TEST(Coding, ZigZagRoundTrip) {
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{63}, int64_t{-64},
+                    std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
+    EXPECT_EQ(UnZigZag(ZigZag(v)), v);
+  }
+  EXPECT_EQ(ZigZag(-1), 1u);
+  EXPECT_EQ(ZigZag(1), 2u);
+}
+
+TEST(Coding, TruncatedVarintFails) {
+  std::string buf;
+  PutVarint64(&buf, 1ull << 40);
+  for (size_t n = 0; n < buf.size(); ++n) {
+    Reader r(buf.data(), n);
+    uint64_t v;
+    EXPECT_FALSE(r.GetVarint64(&v)) << n;
+  }
+}
+
+TEST(Coding, OverlongVarintFails) {
+  std::string buf(11, '\xff');
+  Reader r(buf);
+  uint64_t v;
+  EXPECT_FALSE(r.GetVarint64(&v));
+  std::string ten(9, '\xff');
+  ten.push_back('\x02');  // bit 64 set
+  Reader r2(ten);
+  EXPECT_FALSE(r2.GetVarint64(&v));
+}
+
+TEST(Coding, LengthPrefixedNeverOverReads) {
+  std::string buf;
+  PutVarint64(&buf, 100);
+  buf += "short";
+  Reader r(buf);
+  std::string_view s;
+  EXPECT_FALSE(r.GetLengthPrefixed(&s));
+}
+
+TEST(Coding, FixedWidthRoundTrip) {
+  std::string buf;
+  PutFixed16(&buf, 0xbeef);
+  PutFixed32(&buf, 0xdeadbeef);
+  PutFixed64(&buf, 0x0123456789abcdefull);
+  Reader r(buf);
+  uint16_t a;
+  uint32_t b;
+  uint64_t c;
+  ASSERT_TRUE(r.GetFixed16(&a) && r.GetFixed32(&b) && r.GetFixed64(&c));
+  EXPECT_EQ(a, 0xbeef);
+  EXPECT_EQ(b, 0xdeadbeefu);
+  EXPECT_EQ(c, 0x0123456789abcdefull);
+  EXPECT_FALSE(r.GetU8(reinterpret_cast<uint8_t*>(&a)));
+}
+
+TEST(Crc32c, KnownVectors) {
+  // RFC 3720 B.4 test vectors.
+  std::string zeros(32, '\0');
+  EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8a9136aau);
+  std::string ones(32, '\xff');
+  EXPECT_EQ(Crc32c(ones.data(), ones.size()), 0x62a8ab43u);
+  std::string inc(32, 0);
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<char>(i);
+  EXPECT_EQ(Crc32c(inc.data(), inc.size()), 0x46dd794eu);
+  EXPECT_EQ(Crc32c("123456789", 9), 0xe3069283u);
+}
+
+TEST(Crc32c, IncrementalEqualsOneShot) {
+  std::mt19937 rng(1);
+  std::string data(1000, 0);
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t split : {0, 1, 7, 8, 9, 500, 999, 1000}) {
+    uint32_t a = Crc32c(data.data(), split);
+    a = Crc32c(data.data() + split, data.size() - split, a);
+    EXPECT_EQ(a, Crc32c(data.data(), data.size())) << split;
+  }
+}
+
+}  // namespace
+}  // namespace tracedb::engine

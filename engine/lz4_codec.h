@@ -1,0 +1,24 @@
+// LZ4 block compression of whole column payloads (the LZ4 "block" API, not the frame API: the
+// segment and DB block headers already carry both sizes and a CRC).
+// Thread safety: pure functions.
+// Format: docs/segment-format.md, section "Compression".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+// Largest uncompressed block we accept on read (guards allocations driven by file contents).
+inline constexpr size_t kMaxRawBlockBytes = 64u << 20;
+
+// Appends the LZ4 compression of `raw` to `dst`.
+void Lz4Compress(std::string_view raw, std::string* dst);
+
+// Decompresses `compressed` into exactly `raw_size` bytes in *dst (replacing its contents).
+// Corruption when the input is malformed or does not expand to exactly raw_size bytes.
+Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst);
+
+}  // namespace tracedb::engine

@@ -1,0 +1,206 @@
+#include "engine/segment_blocks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace tracedb::engine {
+namespace {
+
+TEST(EventsBlock, RoundTripsEveryKindAndField) {
+  EventsBlockEncoder enc;
+  enc.Reset(7);
+  EventArgs all;
+  all.mask = EventArgs::kAllFields;
+  all.bytes = 1ull << 40;
+  all.peer = -3;
+  all.tag = 12345;
+  all.comm = 0xfffffffe;
+  all.seq = 99;
+  EventArgs some;
+  some.mask = EventArgs::kBytes | EventArgs::kSeq;
+  some.bytes = 8;
+  some.seq = 1;
+  enc.Add(EventKind::kBegin, 2, 1000, 5, 0, nullptr);
+  enc.Add(EventKind::kEnd, 2, 999, 5, 0, &all);  // a timestamp going backwards
+  enc.Add(EventKind::kInstant, 7, std::numeric_limits<int64_t>::max() / 2, 0, 65535, &some);
+  enc.AddCounter(0, -5, 9, 3, -2.5);
+  enc.AddCounter(0, -4, 9, 3, std::numeric_limits<double>::infinity());
+  enc.AddWithInt(EventKind::kComplete, 4, 10, 11, 1, 123456789012, &all);
+  enc.AddWithInt(EventKind::kStep, 7, 11, 1, 0, -7, nullptr);
+  std::string raw;
+  enc.Finish(&raw);
+
+  uint32_t thread = 0;
+  std::vector<SegmentEvent> ev;
+  ASSERT_TRUE(DecodeEventsBlock(raw, &thread, &ev).ok());
+  EXPECT_EQ(thread, 7u);
+  ASSERT_EQ(ev.size(), 7u);
+  EXPECT_EQ(ev[0].kind, EventKind::kBegin);
+  EXPECT_EQ(ev[0].ts, 1000);
+  EXPECT_EQ(ev[0].cat, 2);
+  EXPECT_EQ(ev[0].name, 5u);
+  EXPECT_FALSE(ev[0].has_args);
+  EXPECT_EQ(ev[1].ts, 999);
+  EXPECT_TRUE(ev[1].has_args);
+  EXPECT_EQ(ev[1].args, all);
+  EXPECT_EQ(ev[2].ts, std::numeric_limits<int64_t>::max() / 2);
+  EXPECT_EQ(ev[2].lane, 65535u);
+  EXPECT_EQ(ev[2].args, some);
+  EXPECT_EQ(ev[3].kind, EventKind::kCounter);
+  EXPECT_EQ(ev[3].ts, -5);
+  EXPECT_EQ(ev[3].value, -2.5);
+  EXPECT_TRUE(std::isinf(ev[4].value));
+  EXPECT_EQ(ev[5].kind, EventKind::kComplete);
+  EXPECT_EQ(ev[5].ival, 123456789012);
+  EXPECT_EQ(ev[5].lane, 1u);
+  EXPECT_EQ(ev[6].kind, EventKind::kStep);
+  EXPECT_EQ(ev[6].ival, -7);
+}
+
+TEST(EventsBlock, EmptyBlockRoundTrips) {
+  EventsBlockEncoder enc;
+  enc.Reset(1);
+  std::string raw;
+  enc.Finish(&raw);
+  uint32_t thread;
+  std::vector<SegmentEvent> ev(3);
+  ASSERT_TRUE(DecodeEventsBlock(raw, &thread, &ev).ok());
+  EXPECT_TRUE(ev.empty());
+}
+
+TEST(EventsBlock, EveryTruncationIsCorruptionNotACrash) {
+  EventsBlockEncoder enc;
+  enc.Reset(1);
+  EventArgs a;
+  a.mask = EventArgs::kAllFields;
+  for (int i = 0; i < 50; ++i) {
+    enc.AddWithInt(EventKind::kComplete, 1, i * 1000, i, i % 3, i * 7, i % 2 ? &a : nullptr);
+    enc.AddCounter(0, i, 1, 0, i);
+  }
+  std::string raw;
+  enc.Finish(&raw);
+  uint32_t thread;
+  std::vector<SegmentEvent> ev;
+  for (size_t n = 0; n < raw.size(); ++n) {
+    EXPECT_FALSE(DecodeEventsBlock(std::string_view(raw.data(), n), &thread, &ev).ok()) << n;
+  }
+}
+
+TEST(EventsBlock, RandomBytesNeverCrash) {
+  std::mt19937 rng(42);
+  uint32_t thread;
+  std::vector<SegmentEvent> ev;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string junk(rng() % 64, 0);
+    for (char& c : junk) c = static_cast<char>(rng() % 4 == 0 ? rng() : rng() % 3);
+    (void)DecodeEventsBlock(junk, &thread, &ev);
+  }
+}
+
+TEST(MetaBlock, RoundTrip) {
+  SegmentMeta m;
+  m.rank = 3;
+  m.world_size = 8;
+  m.local_rank = 1;
+  m.pid = 4242;
+  m.host = "node-7";
+  m.tool_version = "0.1.0";
+  m.command = "python train.py --lr 0.1";
+  m.clock = ClockKind::kTsc;
+  m.anchor_realtime_ns = 1700000000123456789;
+  m.anchor_clock_ns = 123456789;
+  m.tsc_hz = 2500000000;
+  m.start_step = 10;
+  m.end_step = 20;
+  std::string raw;
+  EncodeMeta(m, &raw);
+  SegmentMeta got;
+  ASSERT_TRUE(DecodeMeta(raw, &got).ok());
+  EXPECT_EQ(got.rank, 3);
+  EXPECT_EQ(got.world_size, 8);
+  EXPECT_EQ(got.local_rank, 1);
+  EXPECT_EQ(got.pid, 4242u);
+  EXPECT_EQ(got.host, "node-7");
+  EXPECT_EQ(got.command, m.command);
+  EXPECT_EQ(got.clock, ClockKind::kTsc);
+  EXPECT_EQ(got.anchor_realtime_ns, m.anchor_realtime_ns);
+  EXPECT_EQ(got.anchor_clock_ns, m.anchor_clock_ns);
+  EXPECT_EQ(got.tsc_hz, m.tsc_hz);
+  EXPECT_EQ(got.start_step, 10);
+  EXPECT_EQ(got.end_step, 20);
+  for (size_t n = 0; n < raw.size(); ++n) {
+    EXPECT_FALSE(DecodeMeta(std::string_view(raw.data(), n), &got).ok()) << n;
+  }
+}
+
+TEST(CatalogBlocks, RoundTrip) {
+  std::string raw;
+  EncodeStrings(5, {"a", "", "COMMUNICATE", std::string_view("nul\0in", 6)}, &raw);
+  uint32_t first;
+  std::vector<std::string> s;
+  ASSERT_TRUE(DecodeStrings(raw, &first, &s).ok());
+  EXPECT_EQ(first, 5u);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[2], "COMMUNICATE");
+  EXPECT_EQ(s[3], std::string("nul\0in", 6));
+
+  raw.clear();
+  EncodeThreads({{1, 100, "main"}, {2, 101, ""}}, &raw);
+  std::vector<ThreadInfo> t;
+  ASSERT_TRUE(DecodeThreads(raw, &t).ok());
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].name, "main");
+  EXPECT_EQ(t[1].os_tid, 101u);
+
+  raw.clear();
+  EncodeLanes({{1, 9}, {2, 10}}, &raw);
+  std::vector<LaneInfo> l;
+  ASSERT_TRUE(DecodeLanes(raw, &l).ok());
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[1].name, 10u);
+
+  raw.clear();
+  EncodeSync({{0, 100, -50, 7}}, &raw);
+  std::vector<SyncPoint> p;
+  ASSERT_TRUE(DecodeSync(raw, &p).ok());
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].offset_ns, -50);
+  EXPECT_EQ(p[0].uncertainty_ns, 7);
+
+  raw.clear();
+  EncodeAnchors({{1700000000000000000, 5, 20}}, &raw);
+  std::vector<AnchorPoint> a;
+  ASSERT_TRUE(DecodeAnchors(raw, &a).ok());
+  EXPECT_EQ(a[0].realtime_ns, 1700000000000000000);
+
+  raw.clear();
+  EncodeStats({{0, 3}, {4, 1000000}}, &raw);
+  std::vector<DropCount> d;
+  ASSERT_TRUE(DecodeStats(raw, &d).ok());
+  EXPECT_EQ(d[1].dropped, 1000000u);
+
+  raw.clear();
+  EncodeEnd({12345}, &raw);
+  SegmentEnd e;
+  ASSERT_TRUE(DecodeEnd(raw, &e).ok());
+  EXPECT_EQ(e.events, 12345u);
+}
+
+TEST(CatalogBlocks, HostileCountsAreRejected) {
+  std::string raw;
+  PutVarint64(&raw, 1);
+  PutVarint64(&raw, 1ull << 60);  // count far larger than the payload
+  uint32_t first;
+  std::vector<std::string> s;
+  EXPECT_FALSE(DecodeStrings(raw, &first, &s).ok());
+  std::vector<ThreadInfo> t;
+  std::string raw2;
+  PutVarint64(&raw2, 1ull << 60);
+  EXPECT_FALSE(DecodeThreads(raw2, &t).ok());
+}
+
+}  // namespace
+}  // namespace tracedb::engine

@@ -1,0 +1,178 @@
+// Trace directory listing and summary. See segment_dir.h.
+#include "engine/segment_dir.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "engine/segment_format.h"
+#include "engine/segment_reader.h"
+
+namespace tracedb::engine {
+namespace {
+
+bool ParseUint(const std::string& s, uint64_t* v) {
+  if (s.empty() || s.size() > 10) return false;
+  uint64_t x = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    x = x * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *v = x;
+  return true;
+}
+
+// "seg-<pid>-<seq>.tds"
+bool ParseSegmentName(const std::string& name, uint32_t* pid, uint32_t* seq) {
+  const std::string suffix = kSegmentSuffix;
+  if (name.size() < 4 + suffix.size() || name.compare(0, 4, "seg-") != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return false;
+  }
+  const std::string mid = name.substr(4, name.size() - 4 - suffix.size());
+  const size_t dash = mid.find('-');
+  uint64_t p, q;
+  if (dash == std::string::npos || !ParseUint(mid.substr(0, dash), &p) ||
+      !ParseUint(mid.substr(dash + 1), &q) || p > UINT32_MAX || q > UINT32_MAX) {
+    return false;
+  }
+  *pid = static_cast<uint32_t>(p);
+  *seq = static_cast<uint32_t>(q);
+  return true;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void AddRankDir(const std::string& path, int32_t rank, std::vector<SegmentFileRef>* out) {
+  for (const std::string& n : ListDir(path)) {
+    SegmentFileRef ref;
+    if (!ParseSegmentName(n, &ref.pid, &ref.seq)) continue;
+    ref.rank = rank;
+    ref.path = path + "/" + n;
+    struct stat st;
+    if (::stat(ref.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    ref.size = static_cast<uint64_t>(st.st_size);
+    out->push_back(ref);
+  }
+}
+
+bool ParseRankDir(const std::string& name, int32_t* rank) {
+  uint64_t r;
+  if (name.compare(0, 5, "rank-") != 0 || !ParseUint(name.substr(5), &r) || r > INT32_MAX) {
+    return false;
+  }
+  *rank = static_cast<int32_t>(r);
+  return true;
+}
+
+class SummaryVisitor : public SegmentVisitor {
+ public:
+  explicit SummaryVisitor(RankSummary* r, DirSummary* d) : rank_(r), dir_(d) {}
+  void OnMeta(const SegmentMeta& m) override {
+    if (rank_->host.empty()) rank_->host = m.host;
+  }
+  void OnEvents(uint32_t, const std::vector<SegmentEvent>& events) override {
+    for (const SegmentEvent& e : events) {
+      rank_->events_by_kind[static_cast<int>(e.kind)]++;
+      if (e.kind == EventKind::kStep) {
+        dir_->steps++;
+        continue;
+      }
+      rank_->events++;
+      if (rank_->first_ts == 0 || e.ts < rank_->first_ts) rank_->first_ts = e.ts;
+      const int64_t end = e.kind == EventKind::kComplete ? e.ts + e.ival : e.ts;
+      if (end > rank_->last_ts) rank_->last_ts = end;
+    }
+  }
+  void OnStats(const std::vector<DropCount>& drops) override {
+    for (const DropCount& d : drops) rank_->dropped += d.dropped;
+  }
+  void OnSync(const std::vector<SyncPoint>& p) override { rank_->sync_points += p.size(); }
+
+ private:
+  RankSummary* rank_;
+  DirSummary* dir_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Status::NotFound(dir + ": no such directory");
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(dir + ": not a directory");
+  std::vector<SegmentFileRef> files;
+  for (const std::string& n : ListDir(dir)) {
+    int32_t rank;
+    if (ParseRankDir(n, &rank)) AddRankDir(dir + "/" + n, rank, &files);
+  }
+  if (files.empty()) {
+    // Maybe `dir` is itself a rank directory.
+    std::string base = dir;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    const size_t slash = base.rfind('/');
+    int32_t rank;
+    if (ParseRankDir(slash == std::string::npos ? base : base.substr(slash + 1), &rank)) {
+      AddRankDir(base, rank, &files);
+    }
+  }
+  if (files.empty()) {
+    return Status::NotFound(dir + ": no segment files (expected rank-<r>/seg-*.tds)");
+  }
+  std::sort(files.begin(), files.end(), [](const SegmentFileRef& a, const SegmentFileRef& b) {
+    return std::tie(a.rank, a.pid, a.seq) < std::tie(b.rank, b.pid, b.seq);
+  });
+  return files;
+}
+
+StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir) {
+  TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> files, ListSegmentFiles(dir));
+  DirSummary sum;
+  for (const SegmentFileRef& f : files) {
+    RankSummary& r = sum.per_rank[f.rank];
+    r.rank = f.rank;
+    if (std::find(r.pids.begin(), r.pids.end(), f.pid) == r.pids.end()) r.pids.push_back(f.pid);
+    r.files++;
+    r.bytes += f.size;
+    sum.files++;
+    sum.bytes += f.size;
+    SummaryVisitor v(&r, &sum);
+    StatusOr<SegmentScan> scan = ScanSegment(f.path, &v);
+    if (!scan.ok()) {
+      sum.unreadable_files++;
+      if (sum.problems.size() < 32) sum.problems.push_back(scan.status().message());
+      continue;
+    }
+    sum.corrupt_blocks += scan->corrupt_blocks;
+    if (scan->torn_tail_bytes > 0) {
+      sum.torn_tails++;
+      sum.torn_bytes += scan->torn_tail_bytes;
+    }
+    if (!scan->closed) sum.open_files++;
+    for (const std::string& p : scan->problems) {
+      if (sum.problems.size() < 32) sum.problems.push_back(f.path + ": " + p);
+    }
+  }
+  sum.ranks = sum.per_rank.size();
+  for (const auto& [rank, r] : sum.per_rank) {
+    sum.events += r.events;
+    sum.dropped += r.dropped;
+  }
+  return sum;
+}
+
+}  // namespace tracedb::engine

@@ -1,0 +1,61 @@
+// A job's trace directory: DIR/rank-<r>/seg-<pid>-<seq>.tds files written by the recorder.
+// Lists the segment files of every rank and summarises them (events, drops, bytes, damage).
+// Thread safety: stateless functions.
+// Format: docs/segment-format.md, "Directory layout".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+struct SegmentFileRef {
+  int32_t rank = 0;
+  uint32_t pid = 0;
+  uint32_t seq = 0;
+  std::string path;
+  uint64_t size = 0;
+};
+
+// The segment files under `dir` (a job directory with rank-*/ subdirectories, or one rank
+// directory), ordered by rank, pid, seq. NotFound when `dir` does not exist or holds none.
+StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir);
+
+struct RankSummary {
+  int32_t rank = 0;
+  std::string host;
+  std::vector<uint32_t> pids;
+  uint64_t files = 0;
+  uint64_t events = 0;
+  uint64_t events_by_kind[6] = {0, 0, 0, 0, 0, 0};  // indexed by EventKind
+  uint64_t dropped = 0;
+  uint64_t bytes = 0;
+  int64_t first_ts = 0;  // ns, recorder clock (0 when no events)
+  int64_t last_ts = 0;
+  uint64_t sync_points = 0;
+};
+
+struct DirSummary {
+  uint64_t ranks = 0;
+  uint64_t files = 0;
+  uint64_t events = 0;  // begin, end, instant, counter and complete events (not step markers)
+  uint64_t steps = 0;   // step markers
+  uint64_t dropped = 0;
+  uint64_t bytes = 0;  // the segment files' size on disk
+  uint64_t corrupt_blocks = 0;
+  uint64_t torn_tails = 0;
+  uint64_t torn_bytes = 0;
+  uint64_t open_files = 0;  // files without an END block (still being written, or writer died)
+  uint64_t unreadable_files = 0;
+  std::vector<std::string> problems;  // "<file>: <problem>", capped
+  std::map<int32_t, RankSummary> per_rank;
+};
+
+// Scans every segment file under `dir`. Damaged files and blocks are counted, not fatal.
+StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir);
+
+}  // namespace tracedb::engine

@@ -1,0 +1,269 @@
+// Segment scanning. See segment_reader.h; format in docs/segment-format.md.
+#include "engine/segment_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/coding.h"
+#include "engine/crc32c.h"
+#include "engine/lz4_codec.h"
+#include "engine/segment_blocks.h"
+
+namespace tracedb::engine {
+namespace {
+
+void Problem(SegmentScan* scan, uint64_t offset, const std::string& what) {
+  if (scan->problems.size() < SegmentScan::kMaxProblems) {
+    scan->problems.push_back("offset " + std::to_string(offset) + ": " + what);
+  }
+}
+
+enum class FrameResult { kOk, kTruncated, kBad };
+
+struct Frame {
+  BlockType type;
+  Codec codec;
+  uint32_t stored;
+  uint32_t raw;
+  std::string_view payload;
+};
+
+// Parses the frame at bytes[pos]; "docs/segment-format.md: Block frame".
+FrameResult ParseFrame(std::string_view bytes, uint64_t pos, Frame* f, std::string* why) {
+  const uint64_t left = bytes.size() - pos;
+  if (left < kBlockHeaderSize) {
+    *why = "incomplete block header";
+    return left >= 4 && DecodeFixed32(bytes.data() + pos) != kBlockMagic ? FrameResult::kBad
+                                                                         : FrameResult::kTruncated;
+  }
+  const char* h = bytes.data() + pos;
+  if (DecodeFixed32(h) != kBlockMagic) {
+    *why = "no block magic";
+    return FrameResult::kBad;
+  }
+  f->type = static_cast<BlockType>(static_cast<uint8_t>(h[4]));
+  f->codec = static_cast<Codec>(static_cast<uint8_t>(h[5]));
+  f->stored = DecodeFixed32(h + 8);
+  f->raw = DecodeFixed32(h + 12);
+  const uint32_t crc = DecodeFixed32(h + 16);
+  if (f->stored > kMaxStoredBlockBytes || f->raw > kMaxRawBlockBytes) {
+    *why = "block length out of range";
+    return FrameResult::kBad;
+  }
+  if (left - kBlockHeaderSize < f->stored) {
+    *why = "block extends past the end of the file";
+    return FrameResult::kTruncated;
+  }
+  f->payload = std::string_view(h + kBlockHeaderSize, f->stored);
+  uint32_t actual = Crc32c(h + 4, 12);
+  actual = Crc32c(f->payload.data(), f->payload.size(), actual);
+  if (actual != crc) {
+    *why = "bad CRC";
+    return FrameResult::kBad;
+  }
+  if (f->codec != Codec::kRaw && f->codec != Codec::kLz4) {
+    *why = "unknown codec";
+    return FrameResult::kBad;
+  }
+  if (f->codec == Codec::kRaw && f->raw != f->stored) {
+    *why = "raw block with differing sizes";
+    return FrameResult::kBad;
+  }
+  return FrameResult::kOk;
+}
+
+Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, SegmentScan* scan,
+                std::vector<SegmentEvent>* events_buf) {
+  switch (f.type) {
+    case BlockType::kMeta: {
+      SegmentMeta m;
+      TRACEDB_RETURN_IF_ERROR(DecodeMeta(raw, &m));
+      v->OnMeta(m);
+      return Status::Ok();
+    }
+    case BlockType::kStrings: {
+      uint32_t first;
+      std::vector<std::string> strings;
+      TRACEDB_RETURN_IF_ERROR(DecodeStrings(raw, &first, &strings));
+      v->OnStrings(first, strings);
+      return Status::Ok();
+    }
+    case BlockType::kThreads: {
+      std::vector<ThreadInfo> t;
+      TRACEDB_RETURN_IF_ERROR(DecodeThreads(raw, &t));
+      v->OnThreads(t);
+      return Status::Ok();
+    }
+    case BlockType::kLanes: {
+      std::vector<LaneInfo> l;
+      TRACEDB_RETURN_IF_ERROR(DecodeLanes(raw, &l));
+      v->OnLanes(l);
+      return Status::Ok();
+    }
+    case BlockType::kEvents: {
+      uint32_t thread;
+      TRACEDB_RETURN_IF_ERROR(DecodeEventsBlock(raw, &thread, events_buf));
+      scan->events += events_buf->size();
+      v->OnEvents(thread, *events_buf);
+      return Status::Ok();
+    }
+    case BlockType::kSync: {
+      std::vector<SyncPoint> p;
+      TRACEDB_RETURN_IF_ERROR(DecodeSync(raw, &p));
+      v->OnSync(p);
+      return Status::Ok();
+    }
+    case BlockType::kAnchor: {
+      std::vector<AnchorPoint> p;
+      TRACEDB_RETURN_IF_ERROR(DecodeAnchors(raw, &p));
+      v->OnAnchors(p);
+      return Status::Ok();
+    }
+    case BlockType::kStats: {
+      std::vector<DropCount> d;
+      TRACEDB_RETURN_IF_ERROR(DecodeStats(raw, &d));
+      v->OnStats(d);
+      return Status::Ok();
+    }
+    case BlockType::kEnd: {
+      SegmentEnd e;
+      TRACEDB_RETURN_IF_ERROR(DecodeEnd(raw, &e));
+      scan->closed = true;
+      v->OnEnd(e);
+      return Status::Ok();
+    }
+  }
+  return Status::Corruption("unknown block type " + std::to_string(static_cast<int>(f.type)));
+}
+
+// Finds the next offset > pos where a whole, CRC-valid block starts; bytes.size() if none.
+uint64_t Resync(std::string_view bytes, uint64_t pos) {
+  const char magic[4] = {'T', 'D', 'B', 'K'};
+  for (uint64_t p = pos + 1; p + kBlockHeaderSize <= bytes.size(); ++p) {
+    const void* hit = std::memchr(bytes.data() + p, magic[0], bytes.size() - p);
+    if (hit == nullptr) break;
+    p = static_cast<uint64_t>(static_cast<const char*>(hit) - bytes.data());
+    if (p + kBlockHeaderSize > bytes.size()) break;
+    if (std::memcmp(bytes.data() + p, magic, 4) != 0) continue;
+    Frame f;
+    std::string why;
+    if (ParseFrame(bytes, p, &f, &why) == FrameResult::kOk) return p;
+  }
+  return bytes.size();
+}
+
+}  // namespace
+
+StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
+                                       SegmentVisitor* visitor, uint64_t start_offset) {
+  static_assert(kBlockMagic == ('T' | 'D' << 8 | 'B' << 16 | 'K' << 24));
+  SegmentScan scan;
+  scan.file_size = bytes.size();
+  if (bytes.size() < kFileHeaderSize) {
+    return Status::Corruption("segment " + name + ": file shorter than its 32-byte header");
+  }
+  const char* h = bytes.data();
+  if (std::memcmp(h, kSegmentMagic, 8) != 0) {
+    return Status::Corruption("segment " + name + ": not a tracedb segment (bad magic)");
+  }
+  if (DecodeFixed32(h + 28) != Crc32c(h, 28)) {
+    return Status::Corruption("segment " + name + ": bad file header CRC");
+  }
+  scan.version = DecodeFixed16(h + 8);
+  if (scan.version != kSegmentVersion) {
+    return Status::Corruption("segment " + name + ": format version " +
+                              std::to_string(scan.version) + ", this build reads version " +
+                              std::to_string(kSegmentVersion));
+  }
+  const uint16_t header_size = DecodeFixed16(h + 10);
+  if (header_size < kFileHeaderSize || header_size > bytes.size()) {
+    return Status::Corruption("segment " + name + ": bad header size");
+  }
+  scan.pid = DecodeFixed32(h + 16);
+  scan.seq = DecodeFixed32(h + 20);
+
+  uint64_t pos = std::max<uint64_t>(start_offset, header_size);
+  if (pos > bytes.size()) {
+    return Status::InvalidArgument("segment " + name + ": resume offset " +
+                                   std::to_string(start_offset) + " is past the end of the file");
+  }
+  std::string raw_buf;
+  std::vector<SegmentEvent> events;
+  scan.end_offset = pos;
+  while (pos < bytes.size()) {
+    Frame f;
+    std::string why;
+    FrameResult r = ParseFrame(bytes, pos, &f, &why);
+    if (r == FrameResult::kTruncated) {
+      // Either the torn tail of the file, or a damaged length followed by more blocks.
+      const uint64_t next = Resync(bytes, pos);
+      if (next >= bytes.size()) {
+        scan.torn_tail_bytes = bytes.size() - pos;
+        break;
+      }
+      r = FrameResult::kBad;
+    }
+    if (r == FrameResult::kBad) {
+      const uint64_t next = Resync(bytes, pos);
+      Problem(&scan, pos, why + "; skipped " + std::to_string(next - pos) + " bytes");
+      scan.corrupt_blocks++;
+      scan.corrupt_bytes += next - pos;
+      pos = next;
+      scan.end_offset = pos;
+      continue;
+    }
+    std::string_view raw = f.payload;
+    Status s;
+    if (f.codec == Codec::kLz4) {
+      s = Lz4Decompress(f.payload, f.raw, &raw_buf);
+      raw = raw_buf;
+    }
+    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &events);
+    const uint64_t next = pos + kBlockHeaderSize + f.stored;
+    if (!s.ok()) {
+      Problem(&scan, pos, s.message());
+      scan.corrupt_blocks++;
+      scan.corrupt_bytes += next - pos;
+    } else {
+      scan.blocks++;
+    }
+    pos = next;
+    scan.end_offset = pos;
+  }
+  return scan;
+}
+
+StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor,
+                                  uint64_t start_offset) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open segment " + path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::FromErrno("cannot stat segment " + path, err);
+  }
+  // The file may still be growing: read what is there now.
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t n = ::pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return Status::FromErrno("cannot read segment " + path, err);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
+  return ScanSegmentBytes(path, bytes, visitor, start_offset);
+}
+
+}  // namespace tracedb::engine

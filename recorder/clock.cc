@@ -1,0 +1,95 @@
+// Clock calibration. See clock.h.
+#include "recorder/clock.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace tracedb::recorder {
+
+ClockState g_clock;
+
+namespace {
+
+bool CpuHasInvariantTsc() {
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  if (f == nullptr) return false;
+  char line[4096];
+  bool constant = false, nonstop = false;
+  while (std::fgets(line, sizeof(line), f)) {
+    if (std::strncmp(line, "flags", 5) != 0) continue;
+    constant = std::strstr(line, " constant_tsc") != nullptr;
+    nonstop = std::strstr(line, " nonstop_tsc") != nullptr;
+    break;
+  }
+  std::fclose(f);
+  return constant && nonstop;
+}
+
+// One (tsc, monotonic ns) pair from the narrowest of several bracketing reads.
+void SamplePair(uint64_t* tsc, int64_t* ns) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t t1 = __rdtsc();
+    const int64_t m = MonotonicNs();
+    const uint64_t t2 = __rdtsc();
+    if (t2 - t1 < best) {
+      best = t2 - t1;
+      *tsc = t1 + (t2 - t1) / 2;
+      *ns = m;
+    }
+  }
+}
+
+void Calibrate() {
+  const char* env = std::getenv("TRACEDB_CLOCK");
+  const bool want_tsc = env == nullptr || std::strcmp(env, "monotonic") != 0;
+  if (!want_tsc || !CpuHasInvariantTsc()) return;
+  uint64_t t0, t1;
+  int64_t n0, n1;
+  SamplePair(&t0, &n0);
+  timespec wait = {0, 10 * 1000 * 1000};  // 10 ms: rate error ~ a few ppm
+  while (nanosleep(&wait, &wait) != 0) {
+  }
+  SamplePair(&t1, &n1);
+  if (t1 <= t0 || n1 <= n0) return;
+  const double hz = static_cast<double>(t1 - t0) * 1e9 / static_cast<double>(n1 - n0);
+  if (hz < 1e8 || hz > 1e11) return;  // implausible: keep CLOCK_MONOTONIC
+  ClockState c;
+  c.use_tsc = true;
+  c.tsc0 = t1;
+  c.ns0 = n1;
+  c.tsc_hz = static_cast<uint64_t>(hz);
+  c.mult = static_cast<uint64_t>(1e9 * 4294967296.0 / hz);
+  g_clock = c;
+}
+
+}  // namespace
+
+void InitClock() noexcept {
+  static std::once_flag once;
+  std::call_once(once, Calibrate);
+}
+
+engine::AnchorPoint ReadAnchor() noexcept {
+  engine::AnchorPoint best;
+  int64_t best_width = INT64_MAX;
+  for (int i = 0; i < 8; ++i) {
+    timespec a, b;
+    clock_gettime(CLOCK_REALTIME, &a);
+    const int64_t c = NowNs();
+    clock_gettime(CLOCK_REALTIME, &b);
+    const int64_t ra = static_cast<int64_t>(a.tv_sec) * 1000000000 + a.tv_nsec;
+    const int64_t rb = static_cast<int64_t>(b.tv_sec) * 1000000000 + b.tv_nsec;
+    if (rb - ra < best_width) {
+      best_width = rb - ra;
+      best.realtime_ns = ra + (rb - ra) / 2;
+      best.clock_ns = c;
+      best.uncertainty_ns = (rb - ra) / 2 + 1;
+    }
+  }
+  return best;
+}
+
+}  // namespace tracedb::recorder

@@ -1,0 +1,115 @@
+// The flusher: one background thread per recording process that drains every thread buffer,
+// encodes the records into EVENTS blocks (columns, then LZ4), and appends them with the catalog's
+// new strings, lanes and thread names to this rank's segment file. It writes at most every
+// flush interval (default 1 s), sooner when a buffer passes a quarter full or tracedb_flush()
+// asks, rotates files by size, and writes an END block on Stop().
+//
+// An I/O error (full disk, removed directory) disables writing with one warning on stderr; the
+// flusher keeps draining so producers never block, and counts what it discards as dropped.
+// Thread safety: Start/Stop/Flush from one controlling thread at a time (the recorder's session
+// mutex); the flusher thread is internal.
+// Format: docs/segment-format.md.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/segment_blocks.h"
+#include "engine/segment_writer.h"
+#include "engine/status.h"
+#include "recorder/rank_env.h"
+#include "recorder/thread_buffer.h"
+
+namespace tracedb::recorder {
+
+struct FlusherConfig {
+  std::string dir;  // the job's trace directory (rank-<r>/ is created in it)
+  RankInfo rank;
+  int64_t flush_interval_ns = 1000000000;
+  uint64_t segment_bytes = 64ull << 20;
+  int64_t start_step = -1;
+  int64_t end_step = -1;
+};
+
+class Flusher {
+ public:
+  Flusher() = default;
+  ~Flusher();
+  Flusher(const Flusher&) = delete;
+  Flusher& operator=(const Flusher&) = delete;
+
+  // Creates DIR/rank-<r>/, opens the first segment file, starts the thread.
+  Status Start(const FlusherConfig& config);
+  // Drains everything, writes STATS and END, closes the file and joins the thread.
+  void Stop();
+  // Returns once everything published before the call has been written (or an error).
+  Status Flush();
+  // In a forked child: the thread does not exist there. Closes the file descriptor; the caller
+  // must then leak this object (destroying it would join a thread of the parent).
+  void AbandonInChild();
+
+  void AddSync(const engine::SyncPoint& p);
+
+  // Process-lifetime counters (also across sessions).
+  static std::atomic<uint64_t> written_events;
+  static std::atomic<uint64_t> discarded_events;  // drained but not written (I/O error)
+  static std::atomic<uint64_t> written_bytes;
+  static std::atomic<uint64_t> write_errors;
+
+ private:
+  void Run();
+  // One pass: drain, encode, write. `final` also writes STATS and END.
+  void Cycle(bool final);
+  void DrainBuffer(ThreadBuffer* b);
+  Status OpenNextFile();
+  void WriteFileHeaderBlocks();
+  void AppendCatalogDeltas(bool all);
+  void AppendStatsIfChanged(bool force);
+  void CloseFile();
+  void FailWriting(const Status& s);
+
+  FlusherConfig config_;
+  std::string rank_dir_;
+  engine::SegmentMeta meta_;
+  uint32_t seq_ = 0;
+  engine::SegmentWriter writer_;
+  uint64_t file_events_ = 0;
+  bool writing_disabled_ = false;
+
+  // What the current file already holds of the catalog.
+  uint32_t strings_written_ = 0;  // highest string id written
+  size_t lanes_written_ = 0;
+
+  engine::EventsBlockEncoder encoder_;
+  std::vector<std::string> staged_events_;  // raw EVENTS payloads of this cycle
+  size_t staged_count_ = 0;
+  uint64_t staged_events_total_ = 0;
+  std::vector<std::string_view> string_scratch_;
+  std::vector<engine::LaneInfo> lane_scratch_;
+  std::vector<engine::ThreadInfo> thread_scratch_;
+  std::vector<ThreadBuffer*> buffers_scratch_;
+  std::vector<ThreadBuffer*> retired_scratch_;
+  std::string block_scratch_;
+  std::map<uint32_t, uint64_t> drops_;  // thread index -> cumulative dropped
+  bool drops_changed_ = false;
+  int64_t last_write_ns_ = 0;
+  int64_t last_anchor_ns_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  bool stop_ = false;
+  uint64_t flush_requested_ = 0;
+  uint64_t flush_done_ = 0;
+  Status flush_status_;
+  std::vector<engine::SyncPoint> pending_sync_;
+  std::thread thread_;
+};
+
+}  // namespace tracedb::recorder

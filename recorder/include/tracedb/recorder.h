@@ -1,0 +1,159 @@
+/* tracedb recorder: the C ABI linked into (or injected into) a training process.
+ *
+ * Records spans, instants, counters and communication events from every thread into per-thread
+ * buffers (no lock, no allocation, no system call on the recording path); a background flusher
+ * thread encodes them into LZ4-compressed columnar segment files under DIR/rank-<r>/.
+ *
+ * Contract for every function below:
+ *   - it never throws, never blocks on I/O, and never aborts the process;
+ *   - it is safe to call before tracedb_start(), after tracedb_stop(), from any thread, and in a
+ *     forked child (where recording is off until the child calls tracedb_start() itself);
+ *   - when recording is off (not started, stopped, or outside the step window) a recording call
+ *     costs one load and one branch.
+ * A full per-thread buffer drops the event and counts it; counts end up in the segment files.
+ *
+ * Environment:
+ *   TRACEDB_DIR          start automatically at load time, writing under this directory
+ *   TRACEDB_RANK / TRACEDB_WORLD_SIZE, else OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS,
+ *                        PMI_RANK/SIZE, RANK/WORLD_SIZE (torchrun), else rank 0 of 1
+ *   TRACEDB_BUFFER_MB    memory budget for all thread buffers of the process (default 64)
+ *   TRACEDB_FLUSH_MS     longest time an event waits in memory before it is written (default 1000)
+ *   TRACEDB_SEGMENT_MB   segment file size at which a new file is started (default 64)
+ *   TRACEDB_START_STEP / TRACEDB_END_STEP
+ *                        record only while START_STEP <= step <= END_STEP (see tracedb_step)
+ *   TRACEDB_CLOCK        "tsc" or "monotonic" (default: tsc when the CPU has an invariant TSC)
+ *
+ * The segment format is specified in docs/segment-format.md.
+ */
+#ifndef TRACEDB_RECORDER_H_
+#define TRACEDB_RECORDER_H_
+
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define TRACEDB_API
+#else
+#define TRACEDB_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+#define TRACEDB_NOEXCEPT noexcept
+extern "C" {
+#else
+#define TRACEDB_NOEXCEPT
+#endif
+
+/* Return codes of the int-returning functions. */
+#define TRACEDB_OK 0
+#define TRACEDB_ERR_STATE (-1)     /* wrong state: already started, not started, forked child */
+#define TRACEDB_ERR_IO (-2)        /* the directory or a segment file cannot be written */
+#define TRACEDB_ERR_ARG (-3)       /* a NULL or invalid argument */
+#define TRACEDB_ERR_TIMEOUT (-4)   /* tracedb_flush: the flusher did not finish within 30 s */
+
+/* Categories: one per event (docs/segment-format.md "Categories"). */
+#define TRACEDB_CAT_USER 0
+#define TRACEDB_CAT_COMPUTE 1
+#define TRACEDB_CAT_COMM 2
+#define TRACEDB_CAT_PHASE 3
+#define TRACEDB_CAT_MPI 4
+#define TRACEDB_CAT_NCCL 5
+#define TRACEDB_CAT_CUDA 6
+#define TRACEDB_CAT_STEP 7
+
+/* Typed arguments of a communication event. Set the TRACEDB_ARG_* bits of `fields` for the
+ * members that carry a value; the others are ignored. */
+#define TRACEDB_ARG_BYTES 1u
+#define TRACEDB_ARG_PEER 2u  /* peer rank, or root of a rooted collective */
+#define TRACEDB_ARG_TAG 4u
+#define TRACEDB_ARG_COMM 8u  /* communicator id */
+#define TRACEDB_ARG_SEQ 16u  /* per-communicator collective sequence number */
+typedef struct tracedb_args {
+  uint32_t fields;
+  int32_t peer;
+  int32_t tag;
+  uint32_t comm;
+  uint64_t bytes;
+  uint64_t seq;
+} tracedb_args;
+
+/* ---- Session ---- */
+
+/* Starts recording into `dir` (created if missing). TRACEDB_ERR_STATE when already started or
+ * in a forked child that inherited a running session; TRACEDB_ERR_IO when `dir` is unwritable. */
+TRACEDB_API int tracedb_start(const char* dir) TRACEDB_NOEXCEPT;
+/* Stops recording, writes everything buffered and closes the segment file. Also runs at exit. */
+TRACEDB_API int tracedb_stop(void) TRACEDB_NOEXCEPT;
+/* Returns once every event recorded (by any thread) before the call has been written to this
+ * rank's segment files, so a process killed right after loses none of them. */
+TRACEDB_API int tracedb_flush(void) TRACEDB_NOEXCEPT;
+/* 1 while events are being recorded (started, and inside the step window), else 0. */
+TRACEDB_API int tracedb_enabled(void) TRACEDB_NOEXCEPT;
+/* This process's rank and world size, as detected from the environment. */
+TRACEDB_API int tracedb_rank(void) TRACEDB_NOEXCEPT;
+TRACEDB_API int tracedb_world_size(void) TRACEDB_NOEXCEPT;
+
+/* ---- Names, lanes, threads ---- */
+
+/* Returns the id of `name` (interned once per process; the same string gives the same id).
+ * Ids are never 0 except for NULL or when out of memory. Not for the hot path: intern once. */
+TRACEDB_API uint32_t tracedb_intern(const char* name) TRACEDB_NOEXCEPT;
+/* Returns the id of the named lane (a track of its own, e.g. one per tensor), creating it.
+ * Lane 0 is the calling thread's own track. At most 65535 lanes per process; past that, 0. */
+TRACEDB_API uint32_t tracedb_lane(const char* name) TRACEDB_NOEXCEPT;
+/* Names the calling thread's track. */
+TRACEDB_API void tracedb_thread_name(const char* name) TRACEDB_NOEXCEPT;
+
+/* ---- Recording (the hot path) ---- */
+
+TRACEDB_API void tracedb_begin(uint32_t name) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_end(uint32_t name) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_instant(uint32_t name) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_counter(uint32_t name, double value) TRACEDB_NOEXCEPT;
+/* A span with explicit times on the recorder's clock (see tracedb_now). */
+TRACEDB_API void tracedb_complete(uint32_t name, int64_t ts_ns, int64_t dur_ns) TRACEDB_NOEXCEPT;
+/* The recorder's clock, in ns (monotonic; the same clock as every recorded event). */
+TRACEDB_API int64_t tracedb_now(void) TRACEDB_NOEXCEPT;
+
+/* The same with a category, a lane (0: the thread's track) and optional typed arguments
+ * (`args` may be NULL). */
+TRACEDB_API void tracedb_begin_ex(uint32_t name, uint32_t cat, uint32_t lane,
+                                  const tracedb_args* args) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_end_ex(uint32_t name, uint32_t cat, uint32_t lane,
+                                const tracedb_args* args) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_instant_ex(uint32_t name, uint32_t cat, uint32_t lane,
+                                    const tracedb_args* args) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_counter_ex(uint32_t name, uint32_t cat, uint32_t lane,
+                                    double value) TRACEDB_NOEXCEPT;
+TRACEDB_API void tracedb_complete_ex(uint32_t name, uint32_t cat, uint32_t lane, int64_t ts_ns,
+                                     int64_t dur_ns, const tracedb_args* args) TRACEDB_NOEXCEPT;
+
+/* ---- Steps ---- */
+
+/* Marks the start of training step `step`. With TRACEDB_START_STEP/TRACEDB_END_STEP set, events
+ * are recorded only while START_STEP <= step <= END_STEP (before the first call: not recorded).
+ * Each call inside the window is recorded as a step marker that compaction uses to give every
+ * event its step. */
+TRACEDB_API void tracedb_step(int64_t step) TRACEDB_NOEXCEPT;
+
+/* ---- For interposers (MPI, NCCL) ---- */
+
+/* Records one clock-sync measurement: at local time `local_ns` (tracedb_now clock) the clock of
+ * `ref_rank` read local_ns + offset_ns, within +-uncertainty_ns. Written even when stopped
+ * inside the step window; ignored when not started. */
+TRACEDB_API void tracedb_clock_sync(int32_t ref_rank, int64_t local_ns, int64_t offset_ns,
+                                    int64_t uncertainty_ns) TRACEDB_NOEXCEPT;
+
+/* Counters of this process since load. */
+typedef struct tracedb_counters {
+  uint64_t written;       /* events written to segment files */
+  uint64_t dropped;       /* events dropped: full buffer, no buffer, or writing disabled */
+  uint64_t flushed_bytes; /* bytes handed to the OS */
+  uint64_t write_errors;  /* 1 once writing has been disabled by an I/O error */
+} tracedb_counters;
+TRACEDB_API void tracedb_get_counters(tracedb_counters* out) TRACEDB_NOEXCEPT;
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TRACEDB_RECORDER_H_ */

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tracedb needs to build, test and run its demo. Idempotent: when
+# every package is already installed it does nothing (and needs no network).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config python3
+  liblz4-dev libsqlite3-dev sqlite3 libcli11-dev zlib1g-dev
+  libgtest-dev libgmock-dev
+  openmpi-bin libopenmpi-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

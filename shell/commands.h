@@ -1,0 +1,18 @@
+// The tracedb CLI's subcommands: each has an options struct, a Setup…() that declares it on the
+// CLI11 app, and a Run…() that returns the process exit code. Only shell/ prints.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tracedb::shell {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;  // the input could not be read or the work failed
+inline constexpr int kExitUsage = 2;  // bad arguments (CLI11's own code for parse errors)
+
+// Each Setup…() adds its subcommand to `app`; when that subcommand runs, its exit code is stored
+// in *exit_code.
+void SetupInfo(CLI::App& app, int* exit_code);
+
+}  // namespace tracedb::shell

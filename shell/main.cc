@@ -1,0 +1,22 @@
+// The tracedb command-line program: declares the subcommands (one file each) and runs the one
+// the user named. CLI11 parse errors exit with code 2 and a usage message.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "engine/version.h"
+#include "shell/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tracedb: record, compact, query and export traces of distributed training jobs"};
+  app.set_version_flag("--version", tracedb::engine::kTracedbVersion);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  tracedb::shell::SetupInfo(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}

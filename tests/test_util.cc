@@ -1,0 +1,122 @@
+// Test helpers. See test_util.h.
+#include "tests/test_util.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/segment_dir.h"
+
+namespace tracedb::testing {
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  const char* base = std::getenv("TRACEDB_TEST_TMP");
+  std::string root = base && *base ? base : "/tmp/tracedb-test";
+  std::filesystem::create_directories(root);
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "t";
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  path_ = root + "/" + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  if (std::getenv("TRACEDB_KEEP_TMP") == nullptr) RemoveTree(path_);
+}
+
+void RemoveTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+namespace {
+
+class CollectVisitor : public engine::SegmentVisitor {
+ public:
+  CollectVisitor(Collected* c, int32_t rank, uint32_t pid) : c_(c), rank_(rank), pid_(pid) {}
+  void OnMeta(const engine::SegmentMeta& m) override { c_->metas.push_back(m); }
+  void OnStrings(uint32_t first, const std::vector<std::string>& s) override {
+    for (size_t i = 0; i < s.size(); ++i) strings_[first + static_cast<uint32_t>(i)] = s[i];
+  }
+  void OnLanes(const std::vector<engine::LaneInfo>& lanes) override {
+    for (const auto& l : lanes) lanes_[l.lane] = l.name;
+  }
+  void OnThreads(const std::vector<engine::ThreadInfo>& t) override {
+    for (const auto& x : t) c_->thread_names[x.index] = x.name;
+  }
+  void OnEvents(uint32_t thread, const std::vector<engine::SegmentEvent>& events) override {
+    for (const auto& e : events) {
+      ReadEvent r;
+      r.rank = rank_;
+      r.pid = pid_;
+      r.thread = thread;
+      r.name = strings_.count(e.name) ? strings_[e.name] : "?";
+      if (e.lane != 0) r.lane = lanes_.count(e.lane) ? strings_[lanes_[e.lane]] : "?";
+      r.e = e;
+      c_->events.push_back(std::move(r));
+    }
+  }
+  void OnStats(const std::vector<engine::DropCount>& d) override {
+    for (const auto& x : d) c_->dropped += x.dropped;
+  }
+  void OnSync(const std::vector<engine::SyncPoint>& p) override {
+    c_->sync.insert(c_->sync.end(), p.begin(), p.end());
+  }
+  void OnAnchors(const std::vector<engine::AnchorPoint>& p) override {
+    c_->anchors.insert(c_->anchors.end(), p.begin(), p.end());
+  }
+
+ private:
+  Collected* c_;
+  int32_t rank_;
+  uint32_t pid_;
+  std::map<uint32_t, std::string> strings_;
+  std::map<uint32_t, uint32_t> lanes_;
+};
+
+}  // namespace
+
+Collected CollectDir(const std::string& dir) {
+  Collected c;
+  auto files = engine::ListSegmentFiles(dir);
+  if (!files.ok()) {
+    ADD_FAILURE() << files.status().ToString();
+    return c;
+  }
+  for (const auto& f : *files) {
+    CollectVisitor v(&c, f.rank, f.pid);
+    auto scan = engine::ScanSegment(f.path, &v);
+    if (!scan.ok()) {
+      ADD_FAILURE() << scan.status().ToString();
+      continue;
+    }
+    c.files++;
+    c.corrupt_blocks += scan->corrupt_blocks;
+    if (scan->torn_tail_bytes) c.torn_tails++;
+    if (scan->closed) c.closed_files++;
+  }
+  return c;
+}
+
+}  // namespace tracedb::testing

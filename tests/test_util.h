@@ -1,0 +1,57 @@
+// Helpers shared by tests: unique temporary directories and a visitor that collects everything
+// a trace directory holds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/segment_format.h"
+#include "engine/segment_reader.h"
+
+namespace tracedb::testing {
+
+// A fresh empty directory, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void RemoveTree(const std::string& path);
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& bytes);
+
+// An event as read back, with its thread and names resolved.
+struct ReadEvent {
+  int32_t rank = 0;
+  uint32_t pid = 0;
+  uint32_t thread = 0;  // per-process thread index
+  std::string name;
+  std::string lane;  // "" for the thread's own track
+  engine::SegmentEvent e;
+};
+
+struct Collected {
+  std::vector<ReadEvent> events;
+  std::map<uint32_t, std::string> thread_names;  // thread index -> name
+  uint64_t dropped = 0;
+  std::vector<engine::SyncPoint> sync;
+  std::vector<engine::AnchorPoint> anchors;
+  std::vector<engine::SegmentMeta> metas;
+  uint64_t corrupt_blocks = 0;
+  uint64_t torn_tails = 0;
+  uint64_t files = 0;
+  uint64_t closed_files = 0;
+};
+
+// Reads every segment file under `dir` (all ranks). Fails the calling test on I/O errors.
+Collected CollectDir(const std::string& dir);
+
+}  // namespace tracedb::testing
