@@ -58,13 +58,14 @@ void EventsBlockEncoder::Reset(uint32_t thread_index) {
 }
 
 void EventsBlockEncoder::PutArgs(const EventArgs& a) {
-  args_.Reserve(1 + 10 + 5 + 5 + 5 + 10);
+  args_.Reserve(1 + 10 + 5 + 5 + 5 + 10 + 10);
   args_.PutVarint(a.mask & EventArgs::kAllFields);
   if (a.mask & EventArgs::kBytes) args_.PutVarint(a.bytes);
   if (a.mask & EventArgs::kPeer) args_.PutVarint(ZigZag(a.peer));
   if (a.mask & EventArgs::kTag) args_.PutVarint(ZigZag(a.tag));
   if (a.mask & EventArgs::kComm) args_.PutVarint(a.comm);
   if (a.mask & EventArgs::kSeq) args_.PutVarint(a.seq);
+  if (a.mask & EventArgs::kFlow) args_.PutVarint(a.flow);
 }
 
 void EventsBlockEncoder::Finish(std::string* dst) const {
@@ -152,6 +153,9 @@ Status DecodeEventsBlock(std::string_view payload, uint32_t* thread_index,
         return Bad("EVENTS", "truncated args column");
       }
       if ((a.mask & EventArgs::kSeq) && !args.GetVarint64(&a.seq)) {
+        return Bad("EVENTS", "truncated args column");
+      }
+      if ((a.mask & EventArgs::kFlow) && !args.GetVarint64(&a.flow)) {
         return Bad("EVENTS", "truncated args column");
       }
     }
@@ -346,6 +350,38 @@ Status DecodeStats(std::string_view payload, std::vector<DropCount>* drops) {
   for (DropCount& d : *drops) {
     if (!r.GetVarint32(&d.thread_index) || !r.GetVarint64(&d.dropped)) {
       return Bad("STATS", "bad entry");
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- COMMS ----
+
+void EncodeComms(const std::vector<CommInfo>& comms, std::string* dst) {
+  PutVarint64(dst, comms.size());
+  for (const CommInfo& c : comms) {
+    PutVarint64(dst, c.comm);
+    PutVarsigned(dst, c.size);
+    PutVarsigned(dst, c.rank_in_comm);
+    PutVarint64(dst, c.members.size());
+    for (int32_t m : c.members) PutVarsigned(dst, m);
+  }
+}
+
+Status DecodeComms(std::string_view payload, std::vector<CommInfo>* comms) {
+  Reader r(payload);
+  uint64_t n;
+  if (!GetCount(&r, &n)) return Bad("COMMS", "bad count");
+  comms->resize(n);
+  for (CommInfo& c : *comms) {
+    uint64_t members;
+    if (!r.GetVarint32(&c.comm) || !GetI32(&r, &c.size) || !GetI32(&r, &c.rank_in_comm) ||
+        !GetCount(&r, &members) || c.size < 0) {
+      return Bad("COMMS", "bad entry");
+    }
+    c.members.resize(members);
+    for (int32_t& m : c.members) {
+      if (!GetI32(&r, &m)) return Bad("COMMS", "truncated member list");
     }
   }
   return Status::Ok();

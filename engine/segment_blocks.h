@@ -126,6 +126,9 @@ Status DecodeAnchors(std::string_view payload, std::vector<AnchorPoint>* points)
 void EncodeStats(const std::vector<DropCount>& drops, std::string* dst);
 Status DecodeStats(std::string_view payload, std::vector<DropCount>* drops);
 
+void EncodeComms(const std::vector<CommInfo>& comms, std::string* dst);
+Status DecodeComms(std::string_view payload, std::vector<CommInfo>* comms);
+
 void EncodeEnd(const SegmentEnd& e, std::string* dst);
 Status DecodeEnd(std::string_view payload, SegmentEnd* e);
 

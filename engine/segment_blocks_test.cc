@@ -19,6 +19,7 @@ TEST(EventsBlock, RoundTripsEveryKindAndField) {
   all.tag = 12345;
   all.comm = 0xfffffffe;
   all.seq = 99;
+  all.flow = ~0ull;
   EventArgs some;
   some.mask = EventArgs::kBytes | EventArgs::kSeq;
   some.bytes = 8;
@@ -181,6 +182,14 @@ TEST(CatalogBlocks, RoundTrip) {
   std::vector<DropCount> d;
   ASSERT_TRUE(DecodeStats(raw, &d).ok());
   EXPECT_EQ(d[1].dropped, 1000000u);
+
+  raw.clear();
+  EncodeComms({{3, 4, 1, {0, 1, 5, 9}}, {4, 2, 0, {}}}, &raw);
+  std::vector<CommInfo> comms;
+  ASSERT_TRUE(DecodeComms(raw, &comms).ok());
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[0].members, (std::vector<int32_t>{0, 1, 5, 9}));
+  EXPECT_EQ(comms[1].size, 2);
 
   raw.clear();
   EncodeEnd({12345}, &raw);

@@ -33,6 +33,7 @@ enum class BlockType : uint8_t {
   kAnchor = 7,
   kStats = 8,
   kEnd = 9,
+  kComms = 10,
 };
 
 enum class Codec : uint8_t { kRaw = 0, kLz4 = 1 };
@@ -56,13 +57,22 @@ const char* CategoryName(uint8_t cat);  // "user", "compute", …; "user" when o
 
 // Typed communication arguments. `mask` says which fields are present.
 struct EventArgs {
-  enum : uint32_t { kBytes = 1, kPeer = 2, kTag = 4, kComm = 8, kSeq = 16, kAllFields = 31 };
+  enum : uint32_t {
+    kBytes = 1,
+    kPeer = 2,
+    kTag = 4,
+    kComm = 8,
+    kSeq = 16,
+    kFlow = 32,
+    kAllFields = 63
+  };
   uint32_t mask = 0;
   uint64_t bytes = 0;
   int32_t peer = 0;
   int32_t tag = 0;
   uint32_t comm = 0;
   uint64_t seq = 0;
+  uint64_t flow = 0;  // links events of one operation (a request and its completion, a message)
   bool operator==(const EventArgs&) const = default;
 };
 
@@ -129,6 +139,16 @@ struct AnchorPoint {
 struct DropCount {
   uint32_t thread_index = 0;
   uint64_t dropped = 0;
+};
+
+// COMMS block entry: a communicator as seen by this rank. `comm` is the id events carry in their
+// `comm` argument; it is the same on every member rank.
+struct CommInfo {
+  uint32_t comm = 0;
+  int32_t size = 0;              // members
+  int32_t rank_in_comm = 0;      // this rank's position in it
+  std::vector<int32_t> members;  // world ranks of the members in comm order; may be empty
+  bool operator==(const CommInfo&) const = default;
 };
 
 // END block: the file was closed cleanly.

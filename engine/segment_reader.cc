@@ -129,6 +129,12 @@ Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, Segment
       v->OnStats(d);
       return Status::Ok();
     }
+    case BlockType::kComms: {
+      std::vector<CommInfo> c;
+      TRACEDB_RETURN_IF_ERROR(DecodeComms(raw, &c));
+      v->OnComms(c);
+      return Status::Ok();
+    }
     case BlockType::kEnd: {
       SegmentEnd e;
       TRACEDB_RETURN_IF_ERROR(DecodeEnd(raw, &e));

@@ -27,6 +27,7 @@ class SegmentVisitor {
   virtual void OnSync(const std::vector<SyncPoint>&) {}
   virtual void OnAnchors(const std::vector<AnchorPoint>&) {}
   virtual void OnStats(const std::vector<DropCount>&) {}
+  virtual void OnComms(const std::vector<CommInfo>&) {}
   virtual void OnEnd(const SegmentEnd&) {}
 };
 

@@ -132,6 +132,11 @@ void Flusher::WriteFileHeaderBlocks() {
   lanes_written_ = 0;
   file_events_ = 0;
   AppendCatalogDeltas(/*all=*/true);
+  if (!all_comms_.empty()) {
+    block_scratch_.clear();
+    engine::EncodeComms(all_comms_, &block_scratch_);
+    writer_.AppendBlock(BlockType::kComms, block_scratch_, true);
+  }
   block_scratch_.clear();
   engine::EncodeAnchors({anchor}, &block_scratch_);
   writer_.AppendBlock(BlockType::kAnchor, block_scratch_, false);
@@ -185,13 +190,15 @@ void Flusher::DrainBuffer(ThreadBuffer* b) {
     if (r.kind & kRecArgs) {
       const ExtSlot e1 = ExtAt(b, t);
       const ExtSlot e2 = ExtAt(b, t + 1);
-      t += 2;
+      const ExtSlot e3 = ExtAt(b, t + 2);
+      t += 3;
       args.bytes = e1.a;
       args.peer = static_cast<int32_t>(static_cast<uint32_t>(e1.b));
       args.tag = static_cast<int32_t>(static_cast<uint32_t>(e1.b >> 32));
       args.seq = e2.a;
       args.comm = static_cast<uint32_t>(e2.b);
       args.mask = static_cast<uint32_t>(e2.b >> 32) & engine::EventArgs::kAllFields;
+      args.flow = e3.a;
       ap = &args;
     }
     switch (kind) {
@@ -256,10 +263,13 @@ void Flusher::Cycle(bool final) {
     g_nobuf_reported = nobuf;
   }
   std::vector<engine::SyncPoint> sync;
+  std::vector<engine::CommInfo> comms;
   {
     std::lock_guard<std::mutex> lock(mu_);
     sync.swap(pending_sync_);
+    comms.swap(pending_comms_);
   }
+  all_comms_.insert(all_comms_.end(), comms.begin(), comms.end());
   if (writing_disabled_) {
     discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
     drops_.clear();
@@ -275,6 +285,11 @@ void Flusher::Cycle(bool final) {
     }
   }
   AppendCatalogDeltas(/*all=*/false);
+  if (!comms.empty()) {
+    block_scratch_.clear();
+    engine::EncodeComms(comms, &block_scratch_);
+    writer_.AppendBlock(BlockType::kComms, block_scratch_, true);
+  }
   for (size_t i = 0; i < staged_count_; ++i) {
     writer_.AppendBlock(BlockType::kEvents, staged_events_[i], true);
   }
@@ -394,6 +409,11 @@ void Flusher::AbandonInChild() {
   // The thread and the mutex state belong to the parent: the caller leaks this object, and only
   // the descriptor is released here.
   writer_.Abandon();
+}
+
+void Flusher::AddComm(engine::CommInfo c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_comms_.push_back(std::move(c));
 }
 
 void Flusher::AddSync(const engine::SyncPoint& p) {

@@ -55,6 +55,7 @@ class Flusher {
   void AbandonInChild();
 
   void AddSync(const engine::SyncPoint& p);
+  void AddComm(engine::CommInfo c);
 
   // Process-lifetime counters (also across sessions).
   static std::atomic<uint64_t> written_events;
@@ -109,6 +110,8 @@ class Flusher {
   uint64_t flush_done_ = 0;
   Status flush_status_;
   std::vector<engine::SyncPoint> pending_sync_;
+  std::vector<engine::CommInfo> pending_comms_;
+  std::vector<engine::CommInfo> all_comms_;  // flusher-owned: repeated in every new file
   std::thread thread_;
 };
 

@@ -80,7 +80,7 @@ inline uint8_t CatOf(uint32_t cat) noexcept {
 inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int64_t ts,
                  bool has_payload, uint64_t payload, const tracedb_args* args) noexcept {
   ThreadBuffer* b = Buffer();
-  const uint32_t n = 1 + (has_payload ? 1 : 0) + (args ? 2 : 0);
+  const uint32_t n = 1 + (has_payload ? 1 : 0) + (args ? 3 : 0);
   const uint64_t h = Reserve(b, n);
   if (h == UINT64_MAX) {
     CountDrop(b);
@@ -102,7 +102,10 @@ inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int
     ExtSlot& e2 = ExtAt(b, i + 1);
     e2.a = args->seq;
     e2.b = args->comm | (static_cast<uint64_t>(args->fields & engine::EventArgs::kAllFields) << 32);
-    i += 2;
+    ExtSlot& e3 = ExtAt(b, i + 2);
+    e3.a = args->flow;
+    e3.b = 0;
+    i += 3;
   }
   Publish(b, i);
 }
@@ -347,6 +350,21 @@ void tracedb_clock_sync(int32_t ref_rank, int64_t local_ns, int64_t offset_ns,
   if (!g_started || g_flusher == nullptr) return;
   g_flusher->AddSync(tracedb::engine::SyncPoint{ref_rank, local_ns, offset_ns,
                                                 uncertainty_ns < 0 ? 0 : uncertainty_ns});
+}
+
+void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_in_comm,
+                         const int32_t* members) noexcept {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_started || g_flusher == nullptr || size < 0) return;
+  try {
+    tracedb::engine::CommInfo info;
+    info.comm = comm;
+    info.size = size;
+    info.rank_in_comm = rank_in_comm;
+    if (members != nullptr) info.members.assign(members, members + size);
+    g_flusher->AddComm(std::move(info));
+  } catch (...) {
+  }
 }
 
 void tracedb_get_counters(tracedb_counters* out) noexcept {

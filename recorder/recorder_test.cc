@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -68,8 +69,9 @@ TEST_F(RecorderTest, RoundTripsEveryCallAndField) {
   tracedb_counter(loss, 0.25);
   tracedb_complete(comm, t0 - 500, 400);
   tracedb_args a{};
-  a.fields =
-      TRACEDB_ARG_BYTES | TRACEDB_ARG_PEER | TRACEDB_ARG_TAG | TRACEDB_ARG_COMM | TRACEDB_ARG_SEQ;
+  a.fields = TRACEDB_ARG_BYTES | TRACEDB_ARG_PEER | TRACEDB_ARG_TAG | TRACEDB_ARG_COMM |
+             TRACEDB_ARG_SEQ | TRACEDB_ARG_FLOW;
+  a.flow = 0xabcdef0123456789ull;
   a.bytes = 1 << 20;
   a.peer = 3;
   a.tag = -1;
@@ -82,6 +84,9 @@ TEST_F(RecorderTest, RoundTripsEveryCallAndField) {
   tracedb_complete_ex(comm, TRACEDB_CAT_MPI, 0, t0, 1000, &a);
   tracedb_step(5);
   tracedb_clock_sync(0, t0, -123, 45);
+  const int32_t members[3] = {0, 2, 3};
+  tracedb_comm_define(7, 3, 1, members);
+  tracedb_comm_define(8, 2, 0, nullptr);
   ASSERT_EQ(tracedb_stop(), TRACEDB_OK);
   EXPECT_EQ(tracedb_enabled(), 0);
 
@@ -118,6 +123,7 @@ TEST_F(RecorderTest, RoundTripsEveryCallAndField) {
   EXPECT_EQ(ev[5].e.args.tag, -1);
   EXPECT_EQ(ev[5].e.args.comm, 17u);
   EXPECT_EQ(ev[5].e.args.seq, 42u);
+  EXPECT_EQ(ev[5].e.args.flow, 0xabcdef0123456789ull);
   EXPECT_EQ(ev[5].e.args.mask, engine::EventArgs::kAllFields);
   EXPECT_EQ(ev[6].e.kind, EventKind::kEnd);
   EXPECT_FALSE(ev[6].e.has_args);
@@ -137,6 +143,12 @@ TEST_F(RecorderTest, RoundTripsEveryCallAndField) {
   EXPECT_EQ(c.sync[0].offset_ns, -123);
   EXPECT_EQ(c.sync[0].uncertainty_ns, 45);
   EXPECT_GE(c.anchors.size(), 2u);  // one at open, one at close
+  ASSERT_EQ(c.comms.size(), 2u);
+  EXPECT_EQ(c.comms[0].comm, 7u);
+  EXPECT_EQ(c.comms[0].size, 3);
+  EXPECT_EQ(c.comms[0].rank_in_comm, 1);
+  EXPECT_EQ(c.comms[0].members, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_TRUE(c.comms[1].members.empty());
 }
 
 TEST_F(RecorderTest, CallsBeforeStartAndAfterStopDoNothing) {
@@ -330,7 +342,10 @@ TEST_F(RecorderTest, ShortLivedThreadsAreAllRecorded) {
   Collected c = CollectDir(tmp.path());
   EXPECT_EQ(OfName(c, "short").size(), 2000u);
   EXPECT_EQ(c.dropped, 0u);
-  EXPECT_EQ(c.thread_names.size(), 200u + 1);  // every thread had its own index
+  std::set<uint32_t> threads;
+  for (const auto& e : OfName(c, "short")) threads.insert(e.thread);
+  EXPECT_EQ(threads.size(), 200u);  // every thread had its own index, also on reused buffers
+  for (uint32_t t : threads) EXPECT_EQ(c.thread_names.count(t), 1u) << t;
 }
 
 TEST_F(RecorderTest, SegmentsRotateBySize) {

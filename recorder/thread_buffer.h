@@ -5,7 +5,7 @@
 // flusher thread reads [tail, head) and frees the slots with a release store of `tail`. No lock,
 // allocation or system call on the producer side; when the ring is full the event is dropped and
 // counted. An event takes 1 to 4 consecutive slots: its Record, then a payload slot (duration,
-// counter value or step) when kRecPayload is set, then two argument slots when kRecArgs is set.
+// counter value or step) when kRecPayload is set, then three argument slots when kRecArgs is set.
 // Thread safety: as described; producer-only and consumer-only fields are marked.
 #pragma once
 
@@ -32,7 +32,7 @@ struct ExtSlot {
 };
 static_assert(sizeof(ExtSlot) == sizeof(Record));
 
-inline constexpr uint8_t kRecArgs = 0x10;     // two ExtSlots of arguments follow
+inline constexpr uint8_t kRecArgs = 0x10;     // three ExtSlots of arguments follow
 inline constexpr uint8_t kRecPayload = 0x20;  // one ExtSlot of payload follows (before args)
 
 struct alignas(64) ThreadBuffer {

@@ -83,6 +83,9 @@ class CollectVisitor : public engine::SegmentVisitor {
   void OnSync(const std::vector<engine::SyncPoint>& p) override {
     c_->sync.insert(c_->sync.end(), p.begin(), p.end());
   }
+  void OnComms(const std::vector<engine::CommInfo>& p) override {
+    c_->comms.insert(c_->comms.end(), p.begin(), p.end());
+  }
   void OnAnchors(const std::vector<engine::AnchorPoint>& p) override {
     c_->anchors.insert(c_->anchors.end(), p.begin(), p.end());
   }

@@ -44,6 +44,7 @@ struct Collected {
   uint64_t dropped = 0;
   std::vector<engine::SyncPoint> sync;
   std::vector<engine::AnchorPoint> anchors;
+  std::vector<engine::CommInfo> comms;
   std::vector<engine::SegmentMeta> metas;
   uint64_t corrupt_blocks = 0;
   uint64_t torn_tails = 0;

@@ -67,6 +67,7 @@ extern "C" {
 #define TRACEDB_ARG_TAG 4u
 #define TRACEDB_ARG_COMM 8u  /* communicator id */
 #define TRACEDB_ARG_SEQ 16u  /* per-communicator collective sequence number */
+#define TRACEDB_ARG_FLOW 32u /* links events of one operation: a request and its completion */
 typedef struct tracedb_args {
   uint32_t fields;
   int32_t peer;
@@ -74,6 +75,7 @@ typedef struct tracedb_args {
   uint32_t comm;
   uint64_t bytes;
   uint64_t seq;
+  uint64_t flow;
 } tracedb_args;
 
 /* ---- Session ---- */
@@ -142,6 +144,12 @@ TRACEDB_API void tracedb_step(int64_t step) TRACEDB_NOEXCEPT;
  * inside the step window; ignored when not started. */
 TRACEDB_API void tracedb_clock_sync(int32_t ref_rank, int64_t local_ns, int64_t offset_ns,
                                     int64_t uncertainty_ns) TRACEDB_NOEXCEPT;
+
+/* Declares a communicator: events that carry `comm` in their arguments belong to it. The id must
+ * be the same on every member rank; `members` (world ranks in communicator order, `size`
+ * entries) may be NULL. Ignored when not started. */
+TRACEDB_API void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_in_comm,
+                                     const int32_t* members) TRACEDB_NOEXCEPT;
 
 /* Counters of this process since load. */
 typedef struct tracedb_counters {

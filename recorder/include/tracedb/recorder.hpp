@@ -75,6 +75,11 @@ class Args {
     a_.fields |= TRACEDB_ARG_SEQ;
     return *this;
   }
+  Args& Flow(uint64_t v) noexcept {
+    a_.flow = v;
+    a_.fields |= TRACEDB_ARG_FLOW;
+    return *this;
+  }
   const tracedb_args* get() const noexcept { return &a_; }
 
  private:
