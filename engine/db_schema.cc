@@ -1,0 +1,135 @@
+// Trace database schema. See db_schema.h; documented in docs/database-format.md.
+#include "engine/db_schema.h"
+
+#include <sys/stat.h>
+
+#include "engine/version.h"
+
+namespace tracedb::engine {
+namespace {
+
+constexpr const char* kSchemaSql = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE strings(id INTEGER PRIMARY KEY, s TEXT NOT NULL);
+CREATE TABLE ranks(
+  rank INTEGER PRIMARY KEY, host TEXT, world_size INTEGER, local_rank INTEGER,
+  clock_method TEXT, offset_ns INTEGER, drift_ppm REAL, uncertainty_ns INTEGER,
+  sync_points INTEGER, source TEXT);
+CREATE TABLE processes(
+  rank INTEGER NOT NULL, pid INTEGER NOT NULL, host TEXT, command TEXT, clock TEXT,
+  tsc_hz INTEGER, PRIMARY KEY(rank, pid)) WITHOUT ROWID;
+CREATE TABLE clock_knots(
+  rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL,
+  common_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL, kind TEXT NOT NULL,
+  PRIMARY KEY(rank, pid, local_ns, kind)) WITHOUT ROWID;
+CREATE TABLE sync_points(
+  rank INTEGER NOT NULL, pid INTEGER NOT NULL, ref_rank INTEGER NOT NULL,
+  local_ns INTEGER NOT NULL, offset_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL);
+CREATE TABLE tracks(
+  track INTEGER PRIMARY KEY, rank INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT,
+  tid INTEGER, pid INTEGER, local_id INTEGER, sort_index INTEGER, next_k INTEGER NOT NULL);
+CREATE INDEX tracks_by_rank ON tracks(rank);
+CREATE TABLE blocks(
+  block INTEGER PRIMARY KEY, rank INTEGER NOT NULL, min_ts INTEGER NOT NULL,
+  max_end INTEGER NOT NULL, max_dur INTEGER NOT NULL, count INTEGER NOT NULL,
+  data BLOB NOT NULL);
+CREATE INDEX blocks_by_rank ON blocks(rank, min_ts);
+CREATE TABLE block_names(
+  name INTEGER NOT NULL, cat INTEGER NOT NULL, block INTEGER NOT NULL,
+  count INTEGER NOT NULL, max_dur INTEGER NOT NULL,
+  PRIMARY KEY(name, max_dur, block, cat)) WITHOUT ROWID;
+CREATE INDEX block_names_by_cat ON block_names(cat, block);
+CREATE TABLE name_stats(
+  rank INTEGER NOT NULL, name INTEGER NOT NULL, cat INTEGER NOT NULL, kind INTEGER NOT NULL,
+  count INTEGER NOT NULL, total_dur INTEGER NOT NULL, min_dur INTEGER NOT NULL,
+  max_dur INTEGER NOT NULL, hist BLOB,
+  PRIMARY KEY(rank, name, cat, kind)) WITHOUT ROWID;
+CREATE TABLE steps(
+  rank INTEGER NOT NULL, ts INTEGER NOT NULL, step INTEGER NOT NULL,
+  PRIMARY KEY(rank, ts)) WITHOUT ROWID;
+CREATE TABLE stats(
+  name TEXT NOT NULL, rank INTEGER NOT NULL, value INTEGER NOT NULL,
+  PRIMARY KEY(name, rank)) WITHOUT ROWID;
+CREATE TABLE comms(
+  rank INTEGER NOT NULL, comm INTEGER NOT NULL, size INTEGER NOT NULL,
+  rank_in_comm INTEGER NOT NULL, members TEXT, PRIMARY KEY(rank, comm)) WITHOUT ROWID;
+CREATE TABLE sources(
+  path TEXT PRIMARY KEY, format TEXT NOT NULL, rank INTEGER, pid INTEGER,
+  offset INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0,
+  finished INTEGER NOT NULL DEFAULT 0, events INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE TABLE state(key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID;
+CREATE TABLE mpi_profile(
+  rank INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT NULL,
+  bytes REAL NOT NULL, time_ns INTEGER NOT NULL, source TEXT,
+  PRIMARY KEY(rank, routine)) WITHOUT ROWID;
+CREATE TABLE mpi_msgsize(
+  rank INTEGER NOT NULL, routine TEXT NOT NULL, min_bytes INTEGER NOT NULL,
+  max_bytes INTEGER NOT NULL, calls INTEGER NOT NULL, avg_bytes REAL NOT NULL,
+  time_ns INTEGER NOT NULL, PRIMARY KEY(rank, routine, min_bytes)) WITHOUT ROWID;
+CREATE TABLE rank_times(
+  rank INTEGER PRIMARY KEY, host TEXT, comm_ns INTEGER, elapsed_ns INTEGER, user_ns INTEGER,
+  system_ns INTEGER, maxrss_bytes INTEGER, source TEXT);
+CREATE TABLE mpi_callsites(
+  rank INTEGER NOT NULL, site INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT NULL,
+  max_ns INTEGER, mean_ns INTEGER, min_ns INTEGER, app_pct REAL, mpi_pct REAL,
+  bytes_sum REAL, location TEXT, PRIMARY KEY(rank, site, routine)) WITHOUT ROWID;
+)sql";
+
+}  // namespace
+
+Status CreateSchema(Db* db) {
+  TRACEDB_RETURN_IF_ERROR(db->Exec(kSchemaSql));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)"));
+  TRACEDB_RETURN_IF_ERROR(st.Bind(1, "format").Bind(2, "tracedb").Run());
+  TRACEDB_RETURN_IF_ERROR(
+      st.Bind(1, "schema_version").Bind(2, std::to_string(kSchemaVersion)).Run());
+  TRACEDB_RETURN_IF_ERROR(st.Bind(1, "tool_version").Bind(2, kTracedbVersion).Run());
+  return Status::Ok();
+}
+
+Status CheckSchema(Db* db) {
+  if (!db->HasTable("meta")) {
+    return Status::InvalidArgument(db->path() + ": not a tracedb database (no meta table)");
+  }
+  auto st = db->Prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!st.ok()) return st.status();
+  auto row = st->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::InvalidArgument(db->path() + ": not a tracedb database");
+  const std::string v(st->Text(0));
+  if (v != std::to_string(kSchemaVersion)) {
+    return Status::NotSupported(db->path() + ": schema version " + v +
+                                ", this build reads version " + std::to_string(kSchemaVersion));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only) {
+  struct stat st;
+  const bool exists = ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
+  if (!exists && !create) return Status::NotFound(path + ": no such database");
+  TRACEDB_ASSIGN_OR_RETURN(
+      std::unique_ptr<Db> db,
+      Db::Open(path, read_only ? Db::Mode::kReadOnly
+                               : (create ? Db::Mode::kCreate : Db::Mode::kReadWrite)));
+  if (!read_only) {
+    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;"));
+  }
+  if (!exists) {
+    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA page_size=16384"));
+    TRACEDB_RETURN_IF_ERROR(db->Begin());
+    Status s = CreateSchema(db.get());
+    if (!s.ok()) {
+      db->Rollback();
+      return s;
+    }
+    TRACEDB_RETURN_IF_ERROR(db->Commit());
+    return db;
+  }
+  // Reading a file that is not SQLite fails here with a clear message.
+  Status s = CheckSchema(db.get());
+  if (!s.ok()) return s;
+  return db;
+}
+
+}  // namespace tracedb::engine

@@ -1,0 +1,24 @@
+// The trace database schema (a SQLite file): table definitions, the schema version, and the
+// check that a file is a tracedb database this build can read.
+// Thread safety: functions over a Db owned by the caller.
+// Format: docs/database-format.md.
+#pragma once
+
+#include "engine/sqlite.h"
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Creates every table in an empty database (inside the caller's transaction or not).
+Status CreateSchema(Db* db);
+
+// Checks that `db` is a tracedb database of a version this build reads: InvalidArgument
+// ("not a tracedb database") or NotSupported ("schema version N") otherwise.
+Status CheckSchema(Db* db);
+
+// Opens (or creates, when `create`) a trace database and checks or creates its schema.
+StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only);
+
+}  // namespace tracedb::engine

@@ -1,0 +1,91 @@
+// Event blocks of the trace database: up to 64K finished events of one rank, stored column by
+// column (dictionaries, deltas, varints, a common time scale), then LZ4-compressed, in one BLOB
+// row of the `blocks` table. EncodeBlock also computes the block's zone map.
+// Thread safety: pure functions and plain data.
+// Format: docs/database-format.md, "Event blocks".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/segment_format.h"
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+// What an event is. The values are stored; never renumber.
+enum class RowKind : uint8_t {
+  kSpan = 0,     // has a duration
+  kInstant = 1,  // a point in time
+  kCounter = 2,  // a sampled value
+  kFlow = 3,     // a flow end-point (instant-like; `flow` links the ends)
+};
+inline constexpr uint8_t kNumRowKinds = 4;
+const char* RowKindName(RowKind k);  // "span", "instant", "counter", "flow"
+
+// One finished event, as stored. Ids: an event's id is (track << 32) | k, where k counts the
+// events started on its track; `parent_k` names the enclosing event on the same track.
+struct Row {
+  int64_t ts = 0;      // ns, the job's common clock
+  int64_t dur = 0;     // ns; 0 for instants and counters
+  uint32_t track = 0;  // tracks.track
+  uint32_t name = 0;   // strings.id
+  uint32_t cat = 0;    // strings.id (0: none)
+  RowKind kind = RowKind::kSpan;
+  uint32_t depth = 0;     // nesting depth within the track, 0 at the top
+  uint64_t k = 0;         // per-track ordinal of the event's start
+  uint64_t parent_k = 0;  // k of the parent + 1; 0 when at the top
+  EventArgs args;         // typed communication arguments (mask says which)
+  double value = 0;       // counters only
+  std::string json;       // free key/value arguments as a JSON object text, or empty
+
+  int64_t id() const { return (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(k); }
+  int64_t end() const { return ts + dur; }
+};
+
+// Per (name, cat) facts of a block, for the block_names zone map.
+struct BlockNameInfo {
+  uint32_t name = 0;
+  uint32_t cat = 0;
+  uint64_t count = 0;
+  int64_t max_dur = 0;
+};
+
+struct BlockZone {
+  int64_t min_ts = 0;
+  int64_t max_end = 0;
+  int64_t max_dur = 0;
+  uint64_t count = 0;
+  std::vector<BlockNameInfo> names;
+};
+
+// Encodes `rows` (sorted here by track, then k) into a compressed block. REQUIRES: rows not
+// empty and at most 65536 of them.
+void EncodeBlock(std::vector<Row>* rows, std::string* out, BlockZone* zone);
+
+// The decoded columns of a block (struct of arrays, for fast scans).
+struct DecodedBlock {
+  size_t n = 0;
+  std::vector<int64_t> ts, dur;
+  std::vector<uint32_t> track, name, cat, depth;
+  std::vector<uint8_t> kind;
+  std::vector<uint64_t> k, parent_k;
+  std::vector<uint32_t> arg_mask;  // EventArgs mask, plus kHasJson
+  std::vector<uint64_t> bytes, seq, flow;
+  std::vector<int32_t> peer, tag;
+  std::vector<uint32_t> comm;
+  std::vector<double> value;
+  std::vector<std::string_view> json;  // views into `storage`
+  std::string storage;                 // the uncompressed payload
+  static constexpr uint32_t kHasJson = 1u << 8;
+
+  Row RowAt(size_t i) const;
+};
+
+// Decodes a block. Corruption (never a crash) on malformed input. `block` is the block id, for
+// messages.
+Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out);
+
+}  // namespace tracedb::engine

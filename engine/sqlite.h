@@ -1,0 +1,95 @@
+// The one wrapper around SQLite's C API used by the engine, the importers, the reports and the
+// shell: a database handle (Db) and prepared statements (Stmt), returning Status.
+// (The `events` virtual table in query/ necessarily implements SQLite's module interface
+// itself; everything else goes through here.)
+// Thread safety: a Db and its Stmts belong to one thread at a time.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+class Stmt;
+
+class Db {
+ public:
+  enum class Mode { kReadOnly, kReadWrite, kCreate };
+  // Opens `path`. kCreate creates the file when missing.
+  static StatusOr<std::unique_ptr<Db>> Open(const std::string& path, Mode mode);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  // Runs one or more statements that return no rows of interest.
+  Status Exec(std::string_view sql);
+  StatusOr<Stmt> Prepare(std::string_view sql);
+  // The single integer result of `sql` (e.g. "SELECT count(*) FROM t"), or `fallback` when it
+  // returns no row or NULL.
+  StatusOr<int64_t> QueryInt(std::string_view sql, int64_t fallback = 0);
+  // Does table or view `name` exist?
+  bool HasTable(std::string_view name);
+  int64_t LastInsertRowid() const;
+  int64_t Changes() const;
+
+  Status Begin() { return Exec("BEGIN IMMEDIATE"); }
+  Status Commit() { return Exec("COMMIT"); }
+  void Rollback();
+
+  sqlite3* raw() const { return db_; }
+  const std::string& path() const { return path_; }
+  // A Status for SQLite error `rc`, with the DB path and `what` in the message.
+  Status Error(int rc, std::string_view what) const;
+
+ private:
+  Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_;
+  std::string path_;
+};
+
+// A prepared statement. Bind parameters are 1-based, columns 0-based (as in SQLite).
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(Stmt&& o) noexcept : db_(o.db_), st_(o.st_) { o.st_ = nullptr; }
+  Stmt& operator=(Stmt&& o) noexcept;
+  ~Stmt();
+
+  Stmt& Bind(int i, int64_t v);
+  Stmt& Bind(int i, int v) { return Bind(i, static_cast<int64_t>(v)); }
+  Stmt& Bind(int i, uint32_t v) { return Bind(i, static_cast<int64_t>(v)); }
+  Stmt& Bind(int i, double v);
+  Stmt& Bind(int i, std::string_view text);
+  Stmt& BindBlob(int i, std::string_view bytes);
+  Stmt& BindNull(int i);
+
+  // Steps once: true when a row is available, false when done. Errors carry the SQL.
+  StatusOr<bool> Step();
+  // Steps to completion (for statements without result rows) and resets.
+  Status Run();
+  void Reset();
+
+  int64_t Int(int col) const { return sqlite3_column_int64(st_, col); }
+  double Double(int col) const { return sqlite3_column_double(st_, col); }
+  bool IsNull(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
+  std::string_view Text(int col) const;
+  std::string_view Blob(int col) const;
+  int ColumnCount() const { return sqlite3_column_count(st_); }
+  const char* ColumnName(int col) const { return sqlite3_column_name(st_, col); }
+  int ColumnType(int col) const { return sqlite3_column_type(st_, col); }
+  sqlite3_stmt* raw() const { return st_; }
+
+ private:
+  friend class Db;
+  Stmt(const Db* db, sqlite3_stmt* st) : db_(db), st_(st) {}
+  const Db* db_ = nullptr;
+  sqlite3_stmt* st_ = nullptr;
+};
+
+}  // namespace tracedb::engine

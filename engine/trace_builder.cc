@@ -1,0 +1,238 @@
+// TraceBuilder implementation. See trace_builder.h.
+#include "engine/trace_builder.h"
+
+#include "engine/coding.h"
+
+namespace tracedb::engine {
+namespace {
+
+void MergeArgs(const EventArgs& from, EventArgs* into) {
+  if (from.mask & EventArgs::kBytes) into->bytes = from.bytes;
+  if (from.mask & EventArgs::kPeer) into->peer = from.peer;
+  if (from.mask & EventArgs::kTag) into->tag = from.tag;
+  if (from.mask & EventArgs::kComm) into->comm = from.comm;
+  if (from.mask & EventArgs::kSeq) into->seq = from.seq;
+  if (from.mask & EventArgs::kFlow) into->flow = from.flow;
+  into->mask |= from.mask;
+}
+
+// Merges two JSON object texts ("{...}") into one; either may be empty.
+std::string MergeJson(const std::string& a, std::string_view b) {
+  if (b.empty()) return a;
+  if (a.empty()) return std::string(b);
+  if (a.size() < 2 || b.size() < 2 || a.front() != '{' || b.front() != '{') return a;
+  const bool a_empty = a.find_first_not_of(" \t\r\n", 1) == a.size() - 1;
+  const bool b_empty = b.find_first_not_of(" \t\r\n", 1) == b.size() - 1;
+  if (b_empty) return a;
+  if (a_empty) return std::string(b);
+  std::string out = a.substr(0, a.rfind('}'));
+  out += ",";
+  out.append(b.substr(1));
+  return out;
+}
+
+void PutArgs(const EventArgs& a, std::string* dst) {
+  PutVarint64(dst, a.mask);
+  PutVarint64(dst, a.bytes);
+  PutVarsigned(dst, a.peer);
+  PutVarsigned(dst, a.tag);
+  PutVarint64(dst, a.comm);
+  PutVarint64(dst, a.seq);
+  PutVarint64(dst, a.flow);
+}
+
+bool GetArgs(Reader* r, EventArgs* a) {
+  int64_t peer, tag;
+  if (!r->GetVarint32(&a->mask) || !r->GetVarint64(&a->bytes) || !r->GetVarsigned(&peer) ||
+      !r->GetVarsigned(&tag) || !r->GetVarint32(&a->comm) || !r->GetVarint64(&a->seq) ||
+      !r->GetVarint64(&a->flow)) {
+    return false;
+  }
+  a->peer = static_cast<int32_t>(peer);
+  a->tag = static_cast<int32_t>(tag);
+  return true;
+}
+
+}  // namespace
+
+void TraceBuilder::PopFinished(TrackState* s, int64_t ts) {
+  while (!s->stack.empty() && s->stack.back().end <= ts) s->stack.pop_back();
+}
+
+void TraceBuilder::FillParent(const TrackState& s, Row* row) const {
+  row->depth = static_cast<uint32_t>(s.stack.size());
+  row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
+}
+
+Status TraceBuilder::Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
+                           const EventArgs* args, std::string_view json) {
+  TrackState& s = State(track);
+  PopFinished(&s, ts);
+  Entry e;
+  e.k = w_->TakeK(track);
+  e.ts = ts;
+  e.name = name;
+  e.cat = cat;
+  if (args) e.args = *args;
+  e.json.assign(json.data(), json.size());
+  s.stack.push_back(std::move(e));
+  return Status::Ok();
+}
+
+Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std::string_view json) {
+  TrackState& s = State(track);
+  // Finished complete events still on the stack cannot enclose what follows the end.
+  while (!s.stack.empty() && s.stack.back().end != INT64_MAX) {
+    if (s.stack.back().end > ts) w_->AddStat("improper_nesting", w_->TrackRank(track), 1);
+    s.stack.pop_back();
+  }
+  if (s.stack.empty()) {
+    w_->AddStat("unmatched_end", w_->TrackRank(track), 1);
+    return Status::Ok();
+  }
+  Entry e = std::move(s.stack.back());
+  s.stack.pop_back();
+  Row row;
+  row.ts = e.ts;
+  row.dur = ts - e.ts;
+  if (row.dur < 0) {
+    w_->AddStat("negative_duration", w_->TrackRank(track), 1);
+    row.dur = 0;
+  }
+  row.track = track;
+  row.name = e.name;
+  row.cat = e.cat;
+  row.kind = RowKind::kSpan;
+  row.k = e.k;
+  FillParent(s, &row);
+  row.args = e.args;
+  if (args) MergeArgs(*args, &row.args);
+  row.json = MergeJson(e.json, json);
+  return w_->AddRow(w_->TrackRank(track), std::move(row));
+}
+
+Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                              const EventArgs* args, std::string_view json) {
+  TrackState& s = State(track);
+  const int32_t rank = w_->TrackRank(track);
+  if (dur < 0) {
+    w_->AddStat("negative_duration", rank, 1);
+    dur = 0;
+  }
+  PopFinished(&s, ts);
+  if (!s.stack.empty() && s.stack.back().end < ts + dur) {
+    w_->AddStat("improper_nesting", rank, 1);
+  }
+  Row row;
+  row.ts = ts;
+  row.dur = dur;
+  row.track = track;
+  row.name = name;
+  row.cat = cat;
+  row.kind = RowKind::kSpan;
+  row.k = w_->TakeK(track);
+  FillParent(s, &row);
+  if (args) row.args = *args;
+  row.json.assign(json.data(), json.size());
+  Entry e;
+  e.k = row.k;
+  e.ts = ts;
+  e.end = ts + dur;
+  s.stack.push_back(std::move(e));
+  return w_->AddRow(rank, std::move(row));
+}
+
+Status TraceBuilder::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
+                             const EventArgs* args, std::string_view json, RowKind kind) {
+  TrackState& s = State(track);
+  PopFinished(&s, ts);
+  Row row;
+  row.ts = ts;
+  row.track = track;
+  row.name = name;
+  row.cat = cat;
+  row.kind = kind;
+  row.k = w_->TakeK(track);
+  FillParent(s, &row);
+  if (args) row.args = *args;
+  row.json.assign(json.data(), json.size());
+  return w_->AddRow(w_->TrackRank(track), std::move(row));
+}
+
+Status TraceBuilder::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
+                             double value) {
+  Row row;
+  row.ts = ts;
+  row.track = track;
+  row.name = name;
+  row.cat = cat;
+  row.kind = RowKind::kCounter;
+  row.k = w_->TakeK(track);
+  row.value = value;
+  return w_->AddRow(w_->TrackRank(track), std::move(row));
+}
+
+uint64_t TraceBuilder::open_spans() const {
+  uint64_t n = 0;
+  for (const auto& [track, s] : tracks_) {
+    for (const Entry& e : s.stack) n += e.end == INT64_MAX ? 1 : 0;
+  }
+  return n;
+}
+
+Status TraceBuilder::SaveState(std::string_view state_key) {
+  std::string blob;
+  PutVarint64(&blob, 1);  // state format
+  uint64_t ntracks = 0;
+  for (const auto& [track, s] : tracks_) ntracks += s.stack.empty() ? 0 : 1;
+  PutVarint64(&blob, ntracks);
+  for (const auto& [track, s] : tracks_) {
+    if (s.stack.empty()) continue;
+    PutVarint64(&blob, track);
+    PutVarint64(&blob, s.stack.size());
+    for (const Entry& e : s.stack) {
+      PutVarint64(&blob, e.k);
+      PutVarsigned(&blob, e.ts);
+      PutVarsigned(&blob, e.end);
+      PutVarint64(&blob, e.name);
+      PutVarint64(&blob, e.cat);
+      PutArgs(e.args, &blob);
+      PutLengthPrefixed(&blob, e.json);
+    }
+  }
+  return w_->SaveState(state_key, blob);
+}
+
+Status TraceBuilder::LoadState(std::string_view state_key) {
+  TRACEDB_ASSIGN_OR_RETURN(std::optional<std::string> blob, w_->LoadState(state_key));
+  tracks_.clear();
+  if (!blob) return Status::Ok();
+  Reader r(*blob);
+  uint64_t format, ntracks;
+  auto bad = [&] {
+    return Status::Corruption("saved state '" + std::string(state_key) + "' is damaged");
+  };
+  if (!r.GetVarint64(&format) || format != 1 || !r.GetVarint64(&ntracks)) return bad();
+  for (uint64_t t = 0; t < ntracks; ++t) {
+    uint32_t track;
+    uint64_t n;
+    if (!r.GetVarint32(&track) || !r.GetVarint64(&n) || n > r.remaining() ||
+        track >= w_->track_count()) {
+      return bad();
+    }
+    TrackState& s = tracks_[track];
+    s.stack.resize(n);
+    for (Entry& e : s.stack) {
+      std::string_view json;
+      if (!r.GetVarint64(&e.k) || !r.GetVarsigned(&e.ts) || !r.GetVarsigned(&e.end) ||
+          !r.GetVarint32(&e.name) || !r.GetVarint32(&e.cat) || !GetArgs(&r, &e.args) ||
+          !r.GetLengthPrefixed(&json)) {
+        return bad();
+      }
+      e.json.assign(json.data(), json.size());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tracedb::engine

@@ -1,0 +1,73 @@
+// TraceBuilder: turns per-track streams of begin/end/complete/instant/counter events into the
+// finished rows of a trace database, computing each event's id, nesting depth and parent.
+//
+// Per track, events must arrive in the order they started (begin, complete and instant by
+// non-decreasing ts; an end closes the innermost open span). A complete event's parent is the
+// innermost span still open or not yet ended at its start. Spans left open at the end of a batch
+// are kept in the database (SaveState) and finished by a later batch, so incremental work gives
+// the same rows as one pass. Defects are counted in stats: unmatched_end, improper_nesting,
+// negative_duration.
+// Thread safety: one thread at a time; shares its TraceWriter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/event_block.h"
+#include "engine/status.h"
+#include "engine/trace_writer.h"
+
+namespace tracedb::engine {
+
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(TraceWriter* writer) : w_(writer) {}
+
+  // Restores the open spans saved by a previous batch under `state_key`.
+  Status LoadState(std::string_view state_key);
+  // Saves the open spans (call before TraceWriter::CommitBatch()).
+  Status SaveState(std::string_view state_key);
+
+  // Every ts and dur in ns on the job's common clock. `args` may be null; `json` is a JSON
+  // object text of free arguments, or empty.
+  Status Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, const EventArgs* args,
+               std::string_view json = {});
+  // Closes the innermost open span of `track`; its arguments are merged into the span's.
+  Status End(uint32_t track, int64_t ts, const EventArgs* args = nullptr,
+             std::string_view json = {});
+  Status Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                  const EventArgs* args, std::string_view json = {});
+  Status Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, const EventArgs* args,
+                 std::string_view json = {}, RowKind kind = RowKind::kInstant);
+  Status Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, double value);
+
+  // Spans still open on every track (for stats and info).
+  uint64_t open_spans() const;
+
+ private:
+  struct Entry {
+    uint64_t k = 0;
+    int64_t ts = 0;
+    int64_t end = INT64_MAX;  // INT64_MAX while open
+    uint32_t name = 0;
+    uint32_t cat = 0;
+    EventArgs args;
+    std::string json;
+  };
+  struct TrackState {
+    std::vector<Entry> stack;
+  };
+
+  TrackState& State(uint32_t track) { return tracks_[track]; }
+  // Pops finished entries that end at or before `ts`; returns the parent for an event at ts.
+  void PopFinished(TrackState* s, int64_t ts);
+  void FillParent(const TrackState& s, Row* row) const;
+
+  TraceWriter* w_;
+  std::unordered_map<uint32_t, TrackState> tracks_;
+};
+
+}  // namespace tracedb::engine

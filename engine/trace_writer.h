@@ -1,0 +1,126 @@
+// TraceWriter: appends to a trace database. Compaction and every importer write through it.
+//
+// Work is done in batches: BeginBatch() opens a SQLite transaction, CommitBatch() writes what is
+// buffered (full and partial event blocks with their zone maps, new strings and tracks, name
+// statistics, steps, stats) and commits, so a process killed at any moment leaves the database
+// as of the last commit. Rows are buffered per rank and cut into blocks of 64K events.
+// Thread safety: one thread at a time.
+// Format: docs/database-format.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/event_block.h"
+#include "engine/sqlite.h"
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+// A track: a thread of a process, or a named lane (a tensor, a GPU stream, a queue…).
+struct TrackSpec {
+  int32_t rank = 0;
+  std::string kind = "thread";  // "thread", "lane", "gpu", "counter", "global", …
+  std::string name;             // display name; for kind != "thread" also the lookup key
+  int64_t tid = -1;             // OS or file thread id, -1 when none
+  int64_t pid = -1;             // process id, -1 when none
+  int64_t local_id = -1;        // recorder thread index, or -1: tracks are then found by name
+  int64_t sort_index = 0;
+};
+
+struct RankRecord {
+  int32_t rank = 0;
+  std::string host;
+  int32_t world_size = 0;
+  int32_t local_rank = 0;
+  std::string clock_method;  // "sync", "realtime", "file"
+  int64_t offset_ns = 0;     // common - local clock at the rank's first event
+  double drift_ppm = 0;
+  int64_t uncertainty_ns = 0;
+  int64_t sync_points = 0;
+  std::string source;  // e.g. "segments", "horovod", "kineto"
+};
+
+class TraceWriter {
+ public:
+  static constexpr size_t kBlockRows = 65536;
+
+  // Creates `path` or opens it to append.
+  static StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path);
+  ~TraceWriter();  // an uncommitted batch is rolled back
+
+  Db* db() { return db_.get(); }
+
+  Status BeginBatch();
+  Status CommitBatch();
+  bool in_batch() const { return in_batch_; }
+
+  // The id of `s` in the strings table (created in this batch when new). Never 0.
+  uint32_t Intern(std::string_view s);
+  // Finds or creates a track; returns its id.
+  uint32_t Track(const TrackSpec& spec);
+  // Takes the next event ordinal of `track` (see Row::k).
+  uint64_t TakeK(uint32_t track) { return tracks_[track].next_k++; }
+  int32_t TrackRank(uint32_t track) const { return tracks_.at(track).spec.rank; }
+  size_t track_count() const { return tracks_.size(); }
+
+  // Buffers one finished event of `rank`. Full blocks are encoded right away.
+  Status AddRow(int32_t rank, Row row);
+  void AddStep(int32_t rank, int64_t ts, int64_t step);
+  // Adds `delta` to stats(name, rank); rank -1 is the whole job.
+  void AddStat(std::string_view name, int32_t rank, int64_t delta);
+
+  Status SetRank(const RankRecord& r);
+  Status SetMeta(std::string_view key, std::string_view value);
+  // Persistent blobs for incremental work (e.g. compaction's open spans).
+  Status SaveState(std::string_view key, std::string_view value);
+  StatusOr<std::optional<std::string>> LoadState(std::string_view key);
+
+  uint64_t rows_written() const { return rows_written_; }
+  uint64_t blocks_written() const { return blocks_written_; }
+
+ private:
+  struct TrackInfo {
+    TrackSpec spec;
+    uint64_t next_k = 0;
+    bool dirty = false;  // next_k or the row itself must be written
+    bool is_new = false;
+  };
+  struct NameStat {
+    uint64_t count = 0;
+    int64_t total = 0;
+    int64_t min = INT64_MAX;
+    int64_t max = INT64_MIN;
+    std::array<uint64_t, 64> hist{};  // log2 buckets of dur (bucket i: [2^i, 2^(i+1)) ns)
+  };
+
+  explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+  Status Load();
+  Status FlushRank(int32_t rank, std::vector<Row>* rows);
+  Status WriteBlock(int32_t rank, std::vector<Row>* rows);
+
+  std::unique_ptr<Db> db_;
+  bool in_batch_ = false;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::vector<std::pair<uint32_t, std::string>> new_strings_;
+  uint32_t next_string_id_ = 1;
+  std::vector<TrackInfo> tracks_;  // index = track id; [0] unused
+  std::map<std::tuple<int32_t, std::string, int64_t, int64_t>, uint32_t> track_by_local_;
+  std::map<std::tuple<int32_t, std::string, std::string>, uint32_t> track_by_name_;
+  std::map<int32_t, std::vector<Row>> pending_;  // rank -> rows not yet in a block
+  std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
+  std::map<std::pair<std::string, int32_t>, int64_t> stats_;
+  uint64_t rows_written_ = 0;
+  uint64_t blocks_written_ = 0;
+  std::string block_scratch_;
+};
+
+}  // namespace tracedb::engine
