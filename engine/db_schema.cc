@@ -8,6 +8,8 @@
 namespace tracedb::engine {
 namespace {
 
+// WITHOUT ROWID tables declare their primary-key columns first, in key order: SQLite 3.40's
+// integrity_check reports NOT NULL columns after reordered key columns as NULL.
 constexpr const char* kSchemaSql = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 CREATE TABLE strings(id INTEGER PRIMARY KEY, s TEXT NOT NULL);
@@ -19,12 +21,13 @@ CREATE TABLE processes(
   rank INTEGER NOT NULL, pid INTEGER NOT NULL, host TEXT, command TEXT, clock TEXT,
   tsc_hz INTEGER, PRIMARY KEY(rank, pid)) WITHOUT ROWID;
 CREATE TABLE clock_knots(
-  rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL,
-  common_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL, kind TEXT NOT NULL,
+  rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL, kind TEXT NOT NULL,
+  common_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL,
   PRIMARY KEY(rank, pid, local_ns, kind)) WITHOUT ROWID;
 CREATE TABLE sync_points(
-  rank INTEGER NOT NULL, pid INTEGER NOT NULL, ref_rank INTEGER NOT NULL,
-  local_ns INTEGER NOT NULL, offset_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL);
+  rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL,
+  ref_rank INTEGER NOT NULL, offset_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL,
+  PRIMARY KEY(rank, pid, local_ns)) WITHOUT ROWID;
 CREATE TABLE tracks(
   track INTEGER PRIMARY KEY, rank INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT,
   tid INTEGER, pid INTEGER, local_id INTEGER, sort_index INTEGER, next_k INTEGER NOT NULL);
@@ -35,9 +38,8 @@ CREATE TABLE blocks(
   data BLOB NOT NULL);
 CREATE INDEX blocks_by_rank ON blocks(rank, min_ts);
 CREATE TABLE block_names(
-  name INTEGER NOT NULL, cat INTEGER NOT NULL, block INTEGER NOT NULL,
-  count INTEGER NOT NULL, max_dur INTEGER NOT NULL,
-  PRIMARY KEY(name, max_dur, block, cat)) WITHOUT ROWID;
+  name INTEGER NOT NULL, max_dur INTEGER NOT NULL, block INTEGER NOT NULL, cat INTEGER NOT NULL,
+  count INTEGER NOT NULL, PRIMARY KEY(name, max_dur, block, cat)) WITHOUT ROWID;
 CREATE INDEX block_names_by_cat ON block_names(cat, block);
 CREATE TABLE name_stats(
   rank INTEGER NOT NULL, name INTEGER NOT NULL, cat INTEGER NOT NULL, kind INTEGER NOT NULL,

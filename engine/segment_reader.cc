@@ -165,7 +165,8 @@ uint64_t Resync(std::string_view bytes, uint64_t pos) {
 }  // namespace
 
 StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
-                                       SegmentVisitor* visitor, uint64_t start_offset) {
+                                       SegmentVisitor* visitor, const ScanOptions& options) {
+  const uint64_t start_offset = options.start_offset;
   static_assert(kBlockMagic == ('T' | 'D' << 8 | 'B' << 16 | 'K' << 24));
   SegmentScan scan;
   scan.file_size = bytes.size();
@@ -200,7 +201,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
   std::string raw_buf;
   std::vector<SegmentEvent> events;
   scan.end_offset = pos;
-  while (pos < bytes.size()) {
+  while (pos < bytes.size() && pos < options.end_offset) {
     Frame f;
     std::string why;
     FrameResult r = ParseFrame(bytes, pos, &f, &why);
@@ -222,6 +223,16 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
       scan.end_offset = pos;
       continue;
     }
+    const uint64_t next = pos + kBlockHeaderSize + f.stored;
+    if (f.type == BlockType::kAnchor || f.type == BlockType::kEnd) scan.anchor_end = next;
+    if (f.type == BlockType::kEvents ? !options.events : !options.catalog) {
+      // CRC-checked above; the caller does not want its contents now.
+      if (f.type == BlockType::kEnd) scan.closed = true;
+      scan.blocks++;
+      pos = next;
+      scan.end_offset = pos;
+      continue;
+    }
     std::string_view raw = f.payload;
     Status s;
     if (f.codec == Codec::kLz4) {
@@ -229,7 +240,6 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
       raw = raw_buf;
     }
     if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &events);
-    const uint64_t next = pos + kBlockHeaderSize + f.stored;
     if (!s.ok()) {
       Problem(&scan, pos, s.message());
       scan.corrupt_blocks++;
@@ -244,7 +254,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
 }
 
 StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor,
-                                  uint64_t start_offset) {
+                                  const ScanOptions& options) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot open segment " + path, errno);
   struct stat st;
@@ -269,7 +279,7 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
   }
   ::close(fd);
   bytes.resize(got);
-  return ScanSegmentBytes(path, bytes, visitor, start_offset);
+  return ScanSegmentBytes(path, bytes, visitor, options);
 }
 
 }  // namespace tracedb::engine

@@ -43,18 +43,34 @@ struct SegmentScan {
   uint64_t corrupt_bytes = 0;
   uint64_t torn_tail_bytes = 0;       // bytes of an incomplete last block
   bool closed = false;                // an END block was seen
+  uint64_t anchor_end = 0;            // just past the last ANCHOR or END block (0: none)
   std::vector<std::string> problems;  // "offset N: reason", at most kMaxProblems
   static constexpr size_t kMaxProblems = 16;
 };
 
-// Scans `path` from `start_offset` (0, or a previous scan's end_offset). IOError when the file
-// cannot be read; Corruption when its file header is bad or of another version. Every other
-// defect is reported in the result.
+struct ScanOptions {
+  uint64_t start_offset = 0;         // where to start (0, or a previous scan's end_offset)
+  uint64_t end_offset = UINT64_MAX;  // stop before the block that starts at or after this
+  bool events = true;                // decode EVENTS blocks (else only check their CRC)
+  bool catalog = true;               // decode every other block type
+};
+
+// Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or
+// of another version. Every other defect is reported in the result.
 StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor,
-                                  uint64_t start_offset = 0);
+                                  const ScanOptions& options);
+inline StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor) {
+  return ScanSegment(path, visitor, ScanOptions());
+}
 
 // Same, over bytes already in memory (`name` is used in messages). Used by the fuzz target.
 StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
-                                       SegmentVisitor* visitor, uint64_t start_offset = 0);
+                                       SegmentVisitor* visitor, const ScanOptions& options);
+inline StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
+                                              SegmentVisitor* visitor, uint64_t start_offset = 0) {
+  ScanOptions o;
+  o.start_offset = start_offset;
+  return ScanSegmentBytes(name, bytes, visitor, o);
+}
 
 }  // namespace tracedb::engine

@@ -29,7 +29,13 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, Mode mode) {
   return std::unique_ptr<Db>(new Db(db, path));
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+std::unique_ptr<Db> Db::Borrow(sqlite3* db, std::string name) {
+  return std::unique_ptr<Db>(new Db(db, std::move(name), /*owned=*/false));
+}
+
+Db::~Db() {
+  if (owned_) sqlite3_close_v2(db_);
+}
 
 Status Db::Error(int rc, std::string_view what) const {
   std::string msg = path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_);
@@ -55,6 +61,15 @@ StatusOr<Stmt> Db::Prepare(std::string_view sql) {
   sqlite3_stmt* st = nullptr;
   const int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &st, nullptr);
   if (rc != SQLITE_OK) return Error(rc, "preparing SQL");
+  return Stmt(this, st);
+}
+
+StatusOr<Stmt> Db::PrepareFirst(std::string_view sql, size_t* consumed) {
+  sqlite3_stmt* st = nullptr;
+  const char* tail = nullptr;
+  const int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &st, &tail);
+  if (rc != SQLITE_OK) return Error(rc, "preparing SQL");
+  *consumed = tail ? static_cast<size_t>(tail - sql.data()) : sql.size();
   return Stmt(this, st);
 }
 

@@ -5,7 +5,7 @@
 // Thread safety: a Db and its Stmts belong to one thread at a time.
 #pragma once
 
-#include <sqlite3.h>
+#include "engine/sqlite_api.h"
 
 #include <cstdint>
 #include <memory>
@@ -23,6 +23,8 @@ class Db {
   enum class Mode { kReadOnly, kReadWrite, kCreate };
   // Opens `path`. kCreate creates the file when missing.
   static StatusOr<std::unique_ptr<Db>> Open(const std::string& path, Mode mode);
+  // Wraps a handle owned by someone else (a virtual table's connection); never closes it.
+  static std::unique_ptr<Db> Borrow(sqlite3* db, std::string name);
   ~Db();
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
@@ -30,6 +32,12 @@ class Db {
   // Runs one or more statements that return no rows of interest.
   Status Exec(std::string_view sql);
   StatusOr<Stmt> Prepare(std::string_view sql);
+  // Prepares the first statement of `sql`; *consumed is how many bytes it took. The Stmt is
+  // empty (raw() == nullptr) when only whitespace or comments remain.
+  StatusOr<Stmt> PrepareFirst(std::string_view sql, size_t* consumed);
+  // Makes a running statement on this connection stop with an "interrupted" error. Safe from
+  // a signal handler or another thread.
+  void Interrupt() { sqlite3_interrupt(db_); }
   // The single integer result of `sql` (e.g. "SELECT count(*) FROM t"), or `fallback` when it
   // returns no row or NULL.
   StatusOr<int64_t> QueryInt(std::string_view sql, int64_t fallback = 0);
@@ -48,9 +56,11 @@ class Db {
   Status Error(int rc, std::string_view what) const;
 
  private:
-  Db(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Db(sqlite3* db, std::string path, bool owned = true)
+      : db_(db), path_(std::move(path)), owned_(owned) {}
   sqlite3* db_;
   std::string path_;
+  bool owned_ = true;
 };
 
 // A prepared statement. Bind parameters are 1-based, columns 0-based (as in SQLite).

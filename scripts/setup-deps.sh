@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config python3
-  liblz4-dev libsqlite3-dev sqlite3 libcli11-dev zlib1g-dev
+  liblz4-dev libsqlite3-dev sqlite3 libcli11-dev zlib1g-dev libedit-dev
   libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev
 )

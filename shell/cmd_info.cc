@@ -1,9 +1,13 @@
 // `tracedb info PATH [--json]`: what a trace directory holds (ranks, events, drops, bytes,
 // damage). Later versions also accept a trace database.
+#include <sys/stat.h>
+
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 
+#include "engine/db_schema.h"
 #include "engine/segment_dir.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -85,7 +89,151 @@ void PrintDirText(const std::string& path, const engine::DirSummary& s) {
   for (const std::string& p : s.problems) std::printf("  problem: %s\n", p.c_str());
 }
 
+struct DbRankInfo {
+  std::string host, method;
+  int64_t events = 0, min_ts = 0, max_end = 0, uncertainty = -1;
+};
+
+struct DbInfo {
+  int64_t events = 0, blocks = 0, min_ts = 0, max_end = 0, bytes = 0, dropped = 0;
+  int64_t open_spans = 0;
+  std::map<std::string, int64_t> stats;
+  std::map<int64_t, DbRankInfo> ranks;
+  int64_t profile_rows = 0;
+};
+
+StatusOr<DbInfo> ReadDbInfo(const std::string& path) {
+  TRACEDB_ASSIGN_OR_RETURN(auto db, engine::OpenTraceDb(path, false, /*read_only=*/true));
+  DbInfo info;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) info.bytes = st.st_size;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        engine::Stmt q, db->Prepare("SELECT rank, sum(count), min(min_ts), max(max_end), count(*) "
+                                    "FROM blocks GROUP BY rank"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      DbRankInfo& r = info.ranks[q.Int(0)];
+      r.events = q.Int(1);
+      r.min_ts = q.Int(2);
+      r.max_end = q.Int(3);
+      info.events += r.events;
+      info.blocks += q.Int(4);
+      if (info.min_ts == 0 || r.min_ts < info.min_ts) info.min_ts = r.min_ts;
+      info.max_end = std::max(info.max_end, r.max_end);
+    }
+  }
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        engine::Stmt q, db->Prepare("SELECT rank, host, clock_method, uncertainty_ns FROM ranks"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      DbRankInfo& r = info.ranks[q.Int(0)];
+      r.host = std::string(q.Text(1));
+      r.method = std::string(q.Text(2));
+      r.uncertainty = q.IsNull(3) ? -1 : q.Int(3);
+    }
+  }
+  {
+    TRACEDB_ASSIGN_OR_RETURN(engine::Stmt q,
+                             db->Prepare("SELECT name, sum(value) FROM stats GROUP BY name"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      info.stats[std::string(q.Text(0))] = q.Int(1);
+    }
+  }
+  info.dropped = info.stats.count("dropped") ? info.stats["dropped"] : 0;
+  TRACEDB_ASSIGN_OR_RETURN(info.open_spans,
+                           db->QueryInt("SELECT value FROM meta WHERE key = 'open_spans'", 0));
+  TRACEDB_ASSIGN_OR_RETURN(info.profile_rows,
+                           db->QueryInt("SELECT (SELECT count(*) FROM mpi_profile) + "
+                                        "(SELECT count(*) FROM rank_times)",
+                                        0));
+  return info;
+}
+
+void PrintDbJson(const std::string& path, const DbInfo& d) {
+  std::string out = "{\"path\": " + JsonString(path) + ", \"kind\": \"database\"";
+  out += ", \"ranks\": " + std::to_string(d.ranks.size());
+  out += ", \"events\": " + std::to_string(d.events);
+  out += ", \"start_ns\": " + std::to_string(d.min_ts);
+  out += ", \"end_ns\": " + std::to_string(d.max_end);
+  out += ", \"span_ns\": " + std::to_string(d.max_end - d.min_ts);
+  out += ", \"dropped\": " + std::to_string(d.dropped);
+  out += ", \"bytes\": " + std::to_string(d.bytes);
+  char bpe[32];
+  std::snprintf(bpe, sizeof(bpe), "%.3f", d.events ? double(d.bytes) / double(d.events) : 0.0);
+  out += ", \"bytes_per_event\": " + std::string(bpe);
+  out += ", \"blocks\": " + std::to_string(d.blocks);
+  out += ", \"open_spans\": " + std::to_string(d.open_spans);
+  out += ", \"profile_rows\": " + std::to_string(d.profile_rows);
+  out += ", \"stats\": {";
+  bool first = true;
+  for (const auto& [k, v] : d.stats) {
+    if (!first) out += ", ";
+    first = false;
+    out += JsonString(k) + ": " + std::to_string(v);
+  }
+  out += "}, \"per_rank\": [";
+  first = true;
+  for (const auto& [rank, r] : d.ranks) {
+    if (!first) out += ", ";
+    first = false;
+    out +=
+        "{\"rank\": " + std::to_string(rank) + ", \"host\": " + JsonString(r.host) +
+        ", \"events\": " + std::to_string(r.events) +
+        ", \"start_ns\": " + std::to_string(r.min_ts) +
+        ", \"end_ns\": " + std::to_string(r.max_end) + ", \"clock\": " + JsonString(r.method) +
+        ", \"uncertainty_ns\": " + (r.uncertainty >= 0 ? std::to_string(r.uncertainty) : "null") +
+        "}";
+  }
+  out += "]}\n";
+  std::fputs(out.c_str(), stdout);
+}
+
+void PrintDbText(const std::string& path, const DbInfo& d) {
+  std::printf("trace database %s\n", path.c_str());
+  std::printf("  ranks %zu, events %s, %s on disk", d.ranks.size(), WithCommas(d.events).c_str(),
+              HumanBytes(static_cast<double>(d.bytes)).c_str());
+  if (d.events) std::printf(" (%.2f bytes/event)", double(d.bytes) / double(d.events));
+  std::printf("\n  time span %s", HumanDuration(static_cast<double>(d.max_end - d.min_ts)).c_str());
+  std::printf(", %s blocks, dropped %s, open spans %s\n", WithCommas(d.blocks).c_str(),
+              WithCommas(d.dropped).c_str(), WithCommas(d.open_spans).c_str());
+  if (d.profile_rows) std::printf("  MPI profile rows %s\n", WithCommas(d.profile_rows).c_str());
+  std::printf("\n  %6s  %-20s %14s %12s  %-10s %s\n", "rank", "host", "events", "span", "clock",
+              "uncertainty");
+  for (const auto& [rank, r] : d.ranks) {
+    std::printf(
+        "  %6lld  %-20.20s %14s %12s  %-10s %s\n", static_cast<long long>(rank), r.host.c_str(),
+        WithCommas(r.events).c_str(),
+        HumanDuration(static_cast<double>(r.max_end - r.min_ts)).c_str(), r.method.c_str(),
+        r.uncertainty >= 0 ? HumanDuration(static_cast<double>(r.uncertainty)).c_str() : "unknown");
+  }
+  if (!d.stats.empty()) {
+    std::printf("\n  stats:");
+    for (const auto& [k, v] : d.stats)
+      std::printf(" %s=%lld", k.c_str(), static_cast<long long>(v));
+    std::printf("\n");
+  }
+}
+
 int RunInfo(const InfoOptions& o) {
+  struct stat st;
+  if (::stat(o.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    StatusOr<DbInfo> d = ReadDbInfo(o.path);
+    if (!d.ok()) {
+      std::fprintf(stderr, "tracedb info: %s\n", d.status().message().c_str());
+      return kExitError;
+    }
+    if (o.json)
+      PrintDbJson(o.path, *d);
+    else
+      PrintDbText(o.path, *d);
+    return kExitOk;
+  }
   StatusOr<engine::DirSummary> s = engine::SummarizeSegmentDir(o.path);
   if (!s.ok()) {
     std::fprintf(stderr, "tracedb info: %s\n", s.status().message().c_str());
@@ -103,8 +251,8 @@ int RunInfo(const InfoOptions& o) {
 
 void SetupInfo(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<InfoOptions>();
-  CLI::App* sub = app.add_subcommand("info", "Summarise a trace directory");
-  sub->add_option("path", opts->path, "Trace directory (DIR with rank-*/ subdirectories)")
+  CLI::App* sub = app.add_subcommand("info", "Summarise a trace directory or a trace database");
+  sub->add_option("path", opts->path, "Trace directory (with rank-*/ subdirectories) or .tdb")
       ->required();
   sub->add_flag("--json", opts->json, "Print JSON");
   sub->callback([opts, exit_code] { *exit_code = RunInfo(*opts); });

@@ -1,0 +1,71 @@
+// ClockModel implementation. See clock_model.h.
+#include "engine/clock_model.h"
+
+#include <algorithm>
+
+namespace tracedb::engine {
+namespace {
+constexpr int64_t kMinKnotSpacingNs = 1000000;  // 1 ms
+constexpr int64_t kOne = int64_t{1} << 32;
+}  // namespace
+
+void ClockModel::AddKnot(int64_t local_ns, int64_t common_ns) {
+  auto it = std::lower_bound(knots_.begin(), knots_.end(), local_ns,
+                             [](const Knot& k, int64_t t) { return k.local < t; });
+  if (it != knots_.end() && it->local - local_ns < kMinKnotSpacingNs) return;
+  if (it != knots_.begin() && local_ns - std::prev(it)->local < kMinKnotSpacingNs) return;
+  knots_.insert(it, Knot{local_ns, common_ns, kOne});
+  Recompute();
+}
+
+void ClockModel::Recompute() {
+  for (size_t i = 0; i + 1 < knots_.size(); ++i) {
+    const __int128 dc = static_cast<__int128>(knots_[i + 1].common) - knots_[i].common;
+    const __int128 dl = static_cast<__int128>(knots_[i + 1].local) - knots_[i].local;
+    __int128 slope = (dc << 32) / dl;
+    // A clock never runs backwards or at more than twice the rate: clamp damaged knots.
+    slope = std::clamp<__int128>(slope, 0, 2 * static_cast<__int128>(kOne));
+    knots_[i].slope_fp = static_cast<int64_t>(slope);
+  }
+  if (knots_.size() >= 2) {
+    knots_.back().slope_fp = knots_[knots_.size() - 2].slope_fp;
+  } else if (!knots_.empty()) {
+    knots_.back().slope_fp = kOne;
+  }
+  hint_ = 0;
+}
+
+int64_t ClockModel::MapOn(size_t i, int64_t t) const {
+  const Knot& k = knots_[i];
+  return k.common + static_cast<int64_t>((static_cast<__int128>(t - k.local) * k.slope_fp) >> 32);
+}
+
+int64_t ClockModel::Map(int64_t t) const {
+  const size_t n = knots_.size();
+  if (n == 0) return t;
+  if (t <= knots_[0].local) {
+    // Before the first knot: extend the first segment backwards.
+    return MapOn(0, t);
+  }
+  size_t i = hint_ < n ? hint_ : 0;
+  if (!(knots_[i].local <= t && (i + 1 == n || t < knots_[i + 1].local))) {
+    auto it = std::upper_bound(knots_.begin(), knots_.end(), t,
+                               [](int64_t v, const Knot& k) { return v < k.local; });
+    i = static_cast<size_t>(it - knots_.begin()) - 1;
+    hint_ = i;
+  }
+  return MapOn(i, t);
+}
+
+int64_t ClockModel::offset_ns() const {
+  return knots_.empty() ? 0 : knots_.front().common - knots_.front().local;
+}
+
+double ClockModel::drift_ppm() const {
+  if (knots_.size() < 2) return 0;
+  const double dl = static_cast<double>(knots_.back().local - knots_.front().local);
+  const double dc = static_cast<double>(knots_.back().common - knots_.front().common);
+  return (dc / dl - 1.0) * 1e6;
+}
+
+}  // namespace tracedb::engine

@@ -1,0 +1,44 @@
+// ClockModel: maps one process's recorder clock to the job's common clock, piecewise linearly
+// through knots (local ns, common ns): interpolation between knots removes offset and drift;
+// outside them the nearest segment's slope extends the line (slope 1 with a single knot).
+// Compaction builds the knots from the process's (realtime, clock) anchors and, for ranks on
+// another host than rank 0, from MPI clock-sync points (docs/database-format.md "Clocks").
+// Thread safety: one thread at a time (Map() keeps a lookup hint).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tracedb::engine {
+
+class ClockModel {
+ public:
+  // Knots may be added in any order; a knot closer than 1 ms (local) to an existing one
+  // replaces nothing and is ignored, which keeps slopes free of read noise.
+  void AddKnot(int64_t local_ns, int64_t common_ns);
+  bool empty() const { return knots_.empty(); }
+  size_t size() const { return knots_.size(); }
+
+  // The common-clock time of local time `t`.
+  int64_t Map(int64_t t) const;
+  // Largest local time covered by interpolation (the last knot); INT64_MIN when empty.
+  int64_t last_local() const { return knots_.empty() ? INT64_MIN : knots_.back().local; }
+  int64_t first_local() const { return knots_.empty() ? INT64_MIN : knots_.front().local; }
+  // Common - local at the first knot, and the mean rate error in ppm over all knots.
+  int64_t offset_ns() const;
+  double drift_ppm() const;
+
+ private:
+  struct Knot {
+    int64_t local;
+    int64_t common;
+    int64_t slope_fp;  // (common slope to the next knot) * 2^32; 2^32 for the last knot
+  };
+  void Recompute();
+  int64_t MapOn(size_t i, int64_t t) const;
+  std::vector<Knot> knots_;
+  mutable size_t hint_ = 0;  // the segment Map() used last
+};
+
+}  // namespace tracedb::engine

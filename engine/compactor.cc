@@ -1,0 +1,537 @@
+// Compaction implementation. See compactor.h; clocks and tables in docs/database-format.md.
+#include "engine/compactor.h"
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "engine/clock_model.h"
+#include "engine/segment_dir.h"
+#include "engine/segment_reader.h"
+#include "engine/trace_builder.h"
+
+namespace tracedb::engine {
+namespace {
+
+using ProcessKey = std::pair<int32_t, uint32_t>;  // (rank, pid)
+
+constexpr const char* kStateKey = "compaction.open_spans";
+
+struct SourceState {
+  uint64_t offset = 0;
+  bool finished = false;
+};
+
+struct ProcessClock {
+  ClockModel model;
+  std::string method;           // "reference", "same-host", "sync", "realtime"
+  int64_t uncertainty_ns = -1;  // -1: unknown
+  int64_t sync_points = 0;
+};
+
+// ---- Pre-pass: what every file says about its process (META, anchors, sync, comms). ----
+
+class PrepassVisitor : public SegmentVisitor {
+ public:
+  void OnMeta(const SegmentMeta& m) override {
+    if (!meta) meta = m;
+  }
+  void OnAnchors(const std::vector<AnchorPoint>& p) override {
+    anchors.insert(anchors.end(), p.begin(), p.end());
+  }
+  void OnSync(const std::vector<SyncPoint>& p) override {
+    sync.insert(sync.end(), p.begin(), p.end());
+  }
+  void OnComms(const std::vector<CommInfo>& c) override {
+    comms.insert(comms.end(), c.begin(), c.end());
+  }
+  std::optional<SegmentMeta> meta;
+  std::vector<AnchorPoint> anchors;
+  std::vector<SyncPoint> sync;
+  std::vector<CommInfo> comms;
+};
+
+Status StorePrepass(Db* db, const SegmentFileRef& f, const PrepassVisitor& v) {
+  if (v.meta) {
+    const SegmentMeta& m = *v.meta;
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt p, db->Prepare("INSERT OR REPLACE INTO processes(rank, pid, host, command, clock, "
+                            "tsc_hz) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+    p.Bind(1, f.rank)
+        .Bind(2, static_cast<int64_t>(f.pid))
+        .Bind(3, m.host)
+        .Bind(4, m.command)
+        .Bind(5, m.clock == ClockKind::kTsc ? "tsc" : "monotonic")
+        .Bind(6, static_cast<int64_t>(m.tsc_hz));
+    TRACEDB_RETURN_IF_ERROR(p.Run());
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt r, db->Prepare("INSERT INTO ranks(rank, host, world_size, local_rank, source) "
+                            "VALUES(?1, ?2, ?3, ?4, 'segments') ON CONFLICT(rank) DO UPDATE SET "
+                            "host = excluded.host, world_size = excluded.world_size, "
+                            "local_rank = excluded.local_rank"));
+    TRACEDB_RETURN_IF_ERROR(
+        r.Bind(1, f.rank).Bind(2, m.host).Bind(3, m.world_size).Bind(4, m.local_rank).Run());
+  }
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt a, db->Prepare("INSERT OR IGNORE INTO clock_knots(rank, pid, local_ns, common_ns, "
+                          "uncertainty_ns, kind) VALUES(?1, ?2, ?3, ?4, ?5, 'anchor')"));
+  for (const AnchorPoint& p : v.anchors) {
+    TRACEDB_RETURN_IF_ERROR(a.Bind(1, f.rank)
+                                .Bind(2, static_cast<int64_t>(f.pid))
+                                .Bind(3, p.clock_ns)
+                                .Bind(4, p.realtime_ns)
+                                .Bind(5, p.uncertainty_ns)
+                                .Run());
+  }
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt s, db->Prepare("INSERT OR IGNORE INTO sync_points(rank, pid, ref_rank, local_ns, "
+                          "offset_ns, uncertainty_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+  for (const SyncPoint& p : v.sync) {
+    TRACEDB_RETURN_IF_ERROR(s.Bind(1, f.rank)
+                                .Bind(2, static_cast<int64_t>(f.pid))
+                                .Bind(3, p.ref_rank)
+                                .Bind(4, p.local_ns)
+                                .Bind(5, p.offset_ns)
+                                .Bind(6, p.uncertainty_ns)
+                                .Run());
+  }
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt c, db->Prepare("INSERT OR REPLACE INTO comms(rank, comm, size, rank_in_comm, members) "
+                          "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  for (const CommInfo& ci : v.comms) {
+    std::string members;
+    for (size_t i = 0; i < ci.members.size(); ++i) {
+      if (i) members += ",";
+      members += std::to_string(ci.members[i]);
+    }
+    c.Bind(1, f.rank).Bind(2, ci.comm).Bind(3, ci.size).Bind(4, ci.rank_in_comm);
+    if (ci.members.empty())
+      c.BindNull(5);
+    else
+      c.Bind(5, members);
+    TRACEDB_RETURN_IF_ERROR(c.Run());
+  }
+  return Status::Ok();
+}
+
+// ---- Clocks ----
+
+StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
+  std::map<ProcessKey, std::string> hosts;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT rank, pid, host FROM processes"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      hosts[{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))}] =
+          std::string(st.Text(2));
+    }
+  }
+  std::map<ProcessKey, ClockModel> anchor_models;
+  std::map<ProcessKey, int64_t> anchor_unc;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                             db->Prepare("SELECT rank, pid, local_ns, common_ns, uncertainty_ns "
+                                         "FROM clock_knots WHERE kind = 'anchor'"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      const ProcessKey key{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))};
+      anchor_models[key].AddKnot(st.Int(2), st.Int(3));
+      anchor_unc[key] = std::max(anchor_unc[key], st.Int(4));
+    }
+  }
+  std::map<ProcessKey, std::vector<SyncPoint>> syncs;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, db->Prepare("SELECT rank, pid, ref_rank, local_ns, offset_ns, uncertainty_ns "
+                             "FROM sync_points WHERE ref_rank = 0 ORDER BY local_ns"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      syncs[{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))}].push_back(
+          SyncPoint{static_cast<int32_t>(st.Int(2)), st.Int(3), st.Int(4), st.Int(5)});
+    }
+  }
+  std::string host0;
+  std::vector<const ClockModel*> rank0_models;
+  for (const auto& [key, host] : hosts) {
+    if (key.first == 0) {
+      host0 = host;
+      auto it = anchor_models.find(key);
+      if (it != anchor_models.end()) rank0_models.push_back(&it->second);
+    }
+  }
+  // The rank-0 process whose anchors cover rank-0 clock time t (else the first).
+  auto rank0_at = [&](int64_t t) -> const ClockModel* {
+    for (const ClockModel* m : rank0_models) {
+      if (m->first_local() <= t && t <= m->last_local()) return m;
+    }
+    return rank0_models.empty() ? nullptr : rank0_models.front();
+  };
+
+  std::map<ProcessKey, ProcessClock> out;
+  for (const auto& [key, anchors] : anchor_models) {
+    ProcessClock& pc = out[key];
+    const auto host_it = hosts.find(key);
+    const bool same_host = host_it != hosts.end() && !host0.empty() && host_it->second == host0;
+    const auto sync_it = syncs.find(key);
+    const bool have_sync = sync_it != syncs.end() && !sync_it->second.empty();
+    pc.sync_points = have_sync ? static_cast<int64_t>(sync_it->second.size()) : 0;
+    if (key.first == 0 || same_host || !have_sync || rank0_models.empty()) {
+      // One realtime clock: the anchors alone put the process on the common clock.
+      pc.model = anchors;
+      pc.method = key.first == 0 ? "reference" : (same_host ? "same-host" : "realtime");
+      pc.uncertainty_ns = (key.first == 0 || same_host) ? anchor_unc[key] : -1;
+      continue;
+    }
+    // Another host: subtract the realtime difference to rank 0's host, measured at each sync
+    // point and interpolated between them (delta(t) = realtime_r(t) - common(t)).
+    std::vector<std::pair<int64_t, int64_t>> delta;  // (local, delta)
+    int64_t sync_unc = 0;
+    for (const SyncPoint& s : sync_it->second) {
+      const ClockModel* m0 = rank0_at(s.local_ns + s.offset_ns);
+      const int64_t common = m0->Map(s.local_ns + s.offset_ns);
+      delta.emplace_back(s.local_ns, anchors.Map(s.local_ns) - common);
+      sync_unc = std::max(sync_unc, s.uncertainty_ns);
+    }
+    auto delta_at = [&](int64_t t) -> int64_t {
+      if (t <= delta.front().first) return delta.front().second;
+      if (t >= delta.back().first) return delta.back().second;
+      auto it = std::upper_bound(delta.begin(), delta.end(), t,
+                                 [](int64_t v, const auto& p) { return v < p.first; });
+      const auto& b = *it;
+      const auto& a = *std::prev(it);
+      const __int128 num = static_cast<__int128>(b.second - a.second) * (t - a.first);
+      return a.second + static_cast<int64_t>(num / (b.first - a.first));
+    };
+    ClockModel model;
+    for (const auto& [local, d] : delta) model.AddKnot(local, anchors.Map(local) - d);
+    // Anchors keep the rate of the process's clock right between sync points.
+    ClockModel probe = anchors;
+    const int64_t lo = anchors.first_local(), hi = anchors.last_local();
+    for (int64_t t : {lo, hi}) model.AddKnot(t, probe.Map(t) - delta_at(t));
+    pc.model = model;
+    pc.method = "sync";
+    pc.uncertainty_ns = sync_unc + anchor_unc[key];
+  }
+  return out;
+}
+
+Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks) {
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt st, db->Prepare("UPDATE ranks SET clock_method = ?2, offset_ns = ?3, drift_ppm = ?4, "
+                           "uncertainty_ns = ?5, sync_points = ?6 WHERE rank = ?1"));
+  std::set<int32_t> done;
+  for (const auto& [key, pc] : clocks) {
+    if (!done.insert(key.first).second) continue;  // the rank's first process speaks for it
+    st.Bind(1, key.first)
+        .Bind(2, pc.method)
+        .Bind(3, pc.model.offset_ns())
+        .Bind(4, pc.model.drift_ppm());
+    if (pc.uncertainty_ns >= 0)
+      st.Bind(5, pc.uncertainty_ns);
+    else
+      st.BindNull(5);
+    st.Bind(6, pc.sync_points);
+    TRACEDB_RETURN_IF_ERROR(st.Run());
+  }
+  return Status::Ok();
+}
+
+// ---- The events pass ----
+
+class EventsVisitor : public SegmentVisitor {
+ public:
+  EventsVisitor(TraceWriter* w, TraceBuilder* b, const ClockModel* model, int32_t rank,
+                uint32_t pid)
+      : w_(w), b_(b), model_(model), rank_(rank), pid_(pid) {
+    for (uint8_t c = 0; c < kNumCategories; ++c) cats_[c] = w->Intern(CategoryName(c));
+  }
+
+  void OnStrings(uint32_t first, const std::vector<std::string>& s) override {
+    if (strings_.size() < first - 1 + s.size()) strings_.resize(first - 1 + s.size());
+    for (size_t i = 0; i < s.size(); ++i) strings_[first - 1 + i] = s[i];
+  }
+  void OnLanes(const std::vector<LaneInfo>& lanes) override {
+    for (const LaneInfo& l : lanes) lane_names_[l.lane] = l.name;
+  }
+  void OnThreads(const std::vector<ThreadInfo>& threads) override {
+    for (const ThreadInfo& t : threads) threads_[t.index] = t;
+  }
+  void OnStats(const std::vector<DropCount>& drops) override {
+    if (!count_stats_) return;
+    for (const DropCount& d : drops) {
+      w_->AddStat("dropped", rank_, static_cast<int64_t>(d.dropped));
+      dropped += d.dropped;
+    }
+  }
+  void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
+    if (!status_.ok()) return;
+    const uint32_t thread_track = ThreadTrack(thread);
+    for (const SegmentEvent& e : events) {
+      segment_events++;
+      const uint32_t track = e.lane == 0 ? thread_track : LaneTrack(e.lane);
+      const int64_t ts = model_->Map(e.ts);
+      const uint32_t cat = cats_[e.cat < kNumCategories ? e.cat : 0];
+      const EventArgs* args = e.has_args ? &e.args : nullptr;
+      Status s;
+      switch (e.kind) {
+        case EventKind::kBegin:
+          s = b_->Begin(track, ts, Name(e.name), cat, args);
+          break;
+        case EventKind::kEnd:
+          s = b_->End(track, ts, args);
+          break;
+        case EventKind::kInstant:
+          s = b_->Instant(track, ts, Name(e.name), cat, args);
+          break;
+        case EventKind::kCounter:
+          s = b_->Counter(track, ts, Name(e.name), cat, e.value);
+          break;
+        case EventKind::kComplete:
+          s = b_->Complete(track, ts, model_->Map(e.ts + e.ival) - ts, Name(e.name), cat, args);
+          break;
+        case EventKind::kStep:
+          w_->AddStep(rank_, ts, e.ival);
+          break;
+      }
+      if (!s.ok()) {
+        status_ = s;
+        return;
+      }
+    }
+  }
+
+  void set_count_stats(bool v) { count_stats_ = v; }
+  const Status& status() const { return status_; }
+  uint64_t segment_events = 0;
+  uint64_t dropped = 0;
+
+ private:
+  uint32_t Name(uint32_t local) {
+    if (local == 0) return w_->Intern("");
+    if (local >= name_cache_.size()) name_cache_.resize(local + 1, 0);
+    uint32_t& id = name_cache_[local];
+    if (id == 0) {
+      id = local <= strings_.size() ? w_->Intern(strings_[local - 1])
+                                    : w_->Intern("<unknown name " + std::to_string(local) + ">");
+    }
+    return id;
+  }
+  uint32_t ThreadTrack(uint32_t index) {
+    auto it = thread_tracks_.find(index);
+    if (it != thread_tracks_.end()) return it->second;
+    TrackSpec spec;
+    spec.rank = rank_;
+    spec.kind = "thread";
+    spec.pid = pid_;
+    spec.local_id = index;
+    auto t = threads_.find(index);
+    if (t != threads_.end()) {
+      spec.tid = t->second.os_tid;
+      spec.name = t->second.name;
+    }
+    if (spec.name.empty()) spec.name = "thread " + std::to_string(spec.tid >= 0 ? spec.tid : index);
+    spec.sort_index = index;
+    const uint32_t id = w_->Track(spec);
+    thread_tracks_[index] = id;
+    return id;
+  }
+  uint32_t LaneTrack(uint32_t lane) {
+    auto it = lane_tracks_.find(lane);
+    if (it != lane_tracks_.end()) return it->second;
+    TrackSpec spec;
+    spec.rank = rank_;
+    spec.kind = "lane";
+    auto n = lane_names_.find(lane);
+    if (n != lane_names_.end() && n->second >= 1 && n->second <= strings_.size()) {
+      spec.name = strings_[n->second - 1];
+    } else {
+      spec.name = "lane " + std::to_string(lane);
+    }
+    spec.sort_index = 1000000 + lane;
+    const uint32_t id = w_->Track(spec);
+    lane_tracks_[lane] = id;
+    return id;
+  }
+
+  TraceWriter* w_;
+  TraceBuilder* b_;
+  const ClockModel* model_;
+  int32_t rank_;
+  uint32_t pid_;
+  bool count_stats_ = false;
+  Status status_;
+  uint32_t cats_[kNumCategories];
+  std::vector<std::string> strings_;
+  std::vector<uint32_t> name_cache_;
+  std::map<uint32_t, uint32_t> lane_names_;
+  std::map<uint32_t, ThreadInfo> threads_;
+  std::map<uint32_t, uint32_t> thread_tracks_;
+  std::map<uint32_t, uint32_t> lane_tracks_;
+};
+
+int64_t FileAgeSeconds(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(::time(nullptr)) - static_cast<int64_t>(st.st_mtime);
+}
+
+}  // namespace
+
+StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
+                               const std::function<void(const CompactProgress&)>& progress) {
+  Db* db = w->db();
+  CompactStats stats;
+
+  // Every segment file of every input, rank 0 first (it is the clock reference).
+  std::vector<SegmentFileRef> files;
+  for (const std::string& dir : options.inputs) {
+    TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> f, ListSegmentFiles(dir));
+    files.insert(files.end(), f.begin(), f.end());
+  }
+  std::sort(files.begin(), files.end(), [](const SegmentFileRef& a, const SegmentFileRef& b) {
+    return std::tie(a.rank, a.pid, a.seq, a.path) < std::tie(b.rank, b.pid, b.seq, b.path);
+  });
+  stats.files = files.size();
+
+  std::map<std::string, SourceState> sources;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st,
+        db->Prepare("SELECT path, offset, finished FROM sources WHERE format = 'segment'"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      sources[std::string(st.Text(0))] =
+          SourceState{static_cast<uint64_t>(st.Int(1)), st.Int(2) != 0};
+    }
+  }
+  std::vector<const SegmentFileRef*> work;
+  uint64_t bytes_total = 0;
+  for (const SegmentFileRef& f : files) {
+    const SourceState& s = sources[f.path];
+    if (s.finished || s.offset >= f.size) continue;
+    work.push_back(&f);
+    bytes_total += f.size - std::min(s.offset, f.size);
+  }
+  if (work.empty()) return stats;
+
+  // Pass 1: what each file says about its process and clock (idempotent inserts).
+  // It also tells where each file ends and whether its writer closed it.
+  std::map<std::string, StatusOr<SegmentScan>> probes;
+  TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
+  for (const SegmentFileRef* f : work) {
+    PrepassVisitor v;
+    ScanOptions o;
+    o.events = false;
+    StatusOr<SegmentScan> scan = ScanSegment(f->path, &v, o);
+    if (scan.ok()) TRACEDB_RETURN_IF_ERROR(StorePrepass(db, *f, v));
+    probes.emplace(f->path, std::move(scan));
+  }
+  TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+  TRACEDB_ASSIGN_OR_RETURN(auto clocks, BuildClocks(db));
+
+  // Pass 2: the events, one transaction per file.
+  TraceBuilder builder(w);
+  TRACEDB_RETURN_IF_ERROR(builder.LoadState(kStateKey));
+  uint64_t bytes_done = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const SegmentFileRef& f = *work[i];
+    const SourceState prev = sources[f.path];
+    if (progress) {
+      progress(CompactProgress{i + 1, work.size(), f.path, bytes_done, bytes_total, stats.rows});
+    }
+    TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
+    const uint64_t rows_before = w->rows_written();
+    ClockModel identity;
+    auto clock_it = clocks.find({f.rank, f.pid});
+    const ClockModel* model = clock_it != clocks.end() ? &clock_it->second.model : &identity;
+    EventsVisitor v(w, &builder, model, f.rank, f.pid);
+
+    // The catalog before the resume point, then everything new.
+    ScanOptions head;
+    head.events = false;
+    head.end_offset = prev.offset;
+    const StatusOr<SegmentScan>& probe_or = probes.at(f.path);
+    StatusOr<SegmentScan> scan = probe_or.ok() ? ScanSegment(f.path, &v, head) : probe_or;
+    if (!scan.ok()) {
+      stats.unreadable_files++;
+      if (stats.problems.size() < 32) stats.problems.push_back(scan.status().message());
+      w->AddStat("unreadable_files", f.rank, 1);
+      TRACEDB_ASSIGN_OR_RETURN(
+          Stmt st,
+          db->Prepare("INSERT OR REPLACE INTO sources(path, format, rank, pid, offset, "
+                      "size, finished, events) VALUES(?1, 'segment', ?2, ?3, 0, ?4, 1, 0)"));
+      TRACEDB_RETURN_IF_ERROR(st.Bind(1, f.path)
+                                  .Bind(2, f.rank)
+                                  .Bind(3, static_cast<int64_t>(f.pid))
+                                  .Bind(4, static_cast<int64_t>(f.size))
+                                  .Run());
+      TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+      continue;
+    }
+    // Where to stop: the whole file when it is complete, else its last anchor.
+    const SegmentScan& probe = *probe_or;
+    const bool whole =
+        probe.closed || options.finish || FileAgeSeconds(f.path) >= options.stale_after_s;
+    const uint64_t stop = whole ? probe.file_size : std::max(probe.anchor_end, prev.offset);
+    ScanOptions body;
+    body.start_offset = prev.offset;
+    body.end_offset = stop;
+    v.set_count_stats(true);
+    StatusOr<SegmentScan> got = ScanSegment(f.path, &v, body);
+    if (!got.ok()) return got.status();
+    TRACEDB_RETURN_IF_ERROR(v.status().WithContext(f.path));
+    const uint64_t new_offset = whole ? probe.file_size : got->end_offset;
+    const bool finished = whole;
+    if (!whole) stats.files_waiting++;
+    stats.corrupt_blocks += got->corrupt_blocks;
+    if (got->corrupt_blocks)
+      w->AddStat("corrupt_blocks", f.rank, static_cast<int64_t>(got->corrupt_blocks));
+    if (whole && probe.torn_tail_bytes > 0) {
+      stats.torn_tails++;
+      w->AddStat("torn_tails", f.rank, 1);
+      w->AddStat("torn_bytes", f.rank, static_cast<int64_t>(probe.torn_tail_bytes));
+    }
+    for (const std::string& p : got->problems) {
+      if (stats.problems.size() < 32) stats.problems.push_back(f.path + ": " + p);
+    }
+    stats.segment_events += v.segment_events;
+    stats.dropped += v.dropped;
+    stats.bytes_read += new_offset - prev.offset;
+    bytes_done += new_offset - prev.offset;
+    stats.files_read++;
+
+    TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, db->Prepare("INSERT INTO sources(path, format, rank, pid, offset, size, "
+                             "finished, events) VALUES(?1, 'segment', ?2, ?3, ?4, ?5, ?6, ?7) "
+                             "ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, "
+                             "size = excluded.size, finished = excluded.finished, "
+                             "events = events + excluded.events"));
+    TRACEDB_RETURN_IF_ERROR(st.Bind(1, f.path)
+                                .Bind(2, f.rank)
+                                .Bind(3, static_cast<int64_t>(f.pid))
+                                .Bind(4, static_cast<int64_t>(new_offset))
+                                .Bind(5, static_cast<int64_t>(probe.file_size))
+                                .Bind(6, finished ? 1 : 0)
+                                .Bind(7, static_cast<int64_t>(v.segment_events))
+                                .Run());
+    TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks));
+    TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
+    TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+    stats.rows += w->rows_written() - rows_before;
+  }
+  if (progress) {
+    progress(CompactProgress{work.size(), work.size(), "", bytes_done, bytes_total, stats.rows});
+  }
+  return stats;
+}
+
+}  // namespace tracedb::engine

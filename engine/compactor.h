@@ -1,0 +1,61 @@
+// Compaction: merges every rank's segment files into one trace database, on the job's common
+// clock, incrementally.
+//
+// For each segment file the database records how far it was taken (`sources`); a re-run reads
+// only what is new. Each file's new data is committed in one transaction together with that
+// progress and the open spans, so killing compaction at any moment leaves a valid database that
+// the next run completes without duplicates. The events of a file that is still being written are
+// taken only up to its last clock anchor (the rest waits for the next anchor, so that every event
+// is interpolated between anchors, never extrapolated); a file closed by its writer, or untouched
+// for `stale_after_s` (its writer died), or any file with `finish` set, is taken whole.
+//
+// Clocks (docs/database-format.md "Clocks"): each process's recorder clock is mapped to realtime
+// through its anchors; ranks on another host than rank 0 are further corrected by their MPI
+// clock-sync points against rank 0. The common clock is rank 0's host realtime, in ns.
+// Thread safety: one compaction per database at a time (SQLite's lock enforces it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/status.h"
+#include "engine/trace_writer.h"
+
+namespace tracedb::engine {
+
+struct CompactOptions {
+  std::vector<std::string> inputs;  // trace directories (DIR with rank-*/, or one rank dir)
+  bool finish = false;              // the job is over: take every file whole
+  int64_t stale_after_s = 120;      // an unclosed file untouched this long is taken whole
+};
+
+struct CompactProgress {
+  size_t file_index = 0;  // 1-based
+  size_t files = 0;
+  std::string path;
+  uint64_t bytes_done = 0;  // segment bytes taken so far in this run
+  uint64_t bytes_total = 0;
+  uint64_t rows = 0;  // rows written so far in this run
+};
+
+struct CompactStats {
+  uint64_t files = 0;           // segment files seen
+  uint64_t files_read = 0;      // files with something new
+  uint64_t files_waiting = 0;   // files whose tail waits for the next anchor
+  uint64_t segment_events = 0;  // recorder events read
+  uint64_t rows = 0;            // rows added to the database
+  uint64_t bytes_read = 0;      // segment bytes taken
+  uint64_t corrupt_blocks = 0;
+  uint64_t torn_tails = 0;
+  uint64_t dropped = 0;  // events the recorder reported dropped
+  uint64_t unreadable_files = 0;
+  std::vector<std::string> problems;
+};
+
+// Runs one compaction pass of `options.inputs` into `writer`'s database.
+StatusOr<CompactStats> Compact(TraceWriter* writer, const CompactOptions& options,
+                               const std::function<void(const CompactProgress&)>& progress = {});
+
+}  // namespace tracedb::engine

@@ -1,0 +1,16 @@
+// Opens a trace database for SQL: checks the schema and installs the `events` table, the SQL
+// functions and the views on the connection (query/views.h).
+// Thread safety: the returned Db belongs to the caller's thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/sqlite.h"
+#include "engine/status.h"
+
+namespace tracedb::query {
+
+StatusOr<std::unique_ptr<engine::Db>> OpenQueryDb(const std::string& path, bool writable = false);
+
+}  // namespace tracedb::query

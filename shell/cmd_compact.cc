@@ -1,0 +1,169 @@
+// `tracedb compact DIR... -o JOB.tdb [--watch] [--interval S] [--finish]`: merges every rank's
+// segments into one trace database, incrementally (a re-run appends only what is new; --watch
+// follows a live job until all its files are closed, or Ctrl-C).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/compactor.h"
+#include "engine/trace_writer.h"
+#include "shell/commands.h"
+#include "shell/format.h"
+
+namespace tracedb::shell {
+namespace {
+
+struct CompactCmdOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool watch = false;
+  double interval_s = 2.0;
+  bool finish = false;
+  int64_t stale_after_s = 120;
+  bool quiet = false;
+};
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+void PrintSummary(const engine::CompactStats& s, double seconds) {
+  std::fprintf(
+      stderr,
+      "compacted %s segment events from %llu of %llu files into %s rows in %.2f s "
+      "(%s events/s)\n",
+      WithCommas(s.segment_events).c_str(), static_cast<unsigned long long>(s.files_read),
+      static_cast<unsigned long long>(s.files), WithCommas(s.rows).c_str(), seconds,
+      WithCommas(static_cast<uint64_t>(seconds > 0 ? s.segment_events / seconds : 0)).c_str());
+  if (s.dropped) {
+    std::fprintf(stderr, "  the recorder dropped %s events (full buffers)\n",
+                 WithCommas(s.dropped).c_str());
+  }
+  if (s.corrupt_blocks || s.torn_tails || s.unreadable_files) {
+    std::fprintf(stderr,
+                 "  damage: %llu corrupt blocks skipped, %llu torn tails, %llu unreadable files\n",
+                 static_cast<unsigned long long>(s.corrupt_blocks),
+                 static_cast<unsigned long long>(s.torn_tails),
+                 static_cast<unsigned long long>(s.unreadable_files));
+  }
+  if (s.files_waiting) {
+    std::fprintf(stderr,
+                 "  %llu files are still being written; their newest events wait for the next "
+                 "run (or use --finish)\n",
+                 static_cast<unsigned long long>(s.files_waiting));
+  }
+  for (const std::string& p : s.problems) std::fprintf(stderr, "  problem: %s\n", p.c_str());
+}
+
+int RunCompact(const CompactCmdOptions& o) {
+  auto writer = engine::TraceWriter::Open(o.output);
+  if (!writer.ok()) {
+    std::fprintf(stderr, "tracedb compact: %s\n", writer.status().message().c_str());
+    return kExitError;
+  }
+  engine::CompactOptions co;
+  co.inputs = o.inputs;
+  co.finish = o.finish && !o.watch;
+  co.stale_after_s = o.stale_after_s;
+  const bool tty = isatty(STDERR_FILENO);
+  double last_print = 0;
+  const double t0 = Now();
+  auto progress = [&](const engine::CompactProgress& p) {
+    if (o.quiet || !tty) return;
+    const double now = Now();
+    if (now - last_print < 0.25 && p.file_index != p.files) return;
+    last_print = now;
+    const double pct = p.bytes_total ? 100.0 * p.bytes_done / p.bytes_total : 100.0;
+    std::fprintf(stderr, "\r  file %zu/%zu  %5.1f%%  %s of %s  %s rows   ", p.file_index, p.files,
+                 pct, HumanBytes(p.bytes_done).c_str(), HumanBytes(p.bytes_total).c_str(),
+                 WithCommas(p.rows).c_str());
+  };
+  if (!o.watch) {
+    auto stats = engine::Compact(writer->get(), co, progress);
+    if (tty && !o.quiet) std::fprintf(stderr, "\r%*s\r", 70, "");
+    if (!stats.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", stats.status().message().c_str());
+      return kExitError;
+    }
+    if (!o.quiet) PrintSummary(*stats, Now() - t0);
+    return kExitOk;
+  }
+  // --watch: follow the job until every file is closed (and nothing new arrives), or Ctrl-C.
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  int idle_passes = 0;
+  while (true) {
+    const double pass_start = Now();
+    auto stats = engine::Compact(writer->get(), co, progress);
+    if (!stats.ok()) {
+      if (stats.status().IsNotFound()) {
+        // The job has not written anything yet.
+      } else {
+        std::fprintf(stderr, "tracedb compact: %s\n", stats.status().message().c_str());
+        return kExitError;
+      }
+    } else if (stats->rows > 0 || stats->segment_events > 0) {
+      if (!o.quiet) {
+        std::fprintf(stderr, "%s+%s rows (%s segment events) in %.2f s\n", tty ? "\r" : "",
+                     WithCommas(stats->rows).c_str(), WithCommas(stats->segment_events).c_str(),
+                     Now() - pass_start);
+      }
+      idle_passes = 0;
+    } else if (stats->files > 0 && stats->files_waiting == 0) {
+      // Every file is closed and taken: the job is over.
+      if (++idle_passes >= 2) break;
+    }
+    if (g_stop.load()) break;
+    for (double waited = 0; waited < o.interval_s && !g_stop.load(); waited += 0.05) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (g_stop.load()) {
+      // One last pass so that nothing already written is left behind.
+      co.finish = o.finish;
+      auto last = engine::Compact(writer->get(), co, {});
+      if (!last.ok() && !last.status().IsNotFound()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", last.status().message().c_str());
+        return kExitError;
+      }
+      break;
+    }
+  }
+  if (!o.quiet) std::fprintf(stderr, "watch ended after %.1f s\n", Now() - t0);
+  return kExitOk;
+}
+
+}  // namespace
+
+void SetupCompact(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<CompactCmdOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "compact", "Merge every rank's segment files into one trace database (incremental)");
+  sub->add_option("dirs", o->inputs, "Trace directories (with rank-*/ subdirectories)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  sub->add_option("-o,--output", o->output, "Trace database to create or extend")->required();
+  sub->add_flag("--watch", o->watch, "Follow a live job until all its files are closed");
+  sub->add_option("--interval", o->interval_s, "Seconds between passes with --watch")
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--finish", o->finish,
+                "The job is over: take unclosed files whole (a killed rank's last events)");
+  sub->add_option("--stale-after", o->stale_after_s,
+                  "Seconds after which an unclosed, unchanged file counts as finished");
+  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
+}
+
+}  // namespace tracedb::shell

@@ -1,0 +1,52 @@
+// `tracedb query JOB.tdb "SQL" [--format table|csv|json|markdown]`: runs SQL against a trace
+// database (the `events` table, the views and functions of docs/sql.md) and prints the rows.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "query/query_db.h"
+#include "shell/commands.h"
+#include "shell/sql_runner.h"
+
+namespace tracedb::shell {
+namespace {
+
+struct QueryOptions {
+  std::string db;
+  std::string sql;
+  std::string format = "table";
+};
+
+int RunQuery(const QueryOptions& o) {
+  OutputFormat format;
+  if (!ParseOutputFormat(o.format, &format)) {
+    std::fprintf(stderr, "tracedb query: unknown format '%s' (table, csv, json, markdown)\n",
+                 o.format.c_str());
+    return kExitUsage;
+  }
+  auto db = query::OpenQueryDb(o.db);
+  if (!db.ok()) {
+    std::fprintf(stderr, "tracedb query: %s\n", db.status().message().c_str());
+    return kExitError;
+  }
+  Status s = RunSql(db->get(), o.sql, format, stdout);
+  std::fflush(stdout);
+  if (!s.ok()) {
+    std::fprintf(stderr, "tracedb query: %s\n", s.message().c_str());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void SetupQuery(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<QueryOptions>();
+  CLI::App* sub = app.add_subcommand("query", "Run SQL against a trace database");
+  sub->add_option("db", o->db, "Trace database (.tdb)")->required();
+  sub->add_option("sql", o->sql, "SQL statement(s)")->required();
+  sub->add_option("-f,--format", o->format, "table, csv, json or markdown");
+  sub->callback([o, exit_code] { *exit_code = RunQuery(*o); });
+}
+
+}  // namespace tracedb::shell

@@ -1,0 +1,174 @@
+// Result formatting. See result_format.h.
+#include "shell/result_format.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "shell/json_out.h"
+
+namespace tracedb::shell {
+namespace {
+
+std::string CellText(const engine::Stmt& st, int col) {
+  switch (st.ColumnType(col)) {
+    case SQLITE_NULL:
+      return "";
+    case SQLITE_INTEGER:
+      return std::to_string(st.Int(col));
+    case SQLITE_FLOAT: {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.15g", st.Double(col));
+      return buf;
+    }
+    case SQLITE_BLOB:
+      return "<blob " + std::to_string(st.Blob(col).size()) + " bytes>";
+    default:
+      return std::string(st.Text(col));
+  }
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Display width in terminal columns (UTF-8 code points; good enough for trace names).
+size_t Width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+bool ParseOutputFormat(std::string_view s, OutputFormat* out) {
+  if (s == "table" || s == "box" || s == "column")
+    *out = OutputFormat::kTable;
+  else if (s == "csv")
+    *out = OutputFormat::kCsv;
+  else if (s == "json")
+    *out = OutputFormat::kJson;
+  else if (s == "markdown" || s == "md")
+    *out = OutputFormat::kMarkdown;
+  else
+    return false;
+  return true;
+}
+
+StatusOr<uint64_t> PrintRows(engine::Stmt* st, OutputFormat format, FILE* out) {
+  const int ncol = st->ColumnCount();
+  std::vector<std::string> names;
+  for (int i = 0; i < ncol; ++i) names.emplace_back(st->ColumnName(i) ? st->ColumnName(i) : "");
+  uint64_t rows = 0;
+  if (format == OutputFormat::kCsv || format == OutputFormat::kJson) {
+    // Streamed: constant memory for any number of rows.
+    if (format == OutputFormat::kCsv && ncol > 0) {
+      for (int i = 0; i < ncol; ++i)
+        std::fprintf(out, "%s%s", i ? "," : "", CsvField(names[i]).c_str());
+      std::fputc('\n', out);
+    }
+    if (format == OutputFormat::kJson) std::fputs("[", out);
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st->Step());
+      if (!row) break;
+      if (format == OutputFormat::kCsv) {
+        std::string line;
+        for (int i = 0; i < ncol; ++i) {
+          if (i) line += ',';
+          line += CsvField(CellText(*st, i));
+        }
+        line += '\n';
+        std::fputs(line.c_str(), out);
+      } else {
+        std::string obj = rows ? ",\n{" : "\n{";
+        for (int i = 0; i < ncol; ++i) {
+          if (i) obj += ", ";
+          AppendJsonString(&obj, names[i]);
+          obj += ": ";
+          switch (st->ColumnType(i)) {
+            case SQLITE_NULL:
+              obj += "null";
+              break;
+            case SQLITE_INTEGER:
+            case SQLITE_FLOAT:
+              obj += CellText(*st, i);
+              break;
+            default:
+              AppendJsonString(&obj, CellText(*st, i));
+          }
+        }
+        obj += "}";
+        std::fputs(obj.c_str(), out);
+      }
+      ++rows;
+    }
+    if (format == OutputFormat::kJson) std::fputs(rows ? "\n]\n" : "]\n", out);
+    return rows;
+  }
+  // Table and Markdown need column widths: collect the rows first.
+  std::vector<std::vector<std::string>> cells;
+  std::vector<bool> numeric(static_cast<size_t>(ncol), true);
+  for (;;) {
+    TRACEDB_ASSIGN_OR_RETURN(bool row, st->Step());
+    if (!row) break;
+    std::vector<std::string> r;
+    for (int i = 0; i < ncol; ++i) {
+      const int t = st->ColumnType(i);
+      if (t != SQLITE_INTEGER && t != SQLITE_FLOAT && t != SQLITE_NULL) numeric[i] = false;
+      r.push_back(CellText(*st, i));
+    }
+    cells.push_back(std::move(r));
+  }
+  if (ncol == 0) return uint64_t{0};
+  std::vector<size_t> w(static_cast<size_t>(ncol));
+  for (int i = 0; i < ncol; ++i)
+    w[i] = std::max<size_t>(Width(names[i]), format == OutputFormat::kMarkdown ? 3 : 1);
+  for (const auto& r : cells) {
+    for (int i = 0; i < ncol; ++i) w[i] = std::max(w[i], Width(r[i]));
+  }
+  auto pad = [&](const std::string& s, int i) {
+    const std::string fill(w[i] - Width(s), ' ');
+    return numeric[i] ? fill + s : s + fill;
+  };
+  std::string text;
+  if (format == OutputFormat::kMarkdown) {
+    text += "|";
+    for (int i = 0; i < ncol; ++i) text += " " + pad(names[i], i) + " |";
+    text += "\n|";
+    for (int i = 0; i < ncol; ++i) {
+      text += " " + std::string(w[i] - 1, '-') + (numeric[i] ? ":" : "-") + " |";
+    }
+    text += "\n";
+    for (const auto& r : cells) {
+      text += "|";
+      for (int i = 0; i < ncol; ++i) {
+        std::string v = r[i];
+        size_t p = 0;
+        while ((p = v.find('|', p)) != std::string::npos) {
+          v.insert(p, "\\");
+          p += 2;
+        }
+        text += " " + pad(v, i) + " |";
+      }
+      text += "\n";
+    }
+  } else {
+    for (int i = 0; i < ncol; ++i) text += (i ? "  " : "") + pad(names[i], i);
+    text += "\n";
+    for (int i = 0; i < ncol; ++i) text += (i ? "  " : "") + std::string(w[i], '-');
+    text += "\n";
+    for (const auto& r : cells) {
+      for (int i = 0; i < ncol; ++i) text += (i ? "  " : "") + pad(r[i], i);
+      text += "\n";
+    }
+  }
+  std::fputs(text.c_str(), out);
+  return static_cast<uint64_t>(cells.size());
+}
+
+}  // namespace tracedb::shell

@@ -1,0 +1,17 @@
+// Runs a string of one or more SQL statements against a trace database and prints the rows of
+// each (shared by `tracedb query` and `tracedb shell`).
+#pragma once
+
+#include <cstdio>
+#include <string_view>
+
+#include "engine/sqlite.h"
+#include "engine/status.h"
+#include "shell/result_format.h"
+
+namespace tracedb::shell {
+
+// Returns the first error; statements before it have run and printed.
+Status RunSql(engine::Db* db, std::string_view sql, OutputFormat format, FILE* out);
+
+}  // namespace tracedb::shell
