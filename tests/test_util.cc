@@ -2,6 +2,7 @@
 #include "tests/test_util.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,7 +18,11 @@ namespace tracedb::testing {
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
   const char* base = std::getenv("TRACEDB_TEST_TMP");
+#ifdef TRACEDB_TEST_TMP_ROOT
+  std::string root = base && *base ? base : TRACEDB_TEST_TMP_ROOT;
+#else
   std::string root = base && *base ? base : "/tmp/tracedb-test";
+#endif
   std::filesystem::create_directories(root);
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "t";
@@ -48,6 +53,55 @@ std::string ReadFile(const std::string& path) {
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string RunCommand(const std::string& cmd, int* exit_code) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    *exit_code = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      q += "'\\''";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
+std::string SourceRoot() {
+  const char* s = std::getenv("TRACEDB_SOURCE_DIR");
+  if (s && *s) return s;
+#ifdef TRACEDB_SOURCE_ROOT
+  return TRACEDB_SOURCE_ROOT;
+#else
+  return ".";
+#endif
+}
+
+std::string SharedFixtures() { return SourceRoot() + "/../shared/fixtures"; }
+
+std::string TracedbBin() {
+  const char* b = std::getenv("TRACEDB_BIN");
+  if (b && *b) return b;
+#ifdef TRACEDB_BIN_PATH
+  return TRACEDB_BIN_PATH;
+#else
+  return "tracedb";
+#endif
 }
 
 namespace {

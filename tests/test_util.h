@@ -28,6 +28,17 @@ void RemoveTree(const std::string& path);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& bytes);
 
+// Runs `cmd` with /bin/sh; returns its stdout and sets *exit_code (-1 when it could not run).
+std::string RunCommand(const std::string& cmd, int* exit_code);
+// Quotes `s` for /bin/sh.
+std::string ShellQuote(const std::string& s);
+// The source tree ($TRACEDB_SOURCE_DIR, else the one this test was built from).
+std::string SourceRoot();
+// The shared fixtures (SourceRoot()/../shared/fixtures); may not exist.
+std::string SharedFixtures();
+// The tracedb binary under test ($TRACEDB_BIN).
+std::string TracedbBin();
+
 // An event as read back, with its thread and names resolved.
 struct ReadEvent {
   int32_t rank = 0;
