@@ -1,0 +1,387 @@
+// Compaction end to end: clocks recovered within their stored uncertainty; incremental runs
+// (on a live job) equal one run; a compaction killed at any moment resumes to the same rows;
+// damaged segments are skipped and counted, never a crash; exact counts and top-n against what
+// the recording processes emitted.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "engine/segment_dir.h"
+#include "engine/sqlite.h"
+#include "query/query_db.h"
+#include "tests/segment_fixture.h"
+#include "tests/test_util.h"
+
+extern char** environ;
+
+namespace tracedb::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Workload() {
+#ifdef TRACEDB_WORKLOAD_PATH
+  return TRACEDB_WORKLOAD_PATH;
+#else
+  return "workload_program";
+#endif
+}
+
+// Runs `tracedb compact`; returns its exit code.
+int Compact(const std::string& trace, const std::string& db, const std::string& flags = "") {
+  int rc = 0;
+  const std::string out = RunCommand(TracedbBin() + " compact " + ShellQuote(trace) + " -o " +
+                                         ShellQuote(db) + " -q " + flags + " 2>&1",
+                                     &rc);
+  if (rc != 0) ADD_FAILURE() << out;
+  return rc;
+}
+
+// Every row of `db` as text, in a canonical order.
+std::string Dump(const std::string& db) {
+  auto q = query::OpenQueryDb(db);
+  if (!q.ok()) return q.status().ToString();
+  auto st = (*q)->Prepare(
+      "SELECT id, rank, tid, track_name, name, cat, kind, ts, dur, depth, parent, bytes, peer, "
+      "seq, value FROM events ORDER BY id");
+  if (!st.ok()) return st.status().ToString();
+  std::string out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status().ToString();
+    if (!*row) break;
+    for (int i = 0; i < st->ColumnCount(); ++i) {
+      out += st->IsNull(i) ? "NULL" : std::string(st->Text(i));
+      out += i + 1 < st->ColumnCount() ? "|" : "\n";
+    }
+  }
+  return out;
+}
+
+int64_t QueryInt(const std::string& db, const std::string& sql) {
+  auto q = query::OpenQueryDb(db);
+  if (!q.ok()) {
+    ADD_FAILURE() << q.status().ToString();
+    return -1;
+  }
+  auto v = (*q)->QueryInt(sql, -1);
+  if (!v.ok()) {
+    ADD_FAILURE() << v.status().ToString();
+    return -1;
+  }
+  return *v;
+}
+
+struct Expected {
+  uint64_t rows = 0;
+  std::vector<std::pair<uint64_t, int64_t>> top;  // (seq, dur)
+};
+
+Expected ParseWorkload(const std::string& out) {
+  Expected e;
+  std::istringstream in(out);
+  std::string word;
+  while (in >> word) {
+    if (word == "rows") {
+      in >> e.rows;
+    } else if (word == "top") {
+      uint64_t seq;
+      int64_t dur;
+      in >> seq >> dur;
+      e.top.emplace_back(seq, dur);
+    }
+  }
+  return e;
+}
+
+Expected RunWorkload(const std::string& dir, int threads, int spans, int rank,
+                     const std::string& env = "") {
+  int rc = 0;
+  const std::string out = RunCommand(
+      env + " " + ShellQuote(Workload()) + " " + ShellQuote(dir) + " " + std::to_string(threads) +
+          " " + std::to_string(spans) + " " + std::to_string(rank) + " 2>&1",
+      &rc);
+  EXPECT_EQ(rc, 0) << out;
+  return ParseWorkload(out);
+}
+
+TEST(Compaction, CountsAndTopNEqualWhatWasEmitted) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  uint64_t rows = 0;
+  std::vector<std::pair<uint64_t, int64_t>> top;
+  for (int rank = 0; rank < 3; ++rank) {
+    Expected e = RunWorkload(trace, 2, 3000, rank);
+    rows += e.rows;
+    for (auto& t : e.top)
+      top.emplace_back(t.first + static_cast<uint64_t>(rank) * 100000000, t.second);
+  }
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(trace, db), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), static_cast<int64_t>(rows));
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT count(*) FROM events WHERE name = 'COMMUNICATE' AND lane "
+                     "LIKE 'tensor.%' AND bytes > 0 AND peer IS NOT NULL"),
+            3 * 2 * 3000);
+  // The 10 longest "allreduce" over all ranks have the 10 longest emitted durations (equal up
+  // to the clock-rate correction of a few ppm), and each is the event its serial names.
+  std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  top.resize(10);
+  auto q = query::OpenQueryDb(db);
+  ASSERT_TRUE(q.ok());
+  auto st = (*q)->Prepare(
+      "SELECT rank, seq, dur FROM events WHERE name = 'allreduce' ORDER BY dur DESC LIMIT 10");
+  ASSERT_TRUE(st.ok());
+  for (size_t i = 0; i < 10; ++i) {
+    auto row = st->Step();
+    ASSERT_TRUE(row.ok() && *row) << i;
+    const auto serial = static_cast<uint64_t>(st->Int(1));
+    const double emitted = 1000.0 * (1 + static_cast<double>((serial * 7919) % 20000));
+    const double got = static_cast<double>(st->Int(2));
+    EXPECT_NEAR(got, emitted, emitted * 20e-6 + 2) << i;
+    EXPECT_NEAR(got, static_cast<double>(top[i].second), top[i].second * 20e-6 + 2) << i;
+  }
+  auto more = st->Step();
+  ASSERT_TRUE(more.ok());
+  EXPECT_FALSE(*more);
+  int rc = 0;
+  EXPECT_EQ(RunCommand("sqlite3 " + ShellQuote(db) + " 'PRAGMA integrity_check'", &rc), "ok\n");
+}
+
+TEST(Compaction, IncrementalOnALiveJobEqualsOneRun) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const std::string inc = tmp.Sub("inc.tdb");
+  // The workload flushes every 20 ms and rotates files every MB while we compact behind it.
+  std::thread job(
+      [&] { RunWorkload(trace, 2, 20000, 0, "TRACEDB_FLUSH_MS=20 TRACEDB_SEGMENT_MB=1"); });
+  int passes = 0;
+  for (int i = 0; i < 200 && !fs::exists(trace); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    job.join();
+    done.store(true);
+  });
+  while (!done.load()) {
+    int rc = 0;
+    RunCommand(
+        TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(inc) + " -q 2>&1",
+        &rc);
+    passes += rc == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  waiter.join();
+  ASSERT_EQ(Compact(trace, inc), 0);  // every file is closed now: this takes the rest
+  const std::string one = tmp.Sub("one.tdb");
+  ASSERT_EQ(Compact(trace, one), 0);
+  EXPECT_GE(passes, 2);
+  const std::string a = Dump(inc), b = Dump(one);
+  EXPECT_EQ(QueryInt(one, "SELECT count(*) FROM events"), 2 * 20000 * 6);
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_TRUE(a == b) << "incremental and one-shot compaction differ";
+  EXPECT_EQ(QueryInt(inc, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
+}
+
+TEST(Compaction, KilledAtAnyMomentResumesToTheSameRows) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  for (int rank = 0; rank < 2; ++rank) {
+    RunWorkload(trace, 2, 25000, rank, "TRACEDB_SEGMENT_MB=1");
+  }
+  const std::string one = tmp.Sub("one.tdb");
+  ASSERT_EQ(Compact(trace, one), 0);
+  const std::string reference = Dump(one);
+  ASSERT_FALSE(reference.empty());
+
+  const std::string db = tmp.Sub("killed.tdb");
+  std::mt19937 rng(12345);
+  int kills = 0;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    const std::string bin = TracedbBin();
+    std::vector<std::string> args = {bin, "compact", trace, "-o", db, "-q"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid;
+    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 60));
+    const bool killed = kill(pid, SIGKILL) == 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) {
+      ++kills;
+    } else {
+      ASSERT_TRUE(WIFEXITED(status)) << "attempt " << attempt;
+      ASSERT_EQ(WEXITSTATUS(status), 0) << "attempt " << attempt;
+      if (!killed || attempt > 5) break;  // finished before the kill: all done
+    }
+    // Whatever the moment of the kill, the database is valid.
+    int rc = 0;
+    if (fs::exists(db)) {
+      EXPECT_EQ(RunCommand("sqlite3 " + ShellQuote(db) + " 'PRAGMA integrity_check'", &rc), "ok\n")
+          << "attempt " << attempt;
+    }
+  }
+  EXPECT_GE(kills, 1);
+  ASSERT_EQ(Compact(trace, db), 0);
+  EXPECT_TRUE(Dump(db) == reference) << "resumed compaction differs from one run";
+}
+
+TEST(Compaction, DamagedSegmentsAreSkippedAndCounted) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  Expected e = RunWorkload(trace, 1, 100000, 0, "TRACEDB_SEGMENT_MB=1");
+  auto files = engine::ListSegmentFiles(trace);
+  ASSERT_TRUE(files.ok());
+  ASSERT_GE(files->size(), 2u);
+  // Flip bytes in the middle of the first file and cut the last file's tail.
+  {
+    std::string bytes = ReadFile(files->front().path);
+    for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; i += 16) bytes[i] ^= 0x5a;
+    WriteFile(files->front().path, bytes);
+    std::string last = ReadFile(files->back().path);
+    last.resize(last.size() - 100);
+    WriteFile(files->back().path, last);
+  }
+  // And a file that is not a segment at all.
+  WriteFile(trace + "/rank-0/seg-1-000000.tds", "this is not a segment file");
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(trace, db, "--finish"), 0);
+  const int64_t rows = QueryInt(db, "SELECT count(*) FROM events");
+  EXPECT_GT(rows, 0);
+  EXPECT_LT(rows, static_cast<int64_t>(e.rows));
+  EXPECT_GE(QueryInt(db, "SELECT sum(value) FROM stats WHERE name = 'corrupt_blocks'"), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT sum(value) FROM stats WHERE name = 'torn_tails'"), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT sum(value) FROM stats WHERE name = 'unreadable_files'"), 1);
+  int rc = 0;
+  const std::string info = RunCommand(TracedbBin() + " info " + ShellQuote(db) + " --json", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(info.find("\"corrupt_blocks\": "), std::string::npos) << info;
+}
+
+TEST(Compaction, ClearErrorsOnBadInput) {
+  TempDir tmp;
+  int rc = 0;
+  std::string out = RunCommand(TracedbBin() + " compact " + ShellQuote(tmp.path()) + " -o " +
+                                   ShellQuote(tmp.Sub("x.tdb")) + " 2>&1",
+                               &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("no segment files"), std::string::npos) << out;
+  WriteFile(tmp.Sub("not.tdb"), std::string(5000, 'x'));
+  out = RunCommand(TracedbBin() + " query " + ShellQuote(tmp.Sub("not.tdb")) + " 'select 1' 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("not.tdb"), std::string::npos) << out;
+  out = RunCommand(
+      TracedbBin() + " query " + ShellQuote(tmp.Sub("missing.tdb")) + " 'select 1' 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("no such database"), std::string::npos) << out;
+}
+
+// Ranks on three hosts with recorder clocks of different offsets and rates and hosts whose
+// realtime clocks disagree: with MPI sync points, every event lands on the common clock (rank
+// 0's host realtime) within the uncertainty stored for its rank.
+TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
+  TempDir tmp;
+  const int64_t T0 = 1700000000000000000;  // true time of the job start, ns
+  struct Host {
+    std::string name;
+    int64_t realtime_offset;  // realtime = true + offset + drift * (t - T0)
+    double realtime_drift;
+  };
+  struct RankClock {
+    int rank;
+    Host host;
+    int64_t offset;  // local = (t - T0) * (1 + rate) + offset
+    double rate;
+    bool sync;
+  };
+  const Host a{"hostA", 0, 0}, b{"hostB", 3000000, 2e-6}, c{"hostC", -1500000, 0};
+  const std::vector<RankClock> ranks = {{0, a, 1000000000, 3e-6, true},
+                                        {1, b, 7000000000, 50e-6, true},
+                                        {2, a, 2000000000, -20e-6, true},
+                                        {3, c, 9000000000, 10e-6, false}};
+  auto local_of = [](const RankClock& r, int64_t t) {
+    return static_cast<int64_t>(std::llround((t - 1700000000000000000) * (1 + r.rate))) + r.offset;
+  };
+  auto realtime_of = [](const Host& h, int64_t t) {
+    return t + h.realtime_offset +
+           static_cast<int64_t>(std::llround((t - 1700000000000000000) * h.realtime_drift));
+  };
+  const int64_t kSyncErr = 700;  // the sync measurement is off by this much (within its bound)
+  std::string spec;
+  for (const RankClock& r : ranks) {
+    spec += "file trace " + std::to_string(r.rank) + " " + std::to_string(100 + r.rank) +
+            " 0 host=" + r.host.name + " world=4\n";
+    spec += "string 1 work\nthread 1 " + std::to_string(1000 + r.rank) + " main\n";
+    for (int s = 0; s <= 20; ++s) {  // an anchor every second for 20 s
+      const int64_t t = T0 + int64_t{s} * 1000000000;
+      spec += "anchor " + std::to_string(realtime_of(r.host, t)) + " " +
+              std::to_string(local_of(r, t)) + " unc=50\n";
+    }
+    if (r.sync && r.rank != 0) {
+      for (int64_t t : {T0 + 100000000, T0 + 19900000000}) {  // at MPI_Init and MPI_Finalize
+        const int64_t off = local_of(ranks[0], t) - local_of(r, t) + kSyncErr;
+        spec += "sync 0 " + std::to_string(local_of(r, t)) + " " + std::to_string(off) + " 2000\n";
+      }
+    }
+    spec += "events 1\n";
+    for (int e = 0; e < 40; ++e) {
+      const int64_t t = T0 + 200000000 + int64_t{e} * 490000000;
+      spec += "X " + std::to_string(local_of(r, t)) + " 1000000 1\n";
+    }
+    spec += "end\n";
+  }
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(), spec).ok());
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);
+  auto q = query::OpenQueryDb(db);
+  ASSERT_TRUE(q.ok());
+  std::map<int, std::pair<std::string, int64_t>> clock;  // rank -> (method, uncertainty)
+  auto cs = (*q)->Prepare("SELECT rank, clock_method, uncertainty_ns FROM clock_alignment");
+  ASSERT_TRUE(cs.ok());
+  while (*cs->Step()) {
+    clock[static_cast<int>(cs->Int(0))] = {std::string(cs->Text(1)),
+                                           cs->IsNull(2) ? -1 : cs->Int(2)};
+  }
+  EXPECT_EQ(clock[0].first, "reference");
+  EXPECT_EQ(clock[1].first, "sync");
+  EXPECT_EQ(clock[2].first, "same-host");
+  EXPECT_EQ(clock[3].first, "realtime");
+  EXPECT_EQ(clock[3].second, -1);  // no sync: unknown across hosts
+  for (int r = 0; r < 3; ++r) EXPECT_GT(clock[r].second, 0) << r;
+  EXPECT_GE(clock[1].second, kSyncErr);
+
+  auto st = (*q)->Prepare("SELECT rank, ts, dur FROM events ORDER BY rank, ts");
+  ASSERT_TRUE(st.ok());
+  std::map<int, int> seen;
+  while (*st->Step()) {
+    const int rank = static_cast<int>(st->Int(0));
+    const int64_t t_true = T0 + 200000000 + int64_t{seen[rank]++} * 490000000;
+    const int64_t expected = realtime_of(a, t_true);  // the common clock: host A's realtime
+    const int64_t err = std::llabs(st->Int(1) - expected);
+    if (rank == 3) {
+      // Without sync only the hosts' realtime agreement holds (here 1.5 ms apart).
+      EXPECT_NEAR(static_cast<double>(err), 1500000.0, 2000.0) << "rank 3";
+    } else {
+      EXPECT_LE(err, clock[rank].second + 2) << "rank " << rank << " event " << seen[rank];
+    }
+    EXPECT_NEAR(static_cast<double>(st->Int(2)), 1000000.0, 1000000 * 60e-6 + 2) << rank;
+  }
+  EXPECT_EQ(seen.size(), 4u);
+}
+
+}  // namespace
+}  // namespace tracedb::testing
