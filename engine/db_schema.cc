@@ -118,7 +118,7 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
     TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;"));
   }
   if (!exists) {
-    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA page_size=16384"));
+    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA page_size=4096"));
     TRACEDB_RETURN_IF_ERROR(db->Begin());
     Status s = CreateSchema(db.get());
     if (!s.ok()) {
