@@ -6,7 +6,6 @@
 
 namespace tracedb::recorder {
 namespace {
-constexpr uint64_t kMaxThreadBufferBytes = 2ull << 20;
 constexpr uint64_t kMinThreadBufferBytes = 64ull << 10;
 constexpr uint32_t kMaxLanes = 65535;  // lanes are 16 bits in a Record
 }  // namespace
@@ -61,6 +60,13 @@ void Catalog::SetThreadName(ThreadBuffer* b, std::string_view name) {
   }
 }
 
+void Catalog::SetThreadBufferBytes(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t p = kMinThreadBufferBytes;
+  while (p * 2 <= bytes) p *= 2;
+  thread_bytes_ = p;
+}
+
 void Catalog::SetBudget(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   budget_ = bytes;
@@ -83,7 +89,7 @@ ThreadBuffer* Catalog::AttachThread(uint32_t os_tid) {
   } else {
     const uint64_t left = budget_ > used_ ? budget_ - used_ : 0;
     // Early threads get the full size; as the budget runs down, later ones get less.
-    uint64_t bytes = kMaxThreadBufferBytes;
+    uint64_t bytes = thread_bytes_;
     while (bytes > kMinThreadBufferBytes && bytes > left / 2) bytes /= 2;
     if (bytes > left) return nullptr;
     try {

@@ -30,6 +30,8 @@ class Catalog {
   // nullptr when the budget is spent or memory is short.
   ThreadBuffer* AttachThread(uint32_t os_tid);
   void SetBudget(uint64_t bytes);
+  // The ring size of a thread while the budget lasts (rounded down to a power of two).
+  void SetThreadBufferBytes(uint64_t bytes);
 
   // For the flusher: strings with id >= from_id (views stay valid: strings are never freed).
   void NewStrings(uint32_t from_id, std::vector<std::string_view>* out);
@@ -61,6 +63,7 @@ class Catalog {
   uint32_t next_thread_index_ = 1;
   uint64_t budget_ = 64ull << 20;
   uint64_t used_ = 0;
+  uint64_t thread_bytes_ = 2ull << 20;
 };
 
 }  // namespace tracedb::recorder

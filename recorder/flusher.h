@@ -62,6 +62,7 @@ class Flusher {
   static std::atomic<uint64_t> discarded_events;  // drained but not written (I/O error)
   static std::atomic<uint64_t> written_bytes;
   static std::atomic<uint64_t> write_errors;
+  static std::atomic<uint64_t> cpu_ns;  // the flusher thread's CPU time
 
  private:
   void Run();

@@ -1,10 +1,11 @@
 // The recorder's C ABI (tracedb/recorder.h): session state, the hot recording path, step windows,
 // automatic start from TRACEDB_DIR, exit and fork handling.
 //
-// Hot path: one relaxed load of g_active, the thread-local buffer pointer, a clock read, 16-byte
+// Hot path: one relaxed load of tracedb_active_, the thread-local buffer pointer, a clock read, 16-byte
 // stores into the ring and a release store of its head. Everything else (attach, start, stop,
 // flush, step, interning) takes a mutex and is meant to be called rarely.
 // Thread safety: every function may be called from any thread at any time.
+#define TRACEDB_BUILDING_LIBRARY  // the real functions, not the inline-check macros
 #include "tracedb/recorder.h"
 
 #include <pthread.h>
@@ -28,7 +29,6 @@ namespace {
 
 using engine::EventKind;
 
-std::atomic<bool> g_active{false};  // the hot-path gate: started and inside the step window
 
 // Session state, guarded by g_mu.
 std::mutex g_mu;
@@ -127,12 +127,12 @@ inline void EmitSimple(EventKind kind, uint32_t name) noexcept {
   Publish(b, h + 1);
 }
 
-inline bool Active() noexcept { return g_active.load(std::memory_order_relaxed); }
+inline bool Active() noexcept { return __atomic_load_n(&tracedb_active_, __ATOMIC_RELAXED) != 0; }
 
 // REQUIRES: g_mu held.
 void UpdateActive() {
   const bool in_window = !g_window || (g_step >= g_window_lo && g_step <= g_window_hi);
-  g_active.store(g_started && in_window, std::memory_order_relaxed);
+  __atomic_store_n(&tracedb_active_, (g_started && in_window) ? 1 : 0, __ATOMIC_RELAXED);
 }
 
 int64_t EnvOr(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
@@ -195,6 +195,9 @@ using namespace tracedb::recorder;  // NOLINT: the C ABI below is a thin shell o
 
 extern "C" {
 
+// The hot-path gate, read inline by recorder.h's macros: started and inside the step window.
+int tracedb_active_ = 0;
+
 int tracedb_start(const char* dir) noexcept {
   if (dir == nullptr || *dir == '\0') return TRACEDB_ERR_ARG;
   InitOnce();
@@ -211,6 +214,8 @@ int tracedb_start(const char* dir) noexcept {
     cfg.segment_bytes = static_cast<uint64_t>(EnvOr("TRACEDB_SEGMENT_MB", 64, 1, 1 << 20)) << 20;
     Catalog::Get().SetBudget(static_cast<uint64_t>(EnvOr("TRACEDB_BUFFER_MB", 64, 1, 1 << 20))
                              << 20);
+    Catalog::Get().SetThreadBufferBytes(
+        static_cast<uint64_t>(EnvOr("TRACEDB_THREAD_BUFFER_KB", 2048, 64, 1 << 20)) << 10);
     const int64_t lo = EnvOr("TRACEDB_START_STEP", -1, 0, INT64_MAX);
     const int64_t hi = EnvOr("TRACEDB_END_STEP", -1, 0, INT64_MAX);
     g_window = lo >= 0 || hi >= 0;
@@ -374,6 +379,7 @@ void tracedb_get_counters(tracedb_counters* out) noexcept {
       Catalog::Get().TotalDropped() + Flusher::discarded_events.load(std::memory_order_relaxed);
   out->flushed_bytes = Flusher::written_bytes.load(std::memory_order_relaxed);
   out->write_errors = Flusher::write_errors.load(std::memory_order_relaxed);
+  out->flusher_cpu_ns = Flusher::cpu_ns.load(std::memory_order_relaxed);
 }
 
 }  // extern "C"

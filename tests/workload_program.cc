@@ -4,7 +4,7 @@
 // a unique serial. Prints what it emitted, for the test to compare with the database:
 //   rows N                    rows the database must hold for this process
 //   top SEQ DUR               the 10 longest "allreduce" events (seq, dur), longest first
-// Usage: workload_program DIR THREADS SPANS [RANK]
+// Usage: workload_program DIR THREADS SPANS [RANK]   (env WORKLOAD_PAUSE_MS, default 2)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   if (argc > 4) setenv("TRACEDB_RANK", argv[4], 1);
   const int threads = std::atoi(argv[2]);
   const int spans = std::atoi(argv[3]);
+  // WORKLOAD_PAUSE_MS: the pause after every 1000 spans (default 2), to stretch the job.
+  const char* pause_env = std::getenv("WORKLOAD_PAUSE_MS");
+  const int pause_ms = pause_env ? std::atoi(pause_env) : 2;
   if (tracedb_start(argv[1]) != TRACEDB_OK) {
     std::fprintf(stderr, "cannot start recording into %s\n", argv[1]);
     return 1;
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
         my_rows += 6;  // step, forward, COMMUNICATE, allreduce, tick, loss
         mine.emplace_back(dur, serial);
         // Let the flusher keep up: this workload must not drop anything.
-        if (i % 1000 == 999) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (i % 1000 == 999) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       }
       std::lock_guard<std::mutex> lock(mu);
       rows += my_rows;
