@@ -2,6 +2,7 @@
 #include "engine/event_block.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -18,11 +19,6 @@ constexpr uint8_t kBlockFormat = 1;
 constexpr uint8_t kCodecRaw = 0;
 constexpr uint8_t kCodecLz4 = 1;
 constexpr size_t kMaxRows = 65536;
-
-void PutColumn(const std::string& col, std::string* dst) {
-  PutVarint64(dst, col.size());
-  dst->append(col);
-}
 
 Status Bad(int64_t block, const std::string& what) {
   return Status::Corruption("event block " + std::to_string(block) + ": " + what);
@@ -44,59 +40,162 @@ const char* RowKindName(RowKind k) {
   return "span";
 }
 
-void EncodeBlock(std::vector<Row>* rows_in, std::string* out, BlockZone* zone) {
-  std::vector<Row>& rows = *rows_in;
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.track != b.track ? a.track < b.track : a.k < b.k;
-  });
+int DurationBucket(int64_t dur) {
+  return dur <= 1 ? 0 : 63 - std::countl_zero(static_cast<uint64_t>(dur));
+}
+
+namespace {
+
+// Maps ids (string ids) to dense block-local indexes: a flat table for the usual small ids,
+// a hash map for the rest. Reused across blocks by the encoding thread.
+class DenseIds {
+ public:
+  static constexpr uint32_t kFlatLimit = 1u << 20;
+  void Reset() {
+    for (uint32_t id : touched_) flat_[id] = UINT32_MAX;
+    touched_.clear();
+    big_.clear();
+    list_.clear();
+  }
+  uint32_t Index(uint32_t id) {
+    if (id < kFlatLimit) {
+      if (id >= flat_.size()) flat_.resize(std::max<size_t>(id + 1, flat_.size() * 2), UINT32_MAX);
+      uint32_t& slot = flat_[id];
+      if (slot == UINT32_MAX) {
+        slot = static_cast<uint32_t>(list_.size());
+        list_.push_back(id);
+        touched_.push_back(id);
+      }
+      return slot;
+    }
+    auto [it, fresh] = big_.emplace(id, static_cast<uint32_t>(list_.size()));
+    if (fresh) list_.push_back(id);
+    return it->second;
+  }
+  const std::vector<uint32_t>& list() const { return list_; }
+
+ private:
+  std::vector<uint32_t> flat_;
+  std::vector<uint32_t> touched_;
+  std::unordered_map<uint32_t, uint32_t> big_;
+  std::vector<uint32_t> list_;
+};
+
+void PutColumn(const ByteBuf& col, std::string* dst) {
+  PutVarint64(dst, col.size());
+  dst->append(col.data(), col.size());
+}
+
+// The time a row's ts is coded against (docs/database-format.md "Event blocks"): the block's
+// base for the first row of a track run, the previous row's start for a first child (deeper
+// than the previous row), else the previous row's end (a sibling or what follows it). Rows in
+// (track, k) order are in start order, so most deltas are the small gaps between phases.
+inline int64_t TsReference(bool run_start, int64_t base, int64_t prev_ts, int64_t prev_end,
+                           uint32_t depth, uint32_t prev_depth) {
+  if (run_start) return base;
+  return depth > prev_depth ? prev_ts : prev_end;
+}
+
+}  // namespace
+
+void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone) {
   const size_t n = rows.size();
+  // Order by (track, k) without moving rows: usually they already are, per track.
+  thread_local std::vector<uint32_t> order;
+  order.resize(n);
+  bool sorted = true;
+  for (size_t i = 0; i < n; ++i) {
+    order[i] = static_cast<uint32_t>(i);
+    if (i > 0 && (rows[i].track < rows[i - 1].track ||
+                  (rows[i].track == rows[i - 1].track && rows[i].k < rows[i - 1].k))) {
+      sorted = false;
+    }
+  }
+  if (!sorted) {
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return rows[a].track != rows[b].track ? rows[a].track < rows[b].track : rows[a].k < rows[b].k;
+    });
+  }
 
   // Zone map, dictionaries, time scale.
   *zone = BlockZone();
   zone->count = n;
-  zone->min_ts = rows[0].ts;
-  zone->max_end = rows[0].end();
-  int64_t base = rows[0].ts;
+  zone->min_ts = INT64_MAX;
+  zone->max_end = INT64_MIN;
+  thread_local DenseIds names, cats;
+  names.Reset();
+  cats.Reset();
+  int64_t base = INT64_MAX;
   for (const Row& r : rows) base = std::min(base, r.ts);
   uint64_t scale = 0;
-  std::map<std::pair<uint32_t, uint32_t>, BlockNameInfo> names;
-  std::unordered_map<uint32_t, uint32_t> name_dict, cat_dict;
-  std::vector<uint32_t> name_list, cat_list;
-  for (const Row& r : rows) {
+  thread_local std::vector<uint32_t> name_idx, cat_idx;
+  name_idx.resize(n);
+  cat_idx.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Row& r = rows[i];
     zone->min_ts = std::min(zone->min_ts, r.ts);
     zone->max_end = std::max(zone->max_end, r.end());
     zone->max_dur = std::max(zone->max_dur, r.dur);
-    BlockNameInfo& ni = names[{r.name, r.cat}];
-    ni.name = r.name;
-    ni.cat = r.cat;
-    ni.count++;
-    ni.max_dur = std::max(ni.max_dur, r.dur);
-    scale = std::gcd(scale, static_cast<uint64_t>(r.ts - base));
-    scale = std::gcd(scale, static_cast<uint64_t>(r.dur));
-    if (name_dict.emplace(r.name, static_cast<uint32_t>(name_list.size())).second) {
-      name_list.push_back(r.name);
+    if (scale != 1) {
+      scale = std::gcd(scale, static_cast<uint64_t>(r.ts - base));
+      scale = std::gcd(scale, static_cast<uint64_t>(r.dur));
     }
-    if (cat_dict.emplace(r.cat, static_cast<uint32_t>(cat_list.size())).second) {
-      cat_list.push_back(r.cat);
-    }
+    name_idx[i] = names.Index(r.name);
+    cat_idx[i] = cats.Index(r.cat);
   }
   if (scale == 0) scale = 1;
-  for (auto& [key, info] : names) zone->names.push_back(info);
-
-  std::string tracks, ks, parents, depths, kinds, namec, catc, tsc, durc, masks, args, values, json;
-  kinds.reserve(n);
-  uint32_t run_track = rows[0].track;
-  uint64_t run_len = 0;
-  uint64_t runs = 0;
-  std::string run_col;
-  uint64_t prev_k = 0;
-  int64_t prev_ts = base;
+  // Per (name, cat, kind) statistics, in a table indexed by the dense indexes.
+  const size_t nnames = names.list().size(), ncats = cats.list().size();
+  std::vector<int32_t> info_at(nnames * ncats * kNumRowKinds, -1);
   for (size_t i = 0; i < n; ++i) {
     const Row& r = rows[i];
-    if (i == 0 || r.track != run_track) {
-      if (i != 0) {
-        PutVarint64(&run_col, run_track);
-        PutVarint64(&run_col, run_len);
+    const size_t key =
+        (name_idx[i] * ncats + cat_idx[i]) * kNumRowKinds + static_cast<size_t>(r.kind);
+    int32_t& at = info_at[key];
+    if (at < 0) {
+      at = static_cast<int32_t>(zone->names.size());
+      BlockNameInfo info;
+      info.name = r.name;
+      info.cat = r.cat;
+      info.kind = r.kind;
+      info.min_dur = r.dur;
+      info.max_dur = r.dur;
+      zone->names.push_back(info);
+    }
+    BlockNameInfo& info = zone->names[static_cast<size_t>(at)];
+    info.count++;
+    info.total_dur += r.dur;
+    info.min_dur = std::min(info.min_dur, r.dur);
+    info.max_dur = std::max(info.max_dur, r.dur);
+    info.hist[static_cast<size_t>(DurationBucket(r.dur))]++;
+  }
+
+  thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, tsc, durc, masks, args,
+      values, json;
+  for (ByteBuf* b : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &durc, &masks,
+                     &args, &values, &json}) {
+    b->Clear();
+  }
+  for (ByteBuf* b : {&ks, &parents, &tsc, &durc}) b->Reserve(n * 10);
+  for (ByteBuf* b : {&depths, &namec, &catc, &masks}) b->Reserve(n * 5);
+  kinds.Reserve(n);
+  const auto iscale = static_cast<int64_t>(scale);
+  uint64_t runs = 0;
+  thread_local ByteBuf run_col;
+  run_col.Clear();
+  uint32_t run_track = rows[order[0]].track;
+  uint64_t run_len = 0, prev_k = 0;
+  int64_t prev_ts = base, prev_end = base;
+  uint32_t prev_depth = 0;
+  for (size_t j = 0; j < n; ++j) {
+    const uint32_t i = order[j];
+    const Row& r = rows[i];
+    const bool run_start = j == 0 || r.track != run_track;
+    if (run_start) {
+      if (j != 0) {
+        run_col.Reserve(20);
+        run_col.PutVarint(run_track);
+        run_col.PutVarint(run_len);
         ++runs;
       }
       run_track = r.track;
@@ -104,54 +203,69 @@ void EncodeBlock(std::vector<Row>* rows_in, std::string* out, BlockZone* zone) {
       prev_k = 0;
     }
     ++run_len;
-    PutVarsigned(&ks, static_cast<int64_t>(r.k - prev_k));
+    ks.PutVarint(ZigZag(static_cast<int64_t>(r.k - prev_k)));
     prev_k = r.k;
-    PutVarsigned(&parents, r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 1 - r.parent_k) + 1);
-    PutVarint64(&depths, r.depth);
-    kinds.push_back(static_cast<char>(r.kind));
-    PutVarint64(&namec, name_dict[r.name]);
-    PutVarint64(&catc, cat_dict[r.cat]);
-    PutVarsigned(&tsc, (r.ts - prev_ts) / static_cast<int64_t>(scale));
+    parents.PutVarint(ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 1 - r.parent_k) + 1));
+    depths.PutVarint(r.depth);
+    kinds.PutU8(static_cast<uint8_t>(r.kind));
+    namec.PutVarint(name_idx[i]);
+    catc.PutVarint(cat_idx[i]);
+    const int64_t ref = TsReference(run_start, base, prev_ts, prev_end, r.depth, prev_depth);
+    tsc.PutVarint(ZigZag((r.ts - ref) / iscale));
+    durc.PutVarint(static_cast<uint64_t>(r.dur) / scale);
     prev_ts = r.ts;
-    PutVarint64(&durc, static_cast<uint64_t>(r.dur) / scale);
+    prev_end = r.ts + r.dur;
+    prev_depth = r.depth;
     const uint32_t mask =
         (r.args.mask & EventArgs::kAllFields) | (r.json.empty() ? 0 : DecodedBlock::kHasJson);
-    PutVarint64(&masks, mask);
-    if (mask & EventArgs::kBytes) PutVarint64(&args, r.args.bytes);
-    if (mask & EventArgs::kPeer) PutVarsigned(&args, r.args.peer);
-    if (mask & EventArgs::kTag) PutVarsigned(&args, r.args.tag);
-    if (mask & EventArgs::kComm) PutVarint64(&args, r.args.comm);
-    if (mask & EventArgs::kSeq) PutVarint64(&args, r.args.seq);
-    if (mask & EventArgs::kFlow) PutVarint64(&args, r.args.flow);
+    masks.PutVarint(mask);
+    if (mask != 0) {
+      args.Reserve(60);
+      if (mask & EventArgs::kBytes) args.PutVarint(r.args.bytes);
+      if (mask & EventArgs::kPeer) args.PutVarint(ZigZag(r.args.peer));
+      if (mask & EventArgs::kTag) args.PutVarint(ZigZag(r.args.tag));
+      if (mask & EventArgs::kComm) args.PutVarint(r.args.comm);
+      if (mask & EventArgs::kSeq) args.PutVarint(r.args.seq);
+      if (mask & EventArgs::kFlow) args.PutVarint(r.args.flow);
+      if (!r.json.empty()) {
+        json.Reserve(10 + r.json.size());
+        json.PutVarint(r.json.size());
+        json.PutBytes(r.json.data(), r.json.size());
+      }
+    }
     if (r.kind == RowKind::kCounter) {
       uint64_t bits;
       std::memcpy(&bits, &r.value, 8);
-      PutFixed64(&values, bits);
+      values.Reserve(8);
+      values.PutFixed64(bits);
     }
-    if (!r.json.empty()) PutLengthPrefixed(&json, r.json);
   }
-  PutVarint64(&run_col, run_track);
-  PutVarint64(&run_col, run_len);
+  run_col.Reserve(20);
+  run_col.PutVarint(run_track);
+  run_col.PutVarint(run_len);
   ++runs;
-  PutVarint64(&tracks, runs);
-  tracks += run_col;
+  tracks.Reserve(10 + run_col.size());
+  tracks.PutVarint(runs);
+  tracks.PutBytes(run_col.data(), run_col.size());
 
-  std::string raw;
+  thread_local std::string raw;
+  raw.clear();
   raw.push_back(static_cast<char>(kBlockFormat));
   PutVarint64(&raw, n);
   PutVarsigned(&raw, base);
   PutVarint64(&raw, scale);
-  PutVarint64(&raw, name_list.size());
-  for (uint32_t id : name_list) PutVarint64(&raw, id);
-  PutVarint64(&raw, cat_list.size());
-  for (uint32_t id : cat_list) PutVarint64(&raw, id);
-  for (const std::string* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &durc,
-                               &masks, &args, &values, &json}) {
+  PutVarint64(&raw, nnames);
+  for (uint32_t id : names.list()) PutVarint64(&raw, id);
+  PutVarint64(&raw, ncats);
+  for (uint32_t id : cats.list()) PutVarint64(&raw, id);
+  for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &durc,
+                           &masks, &args, &values, &json}) {
     PutColumn(*c, &raw);
   }
 
   out->clear();
-  std::string compressed;
+  thread_local std::string compressed;
+  compressed.clear();
   Lz4Compress(raw, &compressed);
   const bool use_lz4 = compressed.size() < raw.size();
   out->push_back(static_cast<char>(use_lz4 ? kCodecLz4 : kCodecRaw));
@@ -183,7 +297,9 @@ Row DecodedBlock::RowAt(size_t i) const {
   return r;
 }
 
-Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out) {
+Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want) {
+  out->decoded_ = 0;
+  out->block_ = block;
   Reader hdr(data);
   uint8_t codec;
   uint64_t raw_size;
@@ -193,64 +309,44 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out) {
   }
   if (codec == kCodecLz4) {
     Status s =
-        Lz4Decompress(std::string_view(hdr.data(), hdr.remaining()), raw_size, &out->storage);
+        Lz4Decompress(std::string_view(hdr.data(), hdr.remaining()), raw_size, &out->storage_);
     if (!s.ok()) return Bad(block, s.message());
   } else if (codec == kCodecRaw) {
     if (hdr.remaining() != raw_size) return Bad(block, "raw size mismatch");
-    out->storage.assign(hdr.data(), hdr.remaining());
+    out->storage_.assign(hdr.data(), hdr.remaining());
   } else {
     return Bad(block, "unknown codec");
   }
-  if (Crc32c(out->storage.data(), out->storage.size()) != crc) return Bad(block, "bad CRC");
+  if (Crc32c(out->storage_.data(), out->storage_.size()) != crc) return Bad(block, "bad CRC");
 
-  Reader r(out->storage);
+  Reader r(out->storage_);
   uint8_t format;
   uint64_t n, scale, nnames, ncats;
   int64_t base;
   if (!r.GetU8(&format) || format != kBlockFormat) return Bad(block, "unknown block format");
   if (!r.GetVarint64(&n) || n > kMaxRows || !r.GetVarsigned(&base) || !r.GetVarint64(&scale) ||
-      scale == 0 || !r.GetVarint64(&nnames) || nnames > n) {
+      scale == 0 || scale > static_cast<uint64_t>(INT64_MAX) || !r.GetVarint64(&nnames) ||
+      nnames > n) {
     return Bad(block, "bad header");
   }
-  std::vector<uint32_t> names(nnames), cats;
-  for (uint32_t& id : names) {
+  out->names_.resize(nnames);
+  for (uint32_t& id : out->names_) {
     if (!r.GetVarint32(&id)) return Bad(block, "bad name dictionary");
   }
   if (!r.GetVarint64(&ncats) || ncats > n) return Bad(block, "bad category dictionary");
-  cats.resize(ncats);
-  for (uint32_t& id : cats) {
+  out->cats_.resize(ncats);
+  for (uint32_t& id : out->cats_) {
     if (!r.GetVarint32(&id)) return Bad(block, "bad category dictionary");
   }
-  Reader cols[13];
-  for (Reader& c : cols) {
-    std::string_view v;
-    if (!r.GetLengthPrefixed(&v)) return Bad(block, "truncated column");
-    c = Reader(v);
+  for (std::string_view& c : out->cols_) {
+    if (!r.GetLengthPrefixed(&c)) return Bad(block, "truncated column");
   }
-  Reader &tracks = cols[0], &ks = cols[1], &parents = cols[2], &depths = cols[3], &kinds = cols[4],
-         &namec = cols[5], &catc = cols[6], &tsc = cols[7], &durc = cols[8], &masks = cols[9],
-         &args = cols[10], &values = cols[11], &json = cols[12];
   out->n = n;
-  out->ts.resize(n);
-  out->dur.resize(n);
+  out->base_ = base;
+  out->scale_ = scale;
+  // Track runs: always decoded (every other column depends on the row order they give).
+  Reader tracks(out->cols_[0]);
   out->track.resize(n);
-  out->name.resize(n);
-  out->cat.resize(n);
-  out->depth.resize(n);
-  out->kind.resize(n);
-  out->k.resize(n);
-  out->parent_k.resize(n);
-  out->arg_mask.resize(n);
-  out->bytes.assign(n, 0);
-  out->seq.assign(n, 0);
-  out->flow.assign(n, 0);
-  out->peer.assign(n, 0);
-  out->tag.assign(n, 0);
-  out->comm.assign(n, 0);
-  out->value.assign(n, 0);
-  out->json.assign(n, std::string_view());
-
-  // Track runs.
   uint64_t runs;
   if (!tracks.GetVarint64(&runs) || runs > n) return Bad(block, "bad track runs");
   size_t row = 0;
@@ -262,65 +358,156 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out) {
     }
     for (uint64_t j = 0; j < len; ++j) out->track[row++] = t;
   }
-  if (row != n || kinds.remaining() != n) return Bad(block, "column lengths differ");
+  if (row != n) return Bad(block, "track runs do not cover the rows");
+  out->decoded_ = kColTrack;
+  return out->Need(want);
+}
 
-  uint64_t prev_k = 0;
-  int64_t prev_ts = base;
-  const int64_t iscale = static_cast<int64_t>(std::min<uint64_t>(scale, INT64_MAX));
-  for (size_t i = 0; i < n; ++i) {
-    if (i == 0 || out->track[i] != out->track[i - 1]) prev_k = 0;
-    int64_t dk, rel, dts;
-    uint64_t d, nidx, cidx, dur, mask;
-    uint8_t kind;
-    if (!ks.GetVarsigned(&dk) || !parents.GetVarsigned(&rel) || !depths.GetVarint64(&d) ||
-        d > UINT32_MAX || !kinds.GetU8(&kind) || kind >= kNumRowKinds ||
-        !namec.GetVarint64(&nidx) || nidx >= names.size() || !catc.GetVarint64(&cidx) ||
-        cidx >= cats.size() || !tsc.GetVarsigned(&dts) || !durc.GetVarint64(&dur) ||
-        !masks.GetVarint64(&mask) ||
-        (mask & ~static_cast<uint64_t>(EventArgs::kAllFields | DecodedBlock::kHasJson))) {
-      return Bad(block, "bad row " + std::to_string(i));
+Status DecodedBlock::Need(uint32_t want) {
+  if (want & kColParent) want |= kColK;
+  if (want & kColTs) want |= kColDepth | kColDur;
+  if (want & kColValue) want |= kColKind;
+  want &= ~decoded_;
+  if (want == 0) return Status::Ok();
+  const int64_t block = block_;
+  auto bad = [&](const char* column) {
+    return Bad(block, std::string("bad ") + column + " column");
+  };
+  if (want & kColDepth) {
+    Reader c(cols_[3]);
+    depth.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t d;
+      if (!c.GetVarint64(&d) || d > UINT32_MAX) return bad("depth");
+      depth[i] = static_cast<uint32_t>(d);
     }
-    out->k[i] = prev_k + static_cast<uint64_t>(dk);
-    prev_k = out->k[i];
-    out->parent_k[i] = rel == 0 ? 0 : out->k[i] + 1 - static_cast<uint64_t>(rel - 1);
-    out->depth[i] = static_cast<uint32_t>(d);
-    out->kind[i] = kind;
-    out->name[i] = names[nidx];
-    out->cat[i] = cats[cidx];
-    prev_ts += dts * iscale;
-    out->ts[i] = prev_ts;
-    out->dur[i] = static_cast<int64_t>(dur * scale);
-    out->arg_mask[i] = static_cast<uint32_t>(mask);
-    if (mask & EventArgs::kBytes && !args.GetVarint64(&out->bytes[i])) {
-      return Bad(block, "truncated args");
-    }
-    int64_t v;
-    if (mask & EventArgs::kPeer) {
-      if (!args.GetVarsigned(&v)) return Bad(block, "truncated args");
-      out->peer[i] = static_cast<int32_t>(v);
-    }
-    if (mask & EventArgs::kTag) {
-      if (!args.GetVarsigned(&v)) return Bad(block, "truncated args");
-      out->tag[i] = static_cast<int32_t>(v);
-    }
-    if ((mask & EventArgs::kComm) && !args.GetVarint32(&out->comm[i])) {
-      return Bad(block, "truncated args");
-    }
-    if ((mask & EventArgs::kSeq) && !args.GetVarint64(&out->seq[i])) {
-      return Bad(block, "truncated args");
-    }
-    if ((mask & EventArgs::kFlow) && !args.GetVarint64(&out->flow[i])) {
-      return Bad(block, "truncated args");
-    }
-    if (kind == static_cast<uint8_t>(RowKind::kCounter)) {
-      uint64_t bits;
-      if (!values.GetFixed64(&bits)) return Bad(block, "truncated values");
-      std::memcpy(&out->value[i], &bits, 8);
-    }
-    if ((mask & DecodedBlock::kHasJson) && !json.GetLengthPrefixed(&out->json[i])) {
-      return Bad(block, "truncated JSON arguments");
+    if (!c.empty()) return bad("depth");
+  }
+  if (want & kColKind) {
+    if (cols_[4].size() != n) return bad("kind");
+    kind.assign(cols_[4].begin(), cols_[4].end());
+    for (uint8_t x : kind) {
+      if (x >= kNumRowKinds) return bad("kind");
     }
   }
+  if (want & kColName) {
+    Reader c(cols_[5]);
+    name.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t x;
+      if (!c.GetVarint64(&x) || x >= names_.size()) return bad("name");
+      name[i] = names_[x];
+    }
+    if (!c.empty()) return bad("name");
+  }
+  if (want & kColCat) {
+    Reader c(cols_[6]);
+    cat.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t x;
+      if (!c.GetVarint64(&x) || x >= cats_.size()) return bad("cat");
+      cat[i] = cats_[x];
+    }
+    if (!c.empty()) return bad("cat");
+  }
+  if (want & kColDur) {
+    Reader c(cols_[8]);
+    dur.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t x;
+      if (!c.GetVarint64(&x) || x > static_cast<uint64_t>(INT64_MAX) / scale_) return bad("dur");
+      dur[i] = static_cast<int64_t>(x * scale_);
+    }
+    if (!c.empty()) return bad("dur");
+  }
+  if (want & kColTs) {
+    Reader c(cols_[7]);
+    ts.resize(n);
+    const auto iscale = static_cast<int64_t>(scale_);
+    int64_t prev_ts = base_, prev_end = base_;
+    uint32_t prev_depth = 0;
+    for (size_t i = 0; i < n; ++i) {
+      int64_t d;
+      if (!c.GetVarsigned(&d)) return bad("ts");
+      const bool run_start = i == 0 || track[i] != track[i - 1];
+      const int64_t ref = TsReference(run_start, base_, prev_ts, prev_end, depth[i], prev_depth);
+      ts[i] = ref + d * iscale;
+      prev_ts = ts[i];
+      prev_end = ts[i] + dur[i];
+      prev_depth = depth[i];
+    }
+    if (!c.empty()) return bad("ts");
+  }
+  if (want & kColK) {
+    Reader c(cols_[1]);
+    k.resize(n);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; ++i) {
+      int64_t d;
+      if (!c.GetVarsigned(&d)) return bad("k");
+      if (i == 0 || track[i] != track[i - 1]) prev = 0;
+      k[i] = prev + static_cast<uint64_t>(d);
+      prev = k[i];
+    }
+    if (!c.empty()) return bad("k");
+  }
+  if (want & kColParent) {
+    Reader c(cols_[2]);
+    parent_k.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t rel;
+      if (!c.GetVarsigned(&rel)) return bad("parent");
+      parent_k[i] = rel == 0 ? 0 : k[i] + 1 - static_cast<uint64_t>(rel - 1);
+    }
+    if (!c.empty()) return bad("parent");
+  }
+  if (want & kColArgs) {
+    Reader masks(cols_[9]), args(cols_[10]), js(cols_[12]);
+    arg_mask.resize(n);
+    bytes.assign(n, 0);
+    seq.assign(n, 0);
+    flow.assign(n, 0);
+    peer.assign(n, 0);
+    tag.assign(n, 0);
+    comm.assign(n, 0);
+    json.assign(n, std::string_view());
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t mask;
+      if (!masks.GetVarint64(&mask) ||
+          (mask & ~static_cast<uint64_t>(EventArgs::kAllFields | kHasJson))) {
+        return bad("argument mask");
+      }
+      arg_mask[i] = static_cast<uint32_t>(mask);
+      if (mask == 0) continue;
+      int64_t v;
+      if ((mask & EventArgs::kBytes) && !args.GetVarint64(&bytes[i])) return bad("args");
+      if (mask & EventArgs::kPeer) {
+        if (!args.GetVarsigned(&v)) return bad("args");
+        peer[i] = static_cast<int32_t>(v);
+      }
+      if (mask & EventArgs::kTag) {
+        if (!args.GetVarsigned(&v)) return bad("args");
+        tag[i] = static_cast<int32_t>(v);
+      }
+      if ((mask & EventArgs::kComm) && !args.GetVarint32(&comm[i])) return bad("args");
+      if ((mask & EventArgs::kSeq) && !args.GetVarint64(&seq[i])) return bad("args");
+      if ((mask & EventArgs::kFlow) && !args.GetVarint64(&flow[i])) return bad("args");
+      if ((mask & kHasJson) && !js.GetLengthPrefixed(&json[i])) return bad("JSON");
+    }
+    if (!masks.empty() || !args.empty() || !js.empty()) return bad("args");
+  }
+  if (want & kColValue) {
+    Reader c(cols_[11]);
+    value.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (kind[i] != static_cast<uint8_t>(RowKind::kCounter)) continue;
+      uint64_t bits;
+      if (!c.GetFixed64(&bits)) return bad("value");
+      std::memcpy(&value[i], &bits, 8);
+    }
+    if (!c.empty()) return bad("value");
+  }
+  decoded_ |= want;
   return Status::Ok();
 }
 

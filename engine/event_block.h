@@ -5,6 +5,7 @@
 // Format: docs/database-format.md, "Event blocks".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -45,13 +46,20 @@ struct Row {
   int64_t end() const { return ts + dur; }
 };
 
-// Per (name, cat) facts of a block, for the block_names zone map.
+// Per (name, cat, kind) facts of a block: the block_names zone map and the name_stats summary.
 struct BlockNameInfo {
   uint32_t name = 0;
   uint32_t cat = 0;
+  RowKind kind = RowKind::kSpan;
   uint64_t count = 0;
+  int64_t total_dur = 0;
+  int64_t min_dur = 0;
   int64_t max_dur = 0;
+  std::array<uint64_t, 64> hist{};  // log2 buckets of dur: bucket b holds [2^b, 2^(b+1)) ns
 };
+
+// The log2 bucket of a duration (0 for dur <= 1).
+int DurationBucket(int64_t dur);
 
 struct BlockZone {
   int64_t min_ts = 0;
@@ -61,12 +69,32 @@ struct BlockZone {
   std::vector<BlockNameInfo> names;
 };
 
-// Encodes `rows` (sorted here by track, then k) into a compressed block. REQUIRES: rows not
-// empty and at most 65536 of them.
-void EncodeBlock(std::vector<Row>* rows, std::string* out, BlockZone* zone);
+// Encodes `rows` into a compressed block, ordered by (track, k) (`rows` itself is not
+// reordered). REQUIRES: rows not empty and at most 65536 of them.
+void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone);
 
-// The decoded columns of a block (struct of arrays, for fast scans).
-struct DecodedBlock {
+// Column groups of a block, decoded on demand (DecodedBlock::Need).
+enum BlockColumns : uint32_t {
+  kColTrack = 1,  // always decoded
+  kColK = 2,
+  kColParent = 4,  // implies kColK
+  kColDepth = 8,
+  kColKind = 16,
+  kColName = 32,
+  kColCat = 64,
+  kColTs = 128,  // implies kColDepth and kColDur
+  kColDur = 256,
+  kColArgs = 512,    // arg_mask, the typed arguments and the JSON arguments
+  kColValue = 1024,  // implies kColKind
+  kColAll = 2047,
+};
+
+// The decoded columns of a block (struct of arrays, for fast scans). Columns are decoded when
+// first needed; a column group not yet decoded holds unspecified values.
+class DecodedBlock {
+ public:
+  static constexpr uint32_t kHasJson = 1u << 8;
+
   size_t n = 0;
   std::vector<int64_t> ts, dur;
   std::vector<uint32_t> track, name, cat, depth;
@@ -77,15 +105,30 @@ struct DecodedBlock {
   std::vector<int32_t> peer, tag;
   std::vector<uint32_t> comm;
   std::vector<double> value;
-  std::vector<std::string_view> json;  // views into `storage`
-  std::string storage;                 // the uncompressed payload
-  static constexpr uint32_t kHasJson = 1u << 8;
+  std::vector<std::string_view> json;  // views into the decompressed payload
 
+  // Decodes the column groups in `want` (and what they depend on) not decoded yet.
+  // Corruption (never a crash) on malformed input.
+  Status Need(uint32_t want);
+  bool has(uint32_t cols) const { return (decoded_ & cols) == cols; }
+  // A whole row. REQUIRES: Need(kColAll) succeeded.
   Row RowAt(size_t i) const;
+
+ private:
+  friend Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want);
+  std::string storage_;  // the uncompressed payload
+  int64_t block_ = 0;
+  int64_t base_ = 0;
+  uint64_t scale_ = 1;
+  std::vector<uint32_t> names_, cats_;
+  std::string_view cols_[13];
+  uint32_t decoded_ = 0;
 };
 
-// Decodes a block. Corruption (never a crash) on malformed input. `block` is the block id, for
+// Decompresses and checks a block, then decodes the column groups in `want` (more can follow
+// with Need()). Corruption (never a crash) on malformed input; `block` is the block id, for
 // messages.
-Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out);
+Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out,
+                   uint32_t want = kColAll);
 
 }  // namespace tracedb::engine

@@ -60,8 +60,8 @@ TEST(EventBlock, RoundTripsEveryColumn) {
     std::vector<Row> expected = rows;
     std::string blob;
     BlockZone zone;
-    EncodeBlock(&rows, &blob, &zone);
-    // EncodeBlock sorts by (track, k); so do we.
+    EncodeBlock(rows, &blob, &zone);
+    // Blocks hold rows in (track, k) order.
     std::sort(expected.begin(), expected.end(), [](const Row& a, const Row& b) {
       return a.track != b.track ? a.track < b.track : a.k < b.k;
     });
@@ -87,8 +87,8 @@ TEST(EventBlock, MicrosecondDataIsSmaller) {
   std::vector<Row> ns = SampleRows(20000, false), us = SampleRows(20000, true);
   std::string a, b;
   BlockZone z;
-  EncodeBlock(&ns, &a, &z);
-  EncodeBlock(&us, &b, &z);
+  EncodeBlock(ns, &a, &z);
+  EncodeBlock(us, &b, &z);
   // µs data (every value a multiple of 1000 ns) costs what the same values in µs would: the
   // common time scale removes the three zero digits.
   EXPECT_LE(b.size(), a.size() + 4);
@@ -99,7 +99,7 @@ TEST(EventBlock, CorruptBlocksAreErrorsNotCrashes) {
   std::vector<Row> rows = SampleRows(300, false);
   std::string blob;
   BlockZone zone;
-  EncodeBlock(&rows, &blob, &zone);
+  EncodeBlock(rows, &blob, &zone);
   DecodedBlock d;
   for (size_t n = 0; n < blob.size(); ++n) {
     EXPECT_FALSE(DecodeBlock(std::string_view(blob.data(), n), 9, &d).ok()) << n;

@@ -134,11 +134,10 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   FillParent(s, &row);
   if (args) row.args = *args;
   row.json.assign(json.data(), json.size());
-  Entry e;
+  Entry& e = s.stack.emplace_back();
   e.k = row.k;
   e.ts = ts;
   e.end = ts + dur;
-  s.stack.push_back(std::move(e));
   return w_->AddRow(rank, std::move(row));
 }
 
@@ -174,7 +173,7 @@ Status TraceBuilder::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t
 
 uint64_t TraceBuilder::open_spans() const {
   uint64_t n = 0;
-  for (const auto& [track, s] : tracks_) {
+  for (const TrackState& s : tracks_) {
     for (const Entry& e : s.stack) n += e.end == INT64_MAX ? 1 : 0;
   }
   return n;
@@ -184,9 +183,10 @@ Status TraceBuilder::SaveState(std::string_view state_key) {
   std::string blob;
   PutVarint64(&blob, 1);  // state format
   uint64_t ntracks = 0;
-  for (const auto& [track, s] : tracks_) ntracks += s.stack.empty() ? 0 : 1;
+  for (const TrackState& s : tracks_) ntracks += s.stack.empty() ? 0 : 1;
   PutVarint64(&blob, ntracks);
-  for (const auto& [track, s] : tracks_) {
+  for (size_t track = 0; track < tracks_.size(); ++track) {
+    const TrackState& s = tracks_[track];
     if (s.stack.empty()) continue;
     PutVarint64(&blob, track);
     PutVarint64(&blob, s.stack.size());
@@ -220,7 +220,7 @@ Status TraceBuilder::LoadState(std::string_view state_key) {
         track >= w_->track_count()) {
       return bad();
     }
-    TrackState& s = tracks_[track];
+    TrackState& s = State(track);
     s.stack.resize(n);
     for (Entry& e : s.stack) {
       std::string_view json;

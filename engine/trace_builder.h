@@ -61,13 +61,16 @@ class TraceBuilder {
     std::vector<Entry> stack;
   };
 
-  TrackState& State(uint32_t track) { return tracks_[track]; }
+  TrackState& State(uint32_t track) {
+    if (track >= tracks_.size()) tracks_.resize(track + 1);
+    return tracks_[track];
+  }
   // Pops finished entries that end at or before `ts`; returns the parent for an event at ts.
   void PopFinished(TrackState* s, int64_t ts);
   void FillParent(const TrackState& s, Row* row) const;
 
   TraceWriter* w_;
-  std::unordered_map<uint32_t, TrackState> tracks_;
+  std::vector<TrackState> tracks_;  // index = track id
 };
 
 }  // namespace tracedb::engine

@@ -1,8 +1,6 @@
 // TraceWriter implementation. See trace_writer.h; format in docs/database-format.md.
 #include "engine/trace_writer.h"
 
-#include <bit>
-
 #include "engine/coding.h"
 #include "engine/db_schema.h"
 
@@ -102,13 +100,12 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
 
 Status TraceWriter::AddRow(int32_t rank, Row row) {
   tracks_[row.track].dirty = true;
-  NameStat& ns = name_stats_[{rank, row.name, row.cat, static_cast<uint8_t>(row.kind)}];
-  ns.count++;
-  ns.total += row.dur;
-  ns.min = std::min(ns.min, row.dur);
-  ns.max = std::max(ns.max, row.dur);
-  ns.hist[row.dur <= 0 ? 0 : 63 - std::countl_zero(static_cast<uint64_t>(row.dur))]++;
-  std::vector<Row>& rows = pending_[rank];
+  if (rank != last_rank_ || last_rows_ == nullptr) {
+    last_rows_ = &pending_[rank];
+    last_rank_ = rank;
+    if (last_rows_->capacity() < kBlockRows) last_rows_->reserve(kBlockRows);
+  }
+  std::vector<Row>& rows = *last_rows_;
   rows.push_back(std::move(row));
   if (rows.size() >= kBlockRows) return WriteBlock(rank, &rows);
   return Status::Ok();
@@ -125,7 +122,7 @@ void TraceWriter::AddStat(std::string_view name, int32_t rank, int64_t delta) {
 Status TraceWriter::WriteBlock(int32_t rank, std::vector<Row>* rows) {
   if (rows->empty()) return Status::Ok();
   BlockZone zone;
-  EncodeBlock(rows, &block_scratch_, &zone);
+  EncodeBlock(*rows, &block_scratch_, &zone);
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt ins, db_->Prepare("INSERT INTO blocks(rank, min_ts, max_end, max_dur, count, data) "
                              "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -140,12 +137,26 @@ Status TraceWriter::WriteBlock(int32_t rank, std::vector<Row>* rows) {
   TRACEDB_ASSIGN_OR_RETURN(Stmt names,
                            db_->Prepare("INSERT INTO block_names(name, cat, block, count, max_dur) "
                                         "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  // One block_names row per (name, cat) over every kind; name_stats per (name, cat, kind).
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, int64_t>> per_name;
   for (const BlockNameInfo& n : zone.names) {
-    names.Bind(1, n.name)
-        .Bind(2, n.cat)
+    auto& [count, max_dur] = per_name[{n.name, n.cat}];
+    if (count == 0) max_dur = n.max_dur;
+    count += n.count;
+    max_dur = std::max(max_dur, n.max_dur);
+    NameStat& ns = name_stats_[{rank, n.name, n.cat, static_cast<uint8_t>(n.kind)}];
+    ns.count += n.count;
+    ns.total += n.total_dur;
+    ns.min = std::min(ns.min, n.min_dur);
+    ns.max = std::max(ns.max, n.max_dur);
+    for (size_t b = 0; b < ns.hist.size(); ++b) ns.hist[b] += n.hist[b];
+  }
+  for (const auto& [key, v] : per_name) {
+    names.Bind(1, key.first)
+        .Bind(2, key.second)
         .Bind(3, block)
-        .Bind(4, static_cast<int64_t>(n.count))
-        .Bind(5, n.max_dur);
+        .Bind(4, static_cast<int64_t>(v.first))
+        .Bind(5, v.second);
     TRACEDB_RETURN_IF_ERROR(names.Run());
   }
   rows_written_ += rows->size();
@@ -196,6 +207,7 @@ Status TraceWriter::CommitBatch() {
   if (!in_batch_) return Status::Internal("no batch open");
   for (auto& [rank, rows] : pending_) TRACEDB_RETURN_IF_ERROR(WriteBlock(rank, &rows));
   pending_.clear();
+  last_rows_ = nullptr;
   {
     TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->Prepare("INSERT INTO strings(id, s) VALUES(?1, ?2)"));
     for (const auto& [id, s] : new_strings_)

@@ -50,7 +50,7 @@ struct RankRecord {
 
 class TraceWriter {
  public:
-  static constexpr size_t kBlockRows = 65536;
+  static constexpr size_t kBlockRows = 16384;
 
   // Creates `path` or opens it to append.
   static StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path);
@@ -115,6 +115,8 @@ class TraceWriter {
   std::map<std::tuple<int32_t, std::string, int64_t, int64_t>, uint32_t> track_by_local_;
   std::map<std::tuple<int32_t, std::string, std::string>, uint32_t> track_by_name_;
   std::map<int32_t, std::vector<Row>> pending_;  // rank -> rows not yet in a block
+  int32_t last_rank_ = INT32_MIN;                // AddRow's cache of pending_[last_rank_]
+  std::vector<Row>* last_rows_ = nullptr;
   std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
   std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
   std::map<std::pair<std::string, int32_t>, int64_t> stats_;

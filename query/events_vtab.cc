@@ -194,7 +194,8 @@ struct Constraints {
   std::optional<uint8_t> kind;
   int64_t limit = -1, offset = 0;
   bool top_by_dur = false;
-  std::map<int32_t, Range> step_ts;  // per rank: the ts range of the wanted steps
+  std::map<int32_t, Range> step_ts;          // per rank: the ts range of the wanted steps
+  uint32_t filter_cols = engine::kColTrack;  // the block columns the constraints read
 };
 
 struct BlockRef {
@@ -207,7 +208,9 @@ struct TopRow {
   int64_t dur;
   int64_t seq;  // tie-break: discovery order
   int32_t rank;
-  engine::Row row;
+  int64_t block;
+  uint32_t index;                          // row in the block
+  engine::Row row;                         // filled for the winners only
   bool operator<(const TopRow& o) const {  // min-heap on dur via std::priority_queue
     return dur != o.dur ? dur > o.dur : seq < o.seq;
   }
@@ -373,10 +376,11 @@ bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t 
   if (f.name && b.name[i] != *f.name) return false;
   if (f.cat && b.cat[i] != *f.cat) return false;
   if (f.kind && b.kind[i] != *f.kind) return false;
-  if (!f.ts.Contains(b.ts[i]) || !f.dur.Contains(b.dur[i]) || !f.end.Contains(b.ts[i] + b.dur[i]) ||
-      !f.track.Contains(b.track[i])) {
-    return false;
-  }
+  // Only the columns a constraint reads are decoded (Constraints::filter_cols).
+  if (!f.track.Contains(b.track[i])) return false;
+  if (!f.dur.All() && !f.dur.Contains(b.dur[i])) return false;
+  if (!f.ts.All() && !f.ts.Contains(b.ts[i])) return false;
+  if (!f.end.All() && !f.end.Contains(b.ts[i] + b.dur[i])) return false;
   if (!f.id.All()) {
     const int64_t id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
     if (!f.id.Contains(id)) return false;
@@ -447,7 +451,7 @@ int CollectBlocks(EventsCursor* c) {
   return SQLITE_OK;
 }
 
-int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out) {
+int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out, uint32_t want) {
   Db* db = c->vtab->db.get();
   auto st = db->Prepare("SELECT data FROM blocks WHERE block = ?1");
   if (!st.ok()) return Fail(&c->vtab->base, st.status().message());
@@ -455,7 +459,7 @@ int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out) {
   auto row = st->Step();
   if (!row.ok()) return Fail(&c->vtab->base, row.status().message());
   if (!*row) return Fail(&c->vtab->base, "block " + std::to_string(ref.block) + " vanished");
-  tracedb::Status s = engine::DecodeBlock(st->Blob(0), ref.block, out);
+  tracedb::Status s = engine::DecodeBlock(st->Blob(0), ref.block, out, want);
   if (!s.ok()) return Fail(&c->vtab->base, s.message());
   return SQLITE_OK;
 }
@@ -472,13 +476,16 @@ int Advance(EventsCursor* c) {
       return SQLITE_OK;
     }
     const BlockRef& ref = c->blocks[c->next_block++];
-    int rc = LoadBlock(c, ref, &c->blk);
+    int rc = LoadBlock(c, ref, &c->blk, c->f.filter_cols);
     if (rc != SQLITE_OK) return rc;
     c->blk_rank = ref.rank;
     c->row = 0;
   }
 }
 
+// ORDER BY dur DESC LIMIT n: visits blocks by their largest duration, decodes only the columns
+// the constraints need (and dur), keeps the n largest rows, and stops when no block left can
+// beat the n-th; then decodes the winners' blocks whole to materialise their rows.
 int RunTopN(EventsCursor* c) {
   const int64_t want = c->f.limit + c->f.offset;
   std::priority_queue<TopRow> heap;  // the `want` largest so far; top() is the smallest
@@ -486,12 +493,12 @@ int RunTopN(EventsCursor* c) {
   DecodedBlock blk;
   for (const BlockRef& ref : c->blocks) {
     if (static_cast<int64_t>(heap.size()) >= want && ref.max_dur < heap.top().dur) break;
-    int rc = LoadBlock(c, ref, &blk);
+    int rc = LoadBlock(c, ref, &blk, c->f.filter_cols | engine::kColDur);
     if (rc != SQLITE_OK) return rc;
     for (size_t i = 0; i < blk.n; ++i) {
       if (static_cast<int64_t>(heap.size()) >= want && blk.dur[i] <= heap.top().dur) continue;
       if (!RowMatches(*c, blk, i, ref.rank)) continue;
-      heap.push(TopRow{blk.dur[i], seq++, ref.rank, blk.RowAt(i)});
+      heap.push(TopRow{blk.dur[i], seq++, ref.rank, ref.block, static_cast<uint32_t>(i), {}});
       if (static_cast<int64_t>(heap.size()) > want) heap.pop();
     }
   }
@@ -501,6 +508,14 @@ int RunTopN(EventsCursor* c) {
     heap.pop();
   }
   std::reverse(c->top.begin(), c->top.end());  // largest first
+  // Materialise the winners, one decode per block.
+  std::map<int64_t, std::vector<TopRow*>> by_block;
+  for (TopRow& t : c->top) by_block[t.block].push_back(&t);
+  for (auto& [block, rows] : by_block) {
+    int rc = LoadBlock(c, BlockRef{block, rows.front()->rank, 0}, &blk, engine::kColAll);
+    if (rc != SQLITE_OK) return rc;
+    for (TopRow* t : rows) t->row = blk.RowAt(t->index);
+  }
   c->top_pos = static_cast<size_t>(std::min<int64_t>(c->f.offset, c->top.size()));
   c->eof = c->top_pos >= c->top.size();
   return SQLITE_OK;
@@ -657,6 +672,13 @@ int Filter(sqlite3_vtab_cursor* cur, int, const char* idx, int argc, sqlite3_val
     c->eof = true;
     return SQLITE_OK;
   }
+  if (f.name) f.filter_cols |= engine::kColName;
+  if (f.cat) f.filter_cols |= engine::kColCat;
+  if (f.kind) f.filter_cols |= engine::kColKind;
+  if (!f.ts.All() || !f.end.All() || !f.step.All()) f.filter_cols |= engine::kColTs;
+  if (!f.dur.All()) f.filter_cols |= engine::kColDur;
+  if (!f.id.All()) f.filter_cols |= engine::kColK;
+  if (!f.parent.All()) f.filter_cols |= engine::kColParent;
   int rc = CollectBlocks(c);
   if (rc != SQLITE_OK) return rc;
   if (f.top_by_dur && f.limit > 0) {
@@ -682,51 +704,78 @@ void ResultText(sqlite3_context* ctx, const std::string& s) {
   sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
 }
 
+// The block column group each SQL column reads.
+uint32_t ColumnGroup(int col) {
+  switch (col) {
+    case kId:
+      return engine::kColK;
+    case kName:
+      return engine::kColName;
+    case kCat:
+      return engine::kColCat;
+    case kKind:
+      return engine::kColKind;
+    case kTs:
+    case kEndTs:
+    case kStep:
+      return engine::kColTs;
+    case kDur:
+      return engine::kColDur;
+    case kDepth:
+      return engine::kColDepth;
+    case kParent:
+      return engine::kColParent;
+    case kBytes:
+    case kPeer:
+    case kTag:
+    case kComm:
+    case kSeq:
+    case kFlow:
+    case kArgs:
+      return engine::kColArgs;
+    case kValue:
+      return engine::kColValue;
+    default:
+      return engine::kColTrack;
+  }
+}
+
 int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
   auto* c = reinterpret_cast<EventsCursor*>(cur);
   const DbCatalog& cat = c->vtab->catalog;
-  // One row's fields, from the block arrays or the top-n row.
-  int32_t rank;
-  int64_t ts, dur;
-  uint32_t track, name, catid, depth, mask;
-  uint8_t kind;
-  uint64_t k, parent_k;
-  const DecodedBlock* b = nullptr;
-  size_t i = 0;
+  // The row: a materialised top-n row, or row c->row of the current block, whose columns are
+  // decoded the first time a query reads them.
   const engine::Row* r = nullptr;
+  DecodedBlock* b = nullptr;
+  const size_t i = c->row;
+  int32_t rank;
   if (c->top_mode) {
-    const TopRow& t = c->top[c->top_pos];
-    r = &t.row;
-    rank = t.rank;
-    ts = r->ts;
-    dur = r->dur;
-    track = r->track;
-    name = r->name;
-    catid = r->cat;
-    depth = r->depth;
-    kind = static_cast<uint8_t>(r->kind);
-    k = r->k;
-    parent_k = r->parent_k;
-    mask = r->args.mask | (r->json.empty() ? 0 : DecodedBlock::kHasJson);
+    r = &c->top[c->top_pos].row;
+    rank = c->top[c->top_pos].rank;
   } else {
     b = &c->blk;
-    i = c->row;
     rank = c->blk_rank;
-    ts = b->ts[i];
-    dur = b->dur[i];
-    track = b->track[i];
-    name = b->name[i];
-    catid = b->cat[i];
-    depth = b->depth[i];
-    kind = b->kind[i];
-    k = b->k[i];
-    parent_k = b->parent_k[i];
-    mask = b->arg_mask[i];
+    const uint32_t group = ColumnGroup(col);
+    if (!b->has(group)) {
+      tracedb::Status s = b->Need(group);
+      if (!s.ok()) {
+        sqlite3_result_error(ctx, s.message().c_str(), -1);
+        return SQLITE_ERROR;
+      }
+    }
   }
+  const uint32_t track = r ? r->track : b->track[i];
   const DbCatalog::Track* t = track < cat.tracks.size() ? &cat.tracks[track] : nullptr;
+  auto mask = [&] {
+    return r ? r->args.mask | (r->json.empty() ? 0 : DecodedBlock::kHasJson) : b->arg_mask[i];
+  };
+  auto k = [&] { return r ? r->k : b->k[i]; };
+  auto ts = [&] { return r ? r->ts : b->ts[i]; };
+  auto dur = [&] { return r ? r->dur : b->dur[i]; };
+  auto kind = [&] { return r ? static_cast<uint8_t>(r->kind) : b->kind[i]; };
   switch (col) {
     case kId:
-      sqlite3_result_int64(ctx, (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(k));
+      sqlite3_result_int64(ctx, (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(k()));
       break;
     case kRank:
       sqlite3_result_int64(ctx, rank);
@@ -752,37 +801,41 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
       else
         sqlite3_result_null(ctx);
       break;
-    case kName:
+    case kName: {
+      const uint32_t name = r ? r->name : b->name[i];
       if (name < cat.strings.size())
         ResultText(ctx, cat.strings[name]);
       else
         sqlite3_result_null(ctx);
       break;
-    case kCat:
+    }
+    case kCat: {
+      const uint32_t catid = r ? r->cat : b->cat[i];
       if (catid != 0 && catid < cat.strings.size() && !cat.strings[catid].empty()) {
         ResultText(ctx, cat.strings[catid]);
       } else {
         sqlite3_result_null(ctx);
       }
       break;
-    case kKind: {
-      const char* kn = engine::RowKindName(static_cast<RowKind>(kind));
-      sqlite3_result_text(ctx, kn, -1, SQLITE_STATIC);
-      break;
     }
+    case kKind:
+      sqlite3_result_text(ctx, engine::RowKindName(static_cast<RowKind>(kind())), -1,
+                          SQLITE_STATIC);
+      break;
     case kTs:
-      sqlite3_result_int64(ctx, ts);
+      sqlite3_result_int64(ctx, ts());
       break;
     case kDur:
-      sqlite3_result_int64(ctx, dur);
+      sqlite3_result_int64(ctx, dur());
       break;
     case kEndTs:
-      sqlite3_result_int64(ctx, ts + dur);
+      sqlite3_result_int64(ctx, ts() + dur());
       break;
     case kDepth:
-      sqlite3_result_int64(ctx, depth);
+      sqlite3_result_int64(ctx, r ? r->depth : b->depth[i]);
       break;
-    case kParent:
+    case kParent: {
+      const uint64_t parent_k = r ? r->parent_k : b->parent_k[i];
       if (parent_k == 0) {
         sqlite3_result_null(ctx);
       } else {
@@ -790,6 +843,7 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
             ctx, (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(parent_k - 1));
       }
       break;
+    }
     case kBytes:
     case kPeer:
     case kTag:
@@ -798,7 +852,7 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
     case kFlow: {
       static constexpr uint32_t kBits[] = {EventArgs::kBytes, EventArgs::kPeer, EventArgs::kTag,
                                            EventArgs::kComm,  EventArgs::kSeq,  EventArgs::kFlow};
-      if (!(mask & kBits[col - kBytes])) {
+      if (!(mask() & kBits[col - kBytes])) {
         sqlite3_result_null(ctx);
         break;
       }
@@ -827,14 +881,14 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
       break;
     }
     case kValue:
-      if (kind == static_cast<uint8_t>(RowKind::kCounter)) {
+      if (kind() == static_cast<uint8_t>(RowKind::kCounter)) {
         sqlite3_result_double(ctx, r ? r->value : b->value[i]);
       } else {
         sqlite3_result_null(ctx);
       }
       break;
     case kStep: {
-      auto s = cat.StepAt(rank, ts);
+      auto s = cat.StepAt(rank, ts());
       if (s)
         sqlite3_result_int64(ctx, *s);
       else
@@ -842,17 +896,12 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
       break;
     }
     case kArgs: {
-      if (!(mask & DecodedBlock::kHasJson)) {
+      if (!(mask() & DecodedBlock::kHasJson)) {
         sqlite3_result_null(ctx);
         break;
       }
-      if (r) {
-        sqlite3_result_text(ctx, r->json.data(), static_cast<int>(r->json.size()),
-                            SQLITE_TRANSIENT);
-      } else {
-        sqlite3_result_text(ctx, b->json[i].data(), static_cast<int>(b->json[i].size()),
-                            SQLITE_TRANSIENT);
-      }
+      const std::string_view j = r ? std::string_view(r->json) : b->json[i];
+      sqlite3_result_text(ctx, j.data(), static_cast<int>(j.size()), SQLITE_TRANSIENT);
       break;
     }
     default:
@@ -865,10 +914,11 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
   auto* c = reinterpret_cast<EventsCursor*>(cur);
   if (c->top_mode) {
     *out = c->top[c->top_pos].row.id();
-  } else {
-    *out =
-        (static_cast<int64_t>(c->blk.track[c->row]) << 32) | static_cast<int64_t>(c->blk.k[c->row]);
+    return SQLITE_OK;
   }
+  if (!c->blk.has(engine::kColK) && !c->blk.Need(engine::kColK).ok()) return SQLITE_ERROR;
+  *out =
+      (static_cast<int64_t>(c->blk.track[c->row]) << 32) | static_cast<int64_t>(c->blk.k[c->row]);
   return SQLITE_OK;
 }
 

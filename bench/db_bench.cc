@@ -1,0 +1,138 @@
+// Database benchmark helper (measures; not a test):
+//   db_bench queries JOB.tdb [REPS]
+//       times the benchmark's queries on a trace database in-process (median of REPS runs):
+//       top-10 slowest COMMUNICATE, a per-rank x name aggregate (over decoded events, and from
+//       the summary table), a full-scan count; prints "name ms rows" lines.
+//   db_bench sqlite-rows EVENTS.csv OUT.db
+//       loads the same events into a plain SQLite table with two indexes (the row-per-event
+//       baseline) and prints its bytes per event.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/sqlite.h"
+#include "query/query_db.h"
+
+namespace {
+
+using tracedb::engine::Db;
+
+struct Query {
+  const char* name;
+  const char* sql;
+};
+
+const Query kQueries[] = {
+    {"top10",
+     "SELECT rank, ts, dur FROM events WHERE name = 'COMMUNICATE' "
+     "ORDER BY dur DESC LIMIT 10"},
+    {"rank_name_agg",
+     "SELECT rank, name, count(*), sum(dur), max(dur) FROM events "
+     "GROUP BY rank, name"},
+    {"rank_name_summary",
+     "SELECT rank, name, sum(count), sum(total_ns), max(max_ns) "
+     "FROM name_summary GROUP BY rank, name"},
+    {"count_scan", "SELECT count(*) FROM events WHERE dur >= 0"},
+};
+
+int RunQueries(const std::string& path, int reps) {
+  auto db = tracedb::query::OpenQueryDb(path);
+  if (!db.ok()) {
+    std::fprintf(stderr, "%s\n", db.status().ToString().c_str());
+    return 1;
+  }
+  for (const Query& q : kQueries) {
+    std::vector<double> ms;
+    uint64_t rows = 0;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto st = (*db)->Prepare(q.sql);
+      if (!st.ok()) {
+        std::fprintf(stderr, "%s\n", st.status().ToString().c_str());
+        return 1;
+      }
+      rows = 0;
+      for (;;) {
+        auto row = st->Step();
+        if (!row.ok()) {
+          std::fprintf(stderr, "%s\n", row.status().ToString().c_str());
+          return 1;
+        }
+        if (!*row) break;
+        ++rows;
+      }
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("%s %.3f %llu\n", q.name, ms[ms.size() / 2], static_cast<unsigned long long>(rows));
+  }
+  return 0;
+}
+
+int SqliteRows(const std::string& csv, const std::string& out) {
+  std::filesystem::remove(out);
+  auto db = Db::Open(out, Db::Mode::kCreate);
+  if (!db.ok()) return 1;
+  Db* d = db->get();
+  tracedb::Status s = d->Exec(
+      "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+      "CREATE TABLE events(rank INTEGER, tid INTEGER, name TEXT, ts INTEGER, dur INTEGER, "
+      "depth INTEGER); BEGIN");
+  if (!s.ok()) return 1;
+  auto ins = d->Prepare("INSERT INTO events VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+  if (!ins.ok()) return 1;
+  FILE* f = std::fopen(csv.c_str(), "r");
+  if (!f) {
+    std::perror(csv.c_str());
+    return 1;
+  }
+  char line[512];
+  uint64_t n = 0;
+  if (!std::fgets(line, sizeof(line), f)) return 1;  // header
+  while (std::fgets(line, sizeof(line), f)) {
+    int rank, tid, depth;
+    char name[128];
+    long long ts, dur;
+    if (std::sscanf(line, "%d,%d,%127[^,],%lld,%lld,%d", &rank, &tid, name, &ts, &dur, &depth) !=
+        6) {
+      continue;
+    }
+    ins->Bind(1, rank)
+        .Bind(2, tid)
+        .Bind(3, std::string_view(name))
+        .Bind(4, int64_t{ts})
+        .Bind(5, int64_t{dur})
+        .Bind(6, depth);
+    if (!ins->Run().ok()) return 1;
+    ++n;
+  }
+  std::fclose(f);
+  if (!d->Exec("COMMIT; CREATE INDEX events_by_name_dur ON events(name, dur); "
+               "CREATE INDEX events_by_rank_ts ON events(rank, ts); VACUUM;")
+           .ok()) {
+    return 1;
+  }
+  const auto bytes = std::filesystem::file_size(out);
+  std::printf("sqlite_rows_events %llu\nsqlite_rows_bytes %llu\nsqlite_rows_bytes_per_event %.2f\n",
+              static_cast<unsigned long long>(n), static_cast<unsigned long long>(bytes),
+              static_cast<double>(bytes) / static_cast<double>(n));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "queries") == 0) {
+    return RunQueries(argv[2], argc > 3 ? std::atoi(argv[3]) : 5);
+  }
+  if (argc >= 4 && std::strcmp(argv[1], "sqlite-rows") == 0) return SqliteRows(argv[2], argv[3]);
+  std::fprintf(stderr, "usage: %s queries JOB.tdb [REPS] | sqlite-rows EVENTS.csv OUT.db\n",
+               argv[0]);
+  return 2;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Database benchmark, side by side in one run: for each size, the same generated events go into
+#   tracedb   segments -> tracedb compact -> JOB.tdb
+#   DuckDB    CSV -> read_csv -> a .duckdb file (npm @duckdb/node-api)
+#   SQLite    CSV -> one row per event with two indexes (sizes up to 10M)
+# and the same queries run on each: top-10 slowest COMMUNICATE, a per-rank x name aggregate,
+# a full-scan count. Prints compaction speed, bytes per event and query times (medians).
+# Usage: bench/run_db_bench.sh [SIZES...]   (default: 2000000 10000000 100000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(2000000 10000000 100000000)
+work=${TRACEDB_BENCH_DIR:-/tmp/tracedb-db-bench}
+reps=${REPS:-5}
+
+cmake -S "$root" -B "$root/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACEDB_TESTS=OFF >/dev/null
+cmake --build "$root/build-bench" --target tracedb_cli db_bench_gen db_bench >/dev/null
+bin="$root/build-bench"
+have_duckdb=0
+if command -v node >/dev/null; then
+  (cd "$root/bench" && npm install --no-audit --no-fund --silent >/dev/null 2>&1) && have_duckdb=1
+fi
+[ $have_duckdb -eq 1 ] || echo "DuckDB (npm @duckdb/node-api) could not be installed: its column is empty"
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
+for n in "${sizes[@]}"; do
+  dir="$work/$n"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  csv_flag=""
+  "$bin/bench/db_bench_gen" "$dir" "$n" 8 >/dev/null
+  seg_bytes=$(du -sb "$dir/trace" | cut -f1)
+  # Compaction: wall time and CPU time (user + system) of the whole command.
+  /usr/bin/time -f "%e %U %S" -o "$dir/time.txt" "$bin/tracedb" compact "$dir/trace" -o "$dir/job.tdb" -q
+  read -r wall user sys < "$dir/time.txt"
+  db_bytes=$(stat -c %s "$dir/job.tdb")
+  ours=$("$bin/bench/db_bench" queries "$dir/job.tdb" "$reps")
+  duck=""
+  if [ $have_duckdb -eq 1 ]; then
+    duck=$(cd "$root/bench" && node duckdb_bench.mjs "$dir/events.csv" "$dir/job.duckdb" "$reps")
+  fi
+  rows=""
+  if [ "$n" -le 10000000 ]; then
+    rows=$("$bin/bench/db_bench" sqlite-rows "$dir/events.csv" "$dir/rows.sqlite")
+  fi
+  get() { echo "$1" | awk -v k="$2" '$1 == k {print $2}'; }
+  echo
+  echo "== $n events (8 ranks)"
+  awk -v n="$n" -v w="$wall" -v u="$user" -v s="$sys" -v sb="$seg_bytes" -v db="$db_bytes" 'BEGIN {
+    printf "  compaction: %.2f s wall, %.2f s CPU: %.1f M events/s wall, %.1f M events/s per core (CPU)\n", w, u + s, n / w / 1e6, n / (u + s) / 1e6
+    printf "  segments: %.2f bytes/event; trace DB: %.2f bytes/event\n", sb / n, db / n }'
+  [ -n "$duck" ] && echo "  DuckDB file: $(get "$duck" duckdb_bytes_per_event) bytes/event (load from CSV $(get "$duck" duckdb_load_ms) ms)"
+  [ -n "$rows" ] && echo "  SQLite rows + 2 indexes: $(get "$rows" sqlite_rows_bytes_per_event) bytes/event"
+  printf "  %-22s %12s %12s %8s\n" "query (median ms)" "tracedb" "DuckDB" "ratio"
+  for q in top10 rank_name_agg count_scan; do
+    a=$(get "$ours" $q)
+    b=$(get "$duck" $q)
+    if [ -n "$b" ]; then
+      awk -v q="$q" -v a="$a" -v b="$b" 'BEGIN { printf "  %-22s %12.2f %12.2f %7.2fx\n", q, a, b, a / b }'
+    else
+      printf "  %-22s %12.2f %12s\n" "$q" "$a" "-"
+    fi
+  done
+  printf "  %-22s %12.3f %12s   (same aggregate from the summary table)\n" rank_name_summary "$(get "$ours" rank_name_summary)" "-"
+  rm -f "$dir/events.csv" "$dir/job.duckdb" "$dir/rows.sqlite"
+done
