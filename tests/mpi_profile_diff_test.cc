@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "query/import/mpip/mpip_importer.h"
 #include "query/import/mpitrace/mpitrace_importer.h"
 #include "tests/mpi_profile_test_util.h"
 #include "tests/test_util.h"
@@ -17,7 +18,8 @@ namespace tracedb::query {
 namespace {
 
 std::string RunCase(const std::string& format, const std::string& dir) {
-  std::unique_ptr<Importer> importer = NewMpitraceImporter();
+  std::unique_ptr<Importer> importer =
+      format == "mpitrace" ? NewMpitraceImporter() : NewMpipImporter();
   testing::TempDir tmp;
   testing::ProfileDb db(tmp.Sub("case.tdb"));
   const std::string strip = dir + "/";
@@ -63,6 +65,10 @@ TEST(MpiProfileDiffTest, MpitraceOldHpctwDialect) { CheckCase("mpitrace", "hpctw
 TEST(MpiProfileDiffTest, MpitraceNewDialect) { CheckCase("mpitrace", "mpitrace_new"); }
 TEST(MpiProfileDiffTest, MpitraceMalformedLines) { CheckCase("mpitrace", "malformed"); }
 TEST(MpiProfileDiffTest, MpitraceTruncatedFiles) { CheckCase("mpitrace", "truncated"); }
+TEST(MpiProfileDiffTest, Mpip34Layout) { CheckCase("mpip", "v34"); }
+TEST(MpiProfileDiffTest, Mpip35Layout) { CheckCase("mpip", "v35"); }
+TEST(MpiProfileDiffTest, MpipMalformedLines) { CheckCase("mpip", "malformed"); }
+TEST(MpiProfileDiffTest, MpipTruncatedReport) { CheckCase("mpip", "truncated"); }
 
 }  // namespace
 }  // namespace tracedb::query
