@@ -1,4 +1,5 @@
 // Test helpers for the MPI text-profile importers. See mpi_profile_test_util.h.
+// Thread safety: test code, one thread.
 #include "tests/mpi_profile_test_util.h"
 
 #include <gtest/gtest.h>

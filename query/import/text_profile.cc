@@ -1,4 +1,5 @@
 // Helpers for the text-profile importers. See text_profile.h.
+// Thread safety: free functions and value types; no shared state.
 #include "query/import/text_profile.h"
 
 #include <sys/stat.h>

@@ -1,5 +1,6 @@
 // Importer of mpiP reports. See mpip_importer.h. The sections it reads and the rows it writes are
 // in docs/importers-mpi-profiles.md; the writer is LLNL/mpiP report.c (mpiPi_profile_print).
+// Thread safety: no shared state; each Import() parses into its own Report.
 #include "query/import/mpip/mpip_importer.h"
 
 #include <cmath>

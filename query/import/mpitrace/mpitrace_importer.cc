@@ -1,6 +1,7 @@
 // Importer of IBM mpitrace / hpctw profiles. See mpitrace_importer.h. The layout it reads
 // (both dialects) and the rows it writes are in docs/importers-mpi-profiles.md; the writer is
 // IBM/mpitrace src/mpitrace_common.c (write_profile_data).
+// Thread safety: no shared state; each Import() parses into its own Profile.
 #include "query/import/mpitrace/mpitrace_importer.h"
 
 #include <bit>
