@@ -1,0 +1,134 @@
+// Helpers shared by the importers of text profiles (IBM mpitrace and mpiP, query/import/mpitrace/
+// and query/import/mpip/): reading a whole, possibly gzip-compressed file; splitting it into
+// numbered lines; strict number parsing; the log of skipped lines that becomes
+// stats("import_skipped") and ImportResult::warnings; and the rows both importers write in the
+// tables they share (sources, ranks, rank_times, stats).
+// Thread safety: free functions and value types; no shared state.
+// Table mapping: docs/importers-mpi-profiles.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sqlite.h"
+#include "engine/status.h"
+#include "engine/trace_writer.h"
+#include "query/import/importer.h"
+
+namespace tracedb::query::text_profile {
+
+// Larger inputs are refused: a profile of 100,000 ranks is a few hundred MB.
+inline constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
+// How many skipped lines are reported one by one in ImportResult::warnings.
+inline constexpr size_t kMaxLineWarnings = 5;
+
+// Reads `path` whole. Gzip files are decompressed; plain files are read as they are.
+// `*size_on_disk` receives the file's size in bytes. IOError names the path.
+StatusOr<std::string> ReadWholeFile(const std::string& path, uint64_t* size_on_disk);
+
+struct Line {
+  uint32_t number = 0;    // 1-based
+  std::string_view text;  // without the '\n' and a trailing '\r'
+};
+
+struct SplitText {
+  std::vector<Line> lines;      // every line that ends with '\n'
+  std::string_view tail;        // the bytes after the last '\n': an incomplete last line
+  uint32_t tail_number = 0;     // its line number (when tail is not empty)
+  uint64_t complete_bytes = 0;  // bytes up to and including the last '\n'
+};
+SplitText SplitLines(std::string_view text);
+
+// Whitespace (space, tab) separated fields of `s`.
+std::vector<std::string_view> Fields(std::string_view s);
+std::string_view Trim(std::string_view s);
+// `s` with every run of spaces and tabs replaced by one space, trimmed.
+std::string CollapseSpaces(std::string_view s);
+// The file name after the last '/'.
+std::string_view BaseName(std::string_view path);
+bool AllDigits(std::string_view s);
+// A rule of at least three dashes and nothing else (the profiles' table and section borders).
+bool IsDashRule(std::string_view s);
+// Does `s` start like an identifier (an MPI routine name such as "MPI_Bcast" or "Allreduce")?
+bool IsName(std::string_view s);
+
+// A decimal integer that is the whole of `s` (an optional leading '-').
+bool ParseInt(std::string_view s, int64_t* out);
+// A finite number in printf's %d, %f, %e or %g form that is the whole of `s`.
+bool ParseNumber(std::string_view s, double* out);
+// A non-negative finite number times `scale`, rounded to an integer that fits an int64
+// (e.g. seconds × 1e9 = ns). False when negative, not finite or out of range.
+bool ScaleToInt(double value, double scale, int64_t* out);
+
+// Binds `v` to parameter `i` of `st`, or NULL when unset.
+void BindOptional(engine::Stmt& st, int i, const std::optional<int64_t>& v);
+void BindOptional(engine::Stmt& st, int i, const std::optional<double>& v);
+void BindOptional(engine::Stmt& st, int i, const std::optional<std::string>& v);
+
+// The skipped lines of one input, and the warnings that describe the first few.
+class ProblemLog {
+ public:
+  explicit ProblemLog(std::string path) : path_(std::move(path)) {}
+  // One malformed line, skipped: counted, and described when among the first few.
+  void Skip(uint32_t line, std::string_view reason);
+  // A warning that is not a skipped line (e.g. a truncated tail); always reported.
+  void Warn(std::string_view message);
+  uint64_t skipped() const { return skipped_; }
+  const std::string& path() const { return path_; }
+  // Appends the warnings to `result->warnings` (with one line that counts the lines not
+  // described) and adds the count to `result->skipped`.
+  void MoveTo(ImportResult* result);
+
+ private:
+  std::string path_;
+  uint64_t skipped_ = 0;
+  std::vector<std::string> line_warnings_;
+  std::vector<std::string> other_warnings_;
+};
+
+// One row of rank_times. Unset fields stay NULL (or keep the value already stored).
+struct RankTimes {
+  int32_t rank = 0;
+  std::optional<std::string> host;
+  std::optional<int64_t> comm_ns;
+  std::optional<int64_t> elapsed_ns;
+  std::optional<int64_t> user_ns;
+  std::optional<int64_t> system_ns;
+  std::optional<int64_t> maxrss_bytes;
+};
+
+// How a rank_times row meets a row already stored for the same rank.
+enum class Merge {
+  kOverwrite,    // the new values win where set (a rank's own, more precise, figures)
+  kFillMissing,  // the stored values win; the new ones fill NULLs (a summary table's figures)
+};
+// The host is taken from whichever row has one, the new row first.
+Status UpsertRankTimes(engine::Db* db, const RankTimes& row, std::string_view source, Merge merge);
+
+// Adds or completes the ranks row of `rank` for a profile without a timeline
+// (clock_method "none"). A row that already exists (e.g. from a recorded run) keeps its clock
+// fields and source; only a missing host or world size is filled in.
+Status UpsertRank(engine::Db* db, int32_t rank, const std::optional<std::string>& host,
+                  int32_t world_size, std::string_view source);
+
+// Writes (or replaces) the sources row of an imported file.
+struct SourceRow {
+  std::string path;
+  std::string format;
+  std::optional<int32_t> rank;
+  std::optional<int64_t> pid;
+  uint64_t offset = 0;  // bytes of complete lines taken
+  uint64_t size = 0;    // the file's size on disk
+  uint64_t events = 0;  // table rows written
+};
+Status WriteSource(engine::Db* db, const SourceRow& row);
+
+// Adds the counters of an import to stats: import_skipped, import_truncated and
+// import_sections_skipped (each only when not zero).
+void AddImportStats(engine::TraceWriter* writer, int32_t rank, uint64_t skipped, bool truncated,
+                    uint64_t sections_skipped);
+
+}  // namespace tracedb::query::text_profile
