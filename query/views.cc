@@ -62,6 +62,89 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
           ORDER BY t2.dur DESC LIMIT 1) AS slowest_rank
   FROM step_times t GROUP BY step;
 
+-- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
+
+-- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
+-- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
+-- who arrived last.
+CREATE TEMP VIEW IF NOT EXISTS collective_arrivals AS
+  SELECT rank, name, comm, seq, id, ts, dur, end_ts,
+         ts - min(ts) OVER w AS late_ns,
+         max(ts) OVER w - ts AS wait_ns,
+         count(*) OVER w AS ranks,
+         first_value(rank) OVER (PARTITION BY comm, seq ORDER BY ts DESC, rank) AS last_rank
+  FROM events WHERE cat = 'mpi' AND seq IS NOT NULL
+  WINDOW w AS (PARTITION BY comm, seq);
+
+-- One row per collective: its arrival skew and the straggler (the last rank to arrive).
+CREATE TEMP VIEW IF NOT EXISTS collectives AS
+  SELECT comm, seq, name, ranks, min(ts) AS first_arrival, max(ts) AS last_arrival,
+         max(late_ns) AS skew_ns, last_rank, max(end_ts) - min(end_ts) AS exit_spread_ns,
+         max(dur) AS max_dur
+  FROM collective_arrivals GROUP BY comm, seq;
+
+-- Per rank: how often it was the straggler, and the time the others spent waiting for it.
+CREATE TEMP VIEW IF NOT EXISTS stragglers AS
+  SELECT last_rank AS rank, count(*) AS times_last, sum(skew_ns) AS caused_wait_ns,
+         max(skew_ns) AS max_skew_ns
+  FROM collectives WHERE ranks > 1 GROUP BY last_rank;
+
+-- Per rank: the time it spent waiting in collectives for later ranks.
+CREATE TEMP VIEW IF NOT EXISTS collective_wait AS
+  SELECT rank, count(*) AS collectives, sum(wait_ns) AS waited_ns, sum(late_ns) AS late_ns,
+         sum(CASE WHEN rank = last_rank THEN 1 ELSE 0 END) AS times_last
+  FROM collective_arrivals GROUP BY rank;
+
+-- Point-to-point messages: the n-th send from rank A to B with tag T on a communicator matches
+-- the n-th receive posted at B from A with tag T (MPI's non-overtaking rule). Ranks in `peer`
+-- are communicator ranks; the comms table translates them.
+CREATE TEMP VIEW IF NOT EXISTS p2p_sends AS
+  SELECT e.id, e.rank AS src, e.comm, coalesce(c.rank_in_comm, e.rank) AS src_in_comm,
+         e.peer AS dst_in_comm, e.tag, e.ts, e.end_ts, e.bytes,
+         row_number() OVER (PARTITION BY e.rank, e.comm, e.peer, e.tag ORDER BY e.ts, e.id) AS n
+  FROM events e LEFT JOIN main.comms c ON c.rank = e.rank AND c.comm = e.comm
+  WHERE e.cat = 'mpi' AND e.peer >= 0 AND e.tag IS NOT NULL AND e.name IN
+    ('MPI_Send', 'MPI_Ssend', 'MPI_Bsend', 'MPI_Rsend', 'MPI_Isend', 'MPI_Issend',
+     'MPI_Ibsend', 'MPI_Irsend', 'MPI_Sendrecv', 'MPI_Sendrecv_replace');
+
+CREATE TEMP VIEW IF NOT EXISTS p2p_receives AS
+  SELECT id, dst, comm, dst_in_comm, src_in_comm, tag, posted_ts, end_ts, bytes,
+         row_number() OVER (PARTITION BY dst, comm, src_in_comm, tag
+                            ORDER BY posted_ts, id) AS n
+  FROM (
+    SELECT e.id, e.rank AS dst, e.comm, coalesce(c.rank_in_comm, e.rank) AS dst_in_comm,
+           e.peer AS src_in_comm, e.tag, e.ts AS posted_ts, e.end_ts, e.bytes
+    FROM events e LEFT JOIN main.comms c ON c.rank = e.rank AND c.comm = e.comm
+    WHERE e.cat = 'mpi' AND e.name IN ('MPI_Recv', 'MPI_Mrecv') AND e.peer >= 0
+    UNION ALL
+    SELECT d.id, s.rank, s.comm, coalesce(c.rank_in_comm, s.rank), d.peer, d.tag, s.ts,
+           d.end_ts, d.bytes
+    FROM events s JOIN events d ON d.rank = s.rank AND d.flow = s.flow AND d.id <> s.id
+    LEFT JOIN main.comms c ON c.rank = s.rank AND c.comm = s.comm
+    WHERE s.cat = 'mpi' AND s.name IN ('MPI_Irecv', 'MPI_Imrecv') AND d.cat = 'mpi'
+      AND d.peer >= 0);
+
+-- Matched messages, with the time from the start of the send to the end of the receive.
+CREATE TEMP VIEW IF NOT EXISTS p2p_messages AS
+  SELECT s.id AS send_id, r.id AS recv_id, s.src, r.dst, s.comm, s.tag, s.bytes,
+         s.ts AS send_ts, r.end_ts AS recv_end_ts, r.end_ts - s.ts AS latency_ns
+  FROM p2p_sends s JOIN p2p_receives r
+    ON r.comm = s.comm AND r.dst_in_comm = s.dst_in_comm AND r.src_in_comm = s.src_in_comm
+   AND r.tag = s.tag AND r.n = s.n;
+
+-- Horovod negotiations (imported timelines): per NEGOTIATE_* span, the rank whose readiness
+-- tick came last, and how long after the negotiation started.
+CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
+  SELECT parent AS negotiation, peer AS ready_rank, ts,
+         row_number() OVER (PARTITION BY parent ORDER BY ts DESC, peer) AS from_last
+  FROM events WHERE name = 'RANK_READY' AND parent IS NOT NULL;
+
+CREATE TEMP VIEW IF NOT EXISTS negotiations AS
+  SELECT n.id, n.rank, n.name, n.lane AS tensor, n.ts, n.dur, t.ready_rank AS last_rank,
+         t.ts - n.ts AS last_ready_after_ns
+  FROM negotiation_ticks t JOIN events n ON n.id = t.negotiation
+  WHERE t.from_last = 1;
+
 -- Each rank's clock alignment.
 CREATE TEMP VIEW IF NOT EXISTS clock_alignment AS
   SELECT rank, host, clock_method, offset_ns, drift_ppm, uncertainty_ns, sync_points

@@ -23,6 +23,7 @@ struct ClockState {
   int64_t ns0 = 0;    // CLOCK_MONOTONIC at calibration, ns
   uint64_t mult = 0;  // ns per tick, 32.32 fixed point
   uint64_t tsc_hz = 0;
+  int64_t realtime_offset_ns = 0;  // TRACEDB_REALTIME_OFFSET_NS: pretend realtime is off by this
 };
 extern ClockState g_clock;
 

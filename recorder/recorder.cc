@@ -1,10 +1,10 @@
 // The recorder's C ABI (tracedb/recorder.h): session state, the hot recording path, step windows,
 // automatic start from TRACEDB_DIR, exit and fork handling.
 //
-// Hot path: one relaxed load of tracedb_active_, the thread-local buffer pointer, a clock read, 16-byte
-// stores into the ring and a release store of its head. Everything else (attach, start, stop,
-// flush, step, interning) takes a mutex and is meant to be called rarely.
-// Thread safety: every function may be called from any thread at any time.
+// Hot path: one relaxed load of tracedb_active_, the thread-local buffer pointer, a clock read,
+// 16-byte stores into the ring and a release store of its head. Everything else (attach, start,
+// stop, flush, step, interning) takes a mutex and is meant to be called rarely. Thread safety:
+// every function may be called from any thread at any time.
 #define TRACEDB_BUILDING_LIBRARY  // the real functions, not the inline-check macros
 #include "tracedb/recorder.h"
 
@@ -28,7 +28,6 @@ namespace tracedb::recorder {
 namespace {
 
 using engine::EventKind;
-
 
 // Session state, guarded by g_mu.
 std::mutex g_mu;

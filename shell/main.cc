@@ -12,9 +12,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", tracedb::engine::kTracedbVersion);
   app.require_subcommand(1);
   int exit_code = 0;
+  tracedb::shell::SetupRecord(app, &exit_code);
   tracedb::shell::SetupCompact(app, &exit_code);
   tracedb::shell::SetupQuery(app, &exit_code);
   tracedb::shell::SetupShell(app, &exit_code);
+  tracedb::shell::SetupReport(app, &exit_code);
   tracedb::shell::SetupInfo(app, &exit_code);
   try {
     app.parse(argc, argv);

@@ -22,6 +22,10 @@
  *   TRACEDB_START_STEP / TRACEDB_END_STEP
  *                        record only while START_STEP <= step <= END_STEP (see tracedb_step)
  *   TRACEDB_CLOCK        "tsc" or "monotonic" (default: tsc when the CPU has an invariant TSC)
+ *   TRACEDB_HOSTNAME     the host name written in segments (default: gethostname)
+ *   TRACEDB_REALTIME_OFFSET_NS
+ *                        shift the realtime readings of the clock anchors (simulates a host
+ *                        whose clock is off; for testing clock alignment on one machine)
  *
  * The segment format is specified in docs/segment-format.md.
  */

@@ -1,0 +1,332 @@
+// `tracedb report mpi JOB.tdb [--format text|csv|json] [--all-ranks]`: the MPI report in the
+// layout of IBM mpitrace (per routine #calls, avg. bytes, time; message size distributions;
+// minimum/median/maximum communication time; a timing table for all ranks) plus mpiP's spread
+// across ranks, from recorded MPI events or imported mpitrace/mpiP profiles.
+// `tracedb report stragglers JOB.tdb`: which rank arrives last to collectives, from the
+// collectives matched across ranks.
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "query/mpi_report.h"
+#include "query/query_db.h"
+#include "shell/commands.h"
+#include "shell/json_out.h"
+#include "shell/result_format.h"
+#include "shell/sql_runner.h"
+
+namespace tracedb::shell {
+namespace {
+
+struct ReportOptions {
+  std::string db;
+  std::string format = "text";
+  bool all_ranks = false;
+  int limit = 20;
+};
+
+double Sec(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Fmt(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+// The ranks of minimum, median and maximum communication time (mpitrace's choice).
+struct Extremes {
+  const query::RankMpi *min = nullptr, *median = nullptr, *max = nullptr;
+};
+Extremes FindExtremes(const query::MpiReport& r) {
+  std::vector<const query::RankMpi*> v;
+  for (const auto& x : r.ranks) v.push_back(&x);
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) {
+    return a->comm_ns != b->comm_ns ? a->comm_ns < b->comm_ns : a->rank < b->rank;
+  });
+  Extremes e;
+  if (!v.empty()) {
+    e.min = v.front();
+    e.median = v[v.size() / 2];
+    e.max = v.back();
+  }
+  return e;
+}
+
+void RoutineTable(std::string* out, const std::vector<query::RoutineStat>& routines) {
+  *out += "-----------------------------------------------------------------------\n";
+  *out += "MPI Routine                        #calls     avg. bytes      time(sec)\n";
+  *out += "-----------------------------------------------------------------------\n";
+  for (const auto& s : routines) {
+    *out += Fmt("%-28s %12llu %14.1f %14.3f\n", s.routine.c_str(),
+                static_cast<unsigned long long>(s.calls), s.calls ? s.bytes / s.calls : 0.0,
+                Sec(s.time_ns));
+  }
+  *out += "-----------------------------------------------------------------------\n";
+}
+
+void RankSection(std::string* out, const query::MpiReport& r, const query::RankMpi& rank,
+                 const Extremes& e) {
+  *out += Fmt("\nData for MPI rank %d of %d%s:\n", rank.rank, r.world_size,
+              rank.host.empty() ? "" : (" on " + rank.host).c_str());
+  *out += "Times from MPI_Init() to MPI_Finalize().\n";
+  RoutineTable(out, rank.routines);
+  if (&rank == e.min)
+    *out += Fmt("MPI task %d of %d had the minimum communication time.\n", rank.rank, r.world_size);
+  if (&rank == e.median)
+    *out += Fmt("MPI task %d of %d had the median communication time.\n", rank.rank, r.world_size);
+  if (&rank == e.max)
+    *out += Fmt("MPI task %d of %d had the maximum communication time.\n", rank.rank, r.world_size);
+  *out += Fmt("total communication time = %.3f seconds.\n", Sec(rank.comm_ns));
+  *out += Fmt("total elapsed time       = %.3f seconds.\n", Sec(rank.elapsed_ns));
+  if (rank.user_ns) *out += Fmt("user cpu time            = %.3f seconds.\n", Sec(*rank.user_ns));
+  if (rank.system_ns)
+    *out += Fmt("system time              = %.3f seconds.\n", Sec(*rank.system_ns));
+  if (rank.maxrss_bytes) {
+    *out += Fmt("max resident set size    = %.3f MiB.\n", *rank.maxrss_bytes / 1048576.0);
+  }
+  if (!rank.bins.empty()) {
+    *out += "\nMessage size distributions:\n";
+    std::string current;
+    for (const auto& b : rank.bins) {
+      if (b.routine != current) {
+        current = b.routine;
+        *out += Fmt("\n%-25s %8s %13s %14s   %s\n", current.c_str(), "#calls", "avg. bytes",
+                    "time(sec)", "bin (bytes)");
+      }
+      *out += Fmt("%25s %8llu %13.1f %14.3f   %lld-%lld\n", "",
+                  static_cast<unsigned long long>(b.calls), b.calls ? b.bytes / b.calls : 0.0,
+                  Sec(b.time_ns), static_cast<long long>(b.min_bytes),
+                  static_cast<long long>(b.max_bytes));
+    }
+  }
+}
+
+std::string RenderText(const std::string& path, const query::MpiReport& r, bool all_ranks) {
+  std::string out;
+  const Extremes e = FindExtremes(r);
+  out += Fmt("MPI report for %s: %zu ranks of %d (source: %s)\n", path.c_str(), r.ranks.size(),
+             r.world_size, r.source.c_str());
+  // All ranks together.
+  const auto spread = query::SpreadAcrossRanks(r);
+  std::vector<query::RoutineStat> total;
+  int64_t comm = 0;
+  for (const auto& s : spread) total.push_back({s.routine, s.calls, s.bytes, s.time_ns});
+  for (const auto& x : r.ranks) comm += x.comm_ns;
+  out += "\nSummary for all tasks (every rank's calls together):\n";
+  RoutineTable(&out, total);
+  out += Fmt("total communication time = %.3f seconds over all ranks.\n", Sec(comm));
+  if (e.min) {
+    out += Fmt("\n  minimum communication time = %.3f sec for task %d\n", Sec(e.min->comm_ns),
+               e.min->rank);
+    out += Fmt("  median  communication time = %.3f sec for task %d\n", Sec(e.median->comm_ns),
+               e.median->rank);
+    out += Fmt("  maximum communication time = %.3f sec for task %d\n", Sec(e.max->comm_ns),
+               e.max->rank);
+  }
+  // mpiP's view: how evenly each routine's time is spread over the ranks.
+  out += "\nSpread across ranks (COV = standard deviation / mean of the per-rank time):\n";
+  out += Fmt("%-28s %6s %12s %12s %6s %12s %6s %8s\n", "MPI Routine", "ranks", "mean(sec)",
+             "min(sec)", "rank", "max(sec)", "rank", "COV");
+  for (const auto& s : spread) {
+    out += Fmt("%-28s %6d %12.4f %12.4f %6d %12.4f %6d %8.3f\n", s.routine.c_str(), s.ranks,
+               s.mean_ns / 1e9, s.min_ns / 1e9, s.min_rank, s.max_ns / 1e9, s.max_rank, s.cov);
+  }
+  // Per rank: rank 0 and the minimum, median and maximum ranks (as mpitrace writes files for),
+  // or every rank.
+  for (const auto& rank : r.ranks) {
+    if (all_ranks || rank.rank == 0 || &rank == e.min || &rank == e.median || &rank == e.max) {
+      RankSection(&out, r, rank, e);
+    }
+  }
+  out += "\nMPI timing summary for all ranks:\n";
+  out += Fmt("%6s %18s %10s %11s %10s %10s %11s\n", "taskid", "host", "comm(s)", "elapsed(s)",
+             "user(s)", "system(s)", "size(MiB)");
+  for (const auto& x : r.ranks) {
+    out += Fmt("%6d %18.18s %10.3f %11.3f %10s %10s %11s\n", x.rank, x.host.c_str(), Sec(x.comm_ns),
+               Sec(x.elapsed_ns), x.user_ns ? Fmt("%.2f", Sec(*x.user_ns)).c_str() : "-",
+               x.system_ns ? Fmt("%.2f", Sec(*x.system_ns)).c_str() : "-",
+               x.maxrss_bytes ? Fmt("%.2f", *x.maxrss_bytes / 1048576.0).c_str() : "-");
+  }
+  return out;
+}
+
+std::string Csv(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+// One table: section, rank (-1: all ranks), routine, calls, bytes, time_ns, min/max bytes.
+std::string RenderCsv(const query::MpiReport& r) {
+  std::string out =
+      "section,rank,host,routine,calls,bytes,time_ns,min_bytes,max_bytes,"
+      "comm_ns,elapsed_ns,cov\n";
+  for (const auto& s : query::SpreadAcrossRanks(r)) {
+    out += Fmt("routine,-1,,%s,%llu,%.0f,%lld,,,,,%.6f\n", Csv(s.routine).c_str(),
+               static_cast<unsigned long long>(s.calls), s.bytes, static_cast<long long>(s.time_ns),
+               s.cov);
+  }
+  for (const auto& x : r.ranks) {
+    out += Fmt("rank,%d,%s,,,,,,,%lld,%lld,\n", x.rank, Csv(x.host).c_str(),
+               static_cast<long long>(x.comm_ns), static_cast<long long>(x.elapsed_ns));
+    for (const auto& s : x.routines) {
+      out +=
+          Fmt("routine,%d,,%s,%llu,%.0f,%lld,,,,,\n", x.rank, Csv(s.routine).c_str(),
+              static_cast<unsigned long long>(s.calls), s.bytes, static_cast<long long>(s.time_ns));
+    }
+    for (const auto& b : x.bins) {
+      out +=
+          Fmt("msgsize,%d,,%s,%llu,%.0f,%lld,%lld,%lld,,,\n", x.rank, Csv(b.routine).c_str(),
+              static_cast<unsigned long long>(b.calls), b.bytes, static_cast<long long>(b.time_ns),
+              static_cast<long long>(b.min_bytes), static_cast<long long>(b.max_bytes));
+    }
+  }
+  return out;
+}
+
+std::string RenderJson(const query::MpiReport& r) {
+  std::string out = "{\"source\": " + JsonString(r.source) +
+                    ", \"world_size\": " + std::to_string(r.world_size) + ", \"routines\": [";
+  bool first = true;
+  for (const auto& s : query::SpreadAcrossRanks(r)) {
+    out += first ? "" : ", ";
+    first = false;
+    out +=
+        Fmt("{\"routine\": %s, \"calls\": %llu, \"bytes\": %.0f, \"time_ns\": %lld, "
+            "\"ranks\": %d, \"mean_ns\": %.0f, \"min_ns\": %.0f, \"min_rank\": %d, "
+            "\"max_ns\": %.0f, \"max_rank\": %d, \"cov\": %.6f}",
+            JsonString(s.routine).c_str(), static_cast<unsigned long long>(s.calls), s.bytes,
+            static_cast<long long>(s.time_ns), s.ranks, s.mean_ns, s.min_ns, s.min_rank, s.max_ns,
+            s.max_rank, s.cov);
+  }
+  out += "], \"ranks\": [";
+  first = true;
+  for (const auto& x : r.ranks) {
+    out += first ? "" : ", ";
+    first = false;
+    out +=
+        Fmt("{\"rank\": %d, \"host\": %s, \"comm_ns\": %lld, \"elapsed_ns\": %lld, "
+            "\"routines\": [",
+            x.rank, JsonString(x.host).c_str(), static_cast<long long>(x.comm_ns),
+            static_cast<long long>(x.elapsed_ns));
+    for (size_t i = 0; i < x.routines.size(); ++i) {
+      const auto& s = x.routines[i];
+      out +=
+          Fmt("%s{\"routine\": %s, \"calls\": %llu, \"bytes\": %.0f, \"time_ns\": %lld}",
+              i ? ", " : "", JsonString(s.routine).c_str(),
+              static_cast<unsigned long long>(s.calls), s.bytes, static_cast<long long>(s.time_ns));
+    }
+    out += "], \"message_sizes\": [";
+    for (size_t i = 0; i < x.bins.size(); ++i) {
+      const auto& b = x.bins[i];
+      out +=
+          Fmt("%s{\"routine\": %s, \"min_bytes\": %lld, \"max_bytes\": %lld, \"calls\": %llu, "
+              "\"bytes\": %.0f, \"time_ns\": %lld}",
+              i ? ", " : "", JsonString(b.routine).c_str(), static_cast<long long>(b.min_bytes),
+              static_cast<long long>(b.max_bytes), static_cast<unsigned long long>(b.calls),
+              b.bytes, static_cast<long long>(b.time_ns));
+    }
+    out += "]}";
+  }
+  out += "]}\n";
+  return out;
+}
+
+int RunMpiReport(const ReportOptions& o) {
+  if (o.format != "text" && o.format != "csv" && o.format != "json") {
+    std::fprintf(stderr, "tracedb report mpi: unknown format '%s' (text, csv, json)\n",
+                 o.format.c_str());
+    return kExitUsage;
+  }
+  auto db = query::OpenQueryDb(o.db);
+  if (!db.ok()) {
+    std::fprintf(stderr, "tracedb report mpi: %s\n", db.status().message().c_str());
+    return kExitError;
+  }
+  auto report = query::BuildMpiReport(db->get());
+  if (!report.ok()) {
+    std::fprintf(stderr, "tracedb report mpi: %s\n", report.status().message().c_str());
+    return kExitError;
+  }
+  std::string out;
+  if (o.format == "text")
+    out = RenderText(o.db, *report, o.all_ranks);
+  else if (o.format == "csv")
+    out = RenderCsv(*report);
+  else
+    out = RenderJson(*report);
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+int RunStragglers(const ReportOptions& o) {
+  OutputFormat format = OutputFormat::kTable;
+  if (o.format != "text" && !ParseOutputFormat(o.format, &format)) {
+    std::fprintf(stderr, "tracedb report stragglers: unknown format '%s'\n", o.format.c_str());
+    return kExitUsage;
+  }
+  auto db = query::OpenQueryDb(o.db);
+  if (!db.ok()) {
+    std::fprintf(stderr, "tracedb report stragglers: %s\n", db.status().message().c_str());
+    return kExitError;
+  }
+  if (format == OutputFormat::kTable) {
+    std::printf(
+        "Which rank arrives last to collectives (matched across ranks by communicator "
+        "and sequence number):\n\n");
+  }
+  Status s = RunSql(db->get(),
+                    "SELECT rank, times_last, human_duration(caused_wait_ns) AS others_waited, "
+                    "human_duration(max_skew_ns) AS worst_skew FROM stragglers "
+                    "ORDER BY times_last DESC, rank;",
+                    format, stdout);
+  if (s.ok() && format == OutputFormat::kTable) {
+    std::printf("\nThe collectives with the largest arrival skew:\n\n");
+    s = RunSql(db->get(),
+               "SELECT name, comm, seq, ranks, last_rank, human_duration(skew_ns) AS skew "
+               "FROM collectives WHERE ranks > 1 ORDER BY skew_ns DESC LIMIT " +
+                   std::to_string(o.limit) + ";",
+               format, stdout);
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "tracedb report stragglers: %s\n", s.message().c_str());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void SetupReport(CLI::App& app, int* exit_code) {
+  CLI::App* report = app.add_subcommand("report", "Reports over a trace database");
+  report->require_subcommand(1);
+  auto o = std::make_shared<ReportOptions>();
+  CLI::App* mpi = report->add_subcommand(
+      "mpi", "MPI report as IBM mpitrace prints it, with mpiP's spread across ranks");
+  mpi->add_option("db", o->db, "Trace database (.tdb)")->required();
+  mpi->add_option("-f,--format", o->format, "text, csv or json");
+  mpi->add_flag("--all-ranks", o->all_ranks,
+                "A section for every rank (default: rank 0 and the min/median/max ranks)");
+  mpi->callback([o, exit_code] { *exit_code = RunMpiReport(*o); });
+
+  auto so = std::make_shared<ReportOptions>();
+  CLI::App* st = report->add_subcommand(
+      "stragglers", "Which rank arrives last to each collective, and what it costs the others");
+  st->add_option("db", so->db, "Trace database (.tdb)")->required();
+  st->add_option("-f,--format", so->format, "text, csv, json or markdown");
+  st->add_option("-n,--limit", so->limit, "Collectives to list");
+  st->callback([so, exit_code] { *exit_code = RunStragglers(*so); });
+}
+
+}  // namespace tracedb::shell
