@@ -210,6 +210,7 @@ StatusOr<std::unique_ptr<EventReader>> EventReader::Open(const std::string& path
 
 EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
     : source_(std::move(source)), options_(options) {
+  static_assert(kNumSlots == kScratchSlots, "one scratch string per decoded field");
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 16);
   options_.max_record_bytes = std::max<size_t>(options_.max_record_bytes, 16);
   cap_ = options_.chunk_bytes * 2;

@@ -123,7 +123,8 @@ class EventReader {
   uint64_t skipped_ = 0;
   uint64_t truncated_bytes_ = 0;
   std::vector<std::string> errors_;
-  std::string scratch_[6];  // decoded strings of the current event (name, cat, pid, tid, id, …)
+  static constexpr int kScratchSlots = 10;
+  std::string scratch_[kScratchSlots];  // decoded strings of the current event, one per field
 };
 
 }  // namespace tracedb::query::json
