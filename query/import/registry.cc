@@ -1,0 +1,33 @@
+// The list of importers (importer.h): one line per format, in the order Detect() ties are
+// broken. Thread safety: built once, on first use (thread-safe static initialisation); the
+// importers are stateless.
+#include "query/import/bluefog/bluefog_importer.h"
+#include "query/import/byteps/byteps_importer.h"
+#include "query/import/chrome/chrome_importer.h"
+#include "query/import/horovod/horovod_importer.h"
+#include "query/import/importer.h"
+#include "query/import/kineto/kineto_importer.h"
+
+namespace tracedb::query {
+
+const std::vector<Importer*>& Importers() {
+  static const std::unique_ptr<Importer> owned[] = {
+      NewHorovodImporter(), NewBluefogImporter(), NewBytepsImporter(),
+      NewKinetoImporter(),  NewChromeImporter(),
+  };
+  static const std::vector<Importer*> list = [] {
+    std::vector<Importer*> v;
+    for (const auto& i : owned) v.push_back(i.get());
+    return v;
+  }();
+  return list;
+}
+
+Importer* FindImporter(std::string_view name) {
+  for (Importer* i : Importers()) {
+    if (name == i->name()) return i;
+  }
+  return nullptr;
+}
+
+}  // namespace tracedb::query
