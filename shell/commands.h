@@ -14,5 +14,6 @@ inline constexpr int kExitUsage = 2;  // bad arguments (CLI11's own code for par
 // Each Setup…() adds its subcommand to `app`; when that subcommand runs, its exit code is stored
 // in *exit_code.
 void SetupInfo(CLI::App& app, int* exit_code);
+void SetupImport(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell
