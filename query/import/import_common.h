@@ -1,13 +1,11 @@
-// Pieces every importer shares: a cache in front of TraceWriter::Intern, ranks from file names,
-// and the bookkeeping each imported file leaves in the database (its ranks row, its sources row,
-// its import_* stats).
-// Thread safety: one thread at a time (like the TraceWriter it wraps).
+// Pieces every importer shares: ranks from file names, and the bookkeeping each imported file
+// leaves in the database (its ranks row, its sources row, its import_* stats). Thread safety: one
+// thread at a time (like the TraceWriter it wraps).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "engine/status.h"
 #include "engine/trace_writer.h"
@@ -15,30 +13,6 @@
 #include "query/import/json/event_reader.h"
 
 namespace tracedb::query {
-
-// Interns strings through `writer`, remembering the ids so that the hot path does not build a
-// std::string per lookup.
-class NameCache {
- public:
-  explicit NameCache(engine::TraceWriter* writer) : w_(writer) {}
-  uint32_t Get(std::string_view s) {
-    auto it = ids_.find(s);
-    if (it != ids_.end()) return it->second;
-    const uint32_t id = w_->Intern(s);
-    ids_.emplace(std::string(s), id);
-    return id;
-  }
-  // A category: 0 for none.
-  uint32_t Cat(std::string_view s) { return s.empty() ? 0 : Get(s); }
-
- private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
-  engine::TraceWriter* w_;
-  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
-};
 
 // The number that ends a file's base name, extensions aside ("timeline3.json" -> 3,
 // "rank-12.json.gz" -> 12); -1 when there is none.

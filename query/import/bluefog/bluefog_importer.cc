@@ -1,10 +1,10 @@
 // The `bluefog` importer. See bluefog_importer.h.
 //
-// Mapping (docs/importers.md): the rank is the number that ends the file name (the shell passes
-// it as the rank hint, or --rank), else 0; each (tensor, thread) pair is a track of kind "lane"
-// named after the tensor, with the thread index as its tid; B/E pairs nest per (pid, tid), an E
-// closing the innermost open span of its (pid, tid). X and instants, which Bluefog does not write,
-// are kept as spans and instants all the same.
+// Mapping (docs/importers.md): the rank is the number that ends the file name (which the shell
+// passes as the rank hint unless --rank overrides it), else 0; each (tensor, thread) pair is a
+// track of kind "lane" named after the tensor, with the thread index as its tid; B/E pairs nest per
+// (pid, tid), an E closing the innermost open span of its (pid, tid). X and instants, which Bluefog
+// does not write, are kept as spans and instants all the same.
 #include "query/import/bluefog/bluefog_importer.h"
 
 #include <map>
@@ -24,7 +24,7 @@ constexpr std::string_view kMetaPrefix = "{\"name\": \"process_name\", \"ph\": \
 class BluefogFile {
  public:
   BluefogFile(engine::TraceWriter* w, const ImportInput& input, int32_t rank)
-      : w_(w), input_(input), rank_(rank), names_(w), stream_(w) {}
+      : input_(input), rank_(rank), stream_(w) {}
 
   Status Run(FileOutcome* out, std::vector<std::string>* warnings) {
     TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<json::EventReader> reader,
@@ -39,6 +39,7 @@ class BluefogFile {
         input_.progress(reader->source().raw_read(), reader->source().file_size());
       }
     }
+    TRACEDB_RETURN_IF_ERROR(stream_.Finish());
     out->path = input_.path;
     out->format = "bluefog";
     out->rank = rank_;
@@ -73,7 +74,7 @@ class BluefogFile {
       spec.tid = tid;
       spec.local_id = tid;  // one track per (tensor, thread): keyed by (pid, local_id)
       spec.sort_index = t.sort_index;
-      track = w_->Track(spec);
+      track = stream_.Track(spec);
     }
     last_key_ = key;
     last_track_ = track;
@@ -103,14 +104,18 @@ class BluefogFile {
     const uint32_t track = Lane(ev.pid.num, tid);
     switch (ph) {
       case 'B':
-        return stream_.Begin(track, ev.ts, names_.Get(ev.name));
+        stream_.Begin(track, ev.ts, stream_.Name(ev.name));
+        break;
       case 'E':
-        return stream_.End(track, ev.ts);
+        stream_.End(track, ev.ts);
+        break;
       case 'X':
-        return stream_.Complete(track, ev.ts, ev.has_dur ? ev.dur : 0, names_.Get(ev.name));
+        stream_.Complete(track, ev.ts, ev.has_dur ? ev.dur : 0, stream_.Name(ev.name));
+        break;
       default:
-        return stream_.Instant(track, ev.ts, names_.Get(ev.name), nullptr);
+        stream_.Instant(track, ev.ts, stream_.Name(ev.name), nullptr);
     }
+    return Status::Ok();
   }
 
   void Meta(const json::TraceEvent& ev) {
@@ -132,10 +137,8 @@ class BluefogFile {
     }
   }
 
-  engine::TraceWriter* w_;
   const ImportInput& input_;
   int32_t rank_;
-  NameCache names_;
   OrderedStream stream_;
   std::unordered_map<int64_t, Tensor> tensors_;
   std::map<std::pair<int64_t, int64_t>, uint32_t> lanes_;
@@ -167,7 +170,7 @@ class BluefogImporter : public Importer {
 
   Status Import(const ImportInput& input, engine::TraceWriter* writer,
                 ImportResult* result) override {
-    // The shell's hint already is the file name's number unless --rank said otherwise.
+    // The shell's hint is the file name's number, unless --rank overrides it.
     int32_t rank = input.rank_hint >= 0 ? input.rank_hint : RankFromFileName(input.path);
     if (rank < 0) rank = 0;
     BluefogFile file(writer, input, rank);

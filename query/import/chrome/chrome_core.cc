@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/trace_builder.h"
+#include "query/import/builder_pipe.h"
 #include "query/import/event_sorter.h"
 #include "query/import/json/json_text.h"
 
@@ -79,7 +79,7 @@ bool TypedArgKey(std::string_view key, int64_t v, engine::EventArgs* a) {
 class ChromeFile {
  public:
   ChromeFile(const ChromeFlavor& flavor, const ChromeOptions& options, engine::TraceWriter* w)
-      : flavor_(flavor), options_(options), w_(w), names_(w) {}
+      : flavor_(flavor), options_(options), w_(w), pipe_(w) {}
 
   Status Run(const std::string& path, FileOutcome* out, std::vector<std::string>* warnings) {
     TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<json::EventReader> reader,
@@ -169,8 +169,8 @@ class ChromeFile {
     p.ts = ev.ts;
     json_.clear();
     if (ph == 'C') return CounterEvent(ev, &p);
-    p.name = names_.Get(ev.name);
-    p.cat = names_.Cat(ev.cat);
+    p.name = pipe_.Name(ev.name);
+    p.cat = pipe_.Cat(ev.cat);
     EventFacts facts;
     if (ph != 'E' && ph != 'e' && ph != 'F') flavor_.Annotate(ev, &facts);
     p.args = facts.args;
@@ -247,7 +247,7 @@ class ChromeFile {
 
   Status CounterEvent(const TraceEvent& ev, PendingEvent* p) {
     p->op = PendingOp::kCounter;
-    const uint32_t cat = names_.Cat(ev.cat);
+    const uint32_t cat = pipe_.Cat(ev.cat);
     Status st;
     const bool ok = json::ForEachMember(ev.args, [&](std::string_view key, std::string_view v) {
       double value;
@@ -265,7 +265,7 @@ class ChromeFile {
       PendingEvent c = *p;
       c.seq = seq_++;
       c.track = SpecialTrack(TrackFacts::Type::kCounter, ev.pid, label);
-      c.name = names_.Get(label);
+      c.name = pipe_.Name(label);
       c.cat = cat;
       c.value = value;
       st = sorter_.Add(c, {});
@@ -459,11 +459,10 @@ class ChromeFile {
     }
     flavor_.NameTrack(t, &spec);
     ranks_seen_.insert(spec.rank);
-    return w_->Track(spec);
+    return pipe_.Track(spec);
   }
 
   Status Feed() {
-    engine::TraceBuilder builder(w_);
     std::vector<uint32_t> resolved(tracks_.size(), 0);
     std::vector<int64_t> depth(tracks_.size(), 0);
     std::string typed_json;
@@ -484,31 +483,39 @@ class ChromeFile {
       switch (e.op) {
         case PendingOp::kBegin:
           ++depth[e.track];
-          return builder.Begin(track, ts, e.name, e.cat, args, json);
+          pipe_.Begin(track, ts, e.name, e.cat, args, json);
+          break;
         case PendingOp::kEnd:
           if (depth[e.track] == 0) {
             ++unmatched_;
-            return Status::Ok();
+            break;
           }
           --depth[e.track];
           ++rows_;
-          return builder.End(track, ts, args, json);
+          pipe_.End(track, ts, args, json);
+          break;
         case PendingOp::kComplete:
           ++rows_;
-          return builder.Complete(track, ts, e.dur, e.name, e.cat, args, json);
+          pipe_.Complete(track, ts, e.dur, e.name, e.cat, args, json);
+          break;
         case PendingOp::kInstant:
           ++rows_;
-          return builder.Instant(track, ts, e.name, e.cat, args, json);
+          pipe_.Instant(track, ts, e.name, e.cat, args, json);
+          break;
         case PendingOp::kFlow:
           ++rows_;
-          return builder.Instant(track, ts, e.name, e.cat, args, json, engine::RowKind::kFlow);
+          pipe_.Instant(track, ts, e.name, e.cat, args, json, engine::RowKind::kFlow);
+          break;
         case PendingOp::kCounter:
           ++rows_;
-          return builder.Counter(track, ts, e.name, e.cat, e.value);
+          pipe_.Counter(track, ts, e.name, e.cat, e.value);
+          break;
       }
       return Status::Ok();
     });
     TRACEDB_RETURN_IF_ERROR(st);
+    // The writer is ours again after this.
+    TRACEDB_RETURN_IF_ERROR(pipe_.Finish());
     for (int64_t d : depth) unmatched_ += static_cast<uint64_t>(d);
     for (const auto& [ts, step] : steps_) w_->AddStep(rank_, ts + base_ns_, step);
     return Status::Ok();
@@ -535,8 +542,8 @@ class ChromeFile {
 
   const ChromeFlavor& flavor_;
   const ChromeOptions& options_;
-  engine::TraceWriter* w_;
-  NameCache names_;
+  engine::TraceWriter* w_;  // used by pipe_'s thread until pipe_.Finish()
+  BuilderPipe pipe_;
   json::EventReader* reader_ = nullptr;
   EventSorter sorter_;
   std::vector<TrackFacts> tracks_{TrackFacts()};  // [0] unused: 0 means "not yet"

@@ -33,9 +33,8 @@ bool AllDigits(std::string_view s) {
 
 class HorovodFile {
  public:
-  HorovodFile(engine::TraceWriter* w, const ImportInput& input)
-      : w_(w), input_(input), names_(w), stream_(w) {
-    rank_ready_ = names_.Get("RANK_READY");
+  HorovodFile(engine::TraceWriter* w, const ImportInput& input) : w_(w), input_(input), stream_(w) {
+    rank_ready_ = stream_.Name("RANK_READY");
   }
 
   Status Run(FileOutcome* out, std::vector<std::string>* warnings) {
@@ -51,6 +50,7 @@ class HorovodFile {
         input_.progress(reader->source().raw_read(), reader->source().file_size());
       }
     }
+    TRACEDB_RETURN_IF_ERROR(stream_.Finish());
     if (has_anchor_) {
       TRACEDB_RETURN_IF_ERROR(
           w_->SetMeta("horovod_start_time_since_epoch_us", std::to_string(anchor_ns_ / 1000)));
@@ -91,7 +91,7 @@ class HorovodFile {
       spec.name = !t.name.empty() ? t.name : "pid " + std::to_string(pid);
       spec.pid = pid;
       spec.sort_index = t.sort_index;
-      t.track = w_->Track(spec);
+      t.track = stream_.Track(spec);
     }
     return t.track;
   }
@@ -102,13 +102,13 @@ class HorovodFile {
       spec.rank = 0;
       spec.kind = "global";
       spec.name = "cycles";
-      global_track_ = w_->Track(spec);
+      global_track_ = stream_.Track(spec);
     }
     return global_track_;
   }
 
   uint32_t Name(std::string_view s) {
-    const uint32_t id = names_.Get(s);
+    const uint32_t id = stream_.Name(s);
     if (s.rfind("NEGOTIATE_", 0) == 0) negotiate_.insert(id);
     return id;
   }
@@ -135,7 +135,8 @@ class HorovodFile {
     if (ph == 'i' || ph == 'I') {
       const bool global = !ev.pid.is_int() || ev.scope == "g";
       const uint32_t track = global ? GlobalTrack() : Lane(ev.pid.num);
-      return stream_.Instant(track, ts, names_.Get(ev.name), nullptr);
+      stream_.Instant(track, ts, stream_.Name(ev.name), nullptr);
+      return Status::Ok();
     }
     if (!ev.pid.is_int()) {
       ++bad_;  // every Horovod event but the markers names its tensor
@@ -146,9 +147,11 @@ class HorovodFile {
     if (!ev.args.empty()) AppendArgsJson(ev.args, &json_);
     switch (ph) {
       case 'B':
-        return stream_.Begin(track, ts, Name(ev.name), json_);
+        stream_.Begin(track, ts, Name(ev.name), json_);
+        return Status::Ok();
       case 'E':
-        return stream_.End(track, ts, json_);
+        stream_.End(track, ts, json_);
+        return Status::Ok();
       default: {  // 'X'
         const int64_t dur = ev.has_dur ? ev.dur : 0;
         const uint32_t open = stream_.Innermost(track);
@@ -157,9 +160,11 @@ class HorovodFile {
           engine::EventArgs args;
           args.mask = engine::EventArgs::kPeer;
           args.peer = static_cast<int32_t>(std::stol(std::string(ev.name)));
-          return stream_.Instant(track, ts, rank_ready_, &args);
+          stream_.Instant(track, ts, rank_ready_, &args);
+          return Status::Ok();
         }
-        return stream_.Complete(track, ts, dur, Name(ev.name), json_);
+        stream_.Complete(track, ts, dur, Name(ev.name), json_);
+        return Status::Ok();
       }
     }
   }
@@ -194,7 +199,6 @@ class HorovodFile {
 
   engine::TraceWriter* w_;
   const ImportInput& input_;
-  NameCache names_;
   OrderedStream stream_;
   uint32_t rank_ready_ = 0;
   std::unordered_map<int64_t, Tensor> tensors_;
