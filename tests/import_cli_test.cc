@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "engine/sqlite.h"
 #include "tests/db_rows.h"
@@ -176,6 +180,47 @@ TEST(ImportCli, SummaryNamesFormatRankEventsSkippedTruncated) {
   ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb"), &out), 0) << out;
   EXPECT_NE(out.find(" chrome       0            2        1       15 B"), std::string::npos) << out;
   EXPECT_NE(out.find("byte offset"), std::string::npos) << out;
+}
+
+TEST(ImportCli, LargeShuffledChromeFileNestsExactly) {
+  // Enough events for the two-thread path, written in random order: the per-track sort must
+  // restore exact nesting (each parent encloses its two children; zero-length leaves nest too).
+  TempDir dir;
+  std::vector<std::string> records;
+  for (int t = 1; t <= 3; ++t) {
+    for (int i = 0; i < 4000; ++i) {
+      const int64_t base = i * 1000;
+      auto x = [&](const char* name, int64_t ts, int64_t dur) {
+        records.push_back("{\"ph\": \"X\", \"name\": \"" + std::string(name) +
+                          "\", \"pid\": 7, \"tid\": " + std::to_string(t) + ", \"ts\": " +
+                          std::to_string(base + ts) + ".5, \"dur\": " + std::to_string(dur) + "}");
+      };
+      x("parent", 0, 500);
+      x("child", 0, 200);  // starts with its parent: the longer one encloses it
+      x("child", 300, 100);
+      x("leaf", 300, 0);
+    }
+  }
+  std::mt19937 rng(9);
+  std::shuffle(records.begin(), records.end(), rng);
+  std::string data = "{\"traceEvents\": [\n";
+  for (size_t i = 0; i < records.size(); ++i) data += (i ? ",\n" : "") + records[i];
+  data += "\n]}";
+  WriteFile(dir.Sub("big.json"), data);
+  std::string out;
+  const std::string db = dir.Sub("job.tdb");
+  ASSERT_EQ(Import(dir.Sub("big.json") + " -o " + db, &out), 0) << out;
+  const std::vector<DbRow> rows = ReadDbRows(db);
+  ASSERT_EQ(rows.size(), records.size());
+  std::map<std::string, int> by_shape;
+  for (const DbRow& r : rows) {
+    by_shape[r.name + "/" + std::to_string(r.depth) + "/" + r.parent]++;
+    EXPECT_EQ(r.ts % 1000, 500);  // the fractional µs survived
+  }
+  EXPECT_EQ(by_shape["parent/0/"], 12000);
+  EXPECT_EQ(by_shape["child/1/parent"], 24000);
+  EXPECT_EQ(by_shape["leaf/2/child"], 12000);
+  EXPECT_EQ(Query(db, "SELECT count(*) FROM stats WHERE name = 'improper_nesting'"), 0);
 }
 
 }  // namespace
