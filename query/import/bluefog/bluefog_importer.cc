@@ -34,7 +34,7 @@ class BluefogFile {
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool more, reader->Next(&ev));
       if (!more) break;
-      TRACEDB_RETURN_IF_ERROR(OnEvent(ev));
+      OnEvent(ev);
       if ((++n & 0xffff) == 0 && input_.progress) {
         input_.progress(reader->source().raw_read(), reader->source().file_size());
       }
@@ -81,11 +81,11 @@ class BluefogFile {
     return track;
   }
 
-  Status OnEvent(const json::TraceEvent& ev) {
+  void OnEvent(const json::TraceEvent& ev) {
     const char ph = ev.phase();
     if (ph == 'M') {
       Meta(ev);
-      return Status::Ok();
+      return;
     }
     if (ph != 'B' && ph != 'E' && ph != 'X' && ph != 'i' && ph != 'I') {
       if (ev.ph.empty()) {
@@ -93,11 +93,11 @@ class BluefogFile {
       } else {
         ++ignored_;
       }
-      return Status::Ok();
+      return;
     }
     if (!ev.has_ts || !ev.pid.is_int()) {
       ++bad_;
-      return Status::Ok();
+      return;
     }
     // Files from before thread indexes (March 2020) have no tid: thread 0.
     const int64_t tid = ev.tid.is_int() ? ev.tid.num : 0;
@@ -115,7 +115,7 @@ class BluefogFile {
       default:
         stream_.Instant(track, ev.ts, stream_.Name(ev.name), nullptr);
     }
-    return Status::Ok();
+    return;
   }
 
   void Meta(const json::TraceEvent& ev) {

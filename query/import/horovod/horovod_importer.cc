@@ -45,7 +45,7 @@ class HorovodFile {
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool more, reader->Next(&ev));
       if (!more) break;
-      TRACEDB_RETURN_IF_ERROR(OnEvent(ev));
+      OnEvent(ev);
       if ((++n & 0xffff) == 0 && input_.progress) {
         input_.progress(reader->source().raw_read(), reader->source().file_size());
       }
@@ -113,11 +113,11 @@ class HorovodFile {
     return id;
   }
 
-  Status OnEvent(const json::TraceEvent& ev) {
+  void OnEvent(const json::TraceEvent& ev) {
     const char ph = ev.phase();
     if (ph == 'M') {
       Meta(ev);
-      return Status::Ok();
+      return;
     }
     if (ph != 'B' && ph != 'E' && ph != 'X' && ph != 'i' && ph != 'I') {
       if (ev.ph.empty()) {
@@ -125,22 +125,22 @@ class HorovodFile {
       } else {
         ++ignored_;
       }
-      return Status::Ok();
+      return;
     }
     if (!ev.has_ts) {
       ++bad_;
-      return Status::Ok();
+      return;
     }
     const int64_t ts = ev.ts + anchor_ns_;
     if (ph == 'i' || ph == 'I') {
       const bool global = !ev.pid.is_int() || ev.scope == "g";
       const uint32_t track = global ? GlobalTrack() : Lane(ev.pid.num);
       stream_.Instant(track, ts, stream_.Name(ev.name), nullptr);
-      return Status::Ok();
+      return;
     }
     if (!ev.pid.is_int()) {
       ++bad_;  // every Horovod event but the markers names its tensor
-      return Status::Ok();
+      return;
     }
     const uint32_t track = Lane(ev.pid.num);
     json_.clear();
@@ -148,10 +148,10 @@ class HorovodFile {
     switch (ph) {
       case 'B':
         stream_.Begin(track, ts, Name(ev.name), json_);
-        return Status::Ok();
+        return;
       case 'E':
         stream_.End(track, ts, json_);
-        return Status::Ok();
+        return;
       default: {  // 'X'
         const int64_t dur = ev.has_dur ? ev.dur : 0;
         const uint32_t open = stream_.Innermost(track);
@@ -161,10 +161,10 @@ class HorovodFile {
           args.mask = engine::EventArgs::kPeer;
           args.peer = static_cast<int32_t>(std::stol(std::string(ev.name)));
           stream_.Instant(track, ts, rank_ready_, &args);
-          return Status::Ok();
+          return;
         }
         stream_.Complete(track, ts, dur, Name(ev.name), json_);
-        return Status::Ok();
+        return;
       }
     }
   }
