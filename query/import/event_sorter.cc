@@ -60,6 +60,14 @@ bool EventSorter::Less(const PendingEvent& a, const PendingEvent& b) {
 }
 
 Status EventSorter::Add(const PendingEvent& e, std::string_view json) {
+  // Half the budget for the items, half for their JSON, reserved once (untouched pages cost no
+  // memory), so that the buffers never grow past the budget by doubling.
+  const size_t item_cap = std::max<size_t>(1024, budget_ / 2 / sizeof(Item));
+  if (items_.capacity() < item_cap) items_.reserve(item_cap);
+  if (arena_.capacity() < budget_ / 2) arena_.reserve(budget_ / 2);
+  if (!items_.empty() && (items_.size() == item_cap || arena_.size() + json.size() > budget_ / 2)) {
+    TRACEDB_RETURN_IF_ERROR(Spill());
+  }
   Item it;
   it.e = e;
   it.json_off = arena_.size();
@@ -67,7 +75,6 @@ Status EventSorter::Add(const PendingEvent& e, std::string_view json) {
   arena_.append(json);
   items_.push_back(it);
   ++count_;
-  if (items_.size() * sizeof(Item) + arena_.size() >= budget_) return Spill();
   return Status::Ok();
 }
 
@@ -97,7 +104,6 @@ Status EventSorter::Spill() {
   runs_.push_back(std::move(run));
   items_.clear();
   arena_.clear();
-  if (arena_.capacity() > budget_) arena_.shrink_to_fit();
   return Status::Ok();
 }
 

@@ -1,8 +1,8 @@
 // EventSorter: puts an importer's events in the order engine::TraceBuilder needs (per track, by
 // start time) with bounded memory: events are buffered up to a budget, then each full buffer is
 // sorted and spilled to an anonymous temporary file as one run; Drain() merges the runs. A file
-// of any size is therefore imported with at most `memory_budget` bytes of buffered events (plus
-// one read buffer per spilled run).
+// of any size is therefore imported with at most `memory_budget` bytes of buffered events (half
+// for the events, half for their JSON args; plus one read buffer per spilled run).
 //
 // Order: by (track, ts, order, seq). `order` breaks ties at equal ts: complete events use -dur
 // (the longer one encloses the shorter), begin/end events use kBeginEndOrder (before any complete
