@@ -185,6 +185,18 @@ class RecordParser {
       *next = close + 1;
       return Scan::kOk;
     }
+    // Fast path: a plain non-negative integer of up to 18 digits (what pids and tids are).
+    const char* q = p;
+    int64_t v = 0;
+    while (q < end_ && q - p < 18 && static_cast<unsigned>(*q - '0') < 10)
+      v = v * 10 + (*q++ - '0');
+    if (q > p && q < end_ && (*q == ',' || *q == '}' || IsJsonSpace(*q))) {
+      out->type = JsonId::Type::kInt;
+      out->num = v;
+      out->text = std::string_view(p, static_cast<size_t>(q - p));
+      *next = q;
+      return Scan::kOk;
+    }
     const Scan s = SkipValue(p, end_, next);
     if (s == Scan::kBad) return Bad(p, "bad value");
     if (s != Scan::kOk) return s;
@@ -440,7 +452,7 @@ StatusOr<bool> EventReader::Next(TraceEvent* ev) {
           break;
         }
         RecordParser parser(buf_.get() + end_, scratch_);
-        *ev = TraceEvent();
+        ev->Clear();
         const char* after;
         const Scan s = parser.Parse(buf_.get() + pos_, ev, &after);
         if (s == Scan::kOk) {

@@ -59,6 +59,13 @@ struct TraceEvent {
   std::string_view args;   // raw JSON text of "args"; empty when absent
 
   char phase() const { return ph.size() == 1 ? ph[0] : '\0'; }
+  // Back to the default state, field by field (cheaper per record than assigning TraceEvent()).
+  void Clear() {
+    ph = name = cat = scope = bp = args = {};
+    has_name = has_ts = has_dur = false;
+    ts = dur = 0;
+    pid = tid = id = bind_id = JsonId();
+  }
 };
 
 struct ReaderOptions {
