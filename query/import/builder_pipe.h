@@ -34,7 +34,7 @@ namespace tracedb::query {
 class BuilderPipe {
  public:
   static constexpr size_t kBatchCommands = 8192;
-  static constexpr size_t kMaxBatchesInFlight = 4;
+  static constexpr size_t kMaxBatchesInFlight = 16;
 
   explicit BuilderPipe(engine::TraceWriter* writer);
   ~BuilderPipe();  // Finish()es if not done (its status is then lost)
