@@ -112,15 +112,7 @@ StatusOr<query::Importer*> DetectFormat(const std::string& path, bool* empty) {
       return static_cast<query::Importer*>(nullptr);
     }
   }
-  query::Importer* best = nullptr;
-  int best_score = 0;
-  for (query::Importer* imp : query::Importers()) {
-    const int score = imp->Detect(path, head);
-    if (score > best_score) {
-      best = imp;
-      best_score = score;
-    }
-  }
+  query::Importer* best = query::DetectImporter(path, head);
   if (best == nullptr) {
     return Status::InvalidArgument(path + ": not a trace format tracedb can import " +
                                    "(name one with --format)");

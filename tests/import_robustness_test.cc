@@ -88,17 +88,10 @@ std::vector<std::string> SeedFiles() {
   return files;
 }
 
+// The importer `tracedb import` would choose (chrome when none claims the damaged bytes).
 Importer* DetectFor(const std::string& path, const std::string& content) {
-  Importer* best = query::FindImporter("chrome");
-  int best_score = 0;
-  for (Importer* imp : query::Importers()) {
-    const int s = imp->Detect(path, content.substr(0, 64 << 10));
-    if (s > best_score) {
-      best = imp;
-      best_score = s;
-    }
-  }
-  return best;
+  Importer* imp = query::DetectImporter(path, std::string_view(content).substr(0, 64 << 10));
+  return imp != nullptr ? imp : query::FindImporter("chrome");
 }
 
 // Imports `bytes` (written to a file named like `name`) into a fresh database.

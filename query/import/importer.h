@@ -57,5 +57,7 @@ class Importer {
 const std::vector<Importer*>& Importers();
 // The importer named `name`, or nullptr.
 Importer* FindImporter(std::string_view name);
+// The importer whose Detect() scores (path, head) highest, or nullptr when none claims it.
+Importer* DetectImporter(std::string_view path, std::string_view head);
 
 }  // namespace tracedb::query

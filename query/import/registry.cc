@@ -30,4 +30,17 @@ Importer* FindImporter(std::string_view name) {
   return nullptr;
 }
 
+Importer* DetectImporter(std::string_view path, std::string_view head) {
+  Importer* best = nullptr;
+  int best_score = 0;
+  for (Importer* i : Importers()) {
+    const int score = i->Detect(path, head);
+    if (score > best_score) {
+      best = i;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
 }  // namespace tracedb::query
