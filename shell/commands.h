@@ -19,5 +19,6 @@ void SetupQuery(CLI::App& app, int* exit_code);
 void SetupShell(CLI::App& app, int* exit_code);
 void SetupReport(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
+void SetupImport(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

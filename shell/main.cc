@@ -18,10 +18,12 @@ int main(int argc, char** argv) {
   tracedb::shell::SetupShell(app, &exit_code);
   tracedb::shell::SetupReport(app, &exit_code);
   tracedb::shell::SetupInfo(app, &exit_code);
+  tracedb::shell::SetupImport(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with code 0; every real parse error is a usage error.
+    return app.exit(e) == 0 ? tracedb::shell::kExitOk : tracedb::shell::kExitUsage;
   }
   return exit_code;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,9 @@ namespace tracedb::query {
 struct ImportInput {
   std::string path;        // a file (possibly .gz) or, for formats that use one, a directory
   int32_t rank_hint = -1;  // rank implied by the file name or the input order; -1 when unknown
+  // Optional: called now and then with the bytes of the file read so far and its size on disk
+  // (the shell prints progress for big files).
+  std::function<void(uint64_t bytes_done, uint64_t bytes_total)> progress;
 };
 
 struct ImportResult {
@@ -53,5 +57,7 @@ class Importer {
 const std::vector<Importer*>& Importers();
 // The importer named `name`, or nullptr.
 Importer* FindImporter(std::string_view name);
+// The importer whose Detect() scores (path, head) highest, or nullptr when none claims it.
+Importer* DetectImporter(std::string_view path, std::string_view head);
 
 }  // namespace tracedb::query

@@ -1,0 +1,280 @@
+// `tracedb import FILE|DIR... -o JOB.tdb [--format F] [--rank N]`: reads traces written by other
+// tools (Horovod, BytePS, Bluefog, PyTorch profiler, any Chrome JSON; mpitrace and mpiP once
+// their importers are registered) into one trace database. Each input file is one batch (one
+// SQLite transaction), so a failure keeps the files imported before it. Formats are detected from
+// the first 64 KiB of content (decompressed); a directory is a BytePS trace dir or else every
+// regular file in it, in name order. Importers: docs/importers.md.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/trace_writer.h"
+#include "query/import/byteps/byteps_importer.h"
+#include "query/import/import_common.h"
+#include "query/import/importer.h"
+#include "query/import/json/byte_source.h"
+#include "shell/commands.h"
+#include "shell/format.h"
+
+namespace tracedb::shell {
+namespace {
+
+constexpr size_t kHeadBytes = 64 << 10;
+constexpr uint64_t kProgressMinBytes = 32u << 20;  // files smaller than this import silently
+constexpr const char* kFormats[] = {"chrome", "horovod",  "byteps", "bluefog",
+                                    "kineto", "mpitrace", "mpip"};
+
+struct ImportOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string format = "auto";
+  int rank = -1;
+};
+
+// One input after directories were expanded.
+struct Item {
+  std::string path;
+  query::Importer* importer = nullptr;  // nullptr: detect
+  int32_t rank_hint = -1;
+};
+
+struct Done {
+  std::string path;
+  std::string format;
+  query::ImportResult result;
+};
+
+// Prints "bytes read / size, MB/s" on stderr at most once a second (a line that rewrites itself
+// on a terminal, one line every few seconds otherwise).
+class Progress {
+ public:
+  explicit Progress(std::string path)
+      : path_(std::move(path)),
+        tty_(::isatty(STDERR_FILENO) != 0),
+        start_(Clock::now()),
+        last_(start_) {}
+  ~Progress() {
+    if (printed_ && tty_) std::fputc('\n', stderr);
+  }
+  void Update(uint64_t done, uint64_t total) {
+    if (total < kProgressMinBytes) return;
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::seconds(tty_ ? 1 : 5)) return;
+    last_ = now;
+    printed_ = true;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "%simport %s: %s of %s (%.0f%%), %s/s%s", tty_ ? "\r" : "", path_.c_str(),
+                 HumanBytes(static_cast<double>(done)).c_str(),
+                 HumanBytes(static_cast<double>(total)).c_str(),
+                 100.0 * static_cast<double>(done) / static_cast<double>(total),
+                 HumanBytes(secs > 0 ? static_cast<double>(done) / secs : 0).c_str(),
+                 tty_ ? "   " : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string path_;
+  bool tty_;
+  bool printed_ = false;
+  Clock::time_point start_, last_;
+};
+
+bool KnownFormat(const std::string& f) {
+  for (const char* k : kFormats) {
+    if (f == k) return true;
+  }
+  return false;
+}
+
+// The importer that claims `path` with the highest score, or an error saying why none does.
+StatusOr<query::Importer*> DetectFormat(const std::string& path, bool* empty) {
+  *empty = false;
+  std::string head;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    TRACEDB_ASSIGN_OR_RETURN(head, query::json::ReadHead(path, kHeadBytes));
+    // Nothing at all, or a whole file without a single record ("[\n": a Horovod timeline that
+    // recorded nothing; "[]", "{}"): there is nothing to import, and no format to tell.
+    const size_t first = head.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos ||
+        (head.size() < kHeadBytes && (head[first] == '[' || head[first] == '{') &&
+         head.find('{', first + 1) == std::string::npos)) {
+      *empty = true;
+      return static_cast<query::Importer*>(nullptr);
+    }
+  }
+  query::Importer* best = query::DetectImporter(path, head);
+  if (best == nullptr) {
+    return Status::InvalidArgument(path + ": not a trace format tracedb can import " +
+                                   "(name one with --format)");
+  }
+  return best;
+}
+
+// Expands directories; errors for inputs that do not exist.
+Status Expand(const ImportOptions& o, query::Importer* forced, std::vector<Item>* items) {
+  for (const std::string& in : o.inputs) {
+    struct stat st;
+    if (::stat(in.c_str(), &st) != 0) return Status::FromErrno(in, errno);
+    if (!S_ISDIR(st.st_mode)) {
+      items->push_back(Item{in, forced, -1});
+      continue;
+    }
+    const bool byteps_dir = !query::BytepsTraceFiles(in).empty();
+    if (byteps_dir && (forced == nullptr || std::string(forced->name()) == "byteps")) {
+      items->push_back(Item{in, query::FindImporter("byteps"), -1});
+      continue;
+    }
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(in, ec)) {
+      if (e.is_regular_file(ec)) files.push_back(e.path().string());
+    }
+    if (ec) return Status::FromErrno(in, ec.value());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) return Status::InvalidArgument(in + ": no files in this directory");
+    for (std::string& f : files) items->push_back(Item{std::move(f), forced, -1});
+  }
+  return Status::Ok();
+}
+
+void PrintSummary(const std::vector<Done>& done, const std::string& output) {
+  if (done.empty()) return;
+  std::printf("%-40s %-8s %5s %12s %8s %10s\n", "file", "format", "rank", "events", "skipped",
+              "truncated");
+  uint64_t events = 0;
+  for (const Done& d : done) {
+    const query::ImportResult& r = d.result;
+    std::string name = d.path;
+    if (name.size() > 40) name = "…" + name.substr(name.size() - 39);
+    std::printf("%-40s %-8s %5s %12s %8s %10s\n", name.c_str(), d.format.c_str(),
+                r.rank >= 0 ? std::to_string(r.rank).c_str() : "*", WithCommas(r.events).c_str(),
+                WithCommas(r.skipped).c_str(),
+                HumanBytes(static_cast<double>(r.truncated_bytes)).c_str());
+    events += r.events;
+    for (const std::string& w : r.warnings) std::printf("    warning: %s\n", w.c_str());
+  }
+  std::printf("imported %s events from %zu file%s into %s\n", WithCommas(events).c_str(),
+              done.size(), done.size() == 1 ? "" : "s", output.c_str());
+}
+
+int RunImport(const ImportOptions& o) {
+  query::Importer* forced = nullptr;
+  if (o.format != "auto") {
+    forced = query::FindImporter(o.format);
+    if (forced == nullptr) {
+      std::fprintf(stderr, "tracedb import: %s format '%s'\n",
+                   KnownFormat(o.format) ? "this build has no importer for the" : "unknown",
+                   o.format.c_str());
+      return kExitUsage;
+    }
+  }
+  std::vector<Item> items;
+  if (Status s = Expand(o, forced, &items); !s.ok()) {
+    std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());
+    return kExitError;
+  }
+  if (o.rank >= 0 && items.size() != 1) {
+    std::fprintf(stderr, "tracedb import: --rank names the rank of one input file, not %zu\n",
+                 items.size());
+    return kExitUsage;
+  }
+  // Rank hints: --rank, else the file name's number, else the input order.
+  for (size_t i = 0; i < items.size(); ++i) {
+    Item& it = items[i];
+    std::error_code ec;
+    if (std::filesystem::is_directory(it.path, ec)) continue;  // a BytePS dir names its ranks
+    it.rank_hint = o.rank >= 0 ? o.rank : query::RankFromFileName(it.path);
+    if (it.rank_hint < 0) it.rank_hint = static_cast<int32_t>(i);
+  }
+
+  auto opened = engine::TraceWriter::Open(o.output);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "tracedb import: %s\n", opened.status().message().c_str());
+    return kExitError;
+  }
+  std::unique_ptr<engine::TraceWriter> writer = std::move(opened).value();
+  std::vector<Done> done;
+  int failures = 0;
+  for (const Item& it : items) {
+    auto already = query::AlreadyImported(writer.get(), it.path);
+    if (already.ok() && *already) {
+      std::fprintf(stderr, "tracedb import: %s: already in %s, skipped\n", it.path.c_str(),
+                   o.output.c_str());
+      continue;
+    }
+    query::Importer* imp = it.importer;
+    if (imp == nullptr) {
+      bool empty = false;
+      auto detected = DetectFormat(it.path, &empty);
+      if (!detected.ok()) {
+        std::fprintf(stderr, "tracedb import: %s\n", detected.status().message().c_str());
+        ++failures;
+        continue;
+      }
+      if (empty) {
+        std::fprintf(stderr, "tracedb import: %s: no events, nothing to import\n", it.path.c_str());
+        continue;
+      }
+      imp = *detected;
+    }
+    Progress progress(it.path);
+    query::ImportInput input;
+    input.path = it.path;
+    input.rank_hint = it.rank_hint;
+    input.progress = [&progress](uint64_t d, uint64_t t) { progress.Update(d, t); };
+    query::ImportResult result;
+    Status s = writer->BeginBatch();
+    if (s.ok()) s = imp->Import(input, writer.get(), &result);
+    if (s.ok()) s = writer->CommitBatch();
+    if (!s.ok()) {
+      std::fprintf(stderr, "tracedb import: %s (as %s): %s\n", it.path.c_str(), imp->name(),
+                   s.message().c_str());
+      ++failures;
+      // Dropping the writer rolls the file's batch back; the next file starts afresh from what
+      // is committed.
+      writer.reset();
+      auto again = engine::TraceWriter::Open(o.output);
+      if (!again.ok()) {
+        std::fprintf(stderr, "tracedb import: %s\n", again.status().message().c_str());
+        PrintSummary(done, o.output);
+        return kExitError;
+      }
+      writer = std::move(again).value();
+      continue;
+    }
+    done.push_back(Done{it.path, imp->name(), std::move(result)});
+  }
+  PrintSummary(done, o.output);
+  return failures > 0 ? kExitError : kExitOk;
+}
+
+}  // namespace
+
+void SetupImport(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<ImportOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "import", "Import Horovod, BytePS, Bluefog, PyTorch-profiler or Chrome JSON traces");
+  sub->add_option("inputs", opts->inputs,
+                  "Trace files (.json, .json.gz) or directories (a BytePS trace dir, or every "
+                  "file in it)")
+      ->required();
+  sub->add_option("-o,--output", opts->output, "Trace database to create or append to")->required();
+  sub->add_option("--format", opts->format,
+                  "auto (default: detect from content), chrome, horovod, byteps, bluefog, "
+                  "kineto, mpitrace or mpip");
+  sub->add_option("--rank", opts->rank, "Rank of the one input file when its content does not say")
+      ->check(CLI::NonNegativeNumber);
+  sub->callback([opts, exit_code] { *exit_code = RunImport(*opts); });
+}
+
+}  // namespace tracedb::shell

@@ -1,0 +1,234 @@
+// `tracedb import` as a user runs it: exit codes (0 done, 1 unreadable input, 2 usage), messages
+// that name the file and byte offset, several inputs into one job with one transaction per file,
+// directories, re-imports, --rank.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/sqlite.h"
+#include "query/import/importer.h"
+#include "tests/db_rows.h"
+#include "tests/test_util.h"
+
+namespace tracedb::testing {
+namespace {
+
+std::string Bin() {
+  const char* env = std::getenv("TRACEDB_BIN");
+  return env && *env ? env : TRACEDB_BIN_DEFAULT;
+}
+
+int Import(const std::string& args, std::string* out) {
+  return RunCommand(Bin() + " import " + args, out);
+}
+
+int64_t Query(const std::string& db, const std::string& sql) {
+  auto d = engine::Db::Open(db, engine::Db::Mode::kReadOnly);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  if (!d.ok()) return -1;
+  auto v = (*d)->QueryInt(sql, -1);
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : -1;
+}
+
+const char kChrome[] =
+    "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1},\n"
+    " {\"ph\": \"X\", \"name\": \"b\", \"ts\": 5, \"dur\": 1, \"pid\": 1, \"tid\": 1}]\n";
+
+TEST(ImportCli, UsageErrorsExitWithTwo) {
+  TempDir dir;
+  WriteFile(dir.Sub("t.json"), kChrome);
+  std::string out;
+  EXPECT_EQ(Import("", &out), 2) << out;
+  EXPECT_EQ(Import(dir.Sub("t.json"), &out), 2) << out;  // no -o
+  EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --format nope", &out), 2);
+  EXPECT_NE(out.find("unknown format 'nope'"), std::string::npos) << out;
+  // A format of the list that this build has no importer for (mpitrace and mpiP come
+  // separately): still a usage error, said as such.
+  for (const char* f : {"mpitrace", "mpip"}) {
+    if (query::FindImporter(f) != nullptr) continue;
+    EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --format " + f, &out), 2);
+    EXPECT_NE(out.find("no importer for the format '" + std::string(f) + "'"), std::string::npos)
+        << out;
+  }
+  EXPECT_EQ(
+      Import(dir.Sub("t.json") + " " + dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --rank 3",
+             &out),
+      2);
+  EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --rank -1", &out), 2);
+}
+
+TEST(ImportCli, UnreadableInputsExitWithOneAndNameFileAndOffset) {
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(Import(dir.Sub("missing.json") + " -o " + dir.Sub("j.tdb"), &out), 1);
+  EXPECT_NE(out.find(dir.Sub("missing.json") + ": No such file or directory"), std::string::npos)
+      << out;
+
+  WriteFile(dir.Sub("notes.json"), "  hello, this is not JSON\n");
+  EXPECT_EQ(Import(dir.Sub("notes.json") + " -o " + dir.Sub("j.tdb") + " --format chrome", &out),
+            1);
+  EXPECT_NE(out.find(dir.Sub("notes.json") + ": byte offset 2: not a JSON trace"),
+            std::string::npos)
+      << out;
+  // Without --format there is nothing to recognise either.
+  EXPECT_EQ(Import(dir.Sub("notes.json") + " -o " + dir.Sub("j.tdb"), &out), 1);
+  EXPECT_NE(out.find("notes.json: not a trace format tracedb can import"), std::string::npos)
+      << out;
+
+  // A gzip file damaged in the middle.
+  std::string plain = "[";
+  for (int i = 0; i < 5000; ++i) {
+    plain += "{\"ph\": \"X\", \"name\": \"op" + std::to_string(i % 13) +
+             "\", \"ts\": " + std::to_string(i) + ", \"dur\": 1, \"pid\": 1, \"tid\": 1},\n";
+  }
+  uLongf len = compressBound(plain.size()) + 64;
+  std::string gz(len, '\0');
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(plain.data());
+  z.avail_in = static_cast<uInt>(plain.size());
+  z.next_out = reinterpret_cast<Bytef*>(gz.data());
+  z.avail_out = static_cast<uInt>(gz.size());
+  ASSERT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  gz.resize(z.total_out);
+  deflateEnd(&z);
+  for (size_t i = gz.size() / 2; i < gz.size() / 2 + 64; ++i) gz[i] = static_cast<char>(~gz[i]);
+  WriteFile(dir.Sub("bad.json.gz"), gz);
+  EXPECT_EQ(Import(dir.Sub("bad.json.gz") + " -o " + dir.Sub("g.tdb"), &out), 1);
+  EXPECT_NE(out.find(dir.Sub("bad.json.gz") + " (as chrome): " + dir.Sub("bad.json.gz") +
+                     ": gzip data damaged at compressed byte offset "),
+            std::string::npos)
+      << out;
+  // Nothing of the damaged file is kept.
+  EXPECT_EQ(Query(dir.Sub("g.tdb"), "SELECT count(*) FROM sources"), 0);
+  EXPECT_EQ(Query(dir.Sub("g.tdb"), "SELECT count(*) FROM blocks"), 0);
+}
+
+TEST(ImportCli, AFailedFileKeepsTheOthers) {
+  TempDir dir;
+  WriteFile(dir.Sub("a0.json"), kChrome);
+  WriteFile(dir.Sub("b.json"), "[{\"ph\": \"X\"}");  // detected as Chrome, and fine
+  WriteFile(dir.Sub("c.json"), "<html>");            // not a trace
+  WriteFile(dir.Sub("d5.json"), kChrome);
+  std::string out;
+  const std::string db = dir.Sub("job.tdb");
+  EXPECT_EQ(
+      Import(dir.Sub("a0.json") + " " + dir.Sub("c.json") + " " + dir.Sub("d5.json") + " -o " + db,
+             &out),
+      1)
+      << out;
+  EXPECT_NE(out.find("c.json: not a trace format"), std::string::npos) << out;
+  // Ranks from the file names' numbers.
+  EXPECT_EQ(Query(db, "SELECT count(*) FROM ranks WHERE rank IN (0, 5)"), 2);
+  EXPECT_EQ(ReadDbRows(db).size(), 4u);
+  EXPECT_NE(out.find("imported 4 events from 2 files"), std::string::npos) << out;
+}
+
+TEST(ImportCli, RanksFromContentThenNameThenOrder) {
+  TempDir dir;
+  WriteFile(dir.Sub("x.json"), kChrome);
+  WriteFile(dir.Sub("y.json"), kChrome);
+  WriteFile(dir.Sub("z.json"),
+            std::string("{\"distributedInfo\": {\"rank\": 9}, \"traceEvents\": ") + kChrome + "}");
+  std::string out;
+  const std::string db = dir.Sub("job.tdb");
+  ASSERT_EQ(
+      Import(dir.Sub("x.json") + " " + dir.Sub("y.json") + " " + dir.Sub("z.json") + " -o " + db,
+             &out),
+      0)
+      << out;
+  EXPECT_EQ(Query(db, "SELECT count(*) FROM ranks WHERE rank IN (0, 1, 9)"), 3);
+  ASSERT_EQ(Import(dir.Sub("y.json") + " -o " + dir.Sub("r.tdb") + " --rank 4", &out), 0) << out;
+  EXPECT_EQ(Query(dir.Sub("r.tdb"), "SELECT rank FROM ranks"), 4);
+}
+
+TEST(ImportCli, ReimportingAFileIsSkipped) {
+  TempDir dir;
+  WriteFile(dir.Sub("t.json"), kChrome);
+  std::string out;
+  const std::string db = dir.Sub("job.tdb");
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + db, &out), 0) << out;
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + db, &out), 0) << out;
+  EXPECT_NE(out.find("already in"), std::string::npos) << out;
+  EXPECT_EQ(ReadDbRows(db).size(), 2u);
+}
+
+TEST(ImportCli, DirectoriesExpand) {
+  TempDir dir;
+  // A BytePS trace directory: one rank per <n>/comm.json.
+  const std::string src = SourceDir() + "/fixtures/import/byteps/trace_dir/input/trace";
+  std::string out;
+  const std::string db = dir.Sub("byteps.tdb");
+  ASSERT_EQ(Import("'" + src + "' -o " + db, &out), 0) << out;
+  EXPECT_EQ(Query(db, "SELECT count(*) FROM ranks WHERE source = 'byteps'"), 2);
+  EXPECT_NE(out.find("byteps"), std::string::npos) << out;
+  // Any other directory: every regular file in it, in name order.
+  const std::string bf = SourceDir() + "/fixtures/import/bluefog/ranks/input";
+  ASSERT_EQ(Import("'" + bf + "' -o " + dir.Sub("bf.tdb"), &out), 0) << out;
+  EXPECT_EQ(Query(dir.Sub("bf.tdb"), "SELECT count(*) FROM sources WHERE format = 'bluefog'"), 2);
+  EXPECT_LT(out.find("timeline0.json"), out.find("timeline1.json")) << out;
+}
+
+TEST(ImportCli, SummaryNamesFormatRankEventsSkippedTruncated) {
+  TempDir dir;
+  WriteFile(dir.Sub("t.json"),
+            "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1},\n"
+            " {\"ph\": \"X\", \"ts\": oops},\n"
+            " {\"ph\": \"X\", \"name\": \"b\", \"ts\": 5, \"dur\": 1, \"pid\": 1, \"tid\": 1},\n"
+            " {\"ph\": \"X\", \"na");
+  std::string out;
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb"), &out), 0) << out;
+  EXPECT_NE(out.find(" chrome       0            2        1       15 B"), std::string::npos) << out;
+  EXPECT_NE(out.find("byte offset"), std::string::npos) << out;
+}
+
+TEST(ImportCli, LargeShuffledChromeFileNestsExactly) {
+  // Enough events for the two-thread path, written in random order: the per-track sort must
+  // restore exact nesting (each parent encloses its two children; zero-length leaves nest too).
+  TempDir dir;
+  std::vector<std::string> records;
+  for (int t = 1; t <= 3; ++t) {
+    for (int i = 0; i < 4000; ++i) {
+      const int64_t base = i * 1000;
+      auto x = [&](const char* name, int64_t ts, int64_t dur) {
+        records.push_back("{\"ph\": \"X\", \"name\": \"" + std::string(name) +
+                          "\", \"pid\": 7, \"tid\": " + std::to_string(t) + ", \"ts\": " +
+                          std::to_string(base + ts) + ".5, \"dur\": " + std::to_string(dur) + "}");
+      };
+      x("parent", 0, 500);
+      x("child", 0, 200);  // starts with its parent: the longer one encloses it
+      x("child", 300, 100);
+      x("leaf", 300, 0);
+    }
+  }
+  std::mt19937 rng(9);
+  std::shuffle(records.begin(), records.end(), rng);
+  std::string data = "{\"traceEvents\": [\n";
+  for (size_t i = 0; i < records.size(); ++i) data += (i ? ",\n" : "") + records[i];
+  data += "\n]}";
+  WriteFile(dir.Sub("big.json"), data);
+  std::string out;
+  const std::string db = dir.Sub("job.tdb");
+  ASSERT_EQ(Import(dir.Sub("big.json") + " -o " + db, &out), 0) << out;
+  const std::vector<DbRow> rows = ReadDbRows(db);
+  ASSERT_EQ(rows.size(), records.size());
+  std::map<std::string, int> by_shape;
+  for (const DbRow& r : rows) {
+    by_shape[r.name + "/" + std::to_string(r.depth) + "/" + r.parent]++;
+    EXPECT_EQ(r.ts % 1000, 500);  // the fractional µs survived
+  }
+  EXPECT_EQ(by_shape["parent/0/"], 12000);
+  EXPECT_EQ(by_shape["child/1/parent"], 24000);
+  EXPECT_EQ(by_shape["leaf/2/child"], 12000);
+  EXPECT_EQ(Query(db, "SELECT count(*) FROM stats WHERE name = 'improper_nesting'"), 0);
+}
+
+}  // namespace
+}  // namespace tracedb::testing
