@@ -17,5 +17,6 @@ void SetupInfo(CLI::App& app, int* exit_code);
 void SetupCompact(CLI::App& app, int* exit_code);
 void SetupQuery(CLI::App& app, int* exit_code);
 void SetupShell(CLI::App& app, int* exit_code);
+void SetupExport(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tracedb::shell::SetupQuery(app, &exit_code);
   tracedb::shell::SetupShell(app, &exit_code);
   tracedb::shell::SetupInfo(app, &exit_code);
+  tracedb::shell::SetupExport(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
