@@ -1,5 +1,5 @@
 // `tracedb export --chrome JOB.tdb -o FILE.json [--ranks 0,2-5] [--from T] [--to T]
-// [--names GLOB,...] [--cat CAT,...] [--max-mb N] [--relative] [-q]`: writes a slice of a trace
+// [--names GLOB,...] [--cat CAT,...] [--max-mb N] [--absolute] [-q]`: writes a slice of a trace
 // database as Chrome trace JSON (chrome://tracing, Perfetto UI, speedscope). A name ending in
 // .gz writes gzip. Exit codes: 0 done; 2 bad arguments or a database that cannot be read;
 // 1 the output cannot be written. Mapping and options: docs/export.md.
@@ -29,7 +29,7 @@ struct ExportCmdOptions {
   std::vector<std::string> names, cats;
   double max_mb = 0;
   int gzip_level = 1;
-  bool relative = false;
+  bool absolute = false;
   bool quiet = false;
 };
 
@@ -117,7 +117,7 @@ int RunExport(const ExportCmdOptions& o) {
     return Fail(kExitUsage, "--max-mb must allow at least 4096 bytes per file");
   }
   eo.gzip_level = o.gzip_level;
-  eo.relative_ts = o.relative;
+  eo.epoch_ts = o.absolute;
 
   auto db = engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
   if (!db.ok()) return Fail(kExitUsage, db.status().message());
@@ -175,8 +175,9 @@ void SetupExport(CLI::App& app, int* exit_code) {
                   "FILE.1.json, ...");
   sub->add_option("--gzip-level", o->gzip_level, "zlib level for .gz output (1-9)")
       ->check(CLI::Range(1, 9));
-  sub->add_flag("--relative", o->relative,
-                "Timestamps from the job's first event instead of since the epoch");
+  sub->add_flag("--absolute", o->absolute,
+                "Timestamps in µs since the Unix epoch (default: since the job's first event; "
+                "viewers hold epoch times only to ~0.25 µs)");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   sub->callback([o, exit_code] { *exit_code = RunExport(*o); });
 }

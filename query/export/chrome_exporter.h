@@ -55,9 +55,11 @@ struct ChromeExportOptions {
   uint64_t max_file_bytes = 0;
   // gzip level for a ".gz" output (1 fastest .. 9 smallest).
   int gzip_level = 1;
-  // Timestamps relative to the job's first event (recorded as otherData.ts_origin_ns) instead
-  // of µs since the Unix epoch.
-  bool relative_ts = false;
+  // Timestamps are µs after the job's first event (otherData.ts_origin_ns, the same for every
+  // export of a database, so exports line up), which JSON readers' doubles hold to the ns for
+  // 100+ days. true: µs since the Unix epoch, which doubles hold only to about 0.25 µs, so
+  // viewers may mis-nest spans shorter than that.
+  bool epoch_ts = false;
 
   // Flow arrows between events given by id ((track << 32) | k), from -> to, drawn in addition
   // to the request flows (events of one rank sharing a nonzero `flow` argument).
