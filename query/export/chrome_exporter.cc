@@ -54,9 +54,9 @@ std::string BoundText(const ChromeTimeBound& b) {
     case ChromeTimeBound::Kind::kSinceStart:
       return std::to_string(b.value) + "ns";
     case ChromeTimeBound::Kind::kAfterFrom:
-      return "+" + std::to_string(b.value) + "ns";
+      return std::string(1, '+').append(std::to_string(b.value)).append("ns");
     case ChromeTimeBound::Kind::kStep:
-      return "step:" + std::to_string(b.value);
+      return std::string("step:").append(std::to_string(b.value));
   }
   return "";
 }
@@ -349,7 +349,7 @@ std::string ChromeExporter::OtherData() {
       for (const auto& [lo, hi] : o_.ranks) {
         if (!text.empty()) text += ',';
         text += std::to_string(lo);
-        if (hi != lo) text += "-" + std::to_string(hi);
+        if (hi != lo) text.append(1, '-').append(std::to_string(hi));
       }
     }
     json::AppendString(&d, text);

@@ -88,7 +88,10 @@ class ChromeTraceWriter {
   // Removes every file written (after an error).
   void Abandon();
 
-  const Status& status() const { return status_; }
+  // The first output error (a file that cannot be created, written or renamed).
+  const Status& status() const {
+    return !status_.ok() || out_ == nullptr ? status_ : out_->status();
+  }
   // JSON bytes written so far, the open file included.
   uint64_t json_bytes() const;
 

@@ -1,5 +1,5 @@
-// Buffered plain or gzip output file. See output_file.h.
-// Thread safety: one thread at a time.
+// Buffered plain or gzip output file with a background writer thread. See output_file.h.
+// Thread safety: as stated there; the hand-over of a buffer (pending_) is under mu_.
 #include "query/export/output_file.h"
 
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 namespace tracedb::query {
 namespace {
 
-constexpr size_t kBufferBytes = 4u << 20;  // written out in 4 MiB writes
+constexpr size_t kBufferBytes = 4u << 20;  // handed over and written 4 MiB at a time
 constexpr size_t kZOutBytes = 1u << 20;
 
 }  // namespace
@@ -48,10 +48,14 @@ StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path
 
 OutputFile::OutputFile(std::string path, int fd, std::unique_ptr<Deflater> z)
     : path_(std::move(path)), partial_(path_ + ".partial"), fd_(fd), z_(std::move(z)) {
-  size_ = kBufferBytes;
-  buf_.reset(new char[size_]);
-  cur_ = buf_.get();
-  cap_ = buf_.get() + size_;
+  for (Buffer& b : bufs_) {
+    b.size = kBufferBytes;
+    b.data.reset(new char[b.size]);
+  }
+  fill_ = &bufs_[0];
+  cur_ = fill_->data.get();
+  cap_ = cur_ + fill_->size;
+  writer_ = std::thread([this] { WriterLoop(); });
 }
 
 OutputFile::~OutputFile() {
@@ -59,15 +63,33 @@ OutputFile::~OutputFile() {
 }
 
 void OutputFile::Fail(Status s) {
-  if (status_.ok()) status_ = std::move(s);
+  if (writer_status_.ok()) writer_status_ = std::move(s);
+}
+
+void OutputFile::WriterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return pending_ != nullptr || stop_; });
+    if (pending_ == nullptr) return;  // stopped with nothing left
+    const char* data = pending_;
+    const size_t n = pending_n_;
+    const bool failed = !writer_status_.ok();
+    lock.unlock();
+    if (!failed) Write(data, n);
+    lock.lock();
+    pending_ = nullptr;
+    cv_.notify_all();
+  }
 }
 
 void OutputFile::WriteAll(const char* data, size_t n) {
-  while (n > 0 && status_.ok()) {
+  while (n > 0) {
     const ssize_t w = ::write(fd_, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      Fail(Status::FromErrno("cannot write " + path_, errno));
+      const int err = errno;
+      std::lock_guard<std::mutex> lock(mu_);
+      Fail(Status::FromErrno("cannot write " + path_, err));
       return;
     }
     data += w;
@@ -76,22 +98,18 @@ void OutputFile::WriteAll(const char* data, size_t n) {
   }
 }
 
-void OutputFile::Flush() {
-  const size_t n = static_cast<size_t>(cur_ - buf_.get());
-  if (n == 0) return;
-  flushed_ += n;
-  cur_ = buf_.get();
-  if (!status_.ok()) return;
+void OutputFile::Write(const char* data, size_t n) {
   if (!z_) {
-    WriteAll(buf_.get(), n);
+    WriteAll(data, n);
     return;
   }
-  z_->z.next_in = reinterpret_cast<unsigned char*>(buf_.get());
+  z_->z.next_in = reinterpret_cast<unsigned char*>(const_cast<char*>(data));
   z_->z.avail_in = static_cast<uInt>(n);
-  while (z_->z.avail_in > 0 && status_.ok()) {
+  while (z_->z.avail_in > 0) {
     z_->z.next_out = z_->out.get();
     z_->z.avail_out = kZOutBytes;
     if (deflate(&z_->z, Z_NO_FLUSH) == Z_STREAM_ERROR) {
+      std::lock_guard<std::mutex> lock(mu_);
       Fail(Status::Internal(path_ + ": zlib stream error"));
       return;
     }
@@ -99,14 +117,35 @@ void OutputFile::Flush() {
   }
 }
 
+void OutputFile::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return pending_ == nullptr; });
+  if (status_.ok() && !writer_status_.ok()) status_ = writer_status_;
+}
+
+void OutputFile::HandOver() {
+  const size_t n = static_cast<size_t>(cur_ - fill_->data.get());
+  WaitIdle();  // the other buffer is free again
+  if (n > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = fill_->data.get();
+    pending_n_ = n;
+    cv_.notify_all();
+  }
+  flushed_ += n;
+  if (n > 0) fill_ = fill_ == &bufs_[0] ? &bufs_[1] : &bufs_[0];
+  cur_ = fill_->data.get();
+  cap_ = cur_ + fill_->size;
+}
+
 char* OutputFile::ReserveSlow(size_t n) {
-  Flush();
-  if (size_ < n) {
-    // One piece larger than the buffer (a huge argument object): grow to hold it.
-    size_ = n;
-    buf_.reset(new char[size_]);
-    cur_ = buf_.get();
-    cap_ = buf_.get() + size_;
+  HandOver();
+  if (fill_->size < n) {
+    // One piece larger than a buffer (a huge argument object): grow this buffer to hold it.
+    fill_->size = n;
+    fill_->data.reset(new char[n]);
+    cur_ = fill_->data.get();
+    cap_ = cur_ + n;
   }
   return cur_;
 }
@@ -118,16 +157,23 @@ void OutputFile::Append(const char* data, size_t n) {
 }
 
 void OutputFile::Rewind(uint64_t bytes_before) {
-  const uint64_t now = bytes();
-  if (bytes_before >= flushed_ && bytes_before <= now) {
-    cur_ = buf_.get() + (bytes_before - flushed_);
+  if (bytes_before >= flushed_ && bytes_before <= bytes()) {
+    cur_ = fill_->data.get() + (bytes_before - flushed_);
   }
 }
 
 Status OutputFile::Close() {
   if (closed_) return status_;
-  Flush();
-  if (z_ && status_.ok()) {
+  HandOver();
+  WaitIdle();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  writer_.join();
+  // The writer thread is gone: what follows runs on this thread alone.
+  if (z_ && writer_status_.ok()) {
     z_->z.next_in = nullptr;
     z_->z.avail_in = 0;
     int rc;
@@ -140,19 +186,28 @@ Status OutputFile::Close() {
         break;
       }
       WriteAll(reinterpret_cast<const char*>(z_->out.get()), kZOutBytes - z_->z.avail_out);
-    } while (rc != Z_STREAM_END && status_.ok());
+    } while (rc != Z_STREAM_END && writer_status_.ok());
   }
-  if (::close(fd_) != 0 && status_.ok()) Fail(Status::FromErrno("cannot write " + path_, errno));
+  if (::close(fd_) != 0) Fail(Status::FromErrno("cannot write " + path_, errno));
   fd_ = -1;
   closed_ = true;
-  if (status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
+  if (writer_status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
     Fail(Status::FromErrno("cannot rename " + partial_ + " to " + path_, errno));
   }
+  if (status_.ok()) status_ = writer_status_;
   if (!status_.ok()) ::unlink(partial_.c_str());
   return status_;
 }
 
 void OutputFile::Abandon() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    writer_.join();  // after finishing a buffer already handed over
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   closed_ = true;
