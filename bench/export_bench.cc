@@ -4,6 +4,7 @@
 // Each is run REPS times; prints the median seconds and events/s, the JSON size and this
 // process's peak RSS. bench/run_export_bench.sh runs it beside the CLI under /usr/bin/time.
 // Usage: export_bench JOB.tdb OUT.json [REPS]
+// Thread safety: a single-threaded program (the export itself uses one writer thread).
 #include <sys/resource.h>
 
 #include <algorithm>

@@ -70,6 +70,7 @@ class ChromeExporter {
   Status Run();
 
  private:
+  Status RunInSnapshot();
   Status CheckOptions();
   Status LoadJob();
   Status ResolveWindows();
@@ -475,6 +476,15 @@ Status ChromeExporter::ExportBlock(int64_t block, int32_t rank, uint64_t count) 
 
 Status ChromeExporter::Run() {
   TRACEDB_RETURN_IF_ERROR(CheckOptions());
+  // One read transaction: the tracks, strings and blocks of one snapshot, even while a
+  // compaction appends to the database (within a caller's transaction, that one serves).
+  const bool own_txn = db_->Exec("BEGIN").ok();
+  Status s = RunInSnapshot();
+  if (own_txn && !db_->Exec("COMMIT").ok()) db_->Rollback();  // a read: nothing to keep
+  return s;
+}
+
+Status ChromeExporter::RunInSnapshot() {
   Status s = LoadJob();
   if (s.ok()) s = ResolveWindows();
   if (s.ok()) s = SelectBlocksByName();
