@@ -3,6 +3,7 @@
 #include "query/export/chrome_exporter.h"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <climits>
@@ -159,6 +160,12 @@ Status ChromeExporter::CheckOptions() {
   }
   if (o_.max_file_bytes != 0 && o_.max_file_bytes < 4096) {
     return Status::InvalidArgument("a split file must be allowed at least 4096 bytes");
+  }
+  // Renaming the finished file onto the database would replace the trace with its export.
+  struct stat out_st, db_st;
+  if (::stat(o_.output.c_str(), &out_st) == 0 && ::stat(db_->path().c_str(), &db_st) == 0 &&
+      out_st.st_dev == db_st.st_dev && out_st.st_ino == db_st.st_ino) {
+    return Status::InvalidArgument("the output " + o_.output + " is the database itself");
   }
   const bool gz = o_.output.size() > 3 && o_.output.compare(o_.output.size() - 3, 3, ".gz") == 0;
   if (gz) {

@@ -504,6 +504,7 @@ TEST_F(ChromeExportTest, ClearErrorsAndExitCodes) {
       {"--chrome " + db + " -o " + out + " --from +2s", 0, ""},
       {"--chrome " + db + " -o " + out + " --from 5ms --to 2ms", 2, "empty time window"},
       {"--chrome " + db + " -o " + out + " --max-mb 0.001", 2, "at least 4096 bytes"},
+      {"--chrome " + db + " -o " + db, 2, "is the database itself"},
       {"--chrome " + db + " -o " + ShellQuote(Out("no/such/dir/e.json")), 1,
        "cannot create " + Out("no/such/dir/e.json") + ": No such file or directory"},
   };
@@ -512,6 +513,9 @@ TEST_F(ChromeExportTest, ClearErrorsAndExitCodes) {
     EXPECT_EQ(r.rc, c.rc) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
   }
+  // The database is untouched by the attempt to overwrite it.
+  EXPECT_EQ(Tracedb("query " + db + " 'SELECT count(*) FROM events' --format csv").out,
+            "count(*)\n" + std::to_string(kEvents) + "\n");
   // An output that cannot be written leaves nothing behind.
   EXPECT_FALSE(fs::exists(Out("no/such/dir")));
   // A read-only directory (root can write anywhere: checked only for other users).
