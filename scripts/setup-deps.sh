@@ -8,7 +8,11 @@ packages=(
   liblz4-dev libsqlite3-dev sqlite3 libcli11-dev zlib1g-dev libedit-dev
   libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev
+  chromium time
 )
+# chromium: headless, loads exported traces in the speedscope viewer (tests/export_viewer_test);
+# time: GNU time, peak RSS of exports (tests, bench/run_export_bench.sh). The speedscope npm
+# package itself is installed by tests/viewers/setup-speedscope.sh when the test runs.
 
 missing=()
 for p in "${packages[@]}"; do

@@ -20,5 +20,6 @@ void SetupShell(CLI::App& app, int* exit_code);
 void SetupReport(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
 void SetupImport(CLI::App& app, int* exit_code);
+void SetupExport(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

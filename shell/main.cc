@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tracedb::shell::SetupReport(app, &exit_code);
   tracedb::shell::SetupInfo(app, &exit_code);
   tracedb::shell::SetupImport(app, &exit_code);
+  tracedb::shell::SetupExport(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,381 @@
+// Fast JSON text. See json_text.h.
+// Thread safety: pure functions over caller-owned buffers; the tables are constant.
+#include "query/export/json_text.h"
+
+#include <charconv>
+#include <cstring>
+
+namespace tracedb::query::json {
+namespace {
+
+// 1 for the bytes a string literal cannot copy as they are: control characters, '"', '\\' and
+// every non-ASCII byte (checked as UTF-8).
+constexpr auto kSpecial = [] {
+  struct Table {
+    bool v[256] = {};
+  } t;
+  for (int c = 0; c < 256; ++c) t.v[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+  return t;
+}();
+
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+constexpr char kHex[] = "0123456789abcdef";
+constexpr char kReplacement[] = "\xef\xbf\xbd";  // U+FFFD
+
+char* WriteControl(char* p, unsigned char c) {
+  *p++ = '\\';
+  switch (c) {
+    case '\b':
+      *p++ = 'b';
+      break;
+    case '\f':
+      *p++ = 'f';
+      break;
+    case '\n':
+      *p++ = 'n';
+      break;
+    case '\r':
+      *p++ = 'r';
+      break;
+    case '\t':
+      *p++ = 't';
+      break;
+    default:
+      *p++ = 'u';
+      *p++ = '0';
+      *p++ = '0';
+      *p++ = kHex[c >> 4];
+      *p++ = kHex[c & 15];
+  }
+  return p;
+}
+
+// The length of the well-formed UTF-8 sequence at s[i] (2 to 4), or, when it is ill-formed, the
+// negated length of its maximal ill-formed subpart (-1 to -3). REQUIRES: s[i] >= 0x80.
+int Utf8Sequence(const unsigned char* s, size_t n, size_t i) {
+  const unsigned char c = s[i];
+  int need;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) {
+    need = 1;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    need = 2;
+    if (c == 0xe0) lo = 0xa0;  // no overlong forms
+    if (c == 0xed) hi = 0x9f;  // no surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    need = 3;
+    if (c == 0xf0) lo = 0x90;  // no overlong forms
+    if (c == 0xf4) hi = 0x8f;  // nothing above U+10FFFF
+  } else {
+    return -1;
+  }
+  size_t j = i + 1;
+  for (int k = 0; k < need; ++k, ++j) {
+    if (j >= n || s[j] < lo || s[j] > hi) return -static_cast<int>(j - i);
+    lo = 0x80;
+    hi = 0xbf;
+  }
+  return static_cast<int>(j - i);
+}
+
+// Writes the string body s (no quotes) escaped: control characters, '"' and '\\' escaped,
+// ill-formed UTF-8 replaced. Room for 6 bytes per byte of s.
+char* WriteBody(char* p, const unsigned char* s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t run = i;
+    while (run < n && !kSpecial.v[s[run]]) ++run;
+    std::memcpy(p, s + i, run - i);
+    p += run - i;
+    i = run;
+    if (i >= n) break;
+    const unsigned char c = s[i];
+    if (c < 0x80) {
+      if (c < 0x20) {
+        p = WriteControl(p, c);
+      } else {
+        *p++ = '\\';
+        *p++ = static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    const int len = Utf8Sequence(s, n, i);
+    if (len > 0) {
+      std::memcpy(p, s + i, static_cast<size_t>(len));
+      p += len;
+      i += static_cast<size_t>(len);
+    } else {
+      std::memcpy(p, kReplacement, 3);
+      p += 3;
+      i += static_cast<size_t>(-len);
+    }
+  }
+  return p;
+}
+
+// Re-writes JSON text into `out`; see AppendObjectMembers.
+class Rewriter {
+ public:
+  Rewriter(std::string_view text, std::string* out)
+      : p_(reinterpret_cast<const unsigned char*>(text.data())),
+        end_(p_ + text.size()),
+        out_(out) {}
+
+  bool TopObject(size_t* members) {
+    SkipWs();
+    if (!Eat('{')) return false;
+    *members = 0;
+    if (!Members(0, members)) return false;
+    SkipWs();
+    return p_ == end_;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+
+  void SkipWs() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+  bool Eat(unsigned char c) {
+    if (p_ < end_ && *p_ == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  // After '{': the members and the closing '}' (which is not written).
+  bool Members(int depth, size_t* count) {
+    SkipWs();
+    if (Eat('}')) return true;
+    for (;;) {
+      SkipWs();
+      if (*count > 0) out_->push_back(',');
+      if (!String()) return false;
+      SkipWs();
+      if (!Eat(':')) return false;
+      out_->push_back(':');
+      if (!Value(depth + 1)) return false;
+      ++*count;
+      SkipWs();
+      if (Eat('}')) return true;
+      if (!Eat(',')) return false;
+    }
+  }
+  bool Value(int depth) {
+    if (depth > kMaxDepth) return false;
+    SkipWs();
+    if (p_ >= end_) return false;
+    switch (*p_) {
+      case '{': {
+        ++p_;
+        out_->push_back('{');
+        size_t n = 0;
+        if (!Members(depth, &n)) return false;
+        out_->push_back('}');
+        return true;
+      }
+      case '[': {
+        ++p_;
+        out_->push_back('[');
+        SkipWs();
+        if (!Eat(']')) {
+          for (bool first = true;; first = false) {
+            if (!first) out_->push_back(',');
+            if (!Value(depth + 1)) return false;
+            SkipWs();
+            if (Eat(']')) break;
+            if (!Eat(',')) return false;
+          }
+        }
+        out_->push_back(']');
+        return true;
+      }
+      case '"':
+        return String();
+      case 't':
+        return Literal("true");
+      case 'f':
+        return Literal("false");
+      case 'n':
+        return Literal("null");
+      default:
+        return Number();
+    }
+  }
+  bool Literal(std::string_view word) {
+    if (static_cast<size_t>(end_ - p_) < word.size() ||
+        std::memcmp(p_, word.data(), word.size()) != 0) {
+      return false;
+    }
+    p_ += word.size();
+    out_->append(word);
+    return true;
+  }
+  static bool Digit(unsigned char c) { return c >= '0' && c <= '9'; }
+  bool Number() {
+    const unsigned char* start = p_;
+    Eat('-');
+    if (p_ >= end_ || !Digit(*p_)) return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else {
+      while (p_ < end_ && Digit(*p_)) ++p_;
+    }
+    if (Eat('.')) {
+      if (p_ >= end_ || !Digit(*p_)) return false;
+      while (p_ < end_ && Digit(*p_)) ++p_;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (!Eat('+')) Eat('-');
+      if (p_ >= end_ || !Digit(*p_)) return false;
+      while (p_ < end_ && Digit(*p_)) ++p_;
+    }
+    out_->append(reinterpret_cast<const char*>(start), static_cast<size_t>(p_ - start));
+    return true;
+  }
+  static bool Hex(unsigned char c) {
+    return Digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  }
+  // A string literal: valid escapes are kept, raw control characters escaped, ill-formed UTF-8
+  // replaced.
+  bool String() {
+    if (!Eat('"')) return false;
+    out_->push_back('"');
+    const unsigned char* run = p_;
+    auto flush = [&] {
+      if (p_ > run) {
+        const size_t at = out_->size();
+        out_->resize(at + 6 * static_cast<size_t>(p_ - run));
+        char* e = WriteBody(out_->data() + at, run, static_cast<size_t>(p_ - run));
+        out_->resize(static_cast<size_t>(e - out_->data()));
+      }
+    };
+    while (p_ < end_) {
+      const unsigned char c = *p_;
+      if (c == '"') {
+        flush();
+        ++p_;
+        out_->push_back('"');
+        return true;
+      }
+      if (c != '\\') {
+        ++p_;
+        continue;
+      }
+      flush();
+      if (end_ - p_ < 2) return false;
+      const unsigned char e = p_[1];
+      size_t len = 2;
+      if (e == 'u') {
+        if (end_ - p_ < 6 || !Hex(p_[2]) || !Hex(p_[3]) || !Hex(p_[4]) || !Hex(p_[5])) {
+          return false;
+        }
+        len = 6;
+      } else if (std::strchr("\"\\/bfnrt", e) == nullptr || e == 0) {
+        return false;
+      }
+      out_->append(reinterpret_cast<const char*>(p_), len);
+      p_ += len;
+      run = p_;
+    }
+    return false;  // unterminated
+  }
+
+  const unsigned char* p_;
+  const unsigned char* end_;
+  std::string* out_;
+};
+
+}  // namespace
+
+char* WriteString(char* p, std::string_view s) {
+  *p++ = '"';
+  p = WriteBody(p, reinterpret_cast<const unsigned char*>(s.data()), s.size());
+  *p++ = '"';
+  return p;
+}
+
+void AppendString(std::string* out, std::string_view s) {
+  const size_t at = out->size();
+  out->resize(at + MaxStringLiteral(s.size()));
+  char* e = WriteString(out->data() + at, s);
+  out->resize(static_cast<size_t>(e - out->data()));
+}
+
+char* WriteUint(char* p, uint64_t v) {
+  char tmp[20];
+  char* t = tmp + sizeof(tmp);
+  while (v >= 100) {
+    const auto pair = static_cast<size_t>(v % 100) * 2;
+    v /= 100;
+    *--t = kDigitPairs[pair + 1];
+    *--t = kDigitPairs[pair];
+  }
+  if (v >= 10) {
+    const auto pair = static_cast<size_t>(v) * 2;
+    *--t = kDigitPairs[pair + 1];
+    *--t = kDigitPairs[pair];
+  } else {
+    *--t = static_cast<char>('0' + v);
+  }
+  const auto n = static_cast<size_t>(tmp + sizeof(tmp) - t);
+  std::memcpy(p, t, n);
+  return p + n;
+}
+
+char* WriteInt(char* p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return WriteUint(p, ~static_cast<uint64_t>(v) + 1);
+  }
+  return WriteUint(p, static_cast<uint64_t>(v));
+}
+
+char* WriteMicros(char* p, int64_t ns) {
+  uint64_t u;
+  if (ns < 0) {
+    *p++ = '-';
+    u = ~static_cast<uint64_t>(ns) + 1;
+  } else {
+    u = static_cast<uint64_t>(ns);
+  }
+  p = WriteUint(p, u / 1000);
+  const auto frac = static_cast<unsigned>(u % 1000);
+  if (frac != 0) {
+    *p++ = '.';
+    *p++ = static_cast<char>('0' + frac / 100);
+    const unsigned rest = frac % 100;
+    if (rest != 0) {
+      *p++ = static_cast<char>('0' + rest / 10);
+      if (rest % 10 != 0) *p++ = static_cast<char>('0' + rest % 10);
+    }
+  }
+  return p;
+}
+
+char* WriteDouble(char* p, double v) {
+  if (v == 0) {  // also -0.0, which JSON readers would keep as a float anyway
+    *p++ = '0';
+    return p;
+  }
+  return std::to_chars(p, p + kMaxDouble, v).ptr;
+}
+
+bool AppendObjectMembers(std::string* out, std::string_view text, size_t* members) {
+  const size_t before = out->size();
+  Rewriter r(text, out);
+  if (!r.TopObject(members)) {
+    out->resize(before);
+    *members = 0;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace tracedb::query::json

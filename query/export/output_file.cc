@@ -1,0 +1,217 @@
+// Buffered plain or gzip output file with a background writer thread. See output_file.h.
+// Thread safety: as stated there; the hand-over of a buffer (pending_) is under mu_.
+#include "query/export/output_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace tracedb::query {
+namespace {
+
+constexpr size_t kBufferBytes = 4u << 20;  // handed over and written 4 MiB at a time
+constexpr size_t kZOutBytes = 1u << 20;
+
+}  // namespace
+
+struct OutputFile::Deflater {
+  z_stream z{};
+  std::unique_ptr<unsigned char[]> out{new unsigned char[kZOutBytes]};
+  bool ready = false;
+  ~Deflater() {
+    if (ready) deflateEnd(&z);
+  }
+};
+
+StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path, int gzip_level) {
+  if (gzip_level < 0 || gzip_level > 9) {
+    return Status::InvalidArgument("gzip level " + std::to_string(gzip_level) + " not in 0..9");
+  }
+  std::unique_ptr<Deflater> z;
+  if (gzip_level > 0) {
+    z = std::make_unique<Deflater>();
+    // windowBits 15 + 16: a gzip header and trailer around the deflate stream.
+    if (deflateInit2(&z->z, gzip_level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      return Status::Internal(path + ": cannot start zlib");
+    }
+    z->ready = true;
+  }
+  const std::string partial = path + ".partial";
+  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno("cannot create " + path, errno);
+  return std::unique_ptr<OutputFile>(new OutputFile(path, fd, std::move(z)));
+}
+
+OutputFile::OutputFile(std::string path, int fd, std::unique_ptr<Deflater> z)
+    : path_(std::move(path)), partial_(path_ + ".partial"), fd_(fd), z_(std::move(z)) {
+  for (Buffer& b : bufs_) {
+    b.size = kBufferBytes;
+    b.data.reset(new char[b.size]);
+  }
+  fill_ = &bufs_[0];
+  cur_ = fill_->data.get();
+  cap_ = cur_ + fill_->size;
+  writer_ = std::thread([this] { WriterLoop(); });
+}
+
+OutputFile::~OutputFile() {
+  if (!closed_) Abandon();
+}
+
+void OutputFile::Fail(Status s) {
+  if (writer_status_.ok()) writer_status_ = std::move(s);
+}
+
+void OutputFile::WriterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return pending_ != nullptr || stop_; });
+    if (pending_ == nullptr) return;  // stopped with nothing left
+    const char* data = pending_;
+    const size_t n = pending_n_;
+    const bool failed = !writer_status_.ok();
+    lock.unlock();
+    if (!failed) Write(data, n);
+    lock.lock();
+    pending_ = nullptr;
+    cv_.notify_all();
+  }
+}
+
+void OutputFile::WriteAll(const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      std::lock_guard<std::mutex> lock(mu_);
+      Fail(Status::FromErrno("cannot write " + path_, err));
+      return;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+    disk_bytes_ += static_cast<uint64_t>(w);
+  }
+}
+
+void OutputFile::Write(const char* data, size_t n) {
+  if (!z_) {
+    WriteAll(data, n);
+    return;
+  }
+  z_->z.next_in = reinterpret_cast<unsigned char*>(const_cast<char*>(data));
+  z_->z.avail_in = static_cast<uInt>(n);
+  while (z_->z.avail_in > 0) {
+    z_->z.next_out = z_->out.get();
+    z_->z.avail_out = kZOutBytes;
+    if (deflate(&z_->z, Z_NO_FLUSH) == Z_STREAM_ERROR) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Fail(Status::Internal(path_ + ": zlib stream error"));
+      return;
+    }
+    WriteAll(reinterpret_cast<const char*>(z_->out.get()), kZOutBytes - z_->z.avail_out);
+  }
+}
+
+void OutputFile::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return pending_ == nullptr; });
+  if (status_.ok() && !writer_status_.ok()) status_ = writer_status_;
+}
+
+void OutputFile::HandOver() {
+  const size_t n = static_cast<size_t>(cur_ - fill_->data.get());
+  WaitIdle();  // the other buffer is free again
+  if (n > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = fill_->data.get();
+    pending_n_ = n;
+    cv_.notify_all();
+  }
+  flushed_ += n;
+  if (n > 0) fill_ = fill_ == &bufs_[0] ? &bufs_[1] : &bufs_[0];
+  cur_ = fill_->data.get();
+  cap_ = cur_ + fill_->size;
+}
+
+char* OutputFile::ReserveSlow(size_t n) {
+  HandOver();
+  if (fill_->size < n) {
+    // One piece larger than a buffer (a huge argument object): grow this buffer to hold it.
+    fill_->size = n;
+    fill_->data.reset(new char[n]);
+    cur_ = fill_->data.get();
+    cap_ = cur_ + n;
+  }
+  return cur_;
+}
+
+void OutputFile::Append(const char* data, size_t n) {
+  char* p = Reserve(n);
+  std::memcpy(p, data, n);
+  Commit(p + n);
+}
+
+void OutputFile::Rewind(uint64_t bytes_before) {
+  if (bytes_before >= flushed_ && bytes_before <= bytes()) {
+    cur_ = fill_->data.get() + (bytes_before - flushed_);
+  }
+}
+
+Status OutputFile::Close() {
+  if (closed_) return status_;
+  HandOver();
+  WaitIdle();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  writer_.join();
+  // The writer thread is gone: what follows runs on this thread alone.
+  if (z_ && writer_status_.ok()) {
+    z_->z.next_in = nullptr;
+    z_->z.avail_in = 0;
+    int rc;
+    do {
+      z_->z.next_out = z_->out.get();
+      z_->z.avail_out = kZOutBytes;
+      rc = deflate(&z_->z, Z_FINISH);
+      if (rc == Z_STREAM_ERROR) {
+        Fail(Status::Internal(path_ + ": zlib stream error"));
+        break;
+      }
+      WriteAll(reinterpret_cast<const char*>(z_->out.get()), kZOutBytes - z_->z.avail_out);
+    } while (rc != Z_STREAM_END && writer_status_.ok());
+  }
+  if (::close(fd_) != 0) Fail(Status::FromErrno("cannot write " + path_, errno));
+  fd_ = -1;
+  closed_ = true;
+  if (writer_status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
+    Fail(Status::FromErrno("cannot rename " + partial_ + " to " + path_, errno));
+  }
+  if (status_.ok()) status_ = writer_status_;
+  if (!status_.ok()) ::unlink(partial_.c_str());
+  return status_;
+}
+
+void OutputFile::Abandon() {
+  if (writer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    writer_.join();  // after finishing a buffer already handed over
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  closed_ = true;
+  ::unlink(partial_.c_str());
+}
+
+}  // namespace tracedb::query

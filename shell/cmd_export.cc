@@ -1,0 +1,185 @@
+// `tracedb export --chrome JOB.tdb -o FILE.json [--ranks 0,2-5] [--from T] [--to T]
+// [--names GLOB,...] [--cat CAT,...] [--max-mb N] [--absolute] [-q]`: writes a slice of a trace
+// database as Chrome trace JSON (chrome://tracing, Perfetto UI, speedscope). A name ending in
+// .gz writes gzip. Exit codes: 0 done; 2 bad arguments or a database that cannot be read;
+// 1 the output cannot be written. Mapping and options: docs/export.md.
+// Thread safety: runs on the main thread.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/db_schema.h"
+#include "query/export/chrome_exporter.h"
+#include "shell/commands.h"
+#include "shell/export_args.h"
+#include "shell/format.h"
+
+namespace tracedb::shell {
+namespace {
+
+struct ExportCmdOptions {
+  bool chrome = false;
+  std::string db;
+  std::string output;
+  std::string ranks, from, to;
+  std::vector<std::string> names, cats;
+  double max_mb = 0;
+  int gzip_level = 1;
+  bool absolute = false;
+  bool quiet = false;
+};
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+int Fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "tracedb export: %s\n", msg.c_str());
+  return code;
+}
+
+void PrintSummary(const ExportCmdOptions& o, const query::ChromeExportStats& s, double seconds) {
+  const uint64_t skipped = s.events_total() - s.events_written;
+  std::fprintf(
+      stderr, "exported %s of %s events from %s in %.2f s (%s events/s)\n",
+      WithCommas(s.events_written).c_str(), WithCommas(s.events_total()).c_str(), o.db.c_str(),
+      seconds,
+      WithCommas(static_cast<uint64_t>(seconds > 0 ? s.events_written / seconds : 0)).c_str());
+  std::fprintf(stderr, "  skipped %s: %s filtered out, %s in corrupt blocks, %s NaN/inf counters\n",
+               WithCommas(skipped).c_str(), WithCommas(s.events_filtered).c_str(),
+               WithCommas(s.events_corrupt).c_str(), WithCommas(s.counters_nonfinite).c_str());
+  std::fprintf(stderr, "  blocks: %s of %s decoded (the zone maps ruled out the rest)\n",
+               WithCommas(s.blocks_decoded).c_str(), WithCommas(s.blocks_total).c_str());
+  if (s.flows_written || s.flows_unmatched || s.flows_cut || s.extra_flows_written ||
+      s.extra_flows_missing) {
+    std::fprintf(stderr,
+                 "  flows: %s request flows (%s ends without a partner, %s cut by splits), %s "
+                 "extra (%s not drawn)\n",
+                 WithCommas(s.flows_written).c_str(), WithCommas(s.flows_unmatched).c_str(),
+                 WithCommas(s.flows_cut).c_str(), WithCommas(s.extra_flows_written).c_str(),
+                 WithCommas(s.extra_flows_missing).c_str());
+  }
+  std::fprintf(stderr, "  wrote %zu file%s, %s of JSON, %s on disk:", s.files.size(),
+               s.files.size() == 1 ? "" : "s", HumanBytes(double(s.json_bytes)).c_str(),
+               HumanBytes(double(s.disk_bytes)).c_str());
+  for (const std::string& f : s.files) std::fprintf(stderr, " %s", f.c_str());
+  std::fprintf(stderr, "\n");
+  if (s.blocks_corrupt) {
+    std::fprintf(stderr, "  warning: %s blocks failed to decode and were skipped (%s events)\n",
+                 WithCommas(s.blocks_corrupt).c_str(), WithCommas(s.events_corrupt).c_str());
+  }
+  if (s.bad_json_args) {
+    std::fprintf(stderr,
+                 "  warning: %s events had JSON args that are not an object; written as "
+                 "args.args_text\n",
+                 WithCommas(s.bad_json_args).c_str());
+  }
+  if (s.oversize_files) {
+    std::fprintf(stderr, "  warning: %s files exceed --max-mb (a single event is larger)\n",
+                 WithCommas(s.oversize_files).c_str());
+  }
+}
+
+int RunExport(const ExportCmdOptions& o) {
+  if (!o.chrome) return Fail(kExitUsage, "choose the output format: --chrome (Chrome trace JSON)");
+  query::ChromeExportOptions eo;
+  eo.output = o.output;
+  eo.source_label = o.db;
+  if (!o.ranks.empty()) {
+    Status s = ParseRankList(o.ranks, &eo.ranks);
+    if (!s.ok()) return Fail(kExitUsage, "--ranks: " + s.message());
+    eo.ranks_text = o.ranks;
+  }
+  if (!o.from.empty()) {
+    Status s = ParseTimeBound(o.from, false, &eo.from);
+    if (!s.ok()) return Fail(kExitUsage, s.message());
+  }
+  if (!o.to.empty()) {
+    Status s = ParseTimeBound(o.to, true, &eo.to);
+    if (!s.ok()) return Fail(kExitUsage, s.message());
+  }
+  for (const std::string& n : o.names) {
+    if (n.empty()) return Fail(kExitUsage, "--names: empty pattern");
+    eo.names.push_back(n);
+  }
+  for (const std::string& c : o.cats) {
+    if (c.empty()) return Fail(kExitUsage, "--cat: empty category");
+    eo.cats.push_back(c);
+  }
+  if (o.max_mb < 0) return Fail(kExitUsage, "--max-mb must be positive");
+  eo.max_file_bytes = static_cast<uint64_t>(o.max_mb * 1e6);
+  if (o.max_mb > 0 && eo.max_file_bytes < 4096) {
+    return Fail(kExitUsage, "--max-mb must allow at least 4096 bytes per file");
+  }
+  eo.gzip_level = o.gzip_level;
+  eo.epoch_ts = o.absolute;
+
+  auto db = engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
+  if (!db.ok()) return Fail(kExitUsage, db.status().message());
+
+  const bool tty = isatty(STDERR_FILENO);
+  const double t0 = Now();
+  double last = t0;
+  bool printed = false;
+  eo.progress = [&](const query::ChromeExportStats& s) {
+    if (o.quiet) return;
+    const double now = Now();
+    // Big exports only: after the first second, 4 times a second on a terminal, else every 5 s.
+    if (now - t0 < 1.0 || now - last < (tty ? 0.25 : 5.0)) return;
+    last = now;
+    printed = true;
+    std::fprintf(stderr, "%s  exported %s events, %s of JSON, %s events/s%s", tty ? "\r" : "",
+                 WithCommas(s.events_written).c_str(), HumanBytes(double(s.json_bytes)).c_str(),
+                 WithCommas(static_cast<uint64_t>(s.events_written / (now - t0))).c_str(),
+                 tty ? "   " : "\n");
+  };
+  query::ChromeExportStats stats;
+  Status s = query::ExportChrome(db->get(), eo, &stats);
+  if (printed && tty) std::fprintf(stderr, "\r%*s\r", 78, "");
+  if (!s.ok()) {
+    const bool usage = s.code() == Status::Code::kInvalidArgument ||
+                       s.code() == Status::Code::kNotSupported ||
+                       s.code() == Status::Code::kNotFound;
+    return Fail(usage ? kExitUsage : kExitError, s.message());
+  }
+  if (!o.quiet) PrintSummary(o, stats, Now() - t0);
+  return kExitOk;
+}
+
+}  // namespace
+
+void SetupExport(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<ExportCmdOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "export", "Write a slice of a trace database for a trace viewer (Chrome trace JSON)");
+  sub->add_flag("--chrome", o->chrome,
+                "Chrome Trace Event JSON: chrome://tracing, Perfetto UI, speedscope");
+  sub->add_option("db", o->db, "Trace database (.tdb)")->required();
+  sub->add_option("-o,--output", o->output, "Output FILE.json (FILE.json.gz: gzip)")->required();
+  sub->add_option("--ranks", o->ranks, "Ranks to export: 0,2-5");
+  sub->add_option("--from", o->from,
+                  "Window start: ns since the epoch, a time since the job start (2.5s), or "
+                  "step:N");
+  sub->add_option("--to", o->to,
+                  "Window end (exclusive): as --from, or +DURATION after --from (+500ms)");
+  sub->add_option("--names", o->names, "Event name globs (fnmatch), comma-separated")
+      ->delimiter(',');
+  sub->add_option("--cat", o->cats, "Categories, comma-separated")->delimiter(',');
+  sub->add_option("--max-mb", o->max_mb,
+                  "Split into files of at most N MB (10^6 bytes) of JSON each: FILE.json, "
+                  "FILE.1.json, ...");
+  sub->add_option("--gzip-level", o->gzip_level, "zlib level for .gz output (1-9)")
+      ->check(CLI::Range(1, 9));
+  sub->add_flag("--absolute", o->absolute,
+                "Timestamps in µs since the Unix epoch (default: since the job's first event; "
+                "viewers hold epoch times only to ~0.25 µs)");
+  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  sub->callback([o, exit_code] { *exit_code = RunExport(*o); });
+}
+
+}  // namespace tracedb::shell
