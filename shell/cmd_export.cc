@@ -14,6 +14,7 @@
 
 #include "engine/db_schema.h"
 #include "query/export/chrome_exporter.h"
+#include "query/query_db.h"
 #include "shell/commands.h"
 #include "shell/export_args.h"
 #include "shell/format.h"
@@ -31,7 +32,27 @@ struct ExportCmdOptions {
   int gzip_level = 1;
   bool absolute = false;
   bool quiet = false;
+  bool no_messages = false;
 };
+
+// Matched point-to-point messages (the p2p_messages view), drawn as flows from each send to its
+// receive. Nothing when the database holds no MPI events.
+Status MessageFlows(const std::string& path, std::vector<std::pair<int64_t, int64_t>>* out) {
+  TRACEDB_ASSIGN_OR_RETURN(auto db, query::OpenQueryDb(path));
+  TRACEDB_ASSIGN_OR_RETURN(
+      int64_t mpi, db->QueryInt("SELECT count(*) FROM main.block_names bn JOIN main.strings s "
+                                "ON s.id = bn.cat WHERE s.s = 'mpi'",
+                                0));
+  if (mpi == 0) return Status::Ok();
+  TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st,
+                           db->Prepare("SELECT send_id, recv_id FROM p2p_messages"));
+  for (;;) {
+    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out->emplace_back(st.Int(0), st.Int(1));
+  }
+  return Status::Ok();
+}
 
 double Now() {
   using namespace std::chrono;
@@ -121,6 +142,14 @@ int RunExport(const ExportCmdOptions& o) {
 
   auto db = engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
   if (!db.ok()) return Fail(kExitUsage, db.status().message());
+  if (!o.no_messages) {
+    Status m = MessageFlows(o.db, &eo.extra_flows);
+    if (!m.ok()) {
+      // The events themselves are still exported (damaged blocks are skipped and counted).
+      std::fprintf(stderr, "tracedb export: warning: no message flows: %s\n", m.message().c_str());
+      eo.extra_flows.clear();
+    }
+  }
 
   const bool tty = isatty(STDERR_FILENO);
   const double t0 = Now();
@@ -170,6 +199,8 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_option("--names", o->names, "Event name globs (fnmatch), comma-separated")
       ->delimiter(',');
   sub->add_option("--cat", o->cats, "Categories, comma-separated")->delimiter(',');
+  sub->add_flag("--no-messages", o->no_messages,
+                "Do not draw matched MPI point-to-point messages as flows");
   sub->add_option("--max-mb", o->max_mb,
                   "Split into files of at most N MB (10^6 bytes) of JSON each: FILE.json, "
                   "FILE.1.json, ...");

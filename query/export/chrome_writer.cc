@@ -112,6 +112,7 @@ void ChromeTraceWriter::AddTrack(uint32_t track, int32_t rank, std::string_view 
   t.extra = extra_tracks_.count(track) != 0;
   t.prefix = "\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(track);
   json::AppendString(&t.name_literal, name);
+  if (kind != "thread") json::AppendString(&t.kind_literal, kind);
   t.sort_index = sort_index;
   t.rank = Rank(rank);
   last_track_ = nullptr;
@@ -302,6 +303,11 @@ char* ChromeTraceWriter::WriteMeta(char* p, TrackOut* t) {
     p = Put(p, t->prefix);
     p = Put(p, ",\"name\":\"thread_name\",\"args\":{\"name\":");
     p = Put(p, t->name_literal);
+    if (!t->kind_literal.empty()) {
+      // The track's kind, so that `tracedb import` recreates lanes and GPU streams as such.
+      p = Put(p, ",\"tracedb_kind\":");
+      p = Put(p, t->kind_literal);
+    }
     p = Put(p, "}}");
     p = Sep(p);
     p = Put(p, "{\"ph\":\"M\",");
@@ -411,7 +417,9 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
     size_t bound = 640 + name.size() + (cat ? cat->size() : 0) + args_json_.size() +
                    t->prefix.size() + json::kMaxDouble;
     if (plan.rank_meta) bound += 256 + t->rank->name_literal.size();
-    if (plan.track_meta) bound += 256 + t->name_literal.size() + 2 * t->prefix.size();
+    if (plan.track_meta) {
+      bound += 256 + t->name_literal.size() + t->kind_literal.size() + 2 * t->prefix.size();
+    }
     if (flow_name) bound += 320 + 2 * flow_name->size() + t->prefix.size() + partner->prefix.size();
     bound += plan.extra_drawn * (320 + 2 * extra_name_literal_.size() + 128);
     char* p = out_->Reserve(bound);

@@ -109,6 +109,7 @@ class ChromeTraceWriter {
     bool extra = false;        // an end of an extra flow lies on this track
     std::string prefix;        // "pid":R,"tid":T
     std::string name_literal;  // thread_name
+    std::string kind_literal;  // tracks.kind as a JSON string, when not "thread"
     int64_t sort_index = 0;    // thread_sort_index
     uint64_t file = kNoFile;   // the last file given this thread's metadata
     RankOut* rank = nullptr;

@@ -119,6 +119,15 @@ TEST(MpiRecord, ReportCountsEveryRoutineExactlyAndOutputIsUnchanged) {
     sends += e["MPI_Send"].first;
   }
   EXPECT_EQ(*v, sends);
+
+  // The Chrome export draws the matched messages as flows.
+  const std::string exported = RunCommand(TracedbBin() + " export --chrome " + ShellQuote(db) +
+                                              " -o " + ShellQuote(tmp.Sub("job.json")) + " 2>&1",
+                                          &rrc);
+  EXPECT_EQ(rrc, 0) << exported;
+  auto msgs = (*q)->QueryInt("SELECT count(*) FROM p2p_messages", -1);
+  EXPECT_NE(exported.find(std::to_string(*msgs) + " extra (0 not drawn)"), std::string::npos)
+      << exported;
 }
 
 TEST(MpiRecord, RanksOnOtherHostsAreAlignedByClockSync) {

@@ -46,6 +46,7 @@ struct ProcessInfo {
 };
 struct ThreadInfo {
   std::string name;
+  std::string tracedb_kind;  // tracedb's export: the track's kind (lane, gpu…), "" for threads
   std::optional<int64_t> sort_index;
 };
 
@@ -259,12 +260,18 @@ class ChromeFile {
         num = *s;
       }
       if (!json::ParseDouble(num, &value)) return true;  // a non-numeric series is not a counter
-      std::string label(ev.name);
-      label.push_back(' ');
-      label.append(key);
       PendingEvent c = *p;
       c.seq = seq_++;
-      c.track = SpecialTrack(TrackFacts::Type::kCounter, ev.pid, label);
+      std::string label(ev.name);
+      if (key == ev.name && ev.tid.present()) {
+        // One series named as the counter, on a thread (tracedb's own export writes counters
+        // so): it stays a counter of that thread's track.
+        c.track = ThreadTrack(ev.pid, ev.tid);
+      } else {
+        label.push_back(' ');
+        label.append(key);
+        c.track = SpecialTrack(TrackFacts::Type::kCounter, ev.pid, label);
+      }
       c.name = pipe_.Name(label);
       c.cat = cat;
       c.value = value;
@@ -297,6 +304,9 @@ class ChromeFile {
       ThreadInfo& t = threads_[key];
       if (n == "thread_name") {
         if (auto v = json::FindMember(ev.args, "name")) t.name = json::AsString(*v).value_or("");
+        if (auto v = json::FindMember(ev.args, "tracedb_kind")) {
+          t.tracedb_kind = json::AsString(*v).value_or("");
+        }
       } else if (auto v = json::FindMember(ev.args, "sort_index")) {
         t.sort_index = json::AsInt(*v);
       }
@@ -374,6 +384,11 @@ class ChromeFile {
     if (other) {
       auto t = json::FindMember(*other, "tracedb");
       tracedb_export_ = t && *t == "true";
+      // tracedb's export writes times from an origin it records (exact µs in doubles).
+      if (tracedb_export_) {
+        if (auto o = json::FindMember(*other, "ts_origin_ns"))
+          base_ns_ += json::AsInt(*o).value_or(0);
+      }
     }
     // Fill in what the M records said about each track.
     for (size_t i = 1; i < tracks_.size(); ++i) {
@@ -387,6 +402,7 @@ class ChromeFile {
       if (t.type != TrackFacts::Type::kThread) continue;
       if (auto it = threads_.find(tkey); it != threads_.end()) {
         t.thread_name = it->second.name;
+        t.tracedb_kind = it->second.tracedb_kind;
         if (it->second.sort_index) t.sort_index = *it->second.sort_index;
       }
     }
@@ -413,7 +429,11 @@ class ChromeFile {
     spec.sort_index = t.sort_index;
     switch (t.type) {
       case TrackFacts::Type::kThread:
-        if (tracedb_export_) {
+        if (tracedb_export_ && !t.tracedb_kind.empty() && t.tracedb_kind != "thread") {
+          // A lane, GPU stream… of the exported database: found again by kind and name.
+          spec.kind = t.tracedb_kind;
+          spec.name = !t.thread_name.empty() ? t.thread_name : "track " + t.tid.text;
+        } else if (tracedb_export_) {
           spec.kind = "thread";
           spec.name = !t.thread_name.empty() ? t.thread_name : "thread " + t.tid.text;
           spec.tid = t.tid.is_int ? t.tid.num : -1;

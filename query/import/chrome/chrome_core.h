@@ -39,6 +39,7 @@ struct TrackFacts {
   std::string process_name;    // from M process_name
   std::string process_labels;  // from M process_labels
   std::string thread_name;     // from M thread_name
+  std::string tracedb_kind;    // from M thread_name's args, in tracedb's own export
   int64_t sort_index = 0;      // thread_sort_index, else process_sort_index
   bool gpu = false;            // a ChromeFlavor saw device events on it
 };
