@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job: a real 4-rank MPI training run recorded by tracedb, compacted into one trace
-# database, and queried: the 10 slowest COMMUNICATE phases, a per-rank summary, steps.
-# Output goes to demo-out/ (the segments, job.tdb).
+# The main job: a real 4-rank MPI training run recorded by `tracedb record` (the recorder API in
+# the program, MPI captured by the interposer with no code change), compacted into one trace
+# database, and queried: the 10 slowest COMMUNICATE phases, a per-rank summary, stragglers, the
+# MPI report; then exported as Chrome trace JSON. Output goes to demo-out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -13,7 +14,7 @@ steps=${STEPS:-120}
 
 echo "== build"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$root/build" -j "$jobs" --target tracedb_cli tracedb logreg_mpi tracedb_sqlite
+cmake --build "$root/build" -j "$jobs" --target tracedb_cli tracedb tracedb_mpi logreg_mpi tracedb_sqlite
 tracedb="$root/build/tracedb"
 
 out="$root/demo-out"
@@ -23,14 +24,11 @@ mpi_flags=(--oversubscribe)
 if [ "$(id -u)" -eq 0 ]; then mpi_flags+=(--allow-run-as-root); fi
 
 echo
-echo "== record: $ranks ranks of logistic regression with allreduce, a straggler on the last rank"
-mpirun "${mpi_flags[@]}" -np "$ranks" -x TRACEDB_DIR="$out/trace" \
+echo "== record: $ranks ranks of logistic regression (allreduce), a straggler on the last rank,"
+echo "   MPI captured by the interposer: tracedb record -- mpirun ..."
+"$tracedb" record --force -o "$out/job.tdb" -- \
+  mpirun "${mpi_flags[@]}" -np "$ranks" \
   "$root/build/examples/logreg_mpi" --steps "$steps" --straggler-ms 15
-"$tracedb" info "$out/trace"
-
-echo
-echo "== compact"
-"$tracedb" compact "$out/trace" -o "$out/job.tdb"
 "$tracedb" info "$out/job.tdb"
 
 q() {
@@ -49,10 +47,30 @@ q "Per rank and phase: count, mean and tail latency" \
   "SELECT rank, name, count, human_duration(mean_ns) AS mean, human_duration(p99_ns) AS p99,
           human_duration(max_ns) AS max
    FROM span_stats WHERE name IN ('forward', 'backward', 'COMMUNICATE') ORDER BY name, rank"
-q "The slowest steps and which rank made them slow" \
-  "SELECT step, ranks, human_duration(max_ns) AS slowest, slowest_rank,
-          human_duration(mean_ns) AS mean
+q "The slowest steps" \
+  "SELECT step, ranks, human_duration(max_ns) AS slowest, human_duration(mean_ns) AS mean
    FROM step_summary ORDER BY max_ns DESC LIMIT 5"
+q "The MPI calls during the slowest COMMUNICATE phase (the interposer's events)" \
+  "SELECT c.rank, c.name, human_bytes(c.bytes) AS bytes, human_duration(c.dur) AS duration,
+          c.comm, c.seq
+   FROM (SELECT rank, ts, end_ts FROM events WHERE name = 'COMMUNICATE'
+         ORDER BY dur DESC LIMIT 1) p
+   JOIN events c ON c.rank = p.rank AND c.cat = 'mpi' AND c.ts >= p.ts AND c.end_ts <= p.end_ts"
+
+echo
+echo "== stragglers: which rank arrives last to each collective (matched by communicator and seq)"
+"$tracedb" report stragglers "$out/job.tdb" -n 5
+
+echo
+echo "== the MPI report, as IBM mpitrace prints it (first 45 lines)"
+"$tracedb" report mpi "$out/job.tdb" > "$out/mpi-report.txt"
+head -n 45 "$out/mpi-report.txt"
+echo "(the whole report: $out/mpi-report.txt)"
+
+echo
+echo "== Chrome trace JSON for chrome://tracing, Perfetto UI or speedscope (steps 10 to 20)"
+"$tracedb" export --chrome "$out/job.tdb" -o "$out/job.json" --from step:10 --to step:20
+"$tracedb" export --chrome "$out/job.tdb" -o "$out/job-all.json.gz"
 
 echo
 echo "== the same database in the stock sqlite3, with the tracedb extension loaded"

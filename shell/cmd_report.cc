@@ -289,7 +289,7 @@ int RunStragglers(const ReportOptions& o) {
   Status s = RunSql(db->get(),
                     "SELECT rank, times_last, human_duration(caused_wait_ns) AS others_waited, "
                     "human_duration(max_skew_ns) AS worst_skew FROM stragglers "
-                    "ORDER BY times_last DESC, rank;",
+                    "ORDER BY caused_wait_ns DESC, rank;",
                     format, stdout);
   if (s.ok() && format == OutputFormat::kTable) {
     std::printf("\nThe collectives with the largest arrival skew:\n\n");
