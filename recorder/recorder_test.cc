@@ -25,6 +25,12 @@ using testing::Collected;
 using testing::ReadEvent;
 using testing::TempDir;
 
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
 class RecorderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -300,10 +306,13 @@ TEST_F(RecorderTest, ForkedChildIsSafeAndDoesNotDuplicate) {
     tracedb_instant(c);
     tracedb_begin(c);
     tracedb_end(c);
-    // It may start its own session.
-    if (tracedb_start(child_dir.c_str()) != TRACEDB_OK) rc |= 4;
-    for (int i = 0; i < 10; ++i) tracedb_instant(c);
-    if (tracedb_stop() != TRACEDB_OK) rc |= 8;
+    // It may start its own session (except under ThreadSanitizer, which cannot follow a thread
+    // started in a child forked from a multi-threaded parent: "dup thread with used id").
+    if (!kThreadSanitizer) {
+      if (tracedb_start(child_dir.c_str()) != TRACEDB_OK) rc |= 4;
+      for (int i = 0; i < 10; ++i) tracedb_instant(c);
+      if (tracedb_stop() != TRACEDB_OK) rc |= 8;
+    }
     _exit(rc);
   }
   int status = 0;
@@ -316,6 +325,7 @@ TEST_F(RecorderTest, ForkedChildIsSafeAndDoesNotDuplicate) {
   Collected parent = CollectDir(tmp.path());
   EXPECT_EQ(OfName(parent, "parent").size(), 150u);
   EXPECT_EQ(OfName(parent, "child").size(), 0u);
+  if (kThreadSanitizer) return;
   Collected kid = CollectDir(child_dir);
   EXPECT_EQ(OfName(kid, "child").size(), 10u);
   EXPECT_EQ(OfName(kid, "parent").size(), 0u);
