@@ -32,7 +32,7 @@ void ClockModel::Recompute() {
   } else if (!knots_.empty()) {
     knots_.back().slope_fp = kOne;
   }
-  hint_ = 0;
+  cached_ = Segment();
 }
 
 int64_t ClockModel::MapOn(size_t i, int64_t t) const {
@@ -40,20 +40,22 @@ int64_t ClockModel::MapOn(size_t i, int64_t t) const {
   return k.common + static_cast<int64_t>((static_cast<__int128>(t - k.local) * k.slope_fp) >> 32);
 }
 
-int64_t ClockModel::Map(int64_t t) const {
+int64_t ClockModel::MapSlow(int64_t t) const {
   const size_t n = knots_.size();
   if (n == 0) return t;
   if (t <= knots_[0].local) {
     // Before the first knot: extend the first segment backwards.
     return MapOn(0, t);
   }
-  size_t i = hint_ < n ? hint_ : 0;
-  if (!(knots_[i].local <= t && (i + 1 == n || t < knots_[i + 1].local))) {
-    auto it = std::upper_bound(knots_.begin(), knots_.end(), t,
-                               [](int64_t v, const Knot& k) { return v < k.local; });
-    i = static_cast<size_t>(it - knots_.begin()) - 1;
-    hint_ = i;
-  }
+  auto it = std::upper_bound(knots_.begin(), knots_.end(), t,
+                             [](int64_t v, const Knot& k) { return v < k.local; });
+  const size_t i = static_cast<size_t>(it - knots_.begin()) - 1;
+  const Knot& k = knots_[i];
+  cached_.lo = k.local;
+  cached_.hi = i + 1 < n ? knots_[i + 1].local : INT64_MAX;
+  cached_.local = k.local;
+  cached_.common = k.common;
+  cached_.slope = k.slope_fp;
   return MapOn(i, t);
 }
 

@@ -20,8 +20,15 @@ class ClockModel {
   bool empty() const { return knots_.empty(); }
   size_t size() const { return knots_.size(); }
 
-  // The common-clock time of local time `t`.
-  int64_t Map(int64_t t) const;
+  // The common-clock time of local time `t`. Inline for the common case: `t` in the segment
+  // used last.
+  int64_t Map(int64_t t) const {
+    if (t >= cached_.lo && t < cached_.hi) {
+      return cached_.common +
+             static_cast<int64_t>((static_cast<__int128>(t - cached_.local) * cached_.slope) >> 32);
+    }
+    return MapSlow(t);
+  }
   // Largest local time covered by interpolation (the last knot); INT64_MIN when empty.
   int64_t last_local() const { return knots_.empty() ? INT64_MIN : knots_.back().local; }
   int64_t first_local() const { return knots_.empty() ? INT64_MIN : knots_.front().local; }
@@ -35,10 +42,15 @@ class ClockModel {
     int64_t common;
     int64_t slope_fp;  // (common slope to the next knot) * 2^32; 2^32 for the last knot
   };
+  struct Segment {
+    int64_t lo = 0, hi = 0;  // local range [lo, hi) the segment covers (empty when lo == hi)
+    int64_t local = 0, common = 0, slope = 0;
+  };
   void Recompute();
+  int64_t MapSlow(int64_t t) const;
   int64_t MapOn(size_t i, int64_t t) const;
   std::vector<Knot> knots_;
-  mutable size_t hint_ = 0;  // the segment Map() used last
+  mutable Segment cached_;  // the segment Map() used last
 };
 
 }  // namespace tracedb::engine

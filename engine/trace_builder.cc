@@ -123,52 +123,49 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   if (!s.stack.empty() && s.stack.back().end < ts + dur) {
     w_->AddStat("improper_nesting", rank, 1);
   }
-  Row row;
+  Row& row = w_->NewRow(rank, track);
   row.ts = ts;
   row.dur = dur;
-  row.track = track;
   row.name = name;
   row.cat = cat;
   row.kind = RowKind::kSpan;
   row.k = w_->TakeK(track);
   FillParent(s, &row);
   if (args) row.args = *args;
-  row.json.assign(json.data(), json.size());
+  if (!json.empty()) row.json.assign(json.data(), json.size());
   Entry& e = s.stack.emplace_back();
   e.k = row.k;
   e.ts = ts;
   e.end = ts + dur;
-  return w_->AddRow(rank, std::move(row));
+  return w_->CommitRow();
 }
 
 Status TraceBuilder::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
                              const EventArgs* args, std::string_view json, RowKind kind) {
   TrackState& s = State(track);
   PopFinished(&s, ts);
-  Row row;
+  Row& row = w_->NewRow(w_->TrackRank(track), track);
   row.ts = ts;
-  row.track = track;
   row.name = name;
   row.cat = cat;
   row.kind = kind;
   row.k = w_->TakeK(track);
   FillParent(s, &row);
   if (args) row.args = *args;
-  row.json.assign(json.data(), json.size());
-  return w_->AddRow(w_->TrackRank(track), std::move(row));
+  if (!json.empty()) row.json.assign(json.data(), json.size());
+  return w_->CommitRow();
 }
 
 Status TraceBuilder::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
                              double value) {
-  Row row;
+  Row& row = w_->NewRow(w_->TrackRank(track), track);
   row.ts = ts;
-  row.track = track;
   row.name = name;
   row.cat = cat;
   row.kind = RowKind::kCounter;
   row.k = w_->TakeK(track);
   row.value = value;
-  return w_->AddRow(w_->TrackRank(track), std::move(row));
+  return w_->CommitRow();
 }
 
 uint64_t TraceBuilder::open_spans() const {

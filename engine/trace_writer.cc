@@ -98,17 +98,27 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
   return id;
 }
 
-Status TraceWriter::AddRow(int32_t rank, Row row) {
-  tracks_[row.track].dirty = true;
+Row& TraceWriter::NewRow(int32_t rank, uint32_t track) {
+  tracks_[track].dirty = true;
   if (rank != last_rank_ || last_rows_ == nullptr) {
     last_rows_ = &pending_[rank];
     last_rank_ = rank;
     if (last_rows_->capacity() < kBlockRows) last_rows_->reserve(kBlockRows);
   }
-  std::vector<Row>& rows = *last_rows_;
-  rows.push_back(std::move(row));
-  if (rows.size() >= kBlockRows) return WriteBlock(rank, &rows);
+  Row& row = last_rows_->emplace_back();
+  row.track = track;
+  return row;
+}
+
+Status TraceWriter::CommitRow() {
+  if (last_rows_->size() >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
   return Status::Ok();
+}
+
+Status TraceWriter::AddRow(int32_t rank, Row row) {
+  const uint32_t track = row.track;
+  NewRow(rank, track) = std::move(row);
+  return CommitRow();
 }
 
 void TraceWriter::AddStep(int32_t rank, int64_t ts, int64_t step) {

@@ -73,6 +73,10 @@ class TraceWriter {
 
   // Buffers one finished event of `rank`. Full blocks are encoded right away.
   Status AddRow(int32_t rank, Row row);
+  // The same without a copy: NewRow() appends a default row to fill in place, then CommitRow()
+  // (which may encode a full block). REQUIRES: nothing else touches the writer in between.
+  Row& NewRow(int32_t rank, uint32_t track);
+  Status CommitRow();
   void AddStep(int32_t rank, int64_t ts, int64_t step);
   // Adds `delta` to stats(name, rank); rank -1 is the whole job.
   void AddStat(std::string_view name, int32_t rank, int64_t delta);
