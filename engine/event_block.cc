@@ -278,24 +278,26 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
 
 Row DecodedBlock::RowAt(size_t i) const {
   Row r;
-  r.ts = ts[i];
-  r.dur = dur[i];
   r.track = track[i];
-  r.name = name[i];
-  r.cat = cat[i];
-  r.kind = static_cast<RowKind>(kind[i]);
-  r.depth = depth[i];
-  r.k = k[i];
-  r.parent_k = parent_k[i];
-  r.args.mask = arg_mask[i] & EventArgs::kAllFields;
-  r.args.bytes = bytes[i];
-  r.args.peer = peer[i];
-  r.args.tag = tag[i];
-  r.args.comm = comm[i];
-  r.args.seq = seq[i];
-  r.args.flow = flow[i];
-  r.value = value[i];
-  r.json = std::string(json[i]);
+  if (has(kColTs)) r.ts = ts[i];
+  if (has(kColDur)) r.dur = dur[i];
+  if (has(kColName)) r.name = name[i];
+  if (has(kColCat)) r.cat = cat[i];
+  if (has(kColKind)) r.kind = static_cast<RowKind>(kind[i]);
+  if (has(kColDepth)) r.depth = depth[i];
+  if (has(kColK)) r.k = k[i];
+  if (has(kColParent)) r.parent_k = parent_k[i];
+  if (has(kColArgs)) {
+    r.args.mask = arg_mask[i] & EventArgs::kAllFields;
+    r.args.bytes = bytes[i];
+    r.args.peer = peer[i];
+    r.args.tag = tag[i];
+    r.args.comm = comm[i];
+    r.args.seq = seq[i];
+    r.args.flow = flow[i];
+    r.json = std::string(json[i]);
+  }
+  if (has(kColValue)) r.value = value[i];
   return r;
 }
 

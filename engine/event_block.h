@@ -111,7 +111,7 @@ class DecodedBlock {
   // Corruption (never a crash) on malformed input.
   Status Need(uint32_t want);
   bool has(uint32_t cols) const { return (decoded_ & cols) == cols; }
-  // A whole row. REQUIRES: Need(kColAll) succeeded.
+  // A row: the column groups decoded so far (the others keep Row's defaults).
   Row RowAt(size_t i) const;
 
  private:

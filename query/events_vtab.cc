@@ -187,6 +187,42 @@ struct Range {
   bool All() const { return lo == INT64_MIN && hi == INT64_MAX; }
 };
 
+// The block column group each SQL column reads.
+uint32_t ColumnGroup(int col) {
+  switch (col) {
+    case kId:
+      return engine::kColK;
+    case kName:
+      return engine::kColName;
+    case kCat:
+      return engine::kColCat;
+    case kKind:
+      return engine::kColKind;
+    case kTs:
+    case kEndTs:
+    case kStep:
+      return engine::kColTs;
+    case kDur:
+      return engine::kColDur;
+    case kDepth:
+      return engine::kColDepth;
+    case kParent:
+      return engine::kColParent;
+    case kBytes:
+    case kPeer:
+    case kTag:
+    case kComm:
+    case kSeq:
+    case kFlow:
+    case kArgs:
+      return engine::kColArgs;
+    case kValue:
+      return engine::kColValue;
+    default:
+      return engine::kColTrack;
+  }
+}
+
 struct Constraints {
   bool none = false;  // a constraint no row can meet (e.g. an unknown name)
   Range rank, ts, end, dur, track, step, id, parent;
@@ -196,6 +232,7 @@ struct Constraints {
   bool top_by_dur = false;
   std::map<int32_t, Range> step_ts;          // per rank: the ts range of the wanted steps
   uint32_t filter_cols = engine::kColTrack;  // the block columns the constraints read
+  uint32_t used_cols = engine::kColTrack | engine::kColK;  // columns the statement reads (+ rowid)
 };
 
 struct BlockRef {
@@ -348,6 +385,8 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
     info->orderByConsumed = 1;
     cost /= 1000;
   }
+  // The columns the statement reads: the top-n search materialises only those.
+  info->idxNum = static_cast<int>(info->colUsed & 0x7fffffff);
   info->idxStr = sqlite3_mprintf("%s", idx.c_str());
   info->needToFreeIdxStr = 1;
   info->estimatedCost = cost;
@@ -512,7 +551,8 @@ int RunTopN(EventsCursor* c) {
   std::map<int64_t, std::vector<TopRow*>> by_block;
   for (TopRow& t : c->top) by_block[t.block].push_back(&t);
   for (auto& [block, rows] : by_block) {
-    int rc = LoadBlock(c, BlockRef{block, rows.front()->rank, 0}, &blk, engine::kColAll);
+    int rc = LoadBlock(c, BlockRef{block, rows.front()->rank, 0}, &blk,
+                       c->f.used_cols | c->f.filter_cols | engine::kColDur);
     if (rc != SQLITE_OK) return rc;
     for (TopRow* t : rows) t->row = blk.RowAt(t->index);
   }
@@ -521,7 +561,8 @@ int RunTopN(EventsCursor* c) {
   return SQLITE_OK;
 }
 
-int Filter(sqlite3_vtab_cursor* cur, int, const char* idx, int argc, sqlite3_value** argv) {
+int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
+           sqlite3_value** argv) {
   auto* c = reinterpret_cast<EventsCursor*>(cur);
   DbCatalog& cat = c->vtab->catalog;
   cat.Refresh(c->vtab->db.get());
@@ -672,6 +713,9 @@ int Filter(sqlite3_vtab_cursor* cur, int, const char* idx, int argc, sqlite3_val
     c->eof = true;
     return SQLITE_OK;
   }
+  for (int col = 0; col < kNumCols; ++col) {
+    if (col_used & (1 << col)) f.used_cols |= ColumnGroup(col);
+  }
   if (f.name) f.filter_cols |= engine::kColName;
   if (f.cat) f.filter_cols |= engine::kColCat;
   if (f.kind) f.filter_cols |= engine::kColKind;
@@ -702,42 +746,6 @@ int Eof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<EventsCursor*>(cur)-
 
 void ResultText(sqlite3_context* ctx, const std::string& s) {
   sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
-}
-
-// The block column group each SQL column reads.
-uint32_t ColumnGroup(int col) {
-  switch (col) {
-    case kId:
-      return engine::kColK;
-    case kName:
-      return engine::kColName;
-    case kCat:
-      return engine::kColCat;
-    case kKind:
-      return engine::kColKind;
-    case kTs:
-    case kEndTs:
-    case kStep:
-      return engine::kColTs;
-    case kDur:
-      return engine::kColDur;
-    case kDepth:
-      return engine::kColDepth;
-    case kParent:
-      return engine::kColParent;
-    case kBytes:
-    case kPeer:
-    case kTag:
-    case kComm:
-    case kSeq:
-    case kFlow:
-    case kArgs:
-      return engine::kColArgs;
-    case kValue:
-      return engine::kColValue;
-    default:
-      return engine::kColTrack;
-  }
 }
 
 int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {

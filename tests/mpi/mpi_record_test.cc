@@ -170,13 +170,14 @@ TEST(MpiRecord, RanksOnOtherHostsAreAlignedByClockSync) {
   for (auto& [rank, d] : diffs) {
     ASSERT_GE(d.size(), 40u) << rank;
     std::sort(d.begin(), d.end());
-    const int64_t median = d[d.size() / 2];
     // Without the sync, ranks 2 and 3 would be 5 ms off. Exits from a barrier differ by the
-    // time the release takes to reach each process (tens of µs on a loaded 2-core machine):
-    // the median must stay within the stored uncertainty plus that.
-    EXPECT_LT(median, clock[rank].second + 200000)
+    // time the release takes to reach each process: tens of µs, or a scheduler quantum when 4
+    // busy-polling ranks share 2 cores. The lower quartile is immune to the descheduled ones.
+    const int64_t q1 = d[d.size() / 4];
+    EXPECT_LT(q1, clock[rank].second + 200000)
         << "rank " << rank << " (" << clock[rank].first << ", uncertainty " << clock[rank].second
-        << " ns) barrier exits differ from rank 0's by " << median << " ns (median)";
+        << " ns) barrier exits differ from rank 0's by " << q1 << " ns (lower quartile), "
+        << d[d.size() / 2] << " ns (median)";
   }
 }
 
