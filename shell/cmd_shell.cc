@@ -63,12 +63,14 @@ class Shell {
     int status = kExitOk;
     for (;;) {
       std::string line;
-      if (!ReadLine(buffer.empty() ? "tracedb> " : "    ...> ", &line)) break;
-      if (g_sigint) {  // Ctrl-C while typing: drop the statement being entered
+      const bool got = ReadLine(buffer.empty() ? "tracedb> " : "    ...> ", &line);
+      if (g_sigint) {  // Ctrl-C while typing: drop the statement being entered, keep the shell
         g_sigint = 0;
         buffer.clear();
+        if (interactive_) std::printf("^C\n");
         continue;
       }
+      if (!got) break;  // end of input (Ctrl-D)
       if (buffer.empty()) {
         const size_t first = line.find_first_not_of(" \t");
         if (first == std::string::npos) continue;
@@ -128,7 +130,7 @@ class Shell {
     std::fflush(stdout);
     if (!s.ok()) {
       if (g_sigint) {
-        std::fprintf(stderr, "interrupted\n");
+        std::fprintf(stderr, "\ninterrupted\n");
       } else {
         std::fprintf(stderr, "error: %s\n", s.message().c_str());
       }
