@@ -265,4 +265,12 @@ void AddImportStats(engine::TraceWriter* writer, int32_t rank, uint64_t skipped,
   }
 }
 
+std::string_view FirstNonBlankLine(std::string_view text) {
+  const SplitText s = SplitLines(text);
+  for (const Line& l : s.lines) {
+    if (!Trim(l.text).empty()) return Trim(l.text);
+  }
+  return Trim(s.tail);
+}
+
 }  // namespace tracedb::query::text_profile

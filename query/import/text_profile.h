@@ -41,6 +41,8 @@ struct SplitText {
   uint64_t complete_bytes = 0;  // bytes up to and including the last '\n'
 };
 SplitText SplitLines(std::string_view text);
+// The first line of `text` that is not blank, trimmed ("" when there is none); for Detect().
+std::string_view FirstNonBlankLine(std::string_view text);
 
 // Whitespace (space, tab) separated fields of `s`.
 std::vector<std::string_view> Fields(std::string_view s);

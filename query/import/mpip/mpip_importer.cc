@@ -643,15 +643,7 @@ class MpipImporter : public Importer {
 
   int Detect(std::string_view path, std::string_view head) const override {
     const int name_bonus = IsReportName(path) ? 20 : 0;
-    const text_profile::SplitText s = text_profile::SplitLines(head.substr(0, 4096));
-    std::string_view first;
-    for (const Line& l : s.lines) {
-      if (!Trim(l.text).empty()) {
-        first = Trim(l.text);
-        break;
-      }
-    }
-    if (first.empty()) first = Trim(s.tail);
+    const std::string_view first = text_profile::FirstNonBlankLine(head.substr(0, 4096));
     if (first == "@ mpiP") return 80 + name_bonus;
     if (head.substr(0, 1024).find("\n@ mpiP") != std::string_view::npos) return 40 + name_bonus;
     return 0;

@@ -616,15 +616,7 @@ class MpitraceImporter : public Importer {
   int Detect(std::string_view path, std::string_view head) const override {
     const int name_bonus = IsProfileName(path) ? 20 : 0;
     // The header is the first line mpitrace writes; look past a few blank lines.
-    const text_profile::SplitText s = text_profile::SplitLines(head.substr(0, 4096));
-    std::string_view first;
-    for (const Line& l : s.lines) {
-      if (!Trim(l.text).empty()) {
-        first = Trim(l.text);
-        break;
-      }
-    }
-    if (first.empty()) first = Trim(s.tail);
+    const std::string_view first = text_profile::FirstNonBlankLine(head.substr(0, 4096));
     int32_t rank = 0;
     int32_t size = 0;
     bool all = false;

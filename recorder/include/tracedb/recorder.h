@@ -49,10 +49,10 @@ extern "C" {
 
 /* Return codes of the int-returning functions. */
 #define TRACEDB_OK 0
-#define TRACEDB_ERR_STATE (-1)     /* wrong state: already started, not started, forked child */
-#define TRACEDB_ERR_IO (-2)        /* the directory or a segment file cannot be written */
-#define TRACEDB_ERR_ARG (-3)       /* a NULL or invalid argument */
-#define TRACEDB_ERR_TIMEOUT (-4)   /* tracedb_flush: the flusher did not finish within 30 s */
+#define TRACEDB_ERR_STATE (-1)   /* wrong state: already started, not started, forked child */
+#define TRACEDB_ERR_IO (-2)      /* the directory or a segment file cannot be written */
+#define TRACEDB_ERR_ARG (-3)     /* a NULL or invalid argument */
+#define TRACEDB_ERR_TIMEOUT (-4) /* tracedb_flush: the flusher did not finish within 30 s */
 
 /* Categories: one per event (docs/segment-format.md "Categories"). */
 #define TRACEDB_CAT_USER 0
@@ -67,7 +67,7 @@ extern "C" {
 /* Typed arguments of a communication event. Set the TRACEDB_ARG_* bits of `fields` for the
  * members that carry a value; the others are ignored. */
 #define TRACEDB_ARG_BYTES 1u
-#define TRACEDB_ARG_PEER 2u  /* peer rank, or root of a rooted collective */
+#define TRACEDB_ARG_PEER 2u /* peer rank, or root of a rooted collective */
 #define TRACEDB_ARG_TAG 4u
 #define TRACEDB_ARG_COMM 8u  /* communicator id */
 #define TRACEDB_ARG_SEQ 16u  /* per-communicator collective sequence number */
@@ -157,10 +157,10 @@ TRACEDB_API void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_i
 
 /* Counters of this process since load. */
 typedef struct tracedb_counters {
-  uint64_t written;       /* events written to segment files */
-  uint64_t dropped;       /* events dropped: full buffer, no buffer, or writing disabled */
-  uint64_t flushed_bytes; /* bytes handed to the OS */
-  uint64_t write_errors;  /* 1 once writing has been disabled by an I/O error */
+  uint64_t written;        /* events written to segment files */
+  uint64_t dropped;        /* events dropped: full buffer, no buffer, or writing disabled */
+  uint64_t flushed_bytes;  /* bytes handed to the OS */
+  uint64_t write_errors;   /* 1 once writing has been disabled by an I/O error */
   uint64_t flusher_cpu_ns; /* CPU time the flusher thread has used */
 } tracedb_counters;
 TRACEDB_API void tracedb_get_counters(tracedb_counters* out) TRACEDB_NOEXCEPT;
@@ -182,8 +182,7 @@ TRACEDB_API extern int tracedb_active_;
 #define tracedb_begin(name) (TRACEDB_ACTIVE() ? tracedb_begin(name) : (void)0)
 #define tracedb_end(name) (TRACEDB_ACTIVE() ? tracedb_end(name) : (void)0)
 #define tracedb_instant(name) (TRACEDB_ACTIVE() ? tracedb_instant(name) : (void)0)
-#define tracedb_counter(name, value) \
-  (TRACEDB_ACTIVE() ? tracedb_counter((name), (value)) : (void)0)
+#define tracedb_counter(name, value) (TRACEDB_ACTIVE() ? tracedb_counter((name), (value)) : (void)0)
 #define tracedb_complete(name, ts, dur) \
   (TRACEDB_ACTIVE() ? tracedb_complete((name), (ts), (dur)) : (void)0)
 #define tracedb_begin_ex(name, cat, lane, args) \
