@@ -85,7 +85,7 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
       return it->second;
     }
     const auto id = static_cast<uint32_t>(tracks_.size());
-    tracks_.push_back(TrackInfo{spec, 0, true, true});
+    tracks_.push_back(TrackInfo{spec, 0, true});
     track_by_local_[key] = id;
     return id;
   }
@@ -93,7 +93,7 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
   auto it = track_by_name_.find(key);
   if (it != track_by_name_.end()) return it->second;
   const auto id = static_cast<uint32_t>(tracks_.size());
-  tracks_.push_back(TrackInfo{spec, 0, true, true});
+  tracks_.push_back(TrackInfo{spec, 0, true});
   track_by_name_[key] = id;
   return id;
 }
@@ -251,7 +251,6 @@ Status TraceWriter::CommitBatch() {
       ins.Bind(8, t.spec.sort_index).Bind(9, static_cast<int64_t>(t.next_k));
       TRACEDB_RETURN_IF_ERROR(ins.Run());
       t.dirty = false;
-      t.is_new = false;
     }
   }
   {

@@ -95,7 +95,6 @@ class TraceWriter {
     TrackSpec spec;
     uint64_t next_k = 0;
     bool dirty = false;  // next_k or the row itself must be written
-    bool is_new = false;
   };
   struct NameStat {
     uint64_t count = 0;

@@ -154,6 +154,7 @@ struct EventsVtab {
   sqlite3_vtab base;  // must be first
   std::unique_ptr<Db> db;
   DbCatalog catalog;
+  Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once (LoadBlock)
 };
 
 struct Range {
@@ -314,7 +315,7 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
   std::string idx;
   int argv = 0;
   double cost = 1e7;
-  bool has_limit = false, text_ok = true;
+  bool has_limit = false;
   bool all_handled = true;
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
@@ -376,7 +377,6 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
       cost /= 1000;
     else
       cost /= 3;
-    (void)text_ok;
   }
   // ORDER BY dur DESC with a LIMIT: served as a top-n search, already in order.
   if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == kDur && info->aOrderBy[0].desc &&
@@ -491,14 +491,20 @@ int CollectBlocks(EventsCursor* c) {
 }
 
 int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out, uint32_t want) {
-  Db* db = c->vtab->db.get();
-  auto st = db->Prepare("SELECT data FROM blocks WHERE block = ?1");
-  if (!st.ok()) return Fail(&c->vtab->base, st.status().message());
-  st->Bind(1, ref.block);
-  auto row = st->Step();
-  if (!row.ok()) return Fail(&c->vtab->base, row.status().message());
-  if (!*row) return Fail(&c->vtab->base, "block " + std::to_string(ref.block) + " vanished");
-  tracedb::Status s = engine::DecodeBlock(st->Blob(0), ref.block, out, want);
+  Stmt& st = c->vtab->block_data;
+  if (st.raw() == nullptr) {
+    auto prepared = c->vtab->db->Prepare("SELECT data FROM blocks WHERE block = ?1");
+    if (!prepared.ok()) return Fail(&c->vtab->base, prepared.status().message());
+    st = std::move(*prepared);
+  }
+  st.Bind(1, ref.block);
+  auto row = st.Step();
+  // The blob is decoded (copied out) before the statement is reset for the next block.
+  tracedb::Status s =
+      !row.ok() ? row.status()
+      : !*row   ? tracedb::Status::Corruption("block " + std::to_string(ref.block) + " vanished")
+                : engine::DecodeBlock(st.Blob(0), ref.block, out, want);
+  st.Reset();
   if (!s.ok()) return Fail(&c->vtab->base, s.message());
   return SQLITE_OK;
 }

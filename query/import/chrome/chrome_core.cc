@@ -628,4 +628,17 @@ Status ImportChromeFile(const std::string& path, const ChromeFlavor& flavor,
   return file.Run(path, outcome, warnings);
 }
 
+Status ImportChromeInput(const ImportInput& input, const ChromeFlavor& flavor,
+                         engine::TraceWriter* writer, ImportResult* result) {
+  ChromeOptions options;
+  options.rank_hint = input.rank_hint;
+  options.progress = input.progress;
+  FileOutcome f;
+  TRACEDB_RETURN_IF_ERROR(
+      ImportChromeFile(input.path, flavor, options, writer, &f, &result->warnings));
+  TRACEDB_RETURN_IF_ERROR(RecordFile(writer, f));
+  AddToResult(f, /*first=*/true, result);
+  return Status::Ok();
+}
+
 }  // namespace tracedb::query::chrome

@@ -76,6 +76,11 @@ Status ImportChromeFile(const std::string& path, const ChromeFlavor& flavor,
                         const ChromeOptions& options, engine::TraceWriter* writer,
                         FileOutcome* outcome, std::vector<std::string>* warnings);
 
+// The whole Importer::Import of a one-file format: ImportChromeFile with the input's rank hint
+// and progress, then the file recorded (RecordFile) and *result filled.
+Status ImportChromeInput(const ImportInput& input, const ChromeFlavor& flavor,
+                         engine::TraceWriter* writer, ImportResult* result);
+
 // A flow id: the integer, a "0x…" hex or decimal string's value, else a 64-bit hash of the text.
 uint64_t FlowId(const json::JsonId& id);
 

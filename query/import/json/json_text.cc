@@ -124,6 +124,28 @@ void AppendStringContent(std::string_view in, bool literal, std::string* out) {
   out->append(in.data() + run, in.size() - run);
 }
 
+// Walks an object member's key and its ':' at *p, leaving *p at the value; with kEmit it also
+// appends `"key":` to *out.
+template <bool kEmit>
+Scan WalkKey(const char** pp, const char* end, std::string* out) {
+  const char* p = *pp;
+  if (*p != '"') return Scan::kBad;
+  const char* close;
+  bool escaped;
+  const Scan s = FindStringEnd(p + 1, end, &close, &escaped);
+  if (s != Scan::kOk) return s;
+  if constexpr (kEmit) {
+    out->push_back('"');
+    AppendStringContent(std::string_view(p + 1, static_cast<size_t>(close - p - 1)), true, out);
+    out->append("\":");
+  }
+  p = SkipSpace(close + 1, end);
+  if (p >= end) return Scan::kNeedMore;
+  if (*p != ':') return Scan::kBad;
+  *pp = p + 1;
+  return Scan::kOk;
+}
+
 // Walks one value; with kEmit it also appends the compact form to *out.
 template <bool kEmit>
 Scan Walk(const char* p, const char* end, const char** after, std::string* out) {
@@ -159,21 +181,8 @@ Scan Walk(const char* p, const char* end, const char** after, std::string* out) 
       } else {
         if (c == '{') {
           // A key, then ':', then the value.
-          if (*p != '"') return Scan::kBad;
-          const char* close;
-          bool escaped;
-          const Scan s = FindStringEnd(p + 1, end, &close, &escaped);
+          const Scan s = WalkKey<kEmit>(&p, end, out);
           if (s != Scan::kOk) return s;
-          if constexpr (kEmit) {
-            out->push_back('"');
-            AppendStringContent(std::string_view(p + 1, static_cast<size_t>(close - p - 1)), true,
-                                out);
-            out->append("\":");
-          }
-          p = SkipSpace(close + 1, end);
-          if (p >= end) return Scan::kNeedMore;
-          if (*p != ':') return Scan::kBad;
-          ++p;
         }
         continue;
       }
@@ -216,21 +225,8 @@ Scan Walk(const char* p, const char* end, const char** after, std::string* out) 
       if (*p == closer) continue;  // a trailing comma: tolerated, and dropped
       if constexpr (kEmit) out->push_back(',');
       if (closer == '}') {
-        if (*p != '"') return Scan::kBad;
-        const char* close;
-        bool escaped;
-        const Scan s = FindStringEnd(p + 1, end, &close, &escaped);
+        const Scan s = WalkKey<kEmit>(&p, end, out);
         if (s != Scan::kOk) return s;
-        if constexpr (kEmit) {
-          out->push_back('"');
-          AppendStringContent(std::string_view(p + 1, static_cast<size_t>(close - p - 1)), true,
-                              out);
-          out->append("\":");
-        }
-        p = SkipSpace(close + 1, end);
-        if (p >= end) return Scan::kNeedMore;
-        if (*p != ':') return Scan::kBad;
-        ++p;
       }
       break;
     }

@@ -149,16 +149,7 @@ class KinetoImporter : public Importer {
 
   Status Import(const ImportInput& input, engine::TraceWriter* writer,
                 ImportResult* result) override {
-    KinetoFlavor flavor;
-    chrome::ChromeOptions options;
-    options.rank_hint = input.rank_hint;
-    options.progress = input.progress;
-    FileOutcome f;
-    TRACEDB_RETURN_IF_ERROR(
-        chrome::ImportChromeFile(input.path, flavor, options, writer, &f, &result->warnings));
-    TRACEDB_RETURN_IF_ERROR(RecordFile(writer, f));
-    AddToResult(f, /*first=*/true, result);
-    return Status::Ok();
+    return chrome::ImportChromeInput(input, KinetoFlavor(), writer, result);
   }
 };
 
