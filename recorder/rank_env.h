@@ -3,15 +3,16 @@
 // Thread safety: reads the environment; call while no thread modifies it.
 #pragma once
 
-#include <string>
-
 namespace tracedb::recorder {
 
 struct RankInfo {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
-  std::string source;  // the variable the rank came from, e.g. "OMPI_COMM_WORLD_RANK"
+  // The variable the rank came from, e.g. "OMPI_COMM_WORLD_RANK": a string literal. A plain pointer
+  // so that RankInfo is constant-initialised: the load-time constructor that starts recording
+  // from TRACEDB_DIR may run before any dynamic initialiser of the library.
+  const char* source = "default";
 };
 
 RankInfo DetectRank();

@@ -30,7 +30,7 @@ namespace {
 using engine::EventKind;
 
 // Session state, guarded by g_mu.
-std::mutex g_mu;
+constinit std::mutex g_mu;
 Flusher* g_flusher = nullptr;
 bool g_started = false;
 bool g_window = false;
@@ -38,10 +38,10 @@ int64_t g_window_lo = 0;
 int64_t g_window_hi = 0;
 int64_t g_step = INT64_MIN;  // INT64_MIN: tracedb_step never called
 uint32_t g_step_name = 0;
-RankInfo g_rank;
+constinit RankInfo g_rank;
 bool g_rank_known = false;
 
-ThreadBuffer g_nobuf;  // shared sentinel for threads without a buffer (capacity 0)
+constinit ThreadBuffer g_nobuf;  // shared sentinel for threads without a buffer (capacity 0)
 pthread_key_t g_thread_key;
 std::once_flag g_init_once;
 
