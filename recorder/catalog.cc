@@ -1,12 +1,26 @@
 // Catalog implementation. See catalog.h.
 #include "recorder/catalog.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <new>
 
+#include "recorder/clock.h"
+
 namespace tracedb::recorder {
 namespace {
-constexpr uint64_t kMinThreadBufferBytes = 64ull << 10;
+
+// Forgets every chunk of `b` (both sides). REQUIRES: neither side uses `b` concurrently.
+void ClearChunks(ThreadBuffer* b) {
+  b->pos = 0;
+  b->limit = 0;
+  b->chunk = nullptr;
+  b->slots = nullptr;
+  b->first.store(nullptr, std::memory_order_relaxed);
+  b->read_chunk = nullptr;
+  b->read_pos = 0;
+}
 constexpr uint32_t kMaxLanes = 65535;  // lanes are 16 bits in a Record
 }  // namespace
 
@@ -60,18 +74,6 @@ void Catalog::SetThreadName(ThreadBuffer* b, std::string_view name) {
   }
 }
 
-void Catalog::SetThreadBufferBytes(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t p = kMinThreadBufferBytes;
-  while (p * 2 <= bytes) p *= 2;
-  thread_bytes_ = p;
-}
-
-void Catalog::SetBudget(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  budget_ = bytes;
-}
-
 ThreadBuffer* Catalog::AttachThread(uint32_t os_tid) {
   std::lock_guard<std::mutex> lock(mu_);
   ThreadBuffer* b = nullptr;
@@ -79,31 +81,16 @@ ThreadBuffer* Catalog::AttachThread(uint32_t os_tid) {
     // A drained buffer of an exited thread: nobody else references it any more.
     b = pool_.back();
     pool_.pop_back();
-    b->head.store(0, std::memory_order_relaxed);
-    b->tail.store(0, std::memory_order_relaxed);
-    b->cached_tail = 0;
+    ClearChunks(b);
+    b->busy.store(0, std::memory_order_relaxed);
     b->dropped.store(0, std::memory_order_relaxed);
+    b->reentry_dropped.store(0, std::memory_order_relaxed);
     b->reported_dropped = 0;
     b->retired.store(false, std::memory_order_relaxed);
     b->name.clear();
   } else {
-    const uint64_t left = budget_ > used_ ? budget_ - used_ : 0;
-    // Early threads get the full size; as the budget runs down, later ones get less.
-    uint64_t bytes = thread_bytes_;
-    while (bytes > kMinThreadBufferBytes && bytes > left / 2) bytes /= 2;
-    if (bytes > left) return nullptr;
-    try {
-      b = new ThreadBuffer();
-      b->slots = static_cast<Record*>(::operator new[](bytes, std::align_val_t(64)));
-    } catch (...) {
-      delete b;
-      return nullptr;
-    }
-    // Touch every page now so the hot path never page-faults.
-    std::memset(static_cast<void*>(b->slots), 0, bytes);
-    b->capacity = bytes / sizeof(Record);
-    b->mask = b->capacity - 1;
-    used_ += bytes;
+    b = new (std::nothrow) ThreadBuffer();
+    if (b == nullptr) return nullptr;
   }
   try {
     buffers_.push_back(b);
@@ -115,6 +102,28 @@ ThreadBuffer* Catalog::AttachThread(uint32_t os_tid) {
   b->os_tid = os_tid;
   b->name_dirty = true;
   return b;
+}
+
+bool Catalog::WaitIdle(int64_t timeout_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t deadline = MonotonicNs() + timeout_ns;
+  bool idle = true;
+  for (ThreadBuffer* b : buffers_) {
+    while (b->busy.load(std::memory_order_acquire) != 0) {
+      if (MonotonicNs() > deadline) {
+        idle = false;
+        break;
+      }
+      sched_yield();
+    }
+  }
+  return idle;
+}
+
+void Catalog::ResetSession() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (ThreadBuffer* b : buffers_) ClearChunks(b);
+  for (ThreadBuffer* b : pool_) ClearChunks(b);
 }
 
 void Catalog::NewStrings(uint32_t from_id, std::vector<std::string_view>* out) {
@@ -150,19 +159,17 @@ uint64_t Catalog::TotalDropped() {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t n = g_nobuf_dropped.load(std::memory_order_relaxed) +
                g_freed_dropped.load(std::memory_order_relaxed);
-  for (ThreadBuffer* b : buffers_) n += b->dropped.load(std::memory_order_relaxed);
+  for (ThreadBuffer* b : buffers_) n += b->TotalDropped();
   return n;
 }
 
 void Catalog::Release(ThreadBuffer* b) {
   std::lock_guard<std::mutex> lock(mu_);
   buffers_.erase(std::remove(buffers_.begin(), buffers_.end(), b), buffers_.end());
-  g_freed_dropped.fetch_add(b->dropped.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  g_freed_dropped.fetch_add(b->TotalDropped(), std::memory_order_relaxed);
   try {
     pool_.push_back(b);
   } catch (...) {
-    used_ -= b->capacity * sizeof(Record);
-    ::operator delete[](b->slots, std::align_val_t(64));
     delete b;
   }
 }
@@ -172,13 +179,14 @@ void Catalog::UnlockAfterFork() { mu_.unlock(); }
 
 void Catalog::ResetInChild(ThreadBuffer* survivor) {
   // Called in the child with mu_ held (after LockForFork in the parent).
+  // Events buffered by the parent belong to the parent's files; its chunks are not the child's.
   for (ThreadBuffer* b : buffers_) {
-    // Events buffered by the parent belong to the parent's files.
-    b->tail.store(b->head.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    b->cached_tail = b->tail.load(std::memory_order_relaxed);
+    ClearChunks(b);
     if (b != survivor) b->retired.store(true, std::memory_order_relaxed);
+    b->busy.store(0, std::memory_order_relaxed);
     b->name_dirty = true;
   }
+  for (ThreadBuffer* b : pool_) ClearChunks(b);
 }
 
 }  // namespace tracedb::recorder

@@ -1,5 +1,5 @@
 // The process-wide catalog of the recorder: interned strings, lanes, and the registry of thread
-// buffers (with their memory budget). Not on the hot path: every call takes the catalog mutex.
+// buffers (their chunks come from the session's ChunkPool). Not on the hot path: every call takes the catalog mutex.
 // The flusher reads what is new since its last visit and writes it as STRINGS, LANES and THREADS
 // blocks (docs/segment-format.md).
 // Thread safety: every member function is thread-safe.
@@ -26,12 +26,9 @@ class Catalog {
   uint32_t Lane(std::string_view name);  // 0 when lanes are exhausted
   void SetThreadName(ThreadBuffer* b, std::string_view name);
 
-  // Allocates and registers a buffer for the calling thread, within the memory budget.
-  // nullptr when the budget is spent or memory is short.
+  // Allocates (or reuses) and registers a buffer for the calling thread, with no chunk yet.
+  // nullptr when memory is short.
   ThreadBuffer* AttachThread(uint32_t os_tid);
-  void SetBudget(uint64_t bytes);
-  // The ring size of a thread while the budget lasts (rounded down to a power of two).
-  void SetThreadBufferBytes(uint64_t bytes);
 
   // For the flusher: strings with id >= from_id (views stay valid: strings are never freed).
   void NewStrings(uint32_t from_id, std::vector<std::string_view>* out);
@@ -45,10 +42,18 @@ class Catalog {
   // REQUIRES: only the flusher calls this, after draining `b`.
   void Release(ThreadBuffer* b);
 
+  // Session end: waits until no registered thread is inside a recording call (busy), for at
+  // most `timeout_ns`. True when every thread was seen idle.
+  bool WaitIdle(int64_t timeout_ns);
+  // Session end, after WaitIdle and the flusher's last drain: forgets every chunk reference (the
+  // session's pool is about to be destroyed). REQUIRES: no thread busy, the flusher stopped.
+  void ResetSession();
+
   // Fork support: prepare locks the mutex, parent/child unlock; child also forgets every other
   // thread's buffer (those threads do not exist in the child) and discards buffered events.
   void LockForFork();
   void UnlockAfterFork();
+  // The child's buffers hold no chunk afterwards (the parent's pool is not the child's).
   void ResetInChild(ThreadBuffer* survivor);
 
  private:
@@ -61,9 +66,6 @@ class Catalog {
   std::vector<ThreadBuffer*> buffers_;
   std::vector<ThreadBuffer*> pool_;  // drained buffers of exited threads, ready for reuse
   uint32_t next_thread_index_ = 1;
-  uint64_t budget_ = 64ull << 20;
-  uint64_t used_ = 0;
-  uint64_t thread_bytes_ = 2ull << 20;
 };
 
 }  // namespace tracedb::recorder

@@ -1,6 +1,7 @@
 // Clock calibration. See clock.h.
 #include "recorder/clock.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,10 +10,16 @@
 namespace tracedb::recorder {
 
 ClockState g_clock;
+std::atomic<bool> g_clock_ready{false};
 
 namespace {
 
 bool CpuHasInvariantTsc() {
+#if defined(__aarch64__)
+  return true;  // the generic timer runs at a constant rate (ARMv8 requires it)
+#elif !defined(__x86_64__)
+  return false;
+#endif
   FILE* f = std::fopen("/proc/cpuinfo", "r");
   if (f == nullptr) return false;
   char line[4096];
@@ -31,9 +38,9 @@ bool CpuHasInvariantTsc() {
 void SamplePair(uint64_t* tsc, int64_t* ns) {
   uint64_t best = UINT64_MAX;
   for (int i = 0; i < 16; ++i) {
-    const uint64_t t1 = __rdtsc();
+    const uint64_t t1 = ReadCounter();
     const int64_t m = MonotonicNs();
-    const uint64_t t2 = __rdtsc();
+    const uint64_t t2 = ReadCounter();
     if (t2 - t1 < best) {
       best = t2 - t1;
       *tsc = t1 + (t2 - t1) / 2;
@@ -45,7 +52,7 @@ void SamplePair(uint64_t* tsc, int64_t* ns) {
 void Calibrate() {
   const char* env = std::getenv("TRACEDB_CLOCK");
   const bool want_tsc = env == nullptr || std::strcmp(env, "monotonic") != 0;
-  if (!want_tsc || !CpuHasInvariantTsc()) return;
+  if (!kHaveCounter || !want_tsc || !CpuHasInvariantTsc()) return;
   uint64_t t0, t1;
   int64_t n0, n1;
   SamplePair(&t0, &n0);
@@ -54,8 +61,18 @@ void Calibrate() {
   }
   SamplePair(&t1, &n1);
   if (t1 <= t0 || n1 <= n0) return;
-  const double hz = static_cast<double>(t1 - t0) * 1e9 / static_cast<double>(n1 - n0);
+  double hz = static_cast<double>(t1 - t0) * 1e9 / static_cast<double>(n1 - n0);
+#if defined(__aarch64__)
+  uint64_t freq;
+  asm volatile("mrs %0, cntfrq_el0" : "=r"(freq));
+  // The architected frequency is exact where firmware set it; the measurement is the fallback.
+  if (freq >= 1000000 && std::abs(static_cast<double>(freq) - hz) < 0.01 * hz) {
+    hz = static_cast<double>(freq);
+  }
+  if (hz < 1e6 || hz > 1e11) return;  // implausible: keep CLOCK_MONOTONIC
+#else
   if (hz < 1e8 || hz > 1e11) return;  // implausible: keep CLOCK_MONOTONIC
+#endif
   ClockState c;
   c.use_tsc = true;
   c.tsc0 = t1;
@@ -68,6 +85,7 @@ void Calibrate() {
 }  // namespace
 
 void InitClock() noexcept {
+  if (g_clock_ready.load(std::memory_order_acquire)) return;
   static std::once_flag once;
   std::call_once(once, [] {
     Calibrate();
@@ -76,6 +94,7 @@ void InitClock() noexcept {
     if (const char* v = std::getenv("TRACEDB_REALTIME_OFFSET_NS"); v != nullptr && *v) {
       g_clock.realtime_offset_ns = std::strtoll(v, nullptr, 10);
     }
+    g_clock_ready.store(true, std::memory_order_release);
   });
 }
 

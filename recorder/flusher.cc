@@ -2,9 +2,14 @@
 #include "recorder/flusher.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <climits>
 
 #include <cerrno>
 #include <chrono>
@@ -30,11 +35,35 @@ using engine::BlockType;
 using engine::EventKind;
 
 constexpr size_t kMaxEventsPerBlock = 65536;
-constexpr auto kPollInterval = std::chrono::milliseconds(5);
-constexpr auto kBusyPollInterval = std::chrono::microseconds(500);  // after a large drain
 constexpr int64_t kAnchorIntervalNs = 1000000000;       // with events: at most every second
 constexpr int64_t kIdleAnchorIntervalNs = 60000000000;  // without: every minute
 uint64_t g_nobuf_reported = 0;                          // flusher-owned
+
+// Wake-up of the flusher (one per process at a time). Producers bump g_full_chunks when they
+// seal a chunk and wake the flusher only when it sleeps (a Dekker pair, seq_cst on both sides);
+// every other request bumps g_wake_word and wakes it unconditionally.
+std::atomic<uint32_t> g_wake_word{0};
+std::atomic<uint32_t> g_sleeping{0};
+std::atomic<uint64_t> g_full_chunks{0};
+// SIGTERM/SIGINT: the handler asks, the flusher answers after its last write.
+std::atomic<uint32_t> g_flusher_running{0};
+std::atomic<uint32_t> g_terminate_request{0};
+std::atomic<uint32_t> g_terminate_done{0};
+
+void WakeFlusher() noexcept {
+  g_wake_word.fetch_add(1, std::memory_order_seq_cst);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_wake_word), FUTEX_WAKE_PRIVATE, INT_MAX,
+            nullptr, nullptr, 0);
+}
+
+void WaitForWake(uint32_t seen, int64_t timeout_ns) noexcept {
+  if (timeout_ns <= 0) return;
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000);
+  ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000);
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g_wake_word), FUTEX_WAIT_PRIVATE, seen, &ts,
+            nullptr, 0);
+}
 
 Status MakeDir(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) {
@@ -104,12 +133,17 @@ Status Flusher::Start(const FlusherConfig& config) {
   Status s = writer_.Flush();
   if (!s.ok()) return s;
   last_write_ns_ = NowNs();
+  full_seen_ = g_full_chunks.load(std::memory_order_relaxed);
+  if (config_.pool != nullptr) config_.pool->Prefault(config_.prefault_chunks);
+  g_terminate_request.store(0, std::memory_order_relaxed);
+  g_terminate_done.store(0, std::memory_order_relaxed);
   try {
     thread_ = std::thread([this] { Run(); });
   } catch (...) {
     writer_.Abandon();
     return Status::Internal("cannot start the flusher thread");
   }
+  g_flusher_running.store(1, std::memory_order_release);
   return Status::Ok();
 }
 
@@ -174,30 +208,28 @@ void Flusher::AppendCatalogDeltas(bool all) {
   }
 }
 
-void Flusher::DrainBuffer(ThreadBuffer* b) {
-  uint64_t t = b->tail.load(std::memory_order_relaxed);
-  const uint64_t h = b->head.load(std::memory_order_acquire);
-  if (t == h) return;
-  encoder_.Reset(b->index);
-  auto finish_block = [&] {
-    if (staged_count_ == staged_events_.size()) staged_events_.emplace_back();
-    std::string& out = staged_events_[staged_count_++];
-    out.clear();
-    encoder_.Finish(&out);
-    staged_events_total_ += encoder_.count();
-    encoder_.Reset(b->index);
-  };
+void Flusher::FinishBlock(uint32_t thread_index) {
+  if (staged_count_ == staged_events_.size()) staged_events_.emplace_back();
+  std::string& out = staged_events_[staged_count_++];
+  out.clear();
+  encoder_.Finish(&out);
+  staged_events_total_ += encoder_.count();
+  encoder_.Reset(thread_index);
+}
+
+void Flusher::DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, uint32_t to) {
   engine::EventArgs args;
-  while (t < h) {
-    const Record r = SlotAt(b, t++);
+  uint32_t t = from;
+  while (t < to) {
+    const Record r = slots[t++];
     const auto kind = static_cast<EventKind>(r.kind & 0x0f);
     uint64_t payload = 0;
-    if (r.kind & kRecPayload) payload = ExtAt(b, t++).a;
+    if (r.kind & kRecPayload) payload = reinterpret_cast<const ExtSlot*>(&slots[t++])->a;
     const engine::EventArgs* ap = nullptr;
     if (r.kind & kRecArgs) {
-      const ExtSlot e1 = ExtAt(b, t);
-      const ExtSlot e2 = ExtAt(b, t + 1);
-      const ExtSlot e3 = ExtAt(b, t + 2);
+      const ExtSlot e1 = *reinterpret_cast<const ExtSlot*>(&slots[t]);
+      const ExtSlot e2 = *reinterpret_cast<const ExtSlot*>(&slots[t + 1]);
+      const ExtSlot e3 = *reinterpret_cast<const ExtSlot*>(&slots[t + 2]);
       t += 3;
       args.bytes = e1.a;
       args.peer = static_cast<int32_t>(static_cast<uint32_t>(e1.b));
@@ -223,10 +255,33 @@ void Flusher::DrainBuffer(ThreadBuffer* b) {
         encoder_.Add(kind, r.cat, r.ts, r.name, r.lane, ap);
         break;
     }
-    if (encoder_.count() == kMaxEventsPerBlock) finish_block();
+    if (encoder_.count() == kMaxEventsPerBlock) FinishBlock(b->index);
   }
-  if (encoder_.count() > 0) finish_block();
-  b->tail.store(h, std::memory_order_release);
+}
+
+void Flusher::DrainBuffer(ThreadBuffer* b, bool partial) {
+  if (b->read_chunk == nullptr) {
+    b->read_chunk = b->first.load(std::memory_order_acquire);
+    b->read_pos = 0;
+    if (b->read_chunk == nullptr) return;
+  }
+  encoder_.Reset(b->index);
+  for (;;) {
+    Chunk* c = b->read_chunk;
+    const uint32_t committed = c->committed.load(std::memory_order_acquire);
+    const bool sealed = (committed & kSealed) != 0;
+    if (!sealed && !partial) break;
+    const uint32_t n = committed & ~kSealed;
+    DecodeSlots(b, c->slots, b->read_pos, n);
+    b->read_pos = n;
+    if (!sealed) break;
+    // The producer linked `next` before the seal and never touches this chunk again.
+    Chunk* next = c->next.load(std::memory_order_relaxed);
+    config_.pool->Release(c);
+    b->read_chunk = next;
+    b->read_pos = 0;
+  }
+  if (encoder_.count() > 0) FinishBlock(b->index);
 }
 
 void Flusher::AppendStatsIfChanged(bool force) {
@@ -241,15 +296,21 @@ void Flusher::AppendStatsIfChanged(bool force) {
   drops_.clear();
 }
 
-void Flusher::Cycle(bool final) {
+void Flusher::Cycle(bool final, bool partial) {
+  std::lock_guard<std::mutex> file_lock(file_mu_);
   Catalog& cat = Catalog::Get();
   cat.Buffers(&buffers_scratch_);
   staged_count_ = 0;
   staged_events_total_ = 0;
   for (ThreadBuffer* b : buffers_scratch_) {
     const bool retired = b->retired.load(std::memory_order_acquire);
-    DrainBuffer(b);
-    const uint64_t d = b->dropped.load(std::memory_order_relaxed);
+    DrainBuffer(b, partial || retired);
+    if (retired && b->read_chunk != nullptr) {
+      // The thread has exited: its last chunk (never sealed) is drained and free.
+      config_.pool->Release(b->read_chunk);
+      b->read_chunk = nullptr;
+    }
+    const uint64_t d = b->TotalDropped();
     if (d != b->reported_dropped) {
       drops_[b->index] += d - b->reported_dropped;
       b->reported_dropped = d;
@@ -351,8 +412,9 @@ void Flusher::FailWriting(const Status& s) {
     std::fprintf(stderr, "tracedb: %s; recording to %s is disabled for this process\n",
                  s.message().c_str(), rank_dir_.c_str());
   }
+  if (!writing_disabled_) write_errors.fetch_add(1, std::memory_order_relaxed);
   writing_disabled_ = true;
-  write_errors.store(1, std::memory_order_relaxed);
+  failed_.store(true, std::memory_order_release);
   writer_.Abandon();
 }
 
@@ -364,53 +426,77 @@ int64_t ThreadCpuNs() {
 
 void Flusher::Run() {
   pthread_setname_np(pthread_self(), "tracedb-flusher");
-  std::unique_lock<std::mutex> lock(mu_);
-  bool busy = false;
+  // SIGTERM/SIGINT go to the application's threads: their handler waits for this one.
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
   for (;;) {
-    const std::chrono::microseconds poll =
-        busy ? kBusyPollInterval : std::chrono::microseconds(kPollInterval);
-    cv_.wait_for(lock, poll, [&] { return stop_ || flush_requested_ > flush_done_; });
-    const bool stopping = stop_;
-    const uint64_t requested = flush_requested_;
-    const bool asked = requested > flush_done_;
-    lock.unlock();
-    bool due = stopping || asked || NowNs() - last_write_ns_ >= config_.flush_interval_ns;
-    if (!due) {
-      Catalog::Get().Buffers(&buffers_scratch_);
-      for (ThreadBuffer* b : buffers_scratch_) {
-        const uint64_t used =
-            b->head.load(std::memory_order_relaxed) - b->tail.load(std::memory_order_relaxed);
-        if (used >= b->capacity / 4 || b->retired.load(std::memory_order_relaxed)) {
-          due = true;
-          break;
-        }
-      }
+    // Read the wake word first: a request made after this point changes it, and the futex wait
+    // below then returns at once.
+    const uint32_t word = g_wake_word.load(std::memory_order_seq_cst);
+    bool stopping, asked;
+    uint64_t requested;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping = stop_;
+      requested = flush_requested_;
+      asked = requested > flush_done_;
     }
-    busy = false;
-    if (due) {
+    const bool terminate = g_terminate_request.load(std::memory_order_acquire) != 0;
+    const uint64_t full = g_full_chunks.load(std::memory_order_seq_cst);
+    const int64_t idle_ns = NowNs() - last_write_ns_;
+    const bool timer = idle_ns >= config_.flush_interval_ns;
+    if (stopping || asked || terminate || timer || full != full_seen_) {
+      full_seen_ = full;
       const int64_t cpu0 = ThreadCpuNs();
-      Cycle(stopping);
+      const bool everything = stopping || asked || terminate || timer;
+      Cycle(/*final=*/stopping || terminate, /*partial=*/everything);
+      if (config_.pool != nullptr) config_.pool->Prefault(config_.prefault_chunks);
       cpu_ns.fetch_add(static_cast<uint64_t>(ThreadCpuNs() - cpu0), std::memory_order_relaxed);
-      last_write_ns_ = NowNs();
-      // Producers are writing fast: come back sooner so that their rings do not fill up.
-      busy = staged_events_total_ > 4096;
+      if (everything) last_write_ns_ = NowNs();
+      if (asked) {
+        std::lock_guard<std::mutex> lock(mu_);
+        flush_done_ = requested;
+        flush_status_ =
+            writing_disabled_ ? Status::IOError("writing is disabled after an error") : Status::Ok();
+        done_cv_.notify_all();
+      }
+      if (terminate) g_terminate_done.store(1, std::memory_order_release);
+      if (stopping || terminate) break;
+      continue;
     }
-    lock.lock();
-    if (asked) {
-      flush_done_ = requested;
-      flush_status_ =
-          writing_disabled_ ? Status::IOError("writing is disabled after an error") : Status::Ok();
-      done_cv_.notify_all();
+    g_sleeping.store(1, std::memory_order_seq_cst);
+    if (g_full_chunks.load(std::memory_order_seq_cst) == full_seen_) {
+      WaitForWake(word, config_.flush_interval_ns - idle_ns);
     }
-    if (stopping) break;
+    g_sleeping.store(0, std::memory_order_relaxed);
   }
+}
+
+void Flusher::NotifyChunkFull() noexcept {
+  g_full_chunks.fetch_add(1, std::memory_order_seq_cst);
+  if (g_sleeping.load(std::memory_order_seq_cst) != 0) WakeFlusher();
+}
+
+bool Flusher::RequestTerminateFlush(int timeout_ms) noexcept {
+  if (g_flusher_running.load(std::memory_order_acquire) == 0) return false;
+  g_terminate_request.store(1, std::memory_order_release);
+  WakeFlusher();
+  for (int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 500) {
+    if (g_terminate_done.load(std::memory_order_acquire) != 0) return true;
+    timespec ts = {0, 500 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  return false;
 }
 
 Status Flusher::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!thread_.joinable()) return Status::IOError("flusher not running");
   const uint64_t mine = ++flush_requested_;
-  cv_.notify_one();
+  WakeFlusher();
   if (!done_cv_.wait_for(lock, std::chrono::seconds(30), [&] { return flush_done_ >= mine; })) {
     return Status::Aborted("timed out waiting for the flusher");
   }
@@ -423,14 +509,22 @@ void Flusher::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_one();
+  WakeFlusher();
   thread_.join();
+  g_flusher_running.store(0, std::memory_order_release);
 }
 
+void Flusher::LockForFork() { file_mu_.lock(); }
+void Flusher::UnlockAfterFork() { file_mu_.unlock(); }
+
 void Flusher::AbandonInChild() {
-  // The thread and the mutex state belong to the parent: the caller leaks this object, and only
-  // the descriptor is released here.
+  // The thread and the mutex state belong to the parent: the caller leaks this object. Only the
+  // inherited descriptor is released here: close(2) alone, never flock(LOCK_UN), which would
+  // release the parent's lock on the same open file.
   writer_.Abandon();
+  file_mu_.unlock();
+  g_flusher_running.store(0, std::memory_order_relaxed);
+  g_sleeping.store(0, std::memory_order_relaxed);
 }
 
 void Flusher::AddComm(engine::CommInfo c) {

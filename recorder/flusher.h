@@ -1,13 +1,18 @@
 // The flusher: one background thread per recording process that drains every thread buffer,
 // encodes the records into EVENTS blocks (columns, then LZ4), and appends them with the catalog's
-// new strings, lanes and thread names to this rank's segment file. It writes at most every
-// flush interval (default 1 s), sooner when a buffer passes a quarter full or tracedb_flush()
-// asks, rotates files by size, and writes an END block on Stop().
+// new strings, lanes and thread names to this rank's segment file. It sleeps on a futex and is
+// woken when a producer fills a chunk (it then writes the full chunks and gives them back to the
+// pool), when the flush interval (default 1 s) has passed since its last write (it then writes
+// everything, partly filled chunks too), on tracedb_flush(), on Stop(), and when SIGTERM/SIGINT
+// asks for a last write (RequestTerminateFlush). It rotates files by size and writes an END block
+// at the end of the session.
 //
-// An I/O error (full disk, removed directory) disables writing with one warning on stderr; the
-// flusher keeps draining so producers never block, and counts what it discards as dropped.
+// An I/O error (full disk, removed directory) disables writing for the session with one warning
+// on stderr; the flusher keeps draining so producers never block, and counts what it discards as
+// dropped.
 // Thread safety: Start/Stop/Flush from one controlling thread at a time (the recorder's session
-// mutex); the flusher thread is internal.
+// mutex); NotifyChunkFull from any producer; RequestTerminateFlush from a signal handler; the
+// flusher thread is internal.
 // Format: docs/segment-format.md.
 #pragma once
 
@@ -23,6 +28,7 @@
 #include "engine/segment_blocks.h"
 #include "engine/segment_writer.h"
 #include "engine/status.h"
+#include "recorder/chunk_pool.h"
 #include "recorder/rank_env.h"
 #include "recorder/thread_buffer.h"
 
@@ -35,6 +41,8 @@ struct FlusherConfig {
   uint64_t segment_bytes = 64ull << 20;
   int64_t start_step = -1;
   int64_t end_step = -1;
+  ChunkPool* pool = nullptr;  // the session's chunks; drained chunks go back to it
+  uint32_t prefault_chunks = 64;  // free chunks the flusher keeps touched, ready for producers
 };
 
 class Flusher {
@@ -50,9 +58,24 @@ class Flusher {
   void Stop();
   // Returns once everything published before the call has been written (or an error).
   Status Flush();
-  // In a forked child: the thread does not exist there. Closes the file descriptor; the caller
-  // must then leak this object (destroying it would join a thread of the parent).
+  // True once writing was disabled by an I/O error in this session.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Fork support: the parent holds the file mutex across fork(), so that the child never sees a
+  // file half opened or half rotated. In the child the thread does not exist: AbandonInChild
+  // closes the inherited segment descriptor (so that the parent's lock on it goes with the
+  // parent) and unlocks; the caller must then leak this object (destroying it would join a
+  // thread of the parent).
+  void LockForFork();
+  void UnlockAfterFork();
   void AbandonInChild();
+
+  // Called by a producer that has just sealed a full chunk: wakes the flusher if it sleeps.
+  // Async-signal-safe.
+  static void NotifyChunkFull() noexcept;
+  // From a SIGTERM/SIGINT handler: asks the running flusher for a last write (everything
+  // buffered, then END) and waits for it up to `timeout_ms`. Returns true when it was written.
+  // Async-signal-safe.
+  static bool RequestTerminateFlush(int timeout_ms) noexcept;
 
   void AddSync(const engine::SyncPoint& p);
   void AddComm(engine::CommInfo c);
@@ -61,14 +84,17 @@ class Flusher {
   static std::atomic<uint64_t> written_events;
   static std::atomic<uint64_t> discarded_events;  // drained but not written (I/O error)
   static std::atomic<uint64_t> written_bytes;
-  static std::atomic<uint64_t> write_errors;
+  static std::atomic<uint64_t> write_errors;  // sessions whose writing an I/O error disabled
   static std::atomic<uint64_t> cpu_ns;  // the flusher thread's CPU time
 
  private:
   void Run();
-  // One pass: drain, encode, write. `final` also writes STATS and END.
-  void Cycle(bool final);
-  void DrainBuffer(ThreadBuffer* b);
+  // One pass: drain, encode, write. `partial` drains partly filled chunks too (else only full
+  // ones); `final` also writes STATS and END.
+  void Cycle(bool final, bool partial);
+  void DrainBuffer(ThreadBuffer* b, bool partial);
+  void DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, uint32_t to);
+  void FinishBlock(uint32_t thread_index);
   Status OpenNextFile();
   void WriteFileHeaderBlocks();
   void AppendCatalogDeltas(bool all);
@@ -83,6 +109,7 @@ class Flusher {
   engine::SegmentWriter writer_;
   uint64_t file_events_ = 0;
   bool writing_disabled_ = false;
+  std::atomic<bool> failed_{false};
 
   // What the current file already holds of the catalog.
   uint32_t strings_written_ = 0;  // highest string id written
@@ -103,8 +130,10 @@ class Flusher {
   int64_t last_write_ns_ = 0;
   int64_t last_anchor_ns_ = 0;
 
+  uint64_t full_seen_ = 0;  // chunks sealed by producers, as of the last cycle
+
+  std::mutex file_mu_;  // held by the flusher thread while it writes; by fork() around the fork
   std::mutex mu_;
-  std::condition_variable cv_;
   std::condition_variable done_cv_;
   bool stop_ = false;
   uint64_t flush_requested_ = 0;

@@ -1,17 +1,33 @@
 // The recorder's C ABI (tracedb/recorder.h): session state, the hot recording path, step windows,
-// automatic start from TRACEDB_DIR, exit and fork handling.
+// automatic start from TRACEDB_DIR, exit, signal and fork handling.
 //
-// Hot path: one relaxed load of tracedb_active_, the thread-local buffer pointer, a clock read,
-// 16-byte stores into the ring and a release store of its head. Everything else (attach, start,
-// stop, flush, step, interning) takes a mutex and is meant to be called rarely. Thread safety:
-// every function may be called from any thread at any time.
+// Hot path: one relaxed load of tracedb_active_ (inline, in the caller), the thread-local buffer
+// pointer, the thread's `busy` flag set (a plain store and a compiler barrier), an acquire load of
+// tracedb_active_ again, a clock read, 16-byte stores into the thread's chunk, a release store of
+// the chunk's count, `busy` cleared. Once per chunk (4096 slots) a new chunk is taken from the
+// pool (lock-free). Everything else (attach, start, stop, flush, step, interning) takes a mutex
+// and is meant to be called rarely.
+//
+// Stop and in-flight producers: `busy` and tracedb_active_ form a Dekker pair. A producer stores
+// busy = 1, then loads active; tracedb_stop stores active = 0, runs membarrier(2) (a full fence
+// on every running thread of the process, so producers need no fence of their own), then waits
+// until every thread's busy is 0. So a producer either sees active = 0 and records nothing, or is
+// seen busy and its event is in the session's last drain. Where membarrier is unavailable the
+// producers fence themselves (g_producer_fence).
+// Thread safety: every function may be called from any thread at any time; the recording calls
+// also from signal handlers (see recorder.h).
 #define TRACEDB_BUILDING_LIBRARY  // the real functions, not the inline-check macros
 #include "tracedb/recorder.h"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +35,7 @@
 #include <mutex>
 
 #include "recorder/catalog.h"
+#include "recorder/chunk_pool.h"
 #include "recorder/clock.h"
 #include "recorder/flusher.h"
 #include "recorder/rank_env.h"
@@ -28,6 +45,10 @@ namespace tracedb::recorder {
 namespace {
 
 using engine::EventKind;
+
+// How long tracedb_stop waits for threads inside a recording call (a TRACEDB_ON_FULL wait
+// included).
+constexpr int64_t kStopWaitNs = 5'000'000'000;
 
 // Session state, guarded by g_mu.
 constinit std::mutex g_mu;
@@ -41,33 +62,111 @@ uint32_t g_step_name = 0;
 constinit RankInfo g_rank;
 bool g_rank_known = false;
 
-constinit ThreadBuffer g_nobuf;  // shared sentinel for threads without a buffer (capacity 0)
+// The session's chunks. Written under g_mu before tracedb_active_ is set (release) and after
+// every producer is idle; read by producers after their acquire load of tracedb_active_.
+ChunkPool* g_pool = nullptr;
+bool g_on_full_wait = false;  // TRACEDB_ON_FULL=wait: producers wait for a free chunk
+int64_t g_on_full_wait_ns = 0;
+// Producers fence themselves when membarrier(2) is unavailable (see the file comment).
+std::atomic<bool> g_producer_fence{false};
+bool g_membarrier = false;  // guarded by g_mu
+
+// Shared sentinel of threads without a buffer (out of memory): permanently "busy", so that the
+// hot path's reentrancy branch catches it.
+constinit ThreadBuffer g_nobuf;
 pthread_key_t g_thread_key;
 std::once_flag g_init_once;
 
 __attribute__((tls_model("initial-exec"))) thread_local ThreadBuffer* tls_buffer = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local bool tls_attaching = false;
 
 void OnThreadExit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
   tls_buffer = nullptr;
-  if (b != nullptr && b->capacity != 0) b->retired.store(true, std::memory_order_release);
+  if (b != nullptr && b != &g_nobuf) b->retired.store(true, std::memory_order_release);
+}
+
+inline bool Active() noexcept { return __atomic_load_n(&tracedb_active_, __ATOMIC_RELAXED) != 0; }
+
+inline bool ActiveAcquire() noexcept {
+  return __atomic_load_n(&tracedb_active_, __ATOMIC_ACQUIRE) != 0;
 }
 
 __attribute__((noinline)) ThreadBuffer* AttachThread() noexcept {
+  if (tls_attaching) return nullptr;  // a signal handler interrupted this thread's attach
+  tls_attaching = true;
   ThreadBuffer* b = Catalog::Get().AttachThread(static_cast<uint32_t>(::syscall(SYS_gettid)));
   if (b == nullptr) {
-    tls_buffer = &g_nobuf;
-    return &g_nobuf;
+    b = &g_nobuf;
+    g_nobuf.busy.store(1, std::memory_order_relaxed);  // never recorded into
+  } else {
+    pthread_setspecific(g_thread_key, b);
   }
   tls_buffer = b;
-  pthread_setspecific(g_thread_key, b);
+  tls_attaching = false;
   return b;
 }
 
-inline ThreadBuffer* Buffer() noexcept {
+// Handles a thread whose buffer is busy: a signal handler interrupted one of its recording
+// calls (the event is dropped and counted), or the thread has no buffer.
+__attribute__((noinline)) void DropBusy(ThreadBuffer* b) noexcept {
+  if (b == nullptr) {
+    if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
+  } else if (b == &g_nobuf) {
+    if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    b->reentry_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// Enters a recording call: returns the thread's buffer with busy set, or nullptr when the event
+// is not to be recorded (stopped: not counted; reentered or no buffer: counted).
+inline ThreadBuffer* Enter() noexcept {
   ThreadBuffer* b = tls_buffer;
-  if (__builtin_expect(b != nullptr, 1)) return b;
-  return AttachThread();
+  if (__builtin_expect(b == nullptr, 0)) b = AttachThread();
+  if (__builtin_expect(b == nullptr || b->busy.load(std::memory_order_relaxed) != 0, 0)) {
+    DropBusy(b);
+    return nullptr;
+  }
+  b->busy.store(1, std::memory_order_relaxed);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (__builtin_expect(g_producer_fence.load(std::memory_order_relaxed), 0)) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  if (__builtin_expect(!ActiveAcquire(), 0)) {
+    b->busy.store(0, std::memory_order_release);
+    return nullptr;
+  }
+  return b;
+}
+
+inline void Leave(ThreadBuffer* b) noexcept { b->busy.store(0, std::memory_order_release); }
+
+// Producers' side of the stop barrier: a full fence on every thread of the process.
+void HeavyBarrier() noexcept {
+  if (g_membarrier) {
+    if (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// TRACEDB_ON_FULL=wait: waits up to TRACEDB_ON_FULL_WAIT_MS for the flusher to give a chunk back;
+// gives up at once when the session stops.
+Chunk* WaitForChunk(ChunkPool* pool) noexcept {
+  const int64_t deadline = NowNs() + g_on_full_wait_ns;
+  for (;;) {
+    Flusher::NotifyChunkFull();  // the flusher drains what is full, and frees chunks
+    timespec ts = {0, 50 * 1000};
+    nanosleep(&ts, nullptr);
+    if (Chunk* c = pool->Acquire(); c != nullptr) return c;
+    if (!ActiveAcquire() || NowNs() >= deadline) return nullptr;
+  }
+}
+
+// Registers for membarrier(2); else producers fence themselves. REQUIRES: g_mu held.
+void SetUpBarrier() noexcept {
+  g_membarrier = ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  g_producer_fence.store(!g_membarrier, std::memory_order_relaxed);
 }
 
 inline uint16_t LaneOf(uint32_t lane) noexcept { return lane <= 0xffff ? lane : 0; }
@@ -78,60 +177,90 @@ inline uint8_t CatOf(uint32_t cat) noexcept {
 // The general recording path: one Record, an optional payload slot, optional argument slots.
 inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int64_t ts,
                  bool has_payload, uint64_t payload, const tracedb_args* args) noexcept {
-  ThreadBuffer* b = Buffer();
+  ThreadBuffer* b = Enter();
+  if (b == nullptr) return;
   const uint32_t n = 1 + (has_payload ? 1 : 0) + (args ? 3 : 0);
-  const uint64_t h = Reserve(b, n);
-  if (h == UINT64_MAX) {
+  const uint32_t h = Reserve(b, n);
+  if (h == kNoSlot) {
     CountDrop(b);
+    Leave(b);
     return;
   }
-  Record& r = SlotAt(b, h);
+  Record* slots = b->slots;
+  Record& r = SlotAt(slots, h);
   r.ts = ts;
   r.name = name;
   r.lane = LaneOf(lane);
   r.kind = static_cast<uint8_t>(kind) | (has_payload ? kRecPayload : 0) | (args ? kRecArgs : 0);
   r.cat = CatOf(cat);
-  uint64_t i = h + 1;
-  if (has_payload) ExtAt(b, i++).a = payload;
+  uint32_t i = h + 1;
+  if (has_payload) ExtAt(slots, i++).a = payload;
   if (args) {
-    ExtSlot& e1 = ExtAt(b, i);
+    ExtSlot& e1 = ExtAt(slots, i);
     e1.a = args->bytes;
     e1.b = static_cast<uint32_t>(args->peer) |
            (static_cast<uint64_t>(static_cast<uint32_t>(args->tag)) << 32);
-    ExtSlot& e2 = ExtAt(b, i + 1);
+    ExtSlot& e2 = ExtAt(slots, i + 1);
     e2.a = args->seq;
     e2.b = args->comm | (static_cast<uint64_t>(args->fields & engine::EventArgs::kAllFields) << 32);
-    ExtSlot& e3 = ExtAt(b, i + 2);
+    ExtSlot& e3 = ExtAt(slots, i + 2);
     e3.a = args->flow;
     e3.b = 0;
     i += 3;
   }
   Publish(b, i);
+  Leave(b);
 }
 
 // The lean path of tracedb_begin/end/instant: one Record.
 inline void EmitSimple(EventKind kind, uint32_t name) noexcept {
-  ThreadBuffer* b = Buffer();
-  const uint64_t h = Reserve(b, 1);
-  if (__builtin_expect(h == UINT64_MAX, 0)) {
+  ThreadBuffer* b = Enter();
+  if (b == nullptr) return;
+  const uint32_t h = Reserve(b, 1);
+  if (__builtin_expect(h == kNoSlot, 0)) {
     CountDrop(b);
+    Leave(b);
     return;
   }
-  Record& r = SlotAt(b, h);
+  Record& r = SlotAt(b->slots, h);
   r.ts = NowNs();
   r.name = name;
   r.lane = 0;
   r.kind = static_cast<uint8_t>(kind);
   r.cat = 0;
   Publish(b, h + 1);
+  Leave(b);
 }
 
-inline bool Active() noexcept { return __atomic_load_n(&tracedb_active_, __ATOMIC_RELAXED) != 0; }
+}  // namespace
+
+uint32_t NextChunk(ThreadBuffer* b) noexcept {
+  ChunkPool* pool = g_pool;  // published before tracedb_active_ (acquired in Enter)
+  if (pool == nullptr) return kNoSlot;
+  Chunk* c = pool->Acquire();
+  if (c == nullptr && g_on_full_wait) c = WaitForChunk(pool);
+  if (c == nullptr) return kNoSlot;  // the current chunk stays: the thread retries next time
+  if (b->chunk == nullptr) {
+    b->first.store(c, std::memory_order_release);
+  } else {
+    // Link first, then seal with the final count: the flusher frees a sealed chunk once drained.
+    b->chunk->next.store(c, std::memory_order_relaxed);
+    b->chunk->committed.store(b->pos | kSealed, std::memory_order_release);
+    Flusher::NotifyChunkFull();
+  }
+  b->chunk = c;
+  b->slots = c->slots;
+  b->pos = 0;
+  b->limit = kChunkSlots;
+  return 0;
+}
+
+namespace {
 
 // REQUIRES: g_mu held.
 void UpdateActive() {
   const bool in_window = !g_window || (g_step >= g_window_lo && g_step <= g_window_hi);
-  __atomic_store_n(&tracedb_active_, (g_started && in_window) ? 1 : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&tracedb_active_, (g_started && in_window) ? 1 : 0, __ATOMIC_SEQ_CST);
 }
 
 int64_t EnvOr(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
@@ -142,25 +271,55 @@ int64_t EnvOr(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
 
 void AtExit() { tracedb_stop(); }
 
+// SIGTERM / SIGINT, installed at the first start only where the application left the default
+// action: a last write of everything buffered (bounded wait), then the default action (the
+// handler is installed with SA_RESETHAND; re-raised, the signal is delivered on return).
+constexpr int kTerminateFlushMs = 3000;
+void OnTerminateSignal(int sig) {
+  const int saved_errno = errno;
+  Flusher::RequestTerminateFlush(kTerminateFlushMs);
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+void InstallTerminateHandlers() {
+  for (int sig : {SIGTERM, SIGINT}) {
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) != 0) continue;
+    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;  // the app's
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnTerminateSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
 void ForkPrepare() {
   g_mu.lock();
+  if (g_flusher != nullptr) g_flusher->LockForFork();
   Catalog::Get().LockForFork();
 }
 void ForkParent() {
   Catalog::Get().UnlockAfterFork();
+  if (g_flusher != nullptr) g_flusher->UnlockAfterFork();
   g_mu.unlock();
 }
 void ForkChild() {
   // Only this thread exists in the child. The parent's flusher thread is gone; its file and its
-  // buffered events belong to the parent.
+  // buffered events belong to the parent, and so do its chunks (the child's copy is dropped).
   Catalog::Get().ResetInChild(tls_buffer != &g_nobuf ? tls_buffer : nullptr);
   Catalog::Get().UnlockAfterFork();
   if (g_flusher != nullptr) {
-    g_flusher->AbandonInChild();
-    g_flusher = nullptr;  // leaked on purpose: it holds parent-only thread state
+    g_flusher->AbandonInChild();  // closes the inherited segment descriptor
+    g_flusher = nullptr;          // leaked on purpose: it holds parent-only thread state
   }
+  delete g_pool;
+  g_pool = nullptr;
   g_started = false;
   UpdateActive();
+  if (g_membarrier) SetUpBarrier();  // registration belongs to the parent's address space
   g_mu.unlock();
   if (std::getenv("TRACEDB_FOLLOW_FORK") != nullptr) {
     if (const char* dir = std::getenv("TRACEDB_DIR"); dir != nullptr && *dir != '\0') {
@@ -203,6 +362,7 @@ int tracedb_start(const char* dir) noexcept {
   InitClock();
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_started) return TRACEDB_ERR_STATE;
+  ChunkPool* pool = nullptr;
   try {
     FlusherConfig cfg;
     cfg.dir = dir;
@@ -211,10 +371,10 @@ int tracedb_start(const char* dir) noexcept {
     cfg.rank = g_rank;
     cfg.flush_interval_ns = EnvOr("TRACEDB_FLUSH_MS", 1000, 1, 3600000) * 1000000;
     cfg.segment_bytes = static_cast<uint64_t>(EnvOr("TRACEDB_SEGMENT_MB", 64, 1, 1 << 20)) << 20;
-    Catalog::Get().SetBudget(static_cast<uint64_t>(EnvOr("TRACEDB_BUFFER_MB", 64, 1, 1 << 20))
-                             << 20);
-    Catalog::Get().SetThreadBufferBytes(
-        static_cast<uint64_t>(EnvOr("TRACEDB_THREAD_BUFFER_KB", 2048, 64, 1 << 20)) << 10);
+    const uint64_t budget = static_cast<uint64_t>(EnvOr("TRACEDB_BUFFER_MB", 64, 1, 1 << 20)) << 20;
+    const char* on_full = std::getenv("TRACEDB_ON_FULL");
+    g_on_full_wait = on_full != nullptr && std::strcmp(on_full, "wait") == 0;
+    g_on_full_wait_ns = EnvOr("TRACEDB_ON_FULL_WAIT_MS", 100, 0, 3600000) * 1000000;
     const int64_t lo = EnvOr("TRACEDB_START_STEP", -1, 0, INT64_MAX);
     const int64_t hi = EnvOr("TRACEDB_END_STEP", -1, 0, INT64_MAX);
     g_window = lo >= 0 || hi >= 0;
@@ -222,20 +382,33 @@ int tracedb_start(const char* dir) noexcept {
     g_window_hi = hi >= 0 ? hi : INT64_MAX;
     cfg.start_step = lo;
     cfg.end_step = hi;
+    pool = ChunkPool::Create(budget);
+    if (pool == nullptr) return TRACEDB_ERR_IO;
+    cfg.pool = pool;
+    // A reserve of touched chunks, so that producers seldom page-fault: 4 MiB, or a quarter of
+    // a smaller budget.
+    cfg.prefault_chunks = std::min<uint32_t>(64, std::max<uint32_t>(1, pool->chunks() / 4));
     auto* f = new Flusher();
     tracedb::Status s = f->Start(cfg);
     if (!s.ok()) {
       delete f;
+      delete pool;
       return TRACEDB_ERR_IO;
     }
     g_flusher = f;
   } catch (...) {
+    delete pool;
     return TRACEDB_ERR_IO;
   }
+  g_pool = pool;
   g_started = true;
-  UpdateActive();
+  SetUpBarrier();
+  UpdateActive();  // publishes g_pool and the reset buffers to producers
   static std::once_flag exit_once;
-  std::call_once(exit_once, [] { std::atexit(AtExit); });
+  std::call_once(exit_once, [] {
+    std::atexit(AtExit);
+    InstallTerminateHandlers();
+  });
   return TRACEDB_OK;
 }
 
@@ -244,10 +417,20 @@ int tracedb_stop(void) noexcept {
   if (!g_started) return TRACEDB_ERR_STATE;
   g_started = false;
   UpdateActive();
+  // Every producer that saw the session active finishes its event before the last drain.
+  HeavyBarrier();
+  const bool idle = Catalog::Get().WaitIdle(kStopWaitNs);
   g_flusher->Stop();
-  const bool failed = Flusher::write_errors.load(std::memory_order_relaxed) != 0;
+  const bool failed = g_flusher->failed();
   delete g_flusher;
   g_flusher = nullptr;
+  if (idle) {
+    Catalog::Get().ResetSession();
+    delete g_pool;
+  }
+  // else: a thread stayed inside a recording call (a signal handler that never returned): its
+  // chunk may still be written, so the pool is left mapped (leaked) rather than unmapped.
+  g_pool = nullptr;
   return failed ? TRACEDB_ERR_IO : TRACEDB_OK;
 }
 
