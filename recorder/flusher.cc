@@ -383,9 +383,12 @@ void Flusher::Cycle(bool final, bool partial) {
     writer_.AppendBlock(BlockType::kEnd, block_scratch_, false);
   }
   const uint64_t bytes = writer_.staged();
+  const uint64_t good = writer_.size() - bytes;  // the file's size after the last whole write
   Status s = writer_.Flush();
   if (!s.ok()) {
+    const std::string path = writer_.path();
     FailWriting(s);
+    CutBackTo(path, good, file_events_ - staged_events_total_);
     discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
     return;
   }
@@ -399,12 +402,39 @@ void Flusher::CloseFile() {
   engine::EncodeEnd(engine::SegmentEnd{file_events_}, &block_scratch_);
   writer_.AppendBlock(BlockType::kEnd, block_scratch_, false);
   const uint64_t bytes = writer_.staged();
+  const uint64_t good = writer_.size() - bytes;
+  const std::string path = writer_.path();
   Status s = writer_.Close();
   if (!s.ok()) {
     FailWriting(s);
+    CutBackTo(path, good, file_events_);
   } else {
     written_bytes.fetch_add(bytes, std::memory_order_relaxed);
   }
+}
+
+void Flusher::CutBackTo(const std::string& path, uint64_t size, uint64_t events) {
+  // A write that failed half way (a full disk) may have left whole blocks whose events are
+  // counted as discarded, and a torn one: the file is cut back to the end of the last whole
+  // write, so that it holds exactly what was counted as written, and closed with an END block
+  // (a few bytes, in the space the cut freed) so that compaction takes it whole. A file with
+  // nothing whole is removed.
+  if (path.empty()) return;
+  if (size == 0) {
+    ::unlink(path.c_str());
+    return;
+  }
+  if (::truncate(path.c_str(), static_cast<off_t>(size)) != 0) return;
+  std::string end, framed;
+  engine::EncodeEnd(engine::SegmentEnd{events}, &end);
+  engine::FrameBlock(BlockType::kEnd, engine::Codec::kRaw, end, static_cast<uint32_t>(end.size()),
+                     &framed);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  if (::write(fd, framed.data(), framed.size()) != static_cast<ssize_t>(framed.size())) {
+    (void)::ftruncate(fd, static_cast<off_t>(size));  // no END rather than a torn one
+  }
+  ::close(fd);
 }
 
 void Flusher::FailWriting(const Status& s) {

@@ -101,6 +101,7 @@ class Flusher {
   void AppendStatsIfChanged(bool force);
   void CloseFile();
   void FailWriting(const Status& s);
+  static void CutBackTo(const std::string& path, uint64_t size, uint64_t events);
 
   FlusherConfig config_;
   std::string rank_dir_;

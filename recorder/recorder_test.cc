@@ -333,6 +333,66 @@ TEST_F(RecorderTest, ForkedChildIsSafeAndDoesNotDuplicate) {
   EXPECT_EQ(kid.metas[0].pid, static_cast<uint32_t>(child));
 }
 
+// The forked child closes the segment descriptor it inherited (the parent's lock on the file must
+// go with the parent), and its session calls behave as recorder.h says.
+TEST_F(RecorderTest, ForkedChildClosesTheInheritedSegmentDescriptor) {
+  TempDir tmp;
+  ASSERT_EQ(tracedb_start(tmp.path().c_str()), TRACEDB_OK);
+  const uint32_t n = tracedb_intern("before-fork");
+  for (int i = 0; i < 10; ++i) tracedb_instant(n);
+  ASSERT_EQ(tracedb_flush(), TRACEDB_OK);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int rc = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+      std::error_code ec;
+      const auto target = std::filesystem::read_symlink(e.path(), ec);
+      if (!ec && target.string().find(tmp.path()) == 0) rc |= 1;  // a segment of the parent
+    }
+    if (tracedb_stop() != TRACEDB_ERR_STATE) rc |= 2;   // no session in the child
+    if (tracedb_flush() != TRACEDB_ERR_STATE) rc |= 4;
+    if (tracedb_enabled() != 0) rc |= 8;
+    _exit(rc);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: descriptor inherited, 2/4/8: session state in child";
+  // The parent's session goes on.
+  for (int i = 0; i < 10; ++i) tracedb_instant(n);
+  ASSERT_EQ(tracedb_stop(), TRACEDB_OK);
+  EXPECT_EQ(OfName(CollectDir(tmp.path()), "before-fork").size(), 20u);
+}
+
+// A session that failed to write does not fail later sessions: write errors are per session.
+TEST_F(RecorderTest, AFailedSessionDoesNotFailTheNextOne) {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("gone");
+  setenv("TRACEDB_SEGMENT_MB", "1", 1);
+  ASSERT_EQ(tracedb_start(dir.c_str()), TRACEDB_OK);
+  unsetenv("TRACEDB_SEGMENT_MB");
+  // Take the directory away under the session: the file open goes on, the next one (rotation
+  // at 1 MB) cannot be created.
+  testing::RemoveTree(dir);
+  testing::WriteFile(dir, "not a directory");
+  const uint32_t n = tracedb_intern("x");
+  uint64_t x = 88172645463325252ull;  // xorshift: durations that do not compress
+  for (int i = 0; i < 400000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    tracedb_complete(n, tracedb_now(), static_cast<int64_t>(x >> 24));
+  }
+  (void)tracedb_flush();
+  EXPECT_EQ(tracedb_stop(), TRACEDB_ERR_IO);  // this session failed
+  std::filesystem::remove(dir);
+  ASSERT_EQ(tracedb_start(tmp.Sub("ok").c_str()), TRACEDB_OK);
+  tracedb_instant(n);
+  EXPECT_EQ(tracedb_stop(), TRACEDB_OK);  // the next one did not
+  EXPECT_EQ(OfName(CollectDir(tmp.Sub("ok")), "x").size(), 1u);
+}
+
 TEST_F(RecorderTest, ShortLivedThreadsAreAllRecorded) {
   TempDir tmp;
   ASSERT_EQ(tracedb_start(tmp.path().c_str()), TRACEDB_OK);

@@ -5,9 +5,12 @@
  * thread and as many on a second thread when recording is on; exits by returning from main, so
  * the library's exit handler writes everything.
  * Prints: enabled E rank R emitted N
- * Usage: autostart_program EVENTS */
+ * With "wait" it then waits for a signal (SIGTERM/SIGINT tests) instead of exiting.
+ * Usage: autostart_program EVENTS [wait] */
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,8 +50,8 @@ static void Instant(uint32_t n) { tracedb_instant(n); }
 #endif
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s EVENTS\n", argv[0]);
+  if (argc != 2 && !(argc == 3 && strcmp(argv[2], "wait") == 0)) {
+    fprintf(stderr, "usage: %s EVENTS [wait]\n", argv[0]);
     return 2;
   }
   g_events = atol(argv[1]);
@@ -81,5 +84,9 @@ int main(int argc, char** argv) {
     emitted = 2 * 3 * g_events;
   }
   printf("enabled %d rank %d emitted %ld\n", enabled, rank, emitted);
+  if (argc == 3) {
+    fflush(stdout);
+    for (;;) pause();
+  }
   return 0;
 }

@@ -4,7 +4,15 @@
 // taken from each launcher's variable, or none. Each case runs the program in a child process
 // and checks its exit status, the rank-N directory it wrote, and the events read back twice:
 // by the engine's segment reader and by `tracedb info --json`.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <cstdio>
 #include <filesystem>
@@ -182,6 +190,69 @@ TEST(AutoStart, UnwritableDirectoryWarnsOnceAndRunsOn) {
   EXPECT_NE(out.find("tracedb: cannot record to TRACEDB_DIR="), std::string::npos) << out;
   EXPECT_NE(out.find("enabled 0 rank 0 emitted 0\n"), std::string::npos) << out;
 }
+
+// SIGTERM and SIGINT, where the application installed no handler: the library writes everything
+// buffered and the END block, then the signal takes its default action (the process dies of it).
+class TerminateSignalTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(TerminateSignalTest, FlushesThenDiesOfTheSignal) {
+  const int sig = GetParam();
+  TempDir tmp;
+  const std::string dir = tmp.Sub("trace");
+  const std::string out_path = tmp.Sub("out.txt");
+  // Spawned directly (not through a shell, which would ignore SIGINT in a background job),
+  // with the default action for both signals, as a launcher leaves them.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  // A long flush interval: without the handler nothing would be written before the signal.
+  const std::string env_dir = "TRACEDB_DIR=" + dir;
+  const char* envp[] = {env_dir.c_str(), "TRACEDB_FLUSH_MS=3600000", "TRACEDB_RANK=3", nullptr};
+  const std::string events = std::to_string(kEventsPerThread);
+  const char* argv[] = {AUTOSTART_LINKED_PATH, events.c_str(), "wait", nullptr};
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, AUTOSTART_LINKED_PATH, &actions, &attr, const_cast<char**>(argv),
+                        const_cast<char**>(envp)),
+            0);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  const std::string expected_out =
+      "enabled 1 rank 3 emitted " + std::to_string(2 * 3 * kEventsPerThread) + "\n";
+  for (int i = 0; i < 2000 && testing::ReadFile(out_path) != expected_out; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(testing::ReadFile(out_path), expected_out);
+  // Nothing written yet (only the file header): the events are in memory.
+  EXPECT_EQ(CollectDir(dir).events.size(), 0u);
+  ASSERT_EQ(kill(pid, sig), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status;
+  EXPECT_EQ(WTERMSIG(status), sig);
+
+  testing::Collected got = CollectDir(dir);
+  EXPECT_EQ(static_cast<long>(got.events.size()), 2 * 3 * kEventsPerThread);
+  EXPECT_EQ(got.dropped, 0u);
+  EXPECT_EQ(got.closed_files, 1u);  // END written
+  EXPECT_EQ(got.torn_tails, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(SigtermAndSigint, TerminateSignalTest, ::testing::Values(SIGTERM, SIGINT),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT");
+                         });
 
 }  // namespace
 }  // namespace tracedb

@@ -1,27 +1,45 @@
 /* tracedb recorder: the C ABI linked into (or injected into) a training process.
  *
  * Records spans, instants, counters and communication events from every thread into per-thread
- * buffers (no lock, no allocation, no system call on the recording path); a background flusher
- * thread encodes them into LZ4-compressed columnar segment files under DIR/rank-<r>/.
+ * buffers (no lock, no allocation, no system call on the recording path but once per 64 KiB
+ * chunk); a background flusher thread encodes them into LZ4-compressed columnar segment files
+ * under DIR/rank-<r>/.
  *
  * Contract for every function below:
  *   - it never throws, never blocks on I/O, and never aborts the process;
  *   - it is safe to call before tracedb_start(), after tracedb_stop(), from any thread, and in a
- *     forked child (where recording is off until the child calls tracedb_start() itself);
+ *     forked child (where no session is running: recording is off, tracedb_stop() and
+ *     tracedb_flush() return TRACEDB_ERR_STATE, until the child calls tracedb_start() itself);
  *   - when recording is off (not started, stopped, or outside the step window) a recording call
  *     costs one load and one branch.
- * A full per-thread buffer drops the event and counts it; counts end up in the segment files.
+ * Loss: thread buffers draw 64 KiB chunks from one pool of TRACEDB_BUFFER_MB per process; an
+ * event is dropped (and counted, in the segment files) only when every chunk is in use, or when
+ * writing is disabled by an I/O error (counted in tracedb_get_counters).
+ * Stop: tracedb_stop() waits for every call that found recording on; each such event is in the
+ * session's files or counted as dropped, never in a later session's.
+ * Signal handlers: the recording calls (tracedb_begin ... tracedb_complete_ex, tracedb_now) may
+ * be called from a signal handler with names interned beforehand; a handler that interrupts its
+ * thread inside a recording call drops its event and counts it. The other functions take locks:
+ * not from a handler.
+ * SIGTERM, SIGINT: at the first tracedb_start(), where the application left the default action,
+ * the library installs a handler that writes everything buffered (waiting at most 3 s) and then
+ * lets the signal take its default action. A handler the application installs replaces it.
+ * docs/recorder.md states every promise in full.
  *
  * Environment:
  *   TRACEDB_DIR          start automatically at load time, writing under this directory
- *   TRACEDB_RANK / TRACEDB_WORLD_SIZE, else OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS,
- *                        PMI_RANK/SIZE, RANK/WORLD_SIZE (torchrun), else rank 0 of 1
+ *   TRACEDB_RANK / TRACEDB_WORLD_SIZE, else OMPI_COMM_WORLD_RANK/SIZE, PMIX_RANK, SLURM_PROCID/
+ *                        NTASKS, PMI_RANK/SIZE, RANK/WORLD_SIZE (torchrun), else rank 0 of 1
  *   TRACEDB_BUFFER_MB    memory budget for all thread buffers of the process (default 64)
+ *   TRACEDB_ON_FULL      "drop" (default): a full budget drops the event; "wait": the thread waits
+ *                        for the flusher to free a chunk, at most TRACEDB_ON_FULL_WAIT_MS
+ *                        (default 100) per event, then drops it
  *   TRACEDB_FLUSH_MS     longest time an event waits in memory before it is written (default 1000)
  *   TRACEDB_SEGMENT_MB   segment file size at which a new file is started (default 64)
  *   TRACEDB_START_STEP / TRACEDB_END_STEP
  *                        record only while START_STEP <= step <= END_STEP (see tracedb_step)
- *   TRACEDB_CLOCK        "tsc" or "monotonic" (default: tsc when the CPU has an invariant TSC)
+ *   TRACEDB_CLOCK        "tsc" or "monotonic" (default: the CPU counter when it is invariant: TSC
+ *                        on x86-64, cntvct_el0 on aarch64)
  *   TRACEDB_HOSTNAME     the host name written in segments (default: gethostname)
  *   TRACEDB_REALTIME_OFFSET_NS
  *                        shift the realtime readings of the clock anchors (simulates a host
@@ -49,7 +67,7 @@ extern "C" {
 
 /* Return codes of the int-returning functions. */
 #define TRACEDB_OK 0
-#define TRACEDB_ERR_STATE (-1)   /* wrong state: already started, not started, forked child */
+#define TRACEDB_ERR_STATE (-1)   /* wrong state: already started, or not started */
 #define TRACEDB_ERR_IO (-2)      /* the directory or a segment file cannot be written */
 #define TRACEDB_ERR_ARG (-3)     /* a NULL or invalid argument */
 #define TRACEDB_ERR_TIMEOUT (-4) /* tracedb_flush: the flusher did not finish within 30 s */
@@ -84,10 +102,13 @@ typedef struct tracedb_args {
 
 /* ---- Session ---- */
 
-/* Starts recording into `dir` (created if missing). TRACEDB_ERR_STATE when already started or
- * in a forked child that inherited a running session; TRACEDB_ERR_IO when `dir` is unwritable. */
+/* Starts recording into `dir` (created if missing), with empty buffers. TRACEDB_ERR_STATE when
+ * already started (a forked child inherits no session and may start its own); TRACEDB_ERR_IO
+ * when `dir` is unwritable or the buffer budget cannot be mapped. */
 TRACEDB_API int tracedb_start(const char* dir) TRACEDB_NOEXCEPT;
-/* Stops recording, writes everything buffered and closes the segment file. Also runs at exit. */
+/* Stops recording: waits for calls in flight (at most 5 s), writes everything buffered and
+ * closes the segment file. TRACEDB_ERR_IO when writing was disabled by an I/O error during this
+ * session (and only this one); TRACEDB_ERR_STATE when not started. Also runs at exit. */
 TRACEDB_API int tracedb_stop(void) TRACEDB_NOEXCEPT;
 /* Returns once every event recorded (by any thread) before the call has been written to this
  * rank's segment files, so a process killed right after loses none of them. */
@@ -158,9 +179,9 @@ TRACEDB_API void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_i
 /* Counters of this process since load. */
 typedef struct tracedb_counters {
   uint64_t written;        /* events written to segment files */
-  uint64_t dropped;        /* events dropped: full buffer, no buffer, or writing disabled */
+  uint64_t dropped;        /* events dropped: budget full, reentrant handler, or writing disabled */
   uint64_t flushed_bytes;  /* bytes handed to the OS */
-  uint64_t write_errors;   /* 1 once writing has been disabled by an I/O error */
+  uint64_t write_errors;   /* sessions whose writing an I/O error disabled */
   uint64_t flusher_cpu_ns; /* CPU time the flusher thread has used */
 } tracedb_counters;
 TRACEDB_API void tracedb_get_counters(tracedb_counters* out) TRACEDB_NOEXCEPT;
