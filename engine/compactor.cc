@@ -12,6 +12,7 @@
 #include "engine/clock_model.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_reader.h"
+#include "engine/segment_writer.h"
 #include "engine/trace_builder.h"
 
 namespace tracedb::engine {
@@ -422,6 +423,12 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   }
   if (work.empty()) return stats;
 
+  // Is each file's writer still running? Asked before any byte is read: a writer seen gone has
+  // written its last byte, so the file can be taken whole up to the size read below. A writer
+  // that dies after this check is found gone by the next pass ("Writer lock").
+  std::map<std::string, WriterState> writers;
+  for (const SegmentFileRef* f : work) writers[f->path] = ProbeSegmentWriter(f->path);
+
   // Pass 1: what each file says about its process and clock (idempotent inserts).
   // It also tells where each file ends and whether its writer closed it.
   std::map<std::string, StatusOr<SegmentScan>> probes;
@@ -476,10 +483,18 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
       TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
       continue;
     }
-    // Where to stop: the whole file when it is complete, else its last anchor.
+    // Where to stop: the whole file when it is complete (closed, its writer gone, or the caller
+    // says so), else its last anchor. The file's age decides only where the lock cannot.
     const SegmentScan& probe = *probe_or;
-    const bool whole =
-        probe.closed || options.finish || FileAgeSeconds(f.path) >= options.stale_after_s;
+    const WriterState writer = writers.at(f.path);
+    const bool dead_writer = !probe.closed && writer == WriterState::kGone;
+    const bool whole = probe.closed || options.finish || dead_writer ||
+                       (writer == WriterState::kUnknown &&
+                        FileAgeSeconds(f.path) >= options.stale_after_s);
+    if (dead_writer) {
+      stats.files_dead_writer++;
+      w->AddStat("dead_writer_files", f.rank, 1);
+    }
     const uint64_t stop = whole ? probe.file_size : std::max(probe.anchor_end, prev.offset);
     ScanOptions body;
     body.start_offset = prev.offset;

@@ -268,8 +268,8 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
   out->clear();
   thread_local std::string compressed;
   compressed.clear();
-  Lz4Compress(raw, &compressed);
-  const bool use_lz4 = compressed.size() < raw.size();
+  // A failed compression stores the block raw, never an empty LZ4 payload.
+  const bool use_lz4 = Lz4Compress(raw, &compressed).ok() && compressed.size() < raw.size();
   out->push_back(static_cast<char>(use_lz4 ? kCodecLz4 : kCodecRaw));
   PutVarint64(out, raw.size());
   PutFixed32(out, Crc32c(raw.data(), raw.size()));

@@ -57,10 +57,15 @@ void PrintSummary(const engine::CompactStats& s, double seconds) {
                  static_cast<unsigned long long>(s.torn_tails),
                  static_cast<unsigned long long>(s.unreadable_files));
   }
+  if (s.files_dead_writer) {
+    std::fprintf(stderr,
+                 "  %llu unclosed files whose writer is gone (killed or crashed) were taken whole\n",
+                 static_cast<unsigned long long>(s.files_dead_writer));
+  }
   if (s.files_waiting) {
     std::fprintf(stderr,
                  "  %llu files are still being written; their newest events wait for the next "
-                 "run (or use --finish)\n",
+                 "run (--finish takes them whole, e.g. for files copied from another host)\n",
                  static_cast<unsigned long long>(s.files_waiting));
   }
   for (const std::string& p : s.problems) std::fprintf(stderr, "  problem: %s\n", p.c_str());
@@ -159,9 +164,11 @@ void SetupCompact(CLI::App& app, int* exit_code) {
   sub->add_option("--interval", o->interval_s, "Seconds between passes with --watch")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--finish", o->finish,
-                "The job is over: take unclosed files whole (a killed rank's last events)");
+                "The job is over: take unclosed files whole (needed only for files whose writer "
+                "lock cannot be seen: another host, a filesystem without flock)");
   sub->add_option("--stale-after", o->stale_after_s,
-                  "Seconds after which an unclosed, unchanged file counts as finished");
+                  "Without flock only: seconds after which an unclosed, unchanged file counts "
+                  "as finished");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
 }
