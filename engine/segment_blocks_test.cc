@@ -211,5 +211,21 @@ TEST(CatalogBlocks, HostileCountsAreRejected) {
   EXPECT_FALSE(DecodeThreads(raw2, &t).ok());
 }
 
+
+// Timestamps at both ends of the range round-trip (wrap-around deltas, no overflow).
+TEST(EventsBlock, ExtremeTimestampsRoundTrip) {
+  EventsBlockEncoder enc;
+  enc.Reset(1);
+  const int64_t ts[] = {INT64_MAX, INT64_MIN, 0, INT64_MIN, INT64_MAX, -1};
+  for (int64_t t : ts) enc.Add(EventKind::kInstant, 0, t, 1, 0, nullptr);
+  std::string raw;
+  enc.Finish(&raw);
+  uint32_t thread = 0;
+  std::vector<SegmentEvent> events;
+  ASSERT_TRUE(DecodeEventsBlock(raw, &thread, &events).ok());
+  ASSERT_EQ(events.size(), std::size(ts));
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].ts, ts[i]) << i;
+}
+
 }  // namespace
 }  // namespace tracedb::engine

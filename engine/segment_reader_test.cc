@@ -118,6 +118,44 @@ TEST(SegmentWriter, RefusesABlockTooLargeForTheFormat) {
   EXPECT_EQ(scan->corrupt_blocks, 0u);
 }
 
+// A hostile file: 100K "TDBK" candidates, each claiming a payload to the end of the file with a
+// bad CRC, then one valid block. Checking each candidate's CRC directly would sum ~100 GB; the
+// scan must stay linear in the file and still find the valid block at the end.
+TEST(SegmentReader, ResynchronisationIsLinearInTheFileSize) {
+  std::string end_raw;
+  EncodeEnd({0}, &end_raw);
+  std::string valid;
+  FrameBlock(BlockType::kEnd, Codec::kRaw, end_raw, static_cast<uint32_t>(end_raw.size()),
+             &valid);
+  std::string file;
+  EncodeFileHeader(1, 0, &file);
+  const size_t candidates = 100000;
+  const size_t size = file.size() + candidates * kBlockHeaderSize + valid.size();
+  for (size_t i = 0; i < candidates; ++i) {
+    const size_t at = file.size();
+    const uint32_t stored = static_cast<uint32_t>(size - at - kBlockHeaderSize);
+    PutFixed32(&file, kBlockMagic);
+    file.push_back(static_cast<char>(BlockType::kEvents));
+    file.push_back(0);
+    PutFixed16(&file, 0);
+    PutFixed32(&file, std::min<uint32_t>(stored, kMaxStoredBlockBytes));
+    PutFixed32(&file, std::min<uint32_t>(stored, kMaxStoredBlockBytes));
+    PutFixed32(&file, 0xdeadbeef);  // wrong CRC
+  }
+  file += valid;
+  ASSERT_EQ(file.size(), size);
+  CountingVisitor v;
+  auto scan = ScanSegmentBytes("hostile", file, &v);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_EQ(v.ends, 1);
+  EXPECT_TRUE(scan->closed);
+  EXPECT_EQ(scan->corrupt_blocks, 1u);
+  EXPECT_EQ(scan->corrupt_bytes, candidates * kBlockHeaderSize);
+  // Linear: a small multiple of the file (the quadratic scan summed ~size * candidates / 2).
+  EXPECT_LE(scan->crc_work_bytes, 40 * size) << scan->crc_work_bytes;
+  RecordProperty("crc_work_per_byte", static_cast<int>(scan->crc_work_bytes / size));
+}
+
 TEST(SegmentReader, ReadsEveryBlock) {
   TempDir tmp;
   const std::string path = tmp.Sub("seg-77-000000.tds");
