@@ -94,11 +94,19 @@ TEST(EventsBlock, RandomBytesNeverCrash) {
   std::mt19937 rng(42);
   uint32_t thread;
   std::vector<SegmentEvent> ev;
+  uint64_t errors = 0;
   for (int iter = 0; iter < 20000; ++iter) {
     std::string junk(rng() % 64, 0);
     for (char& c : junk) c = static_cast<char>(rng() % 4 == 0 ? rng() : rng() % 3);
-    (void)DecodeEventsBlock(junk, &thread, &ev);
+    const Status st = DecodeEventsBlock(junk, &thread, &ev);
+    // OK or a clean error: a Corruption that names the block.
+    if (!st.ok()) {
+      ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+      ASSERT_NE(st.message().find("EVENTS block"), std::string::npos) << st.ToString();
+      ++errors;
+    }
   }
+  EXPECT_GT(errors, 10000u);  // junk is rejected, not taken as events
 }
 
 TEST(MetaBlock, RoundTrip) {
