@@ -12,8 +12,14 @@ constexpr int64_t kOne = int64_t{1} << 32;
 void ClockModel::AddKnot(int64_t local_ns, int64_t common_ns) {
   auto it = std::lower_bound(knots_.begin(), knots_.end(), local_ns,
                              [](const Knot& k, int64_t t) { return k.local < t; });
-  if (it != knots_.end() && it->local - local_ns < kMinKnotSpacingNs) return;
-  if (it != knots_.begin() && local_ns - std::prev(it)->local < kMinKnotSpacingNs) return;
+  // Differences in 128 bits: knots may come from a hostile file.
+  if (it != knots_.end() && static_cast<__int128>(it->local) - local_ns < kMinKnotSpacingNs) {
+    return;
+  }
+  if (it != knots_.begin() &&
+      static_cast<__int128>(local_ns) - std::prev(it)->local < kMinKnotSpacingNs) {
+    return;
+  }
   knots_.insert(it, Knot{local_ns, common_ns, kOne});
   Recompute();
 }
@@ -37,7 +43,7 @@ void ClockModel::Recompute() {
 
 int64_t ClockModel::MapOn(size_t i, int64_t t) const {
   const Knot& k = knots_[i];
-  return k.common + static_cast<int64_t>((static_cast<__int128>(t - k.local) * k.slope_fp) >> 32);
+  return SaturateInt64(k.common + ((static_cast<__int128>(t) - k.local) * k.slope_fp >> 32));
 }
 
 int64_t ClockModel::MapSlow(int64_t t) const {
@@ -60,13 +66,17 @@ int64_t ClockModel::MapSlow(int64_t t) const {
 }
 
 int64_t ClockModel::offset_ns() const {
-  return knots_.empty() ? 0 : knots_.front().common - knots_.front().local;
+  return knots_.empty() ? 0
+                       : SaturateInt64(static_cast<__int128>(knots_.front().common) -
+                                       knots_.front().local);
 }
 
 double ClockModel::drift_ppm() const {
   if (knots_.size() < 2) return 0;
-  const double dl = static_cast<double>(knots_.back().local - knots_.front().local);
-  const double dc = static_cast<double>(knots_.back().common - knots_.front().common);
+  const double dl =
+      static_cast<double>(static_cast<__int128>(knots_.back().local) - knots_.front().local);
+  const double dc =
+      static_cast<double>(static_cast<__int128>(knots_.back().common) - knots_.front().common);
   return (dc / dl - 1.0) * 1e6;
 }
 

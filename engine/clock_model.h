@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/coding.h"
+
 namespace tracedb::engine {
 
 class ClockModel {
@@ -20,12 +22,14 @@ class ClockModel {
   bool empty() const { return knots_.empty(); }
   size_t size() const { return knots_.size(); }
 
-  // The common-clock time of local time `t`. Inline for the common case: `t` in the segment
+  // The common-clock time of local time `t` (clamped to the int64 range). Inline for the common case: `t` in the segment
   // used last.
   int64_t Map(int64_t t) const {
     if (t >= cached_.lo && t < cached_.hi) {
-      return cached_.common +
-             static_cast<int64_t>((static_cast<__int128>(t - cached_.local) * cached_.slope) >> 32);
+      // In 128 bits, clamped: knots and times may come from a hostile file.
+      return SaturateInt64(
+          cached_.common +
+          ((static_cast<__int128>(t) - cached_.local) * cached_.slope >> 32));
     }
     return MapSlow(t);
   }

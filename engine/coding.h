@@ -15,6 +15,40 @@
 
 namespace tracedb::engine {
 
+// Two's-complement wrap-around arithmetic on int64: what decoders use on values read from disk,
+// so that hostile input gives wrong numbers (rejected or stored as they come), never undefined
+// behaviour. Encoders use the same, so a value round-trips exactly whatever its range.
+inline int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+inline int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+inline int64_t WrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+// `v` clamped to the int64 range.
+inline int64_t SaturateInt64(__int128 v) {
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+// a + b clamped to the int64 range (an end = ts + dur from a hostile file).
+inline int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return SaturateInt64(static_cast<__int128>(a) + b);
+}
+inline int64_t SaturatingSub(int64_t a, int64_t b) {
+  return SaturateInt64(static_cast<__int128>(a) - b);
+}
+// Converts a double to int64 (truncating toward zero); false when it is NaN or out of range,
+// where a plain cast would be undefined behaviour.
+inline bool DoubleToInt64(double d, int64_t* out) {
+  // 2^63 is exactly representable; every double below it in magnitude converts.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
 inline uint64_t ZigZag(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }

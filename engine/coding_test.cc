@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <random>
 
@@ -84,6 +85,38 @@ TEST(Coding, FixedWidthRoundTrip) {
   EXPECT_EQ(b, 0xdeadbeefu);
   EXPECT_EQ(c, 0x0123456789abcdefull);
   EXPECT_FALSE(r.GetU8(reinterpret_cast<uint8_t*>(&a)));
+}
+
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+  std::mt19937 rng(7);
+  std::string bytes(5000, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  for (size_t split : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{4999},
+                       size_t{5000}}) {
+    const uint32_t a = Crc32c(bytes.data(), split);
+    const uint32_t b = Crc32c(bytes.data() + split, bytes.size() - split);
+    EXPECT_EQ(Crc32cCombine(a, b, bytes.size() - split), Crc32c(bytes.data(), bytes.size()))
+        << split;
+  }
+}
+
+TEST(WrapArithmetic, NeverOverflowsAndRoundTrips) {
+  EXPECT_EQ(WrapAdd(INT64_MAX, 1), INT64_MIN);
+  EXPECT_EQ(WrapSub(INT64_MIN, 1), INT64_MAX);
+  EXPECT_EQ(WrapAdd(WrapSub(INT64_MIN, INT64_MAX), INT64_MAX), INT64_MIN);
+  EXPECT_EQ(WrapMul(INT64_MIN, -1), INT64_MIN);
+  EXPECT_EQ(SaturatingAdd(INT64_MAX, 5), INT64_MAX);
+  EXPECT_EQ(SaturatingSub(INT64_MIN, 5), INT64_MIN);
+  EXPECT_EQ(SaturatingAdd(-3, 5), 2);
+  int64_t v = 0;
+  EXPECT_TRUE(DoubleToInt64(-9223372036854775808.0, &v));
+  EXPECT_EQ(v, INT64_MIN);
+  EXPECT_TRUE(DoubleToInt64(-2.9, &v));
+  EXPECT_EQ(v, -2);
+  EXPECT_FALSE(DoubleToInt64(9223372036854775808.0, &v));
+  EXPECT_FALSE(DoubleToInt64(1e300, &v));
+  EXPECT_FALSE(DoubleToInt64(std::nan(""), &v));
+  EXPECT_FALSE(DoubleToInt64(-std::numeric_limits<double>::infinity(), &v));
 }
 
 TEST(Crc32c, KnownVectors) {

@@ -10,8 +10,10 @@
 #include <set>
 
 #include "engine/clock_model.h"
+#include "engine/coding.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_reader.h"
+#include "engine/segment_writer.h"
 #include "engine/trace_builder.h"
 
 namespace tracedb::engine {
@@ -120,6 +122,16 @@ Status StorePrepass(Db* db, const SegmentFileRef& f, const PrepassVisitor& v) {
 
 // ---- Clocks ----
 
+// dv * dt / span for 0 <= dt <= span (a linear interpolation), exact in 128 bits when the
+// product fits, else in long double; values from hostile files never overflow.
+__int128 Interpolate(int64_t dv, __int128 dt, __int128 span) {
+  if (span <= 0) return 0;
+  constexpr __int128 kLimit = static_cast<__int128>(1) << 62;
+  if (dt >= -kLimit && dt <= kLimit) return static_cast<__int128>(dv) * dt / span;
+  return static_cast<__int128>(static_cast<long double>(dv) * static_cast<long double>(dt) /
+                               static_cast<long double>(span));
+}
+
 StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   std::map<ProcessKey, std::string> hosts;
   {
@@ -193,10 +205,12 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
     // point and interpolated between them (delta(t) = realtime_r(t) - common(t)).
     std::vector<std::pair<int64_t, int64_t>> delta;  // (local, delta)
     int64_t sync_unc = 0;
+    // Saturating arithmetic throughout: sync points and anchors come from files.
     for (const SyncPoint& s : sync_it->second) {
-      const ClockModel* m0 = rank0_at(s.local_ns + s.offset_ns);
-      const int64_t common = m0->Map(s.local_ns + s.offset_ns);
-      delta.emplace_back(s.local_ns, anchors.Map(s.local_ns) - common);
+      const int64_t ref_local = SaturatingAdd(s.local_ns, s.offset_ns);
+      const ClockModel* m0 = rank0_at(ref_local);
+      const int64_t common = m0->Map(ref_local);
+      delta.emplace_back(s.local_ns, SaturatingSub(anchors.Map(s.local_ns), common));
       sync_unc = std::max(sync_unc, s.uncertainty_ns);
     }
     auto delta_at = [&](int64_t t) -> int64_t {
@@ -206,18 +220,19 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
                                  [](int64_t v, const auto& p) { return v < p.first; });
       const auto& b = *it;
       const auto& a = *std::prev(it);
-      const __int128 num = static_cast<__int128>(b.second - a.second) * (t - a.first);
-      return a.second + static_cast<int64_t>(num / (b.first - a.first));
+      return SaturateInt64(a.second + Interpolate(SaturatingSub(b.second, a.second),
+                                                  static_cast<__int128>(t) - a.first,
+                                                  static_cast<__int128>(b.first) - a.first));
     };
     ClockModel model;
-    for (const auto& [local, d] : delta) model.AddKnot(local, anchors.Map(local) - d);
+    for (const auto& [local, d] : delta) model.AddKnot(local, SaturatingSub(anchors.Map(local), d));
     // Anchors keep the rate of the process's clock right between sync points.
     ClockModel probe = anchors;
     const int64_t lo = anchors.first_local(), hi = anchors.last_local();
-    for (int64_t t : {lo, hi}) model.AddKnot(t, probe.Map(t) - delta_at(t));
+    for (int64_t t : {lo, hi}) model.AddKnot(t, SaturatingSub(probe.Map(t), delta_at(t)));
     pc.model = model;
     pc.method = "sync";
-    pc.uncertainty_ns = sync_unc + anchor_unc[key];
+    pc.uncertainty_ns = SaturatingAdd(sync_unc, anchor_unc[key]);
   }
   return out;
 }
@@ -254,6 +269,9 @@ class EventsVisitor : public SegmentVisitor {
   }
 
   void OnStrings(uint32_t first, const std::vector<std::string>& s) override {
+    // A writer numbers its strings from 1 without gaps; a block far past the known ones is
+    // damage, ignored rather than allowed to size the table (its names read "<unknown …>").
+    if (first - 1 > strings_.size() + kMaxStringGap) return;
     if (strings_.size() < first - 1 + s.size()) strings_.resize(first - 1 + s.size());
     for (size_t i = 0; i < s.size(); ++i) strings_[first - 1 + i] = s[i];
   }
@@ -294,7 +312,8 @@ class EventsVisitor : public SegmentVisitor {
           s = b_->Counter(track, ts, Name(e.name), cat, e.value);
           break;
         case EventKind::kComplete:
-          s = b_->Complete(track, ts, model_->Map(e.ts + e.ival) - ts, Name(e.name), cat, args);
+          s = b_->Complete(track, ts, SaturatingSub(model_->Map(SaturatingAdd(e.ts, e.ival)), ts),
+                           Name(e.name), cat, args);
           break;
         case EventKind::kStep:
           w_->AddStep(rank_, ts, e.ival);
@@ -313,10 +332,19 @@ class EventsVisitor : public SegmentVisitor {
   uint64_t dropped = 0;
 
  private:
+  static constexpr size_t kMaxStringGap = 1u << 20;
+
   uint32_t Name(uint32_t local) {
     if (local == 0) return w_->Intern("");
-    if (local >= name_cache_.size()) name_cache_.resize(local + 1, 0);
-    uint32_t& id = name_cache_[local];
+    // Ids past the catalog (damage) are few: a map, so that no file sizes the cache.
+    uint32_t* slot;
+    if (local <= strings_.size() + kMaxStringGap) {
+      if (local >= name_cache_.size()) name_cache_.resize(local + 1, 0);
+      slot = &name_cache_[local];
+    } else {
+      slot = &unknown_names_[local];
+    }
+    uint32_t& id = *slot;
     if (id == 0) {
       id = local <= strings_.size() ? w_->Intern(strings_[local - 1])
                                     : w_->Intern("<unknown name " + std::to_string(local) + ">");
@@ -370,6 +398,7 @@ class EventsVisitor : public SegmentVisitor {
   uint32_t cats_[kNumCategories];
   std::vector<std::string> strings_;
   std::vector<uint32_t> name_cache_;
+  std::map<uint32_t, uint32_t> unknown_names_;
   std::map<uint32_t, uint32_t> lane_names_;
   std::map<uint32_t, ThreadInfo> threads_;
   std::map<uint32_t, uint32_t> thread_tracks_;
@@ -421,6 +450,12 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     bytes_total += f.size - std::min(s.offset, f.size);
   }
   if (work.empty()) return stats;
+
+  // Is each file's writer still running? Asked before any byte is read: a writer seen gone has
+  // written its last byte, so the file can be taken whole up to the size read below. A writer
+  // that dies after this check is found gone by the next pass ("Writer lock").
+  std::map<std::string, WriterState> writers;
+  for (const SegmentFileRef* f : work) writers[f->path] = ProbeSegmentWriter(f->path);
 
   // Pass 1: what each file says about its process and clock (idempotent inserts).
   // It also tells where each file ends and whether its writer closed it.
@@ -476,10 +511,18 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
       TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
       continue;
     }
-    // Where to stop: the whole file when it is complete, else its last anchor.
+    // Where to stop: the whole file when it is complete (closed, its writer gone, or the caller
+    // says so), else its last anchor. The file's age decides only where the lock cannot.
     const SegmentScan& probe = *probe_or;
-    const bool whole =
-        probe.closed || options.finish || FileAgeSeconds(f.path) >= options.stale_after_s;
+    const WriterState writer = writers.at(f.path);
+    const bool dead_writer = !probe.closed && writer == WriterState::kGone;
+    const bool whole = probe.closed || options.finish || dead_writer ||
+                       (writer == WriterState::kUnknown &&
+                        FileAgeSeconds(f.path) >= options.stale_after_s);
+    if (dead_writer) {
+      stats.files_dead_writer++;
+      w->AddStat("dead_writer_files", f.rank, 1);
+    }
     const uint64_t stop = whole ? probe.file_size : std::max(probe.anchor_end, prev.offset);
     ScanOptions body;
     body.start_offset = prev.offset;

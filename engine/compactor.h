@@ -6,8 +6,11 @@
 // progress and the open spans, so killing compaction at any moment leaves a valid database that
 // the next run completes without duplicates. The events of a file that is still being written are
 // taken only up to its last clock anchor (the rest waits for the next anchor, so that every event
-// is interpolated between anchors, never extrapolated); a file closed by its writer, or untouched
-// for `stale_after_s` (its writer died), or any file with `finish` set, is taken whole.
+// is interpolated between anchors, never extrapolated). A file is taken whole when its writer
+// closed it, when its writer is gone (the writer's flock on the file can be taken: the process
+// died, docs/segment-format.md "Writer lock"), with `finish` set, or, only where the lock gives
+// no answer (a filesystem without flock), when it was untouched for `stale_after_s`. A torn
+// tail of a file taken whole is skipped and counted.
 //
 // Clocks (docs/database-format.md "Clocks"): each process's recorder clock is mapped to realtime
 // through its anchors; ranks on another host than rank 0 are further corrected by their MPI
@@ -28,7 +31,8 @@ namespace tracedb::engine {
 struct CompactOptions {
   std::vector<std::string> inputs;  // trace directories (DIR with rank-*/, or one rank dir)
   bool finish = false;              // the job is over: take every file whole
-  int64_t stale_after_s = 120;      // an unclosed file untouched this long is taken whole
+  int64_t stale_after_s = 120;      // without flock: an unclosed file untouched this long is
+                                    // taken whole
 };
 
 struct CompactProgress {
@@ -44,6 +48,7 @@ struct CompactStats {
   uint64_t files = 0;           // segment files seen
   uint64_t files_read = 0;      // files with something new
   uint64_t files_waiting = 0;   // files whose tail waits for the next anchor
+  uint64_t files_dead_writer = 0;  // unclosed files taken whole because their writer is gone
   uint64_t segment_events = 0;  // recorder events read
   uint64_t rows = 0;            // rows added to the database
   uint64_t bytes_read = 0;      // segment bytes taken

@@ -67,7 +67,46 @@ bool HasSse42() {
 }
 #endif
 
+// Polynomial arithmetic modulo the CRC polynomial, in the reflected bit order of the CRC: bit 31
+// is the coefficient of x^0, bit 0 that of x^31.
+constexpr uint32_t kXPow0 = 0x80000000u;  // the polynomial 1
+
+// a * b mod P.
+uint32_t MulModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t bit = kXPow0; bit != 0; bit >>= 1) {
+    if (a & bit) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;  // b *= x
+  }
+  return product;
+}
+
+// kPow2[k] = x^(2^k) mod P.
+struct PowersOfX {
+  std::array<uint32_t, 64> pow2{};
+  PowersOfX() {
+    pow2[0] = kXPow0 >> 1;  // x^1
+    for (size_t k = 1; k < pow2.size(); ++k) pow2[k] = MulModP(pow2[k - 1], pow2[k - 1]);
+  }
+};
+
+// x^(8 n) mod P.
+uint32_t XPow8N(uint64_t n) {
+  static const PowersOfX powers;
+  uint32_t r = kXPow0;
+  for (size_t k = 3; n != 0 && k < powers.pow2.size(); ++k, n >>= 1) {
+    if (n & 1) r = MulModP(powers.pow2[k], r);
+  }
+  return r;
+}
+
 }  // namespace
+
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // With the initial and final inversions of the CRC, they cancel out of the difference:
+  // crc(A B) = crc(A) * x^(8|B|) + crc(B).
+  return MulModP(XPow8N(len_b), crc_a) ^ crc_b;
+}
 
 uint32_t Crc32c(const void* data, size_t n, uint32_t init) {
   const auto* p = static_cast<const unsigned char*>(data);

@@ -126,8 +126,14 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
   names.Reset();
   cats.Reset();
   int64_t base = INT64_MAX;
-  for (const Row& r : rows) base = std::min(base, r.ts);
-  uint64_t scale = 0;
+  __int128 last_end = INT64_MIN;
+  for (const Row& r : rows) {
+    base = std::min(base, r.ts);
+    last_end = std::max(last_end, static_cast<__int128>(r.ts) + r.dur);
+  }
+  // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
+  // absurd input) scale 1 keeps the wrap-around coding exact.
+  uint64_t scale = last_end - base > INT64_MAX ? 1 : 0;
   thread_local std::vector<uint32_t> name_idx, cat_idx;
   name_idx.resize(n);
   cat_idx.resize(n);
@@ -137,7 +143,7 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
     zone->max_end = std::max(zone->max_end, r.end());
     zone->max_dur = std::max(zone->max_dur, r.dur);
     if (scale != 1) {
-      scale = std::gcd(scale, static_cast<uint64_t>(r.ts - base));
+      scale = std::gcd(scale, static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(base));
       scale = std::gcd(scale, static_cast<uint64_t>(r.dur));
     }
     name_idx[i] = names.Index(r.name);
@@ -205,18 +211,19 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
     ++run_len;
     ks.PutVarint(ZigZag(static_cast<int64_t>(r.k - prev_k)));
     prev_k = r.k;
-    parents.PutVarint(ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 1 - r.parent_k) + 1));
+    // parent_k as k + 2 - parent_k (0: none), in wrap-around arithmetic like its decoder.
+    parents.PutVarint(ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 2 - r.parent_k)));
     depths.PutVarint(r.depth);
     kinds.PutU8(static_cast<uint8_t>(r.kind));
     namec.PutVarint(name_idx[i]);
     catc.PutVarint(cat_idx[i]);
     const int64_t ref = TsReference(run_start, base, prev_ts, prev_end, r.depth, prev_depth);
     // (A 64-bit division costs tens of cycles: skip it for ns data, whose scale is 1.)
-    tsc.PutVarint(ZigZag(scale == 1 ? r.ts - ref : (r.ts - ref) / iscale));
+    tsc.PutVarint(ZigZag(scale == 1 ? WrapSub(r.ts, ref) : WrapSub(r.ts, ref) / iscale));
     durc.PutVarint(scale == 1 ? static_cast<uint64_t>(r.dur)
                               : static_cast<uint64_t>(r.dur) / scale);
     prev_ts = r.ts;
-    prev_end = r.ts + r.dur;
+    prev_end = WrapAdd(r.ts, r.dur);
     prev_depth = r.depth;
     const uint32_t mask =
         (r.args.mask & EventArgs::kAllFields) | (r.json.empty() ? 0 : DecodedBlock::kHasJson);
@@ -268,8 +275,8 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
   out->clear();
   thread_local std::string compressed;
   compressed.clear();
-  Lz4Compress(raw, &compressed);
-  const bool use_lz4 = compressed.size() < raw.size();
+  // A failed compression stores the block raw, never an empty LZ4 payload.
+  const bool use_lz4 = Lz4Compress(raw, &compressed).ok() && compressed.size() < raw.size();
   out->push_back(static_cast<char>(use_lz4 ? kCodecLz4 : kCodecRaw));
   PutVarint64(out, raw.size());
   PutFixed32(out, Crc32c(raw.data(), raw.size()));
@@ -435,9 +442,10 @@ Status DecodedBlock::Need(uint32_t want) {
       if (!c.GetVarsigned(&d)) return bad("ts");
       const bool run_start = i == 0 || track[i] != track[i - 1];
       const int64_t ref = TsReference(run_start, base_, prev_ts, prev_end, depth[i], prev_depth);
-      ts[i] = ref + d * iscale;
+      // Wrap-around, as the encoder: a hostile delta gives a wrong ts, never overflow.
+      ts[i] = WrapAdd(ref, WrapMul(d, iscale));
       prev_ts = ts[i];
-      prev_end = ts[i] + dur[i];
+      prev_end = WrapAdd(ts[i], dur[i]);
       prev_depth = depth[i];
     }
     if (!c.empty()) return bad("ts");
@@ -461,7 +469,7 @@ Status DecodedBlock::Need(uint32_t want) {
     for (size_t i = 0; i < n; ++i) {
       int64_t rel;
       if (!c.GetVarsigned(&rel)) return bad("parent");
-      parent_k[i] = rel == 0 ? 0 : k[i] + 1 - static_cast<uint64_t>(rel - 1);
+      parent_k[i] = rel == 0 ? 0 : k[i] + 2 - static_cast<uint64_t>(rel);
     }
     if (!c.empty()) return bad("parent");
   }
@@ -486,11 +494,11 @@ Status DecodedBlock::Need(uint32_t want) {
       int64_t v;
       if ((mask & EventArgs::kBytes) && !args.GetVarint64(&bytes[i])) return bad("args");
       if (mask & EventArgs::kPeer) {
-        if (!args.GetVarsigned(&v)) return bad("args");
+        if (!args.GetVarsigned(&v) || v < INT32_MIN || v > INT32_MAX) return bad("args");
         peer[i] = static_cast<int32_t>(v);
       }
       if (mask & EventArgs::kTag) {
-        if (!args.GetVarsigned(&v)) return bad("args");
+        if (!args.GetVarsigned(&v) || v < INT32_MIN || v > INT32_MAX) return bad("args");
         tag[i] = static_cast<int32_t>(v);
       }
       if ((mask & EventArgs::kComm) && !args.GetVarint32(&comm[i])) return bad("args");

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/coding.h"
 #include "engine/segment_format.h"
 #include "engine/status.h"
 
@@ -43,7 +44,7 @@ struct Row {
   std::string json;       // free key/value arguments as a JSON object text, or empty
 
   int64_t id() const { return (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(k); }
-  int64_t end() const { return ts + dur; }
+  int64_t end() const { return SaturatingAdd(ts, dur); }  // clamped, never overflows
 };
 
 // Per (name, cat, kind) facts of a block: the block_names zone map and the name_stats summary.

@@ -5,13 +5,23 @@
 
 namespace tracedb::engine {
 
-void Lz4Compress(std::string_view raw, std::string* dst) {
+Status Lz4Compress(std::string_view raw, std::string* dst) {
+  if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
+    return Status::InvalidArgument("LZ4: input of " + std::to_string(raw.size()) +
+                                   " bytes exceeds LZ4's limit");
+  }
   const int bound = LZ4_compressBound(static_cast<int>(raw.size()));
   const size_t old = dst->size();
   dst->resize(old + static_cast<size_t>(bound));
   const int n =
       LZ4_compress_default(raw.data(), dst->data() + old, static_cast<int>(raw.size()), bound);
+  if (n <= 0 && !raw.empty()) {
+    dst->resize(old);
+    return Status::Internal("LZ4 compression of " + std::to_string(raw.size()) +
+                           " bytes failed");
+  }
   dst->resize(old + static_cast<size_t>(n > 0 ? n : 0));
+  return Status::Ok();
 }
 
 Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst) {

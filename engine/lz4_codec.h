@@ -14,8 +14,10 @@ namespace tracedb::engine {
 // Largest uncompressed block we accept on read (guards allocations driven by file contents).
 inline constexpr size_t kMaxRawBlockBytes = 64u << 20;
 
-// Appends the LZ4 compression of `raw` to `dst`.
-void Lz4Compress(std::string_view raw, std::string* dst);
+// Appends the LZ4 compression of `raw` to `dst`. InvalidArgument when `raw` is larger than LZ4
+// accepts, Internal when LZ4 reports a failure; `dst` is then left as it was, so a
+// caller can never store an empty payload by mistake.
+[[nodiscard]] Status Lz4Compress(std::string_view raw, std::string* dst);
 
 // Decompresses `compressed` into exactly `raw_size` bytes in *dst (replacing its contents).
 // Corruption when the input is malformed or does not expand to exactly raw_size bytes.

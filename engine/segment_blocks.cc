@@ -105,7 +105,7 @@ Status DecodeEventsBlock(std::string_view payload, uint32_t* thread_index,
       return Bad("EVENTS", "unknown event kind");
     }
     if (!tss.GetVarint64(&delta)) return Bad("EVENTS", "truncated ts column");
-    ts += UnZigZag(delta);
+    ts = WrapAdd(ts, UnZigZag(delta));  // wrap-around: hostile deltas never overflow
     e.ts = ts;
     e.kind = static_cast<EventKind>(k & kKindMask);
     e.cat = c;

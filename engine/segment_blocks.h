@@ -31,7 +31,7 @@ class EventsBlockEncoder {
     if (count_ == 0) first_ts_ = prev_ts_ = ts;
     kinds_.PutU8(static_cast<uint8_t>(kind) | (args ? kKindHasArgs : 0));
     cats_.PutU8(cat);
-    ts_.PutVarint(ZigZag(ts - prev_ts_));
+    ts_.PutVarint(ZigZag(WrapSub(ts, prev_ts_)));  // exact for any ts, like the decoder
     prev_ts_ = ts;
     names_.PutVarint(name);
     lanes_.PutVarint(lane);

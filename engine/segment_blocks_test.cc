@@ -94,11 +94,19 @@ TEST(EventsBlock, RandomBytesNeverCrash) {
   std::mt19937 rng(42);
   uint32_t thread;
   std::vector<SegmentEvent> ev;
+  uint64_t errors = 0;
   for (int iter = 0; iter < 20000; ++iter) {
     std::string junk(rng() % 64, 0);
     for (char& c : junk) c = static_cast<char>(rng() % 4 == 0 ? rng() : rng() % 3);
-    (void)DecodeEventsBlock(junk, &thread, &ev);
+    const Status st = DecodeEventsBlock(junk, &thread, &ev);
+    // OK or a clean error: a Corruption that names the block.
+    if (!st.ok()) {
+      ASSERT_TRUE(st.IsCorruption()) << st.ToString();
+      ASSERT_NE(st.message().find("EVENTS block"), std::string::npos) << st.ToString();
+      ++errors;
+    }
   }
+  EXPECT_GT(errors, 10000u);  // junk is rejected, not taken as events
 }
 
 TEST(MetaBlock, RoundTrip) {
@@ -209,6 +217,22 @@ TEST(CatalogBlocks, HostileCountsAreRejected) {
   std::string raw2;
   PutVarint64(&raw2, 1ull << 60);
   EXPECT_FALSE(DecodeThreads(raw2, &t).ok());
+}
+
+
+// Timestamps at both ends of the range round-trip (wrap-around deltas, no overflow).
+TEST(EventsBlock, ExtremeTimestampsRoundTrip) {
+  EventsBlockEncoder enc;
+  enc.Reset(1);
+  const int64_t ts[] = {INT64_MAX, INT64_MIN, 0, INT64_MIN, INT64_MAX, -1};
+  for (int64_t t : ts) enc.Add(EventKind::kInstant, 0, t, 1, 0, nullptr);
+  std::string raw;
+  enc.Finish(&raw);
+  uint32_t thread = 0;
+  std::vector<SegmentEvent> events;
+  ASSERT_TRUE(DecodeEventsBlock(raw, &thread, &events).ok());
+  ASSERT_EQ(events.size(), std::size(ts));
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].ts, ts[i]) << i;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "engine/coding.h"
 #include "engine/segment_format.h"
 #include "engine/segment_reader.h"
 
@@ -95,7 +96,7 @@ class SummaryVisitor : public SegmentVisitor {
       }
       rank_->events++;
       if (rank_->first_ts == 0 || e.ts < rank_->first_ts) rank_->first_ts = e.ts;
-      const int64_t end = e.kind == EventKind::kComplete ? e.ts + e.ival : e.ts;
+      const int64_t end = e.kind == EventKind::kComplete ? SaturatingAdd(e.ts, e.ival) : e.ts;
       if (end > rank_->last_ts) rank_->last_ts = end;
     }
   }

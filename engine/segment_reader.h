@@ -44,6 +44,7 @@ struct SegmentScan {
   uint64_t torn_tail_bytes = 0;       // bytes of an incomplete last block
   bool closed = false;                // an END block was seen
   uint64_t anchor_end = 0;            // just past the last ANCHOR or END block (0: none)
+  uint64_t crc_work_bytes = 0;        // bytes checksummed: at most ~3x the file, whatever it holds
   std::vector<std::string> problems;  // "offset N: reason", at most kMaxProblems
   static constexpr size_t kMaxProblems = 16;
 };

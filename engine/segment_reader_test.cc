@@ -1,9 +1,12 @@
 #include "engine/segment_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "engine/coding.h"
 #include "engine/crc32c.h"
+#include "engine/lz4_codec.h"
 #include "engine/segment_blocks.h"
 #include "engine/segment_writer.h"
 #include "tests/test_util.h"
@@ -59,6 +62,98 @@ std::vector<uint64_t> WriteSample(const std::string& path, int nblocks, bool end
   }
   EXPECT_TRUE(w.Close().ok());
   return offsets;
+}
+
+// "Writer lock": held from Open() to Close(); a forked child's Abandon() keeps the parent's.
+TEST(SegmentWriterLock, TellsALiveWriterFromAGoneOne) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-1-000000.tds");
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kUnknown);  // no such file
+  SegmentWriter w;
+  ASSERT_TRUE(w.Open(path, 1, 0).ok());
+  ASSERT_TRUE(w.locked());
+  ASSERT_TRUE(w.Flush().ok());
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kAlive);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    w.Abandon();
+    _exit(ProbeSegmentWriter(path) == WriterState::kAlive ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child's Abandon() unlocked";
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kAlive);
+  ASSERT_TRUE(w.Close().ok());
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kGone);
+
+  // A writer that dies (here: its descriptor closed without END) releases the lock too.
+  const std::string path2 = tmp.Sub("seg-1-000001.tds");
+  SegmentWriter w2;
+  ASSERT_TRUE(w2.Open(path2, 1, 1).ok());
+  ASSERT_TRUE(w2.Flush().ok());
+  EXPECT_EQ(ProbeSegmentWriter(path2), WriterState::kAlive);
+  w2.Abandon();
+  EXPECT_EQ(ProbeSegmentWriter(path2), WriterState::kGone);
+}
+
+TEST(SegmentWriter, RefusesABlockTooLargeForTheFormat) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-1-000000.tds");
+  SegmentWriter w;
+  ASSERT_TRUE(w.Open(path, 1, 0).ok());
+  std::string raw;
+  EncodeEnd({0}, &raw);
+  w.AppendBlock(BlockType::kEnd, std::string(kMaxRawBlockBytes + 1, 'x'), true);
+  w.AppendBlock(BlockType::kEnd, raw, false);
+  const Status s = w.Flush();
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  ASSERT_TRUE(w.Close().ok());
+  // The accepted block was written, the refused one was not.
+  CountingVisitor v;
+  auto scan = ScanSegment(path, &v);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_EQ(scan->blocks, 1u);
+  EXPECT_EQ(v.ends, 1);
+  EXPECT_EQ(scan->corrupt_blocks, 0u);
+}
+
+// A hostile file: 100K "TDBK" candidates, each claiming a payload to the end of the file with a
+// bad CRC, then one valid block. Checking each candidate's CRC directly would sum ~100 GB; the
+// scan must stay linear in the file and still find the valid block at the end.
+TEST(SegmentReader, ResynchronisationIsLinearInTheFileSize) {
+  std::string end_raw;
+  EncodeEnd({0}, &end_raw);
+  std::string valid;
+  FrameBlock(BlockType::kEnd, Codec::kRaw, end_raw, static_cast<uint32_t>(end_raw.size()),
+             &valid);
+  std::string file;
+  EncodeFileHeader(1, 0, &file);
+  const size_t candidates = 100000;
+  const size_t size = file.size() + candidates * kBlockHeaderSize + valid.size();
+  for (size_t i = 0; i < candidates; ++i) {
+    const size_t at = file.size();
+    const uint32_t stored = static_cast<uint32_t>(size - at - kBlockHeaderSize);
+    PutFixed32(&file, kBlockMagic);
+    file.push_back(static_cast<char>(BlockType::kEvents));
+    file.push_back(0);
+    PutFixed16(&file, 0);
+    PutFixed32(&file, std::min<uint32_t>(stored, kMaxStoredBlockBytes));
+    PutFixed32(&file, std::min<uint32_t>(stored, kMaxStoredBlockBytes));
+    PutFixed32(&file, 0xdeadbeef);  // wrong CRC
+  }
+  file += valid;
+  ASSERT_EQ(file.size(), size);
+  CountingVisitor v;
+  auto scan = ScanSegmentBytes("hostile", file, &v);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_EQ(v.ends, 1);
+  EXPECT_TRUE(scan->closed);
+  EXPECT_EQ(scan->corrupt_blocks, 1u);
+  EXPECT_EQ(scan->corrupt_bytes, candidates * kBlockHeaderSize);
+  // Linear: a small multiple of the file (the quadratic scan summed ~size * candidates / 2).
+  EXPECT_LE(scan->crc_work_bytes, 40 * size) << scan->crc_work_bytes;
+  RecordProperty("crc_work_per_byte", static_cast<int>(scan->crc_work_bytes / size));
 }
 
 TEST(SegmentReader, ReadsEveryBlock) {

@@ -94,7 +94,7 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
   s.stack.pop_back();
   Row row;
   row.ts = e.ts;
-  row.dur = ts - e.ts;
+  row.dur = SaturateInt64(static_cast<__int128>(ts) - e.ts);  // hostile input: clamped
   if (row.dur < 0) {
     w_->AddStat("negative_duration", w_->TrackRank(track), 1);
     row.dur = 0;
@@ -120,7 +120,9 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
     dur = 0;
   }
   PopFinished(&s, ts);
-  if (!s.stack.empty() && s.stack.back().end < ts + dur) {
+  // Clamped below INT64_MAX, which marks a span still open.
+  const int64_t end = std::min(SaturatingAdd(ts, dur), INT64_MAX - 1);
+  if (!s.stack.empty() && s.stack.back().end < end) {
     w_->AddStat("improper_nesting", rank, 1);
   }
   Row& row = w_->NewRow(rank, track);
@@ -136,7 +138,7 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   Entry& e = s.stack.emplace_back();
   e.k = row.k;
   e.ts = ts;
-  e.end = ts + dur;
+  e.end = end;
   return w_->CommitRow();
 }
 

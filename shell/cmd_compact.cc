@@ -1,18 +1,27 @@
 // `tracedb compact DIR... -o JOB.tdb [--watch] [--interval S] [--finish]`: merges every rank's
 // segments into one trace database, incrementally (a re-run appends only what is new; --watch
 // follows a live job until all its files are closed, or Ctrl-C).
+// A compact that fails leaves no database behind when there was none before (the inputs are
+// checked before it is created, and a database created by a run that then fails is removed);
+// an existing database is opened only once there is something to compact, and keeps every
+// file's transaction that committed before a failure (docs/database-format.md "Incremental and
+// crash-safe compaction").
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/compactor.h"
+#include "engine/segment_dir.h"
 #include "engine/trace_writer.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -57,21 +66,66 @@ void PrintSummary(const engine::CompactStats& s, double seconds) {
                  static_cast<unsigned long long>(s.torn_tails),
                  static_cast<unsigned long long>(s.unreadable_files));
   }
+  if (s.files_dead_writer) {
+    std::fprintf(stderr,
+                 "  %llu unclosed files whose writer is gone (killed or crashed) were taken whole\n",
+                 static_cast<unsigned long long>(s.files_dead_writer));
+  }
   if (s.files_waiting) {
     std::fprintf(stderr,
                  "  %llu files are still being written; their newest events wait for the next "
-                 "run (or use --finish)\n",
+                 "run (--finish takes them whole, e.g. for files copied from another host)\n",
                  static_cast<unsigned long long>(s.files_waiting));
   }
   for (const std::string& p : s.problems) std::fprintf(stderr, "  problem: %s\n", p.c_str());
 }
 
-int RunCompact(const CompactCmdOptions& o) {
-  auto writer = engine::TraceWriter::Open(o.output);
-  if (!writer.ok()) {
-    std::fprintf(stderr, "tracedb compact: %s\n", writer.status().message().c_str());
-    return kExitError;
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// The first input without segment files (NotFound), or another error reading the inputs.
+Status CheckInputs(const std::vector<std::string>& inputs) {
+  for (const std::string& dir : inputs) {
+    auto files = engine::ListSegmentFiles(dir);
+    if (!files.ok()) return files.status();
   }
+  return Status::Ok();
+}
+
+// Removes a database this run created (and SQLite's side files), after a failure.
+void RemoveCreatedDb(const std::string& path) {
+  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+    const std::string p = path + suffix;
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
+      std::fprintf(stderr, "tracedb compact: cannot remove %s: %s\n", p.c_str(),
+                   std::strerror(errno));
+    }
+  }
+}
+
+int RunCompact(const CompactCmdOptions& o) {
+  const bool existed = Exists(o.output);
+  std::unique_ptr<engine::TraceWriter> writer;
+  // Opens (or creates) the database; false after printing the error.
+  auto open_db = [&]() {
+    auto w = engine::TraceWriter::Open(o.output);
+    if (!w.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", w.status().message().c_str());
+      if (!existed) RemoveCreatedDb(o.output);
+      return false;
+    }
+    writer = std::move(*w);
+    return true;
+  };
+  // Every error exit after the database was opened.
+  auto fail = [&](const Status& s) {
+    std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+    writer.reset();  // rolls back the open batch, closes the file
+    if (!existed) RemoveCreatedDb(o.output);
+    return kExitError;
+  };
   engine::CompactOptions co;
   co.inputs = o.inputs;
   co.finish = o.finish && !o.watch;
@@ -90,12 +144,16 @@ int RunCompact(const CompactCmdOptions& o) {
                  WithCommas(p.rows).c_str());
   };
   if (!o.watch) {
-    auto stats = engine::Compact(writer->get(), co, progress);
-    if (tty && !o.quiet) std::fprintf(stderr, "\r%*s\r", 70, "");
-    if (!stats.ok()) {
-      std::fprintf(stderr, "tracedb compact: %s\n", stats.status().message().c_str());
+    // Nothing to compact is an error that creates nothing and touches no existing database.
+    const Status inputs = CheckInputs(o.inputs);
+    if (!inputs.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", inputs.message().c_str());
       return kExitError;
     }
+    if (!open_db()) return kExitError;
+    auto stats = engine::Compact(writer.get(), co, progress);
+    if (tty && !o.quiet) std::fprintf(stderr, "\r%*s\r", 70, "");
+    if (!stats.ok()) return fail(stats.status());
     if (!o.quiet) PrintSummary(*stats, Now() - t0);
     return kExitOk;
   }
@@ -107,13 +165,18 @@ int RunCompact(const CompactCmdOptions& o) {
   int idle_passes = 0;
   while (true) {
     const double pass_start = Now();
-    auto stats = engine::Compact(writer->get(), co, progress);
+    // The database is opened once the job has written something (a watch stopped before that
+    // leaves no file behind).
+    StatusOr<engine::CompactStats> stats = Status::NotFound("no segments yet");
+    if (writer != nullptr || CheckInputs(o.inputs).ok()) {
+      if (writer == nullptr && !open_db()) return kExitError;
+      stats = engine::Compact(writer.get(), co, progress);
+    }
     if (!stats.ok()) {
       if (stats.status().IsNotFound()) {
         // The job has not written anything yet.
       } else {
-        std::fprintf(stderr, "tracedb compact: %s\n", stats.status().message().c_str());
-        return kExitError;
+        return fail(stats.status());
       }
     } else if (stats->rows > 0 || stats->segment_events > 0) {
       if (!o.quiet) {
@@ -133,11 +196,10 @@ int RunCompact(const CompactCmdOptions& o) {
     if (g_stop.load()) {
       // One last pass so that nothing already written is left behind.
       co.finish = o.finish;
-      auto last = engine::Compact(writer->get(), co, {});
-      if (!last.ok() && !last.status().IsNotFound()) {
-        std::fprintf(stderr, "tracedb compact: %s\n", last.status().message().c_str());
-        return kExitError;
-      }
+      if (writer == nullptr && CheckInputs(o.inputs).ok() && !open_db()) return kExitError;
+      if (writer == nullptr) break;  // nothing was ever written
+      auto last = engine::Compact(writer.get(), co, {});
+      if (!last.ok() && !last.status().IsNotFound()) return fail(last.status());
       break;
     }
   }
@@ -159,9 +221,11 @@ void SetupCompact(CLI::App& app, int* exit_code) {
   sub->add_option("--interval", o->interval_s, "Seconds between passes with --watch")
       ->check(CLI::PositiveNumber);
   sub->add_flag("--finish", o->finish,
-                "The job is over: take unclosed files whole (a killed rank's last events)");
+                "The job is over: take unclosed files whole (needed only for files whose writer "
+                "lock cannot be seen: another host, a filesystem without flock)");
   sub->add_option("--stale-after", o->stale_after_s,
-                  "Seconds after which an unclosed, unchanged file counts as finished");
+                  "Without flock only: seconds after which an unclosed, unchanged file counts "
+                  "as finished");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
   sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
 }

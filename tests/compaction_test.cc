@@ -296,6 +296,54 @@ TEST(Compaction, ClearErrorsOnBadInput) {
 // Ranks on three hosts with recorder clocks of different offsets and rates and hosts whose
 // realtime clocks disagree: with MPI sync points, every event lands on the common clock (rank
 // 0's host realtime) within the uncertainty stored for its rank.
+// A compact that fails leaves no database when there was none, and an existing one unchanged
+// (byte for byte).
+TEST(Compaction, AFailedCompactLeavesNoFileOrTheOldDbUnchanged) {
+  TempDir tmp;
+  const std::string empty = tmp.Sub("empty");
+  fs::create_directories(empty + "/rank-0");
+  int rc = 0;
+  const std::string db = tmp.Sub("new.tdb");
+  std::string out = RunCommand(TracedbBin() + " compact " + ShellQuote(empty) + " -o " +
+                                   ShellQuote(db) + " 2>&1",
+                               &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("no segment files"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(db));
+  EXPECT_FALSE(fs::exists(db + "-journal"));
+
+  // An existing database, then a compact of nothing into it.
+  const std::string trace = tmp.Sub("trace");
+  RunWorkload(trace, 1, 200, 0);
+  const std::string old = tmp.Sub("old.tdb");
+  ASSERT_EQ(Compact(trace, old), 0);
+  const std::string before = ReadFile(old);
+  ASSERT_FALSE(before.empty());
+  out = RunCommand(TracedbBin() + " compact " + ShellQuote(empty) + " -o " + ShellQuote(old) +
+                       " 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_TRUE(ReadFile(old) == before) << "the old database changed";
+
+  // An output that is not a database: a clear error, and the file is not ours to remove.
+  const std::string junk = tmp.Sub("junk.tdb");
+  WriteFile(junk, std::string(5000, 'x'));
+  out = RunCommand(TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(junk) +
+                       " 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("junk.tdb"), std::string::npos) << out;
+  EXPECT_EQ(ReadFile(junk), std::string(5000, 'x'));
+
+  // --watch stopped before the job wrote anything leaves nothing either.
+  const std::string watched = tmp.Sub("watched.tdb");
+  out = RunCommand("timeout --preserve-status -s INT 1 " + TracedbBin() + " compact --watch --interval 0.1 " +
+                       ShellQuote(empty) + " -o " + ShellQuote(watched) + " 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_FALSE(fs::exists(watched));
+}
+
 TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
   TempDir tmp;
   const int64_t T0 = 1700000000000000000;  // true time of the job start, ns

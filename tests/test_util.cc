@@ -94,6 +94,18 @@ std::string SourceRoot() {
 
 std::string SharedFixtures() { return SourceRoot() + "/../shared/fixtures"; }
 
+std::string SharedFixturePath(const std::string& sub) {
+  const std::string path = sub.empty() ? SharedFixtures() : SharedFixtures() + "/" + sub;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return path;
+  const char* ci = std::getenv("CI");
+  if (ci != nullptr && std::string(ci) == "true") {
+    ADD_FAILURE() << "CI=true and the shared fixture " << path
+                  << " is missing: tests on real files must run in CI, not skip";
+  }
+  return "";
+}
+
 std::string TracedbBin() {
   const char* b = std::getenv("TRACEDB_BIN");
   if (b && *b) return b;

@@ -34,8 +34,14 @@ std::string RunCommand(const std::string& cmd, int* exit_code);
 std::string ShellQuote(const std::string& s);
 // The source tree ($TRACEDB_SOURCE_DIR, else the one this test was built from).
 std::string SourceRoot();
-// The shared fixtures (SourceRoot()/../shared/fixtures); may not exist.
+// The shared fixtures (SourceRoot()/../shared/fixtures); may not exist. Tests look things up
+// through SharedFixturePath(), never by building paths under it themselves.
 std::string SharedFixtures();
+// SharedFixtures()/`sub` (a folder or a file; "" for the root) when it exists, else "": the
+// caller then skips, e.g. `if (p.empty()) GTEST_SKIP() << …;`. Except in CI (CI=true in the
+// environment): there a missing shared fixture is recorded as a failure of the calling test,
+// so that a broken path cannot pass as a skip.
+std::string SharedFixturePath(const std::string& sub = "");
 // The tracedb binary under test ($TRACEDB_BIN).
 std::string TracedbBin();
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "engine/lz4_codec.h"
 #include "engine/segment_blocks.h"
 #include "engine/segment_writer.h"
+#include "tests/test_util.h"
 
 namespace tracedb::engine {
 namespace {
@@ -36,6 +38,21 @@ void Mutate(std::mt19937* rng, std::string* s) {
     }
   }
 }
+
+// Tallies outcomes; every input must end OK or in a clean error, and a mutation campaign that
+// never reaches one of the two tests nothing.
+struct Tally {
+  uint64_t ok = 0, errors = 0;
+  void Add(const fuzz::Result& r, const std::string& input) {
+    ASSERT_NE(r.outcome, fuzz::Outcome::kUnclean) << r.detail << " (input of " << input.size()
+                                                  << " bytes)";
+    (r.outcome == fuzz::Outcome::kOk ? ok : errors)++;
+  }
+  void ExpectBoth() {
+    EXPECT_GT(ok, 0u);
+    EXPECT_GT(errors, 0u);
+  }
+};
 
 std::string EventsPayload() {
   EventsBlockEncoder enc;
@@ -69,11 +86,17 @@ TEST(DecoderFuzz, SegmentBlockPayloads) {
   seeds.push_back(std::string(1, static_cast<char>(BlockType::kComms)) + comms);
   std::mt19937 rng(2026);
   for (const std::string& seed : seeds) {
-    for (int i = 0; i < 4000; ++i) {
+    Tally t;
+    t.Add(fuzz::SegmentBlockPayload(reinterpret_cast<const uint8_t*>(seed.data()), seed.size()),
+          seed);
+    EXPECT_EQ(t.ok, 1u) << "the unmutated seed must decode";
+    for (int i = 0; i < 4000 && !HasFatalFailure(); ++i) {
       std::string input = seed;
       Mutate(&rng, &input);
-      fuzz::SegmentBlockPayload(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+      t.Add(fuzz::SegmentBlockPayload(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
+            input);
     }
+    t.ExpectBoth();
   }
 }
 
@@ -117,11 +140,16 @@ TEST(DecoderFuzz, EventBlockPayloads) {
     raw = out;
   }
   std::mt19937 rng(11);
-  for (int i = 0; i < 20000; ++i) {
+  Tally t;
+  t.Add(fuzz::EventBlockPayload(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()), raw);
+  EXPECT_EQ(t.ok, 1u) << "the unmutated block must decode";
+  for (int i = 0; i < 20000 && !HasFatalFailure(); ++i) {
     std::string input = raw;
     Mutate(&rng, &input);
-    fuzz::EventBlockPayload(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+    t.Add(fuzz::EventBlockPayload(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
+          input);
   }
+  t.ExpectBoth();
 }
 
 TEST(DecoderFuzz, WholeSegmentFiles) {
@@ -133,10 +161,35 @@ TEST(DecoderFuzz, WholeSegmentFiles) {
                &file);
   }
   std::mt19937 rng(5);
-  for (int i = 0; i < 3000; ++i) {
+  Tally t;
+  for (int i = 0; i < 3000 && !HasFatalFailure(); ++i) {
     std::string input = file;
     Mutate(&rng, &input);
-    fuzz::SegmentFile(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+    t.Add(fuzz::SegmentFile(reinterpret_cast<const uint8_t*>(input.data()), input.size()), input);
+  }
+  // Mutations of the file header are clean errors; elsewhere the scan skips and counts.
+  t.ExpectBoth();
+}
+
+// The checked-in seed corpus (fixtures/fuzz/, written by write_fuzz_seeds) still decodes
+// cleanly and completely: a format change that breaks it must rewrite it.
+TEST(DecoderFuzz, SeedCorpusDecodes) {
+  namespace fs = std::filesystem;
+  const std::string root = testing::SourceRoot() + "/fixtures/fuzz";
+  const std::pair<const char*, fuzz::Result (*)(const uint8_t*, size_t)> targets[] = {
+      {"segment_file_fuzz", fuzz::SegmentFile},
+      {"segment_block_payload_fuzz", fuzz::SegmentBlockPayload},
+      {"event_block_payload_fuzz", fuzz::EventBlockPayload}};
+  for (const auto& [dir, entry] : targets) {
+    size_t seeds = 0;
+    ASSERT_TRUE(fs::is_directory(root + "/" + dir)) << root << "/" << dir;
+    for (const auto& f : fs::directory_iterator(root + "/" + dir)) {
+      const std::string bytes = testing::ReadFile(f.path().string());
+      const fuzz::Result r = entry(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      EXPECT_EQ(r.outcome, fuzz::Outcome::kOk) << f.path() << ": " << r.detail;
+      ++seeds;
+    }
+    EXPECT_GE(seeds, 1u) << dir;
   }
 }
 

@@ -3,6 +3,7 @@
 #include "query/export/output_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -40,14 +41,25 @@ StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path
     }
     z->ready = true;
   }
-  const std::string partial = path + ".partial";
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A name of our own next to the output (same filesystem, so the rename is atomic): two
+  // exports to one path never share a temporary file.
+  std::string partial = path + ".partial-XXXXXX";
+  const int fd = ::mkostemp(partial.data(), O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot create " + path, errno);
-  return std::unique_ptr<OutputFile>(new OutputFile(path, fd, std::move(z)));
+  // mkostemp creates 0600; the output gets the usual 0666 less the umask.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(partial.c_str());
+    return Status::FromErrno("cannot set the mode of " + partial, err);
+  }
+  return std::unique_ptr<OutputFile>(new OutputFile(path, std::move(partial), fd, std::move(z)));
 }
 
-OutputFile::OutputFile(std::string path, int fd, std::unique_ptr<Deflater> z)
-    : path_(std::move(path)), partial_(path_ + ".partial"), fd_(fd), z_(std::move(z)) {
+OutputFile::OutputFile(std::string path, std::string partial, int fd, std::unique_ptr<Deflater> z)
+    : path_(std::move(path)), partial_(std::move(partial)), fd_(fd), z_(std::move(z)) {
   for (Buffer& b : bufs_) {
     b.size = kBufferBytes;
     b.data.reset(new char[b.size]);
@@ -188,11 +200,28 @@ Status OutputFile::Close() {
       WriteAll(reinterpret_cast<const char*>(z_->out.get()), kZOutBytes - z_->z.avail_out);
     } while (rc != Z_STREAM_END && writer_status_.ok());
   }
+  // On disk before it takes the final name, so that a crash never leaves PATH short.
+  if (writer_status_.ok() && ::fsync(fd_) != 0) {
+    Fail(Status::FromErrno("cannot sync " + partial_, errno));
+  }
   if (::close(fd_) != 0) Fail(Status::FromErrno("cannot write " + path_, errno));
   fd_ = -1;
   closed_ = true;
   if (writer_status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
     Fail(Status::FromErrno("cannot rename " + partial_ + " to " + path_, errno));
+  }
+  if (writer_status_.ok()) {
+    // The rename itself is durable once the directory is synced.
+    const size_t slash = path_.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || ::fsync(dfd) != 0) {
+      // Some filesystems refuse fsync on a directory (EINVAL): the file itself is synced.
+      if (errno != EINVAL && errno != EROFS) {
+        Fail(Status::FromErrno("cannot sync directory " + dir, errno));
+      }
+    }
+    if (dfd >= 0) ::close(dfd);
   }
   if (status_.ok()) status_ = writer_status_;
   if (!status_.ok()) ::unlink(partial_.c_str());

@@ -1,6 +1,8 @@
 // OutputFile: a large-buffered output file for the exporters, plain or gzip (zlib), written
-// under a temporary name (PATH.partial) and renamed into place by Close(), so a failed or
-// interrupted export never leaves a truncated file under the final name.
+// under a temporary name unique to this file (PATH.partial-XXXXXX, mkostemp), fsynced, then
+// renamed into place by Close() (and the directory fsynced), so a failed, interrupted or
+// crashed export never leaves a truncated file under the final name, and two exports to one
+// path never write into each other's temporary file (the last rename wins).
 //
 // Callers format straight into the buffer: Reserve(n) returns room for n bytes, Commit(end)
 // keeps what was written. A full buffer is handed to a background thread that compresses and
@@ -26,7 +28,7 @@ namespace tracedb::query {
 
 class OutputFile {
  public:
-  // Creates PATH.partial (truncating it). `gzip_level` 0: plain; 1..9: gzip at that zlib level.
+  // Creates a fresh PATH.partial-XXXXXX. `gzip_level` 0: plain; 1..9: gzip at that zlib level.
   static StatusOr<std::unique_ptr<OutputFile>> Create(const std::string& path, int gzip_level);
   ~OutputFile();  // an unclosed file is removed (Abandon)
   OutputFile(const OutputFile&) = delete;
@@ -49,13 +51,16 @@ class OutputFile {
   // last Reserve()). REQUIRES: those bytes are still buffered.
   void Rewind(uint64_t bytes_before);
 
-  // Writes out everything, finishes the gzip stream, closes and renames PATH.partial to PATH.
+  // Writes out everything, finishes the gzip stream, fsyncs, closes and renames the temporary
+  // file to PATH, then fsyncs PATH's directory. On error the temporary file is removed.
   Status Close();
-  // Closes and removes PATH.partial.
+  // Closes and removes the temporary file.
   void Abandon();
 
   const Status& status() const { return status_; }
   const std::string& path() const { return path_; }
+  // The temporary file written until Close() renames it.
+  const std::string& temporary_path() const { return partial_; }
   // Bytes written to disk (compressed size for gzip); final after Close().
   uint64_t disk_bytes() const { return disk_bytes_; }
 
@@ -65,7 +70,7 @@ class OutputFile {
     std::unique_ptr<char[]> data;
     size_t size = 0;
   };
-  OutputFile(std::string path, int fd, std::unique_ptr<Deflater> z);
+  OutputFile(std::string path, std::string partial, int fd, std::unique_ptr<Deflater> z);
   char* ReserveSlow(size_t n);
   void HandOver();    // gives the filled buffer to the writer thread, takes the other one
   void WaitIdle();    // until the writer thread has written what it was given
