@@ -391,12 +391,16 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
   int limit_i = -1, offset_i = -1;
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
+    // (SQLite marks LIMIT/OFFSET unusable when it retries a plan without them, e.g. with IN.)
     if (c.op == SQLITE_INDEX_CONSTRAINT_LIMIT) {
-      limit_i = i;
+      if (c.usable) limit_i = i;
       continue;
     }
     if (c.op == SQLITE_INDEX_CONSTRAINT_OFFSET) {
-      offset_i = i;
+      if (c.usable)
+        offset_i = i;
+      else
+        all_pushed = false;  // an OFFSET we cannot see: no hint at all
       continue;
     }
     if (!c.usable) {
