@@ -157,9 +157,13 @@ struct EventsVtab {
   Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once (LoadBlock)
 };
 
+// A set of integers [lo, hi] that a column must fall in. `set` once any constraint applies
+// (so that a nullable column, parent or step, excludes NULL even when the range is full).
 struct Range {
   int64_t lo = INT64_MIN, hi = INT64_MAX;
+  bool set = false;
   void Apply(char op, int64_t v) {
+    set = true;
     switch (op) {
       case kEq:
         lo = std::max(lo, v);
@@ -185,7 +189,56 @@ struct Range {
   }
   bool Contains(int64_t v) const { return v >= lo && v <= hi; }
   bool Empty() const { return lo > hi; }
-  bool All() const { return lo == INT64_MIN && hi == INT64_MAX; }
+  bool All() const { return !set; }
+  // `col op d` for a real d (SQLite compares integers and reals exactly).
+  void ApplyReal(char op, double d) {
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (std::isnan(d)) {
+      Nothing();
+      return;
+    }
+    switch (op) {
+      case kEq:
+        if (d != std::floor(d) || d >= kTwo63 || d < -kTwo63)
+          Nothing();
+        else
+          Apply(kEq, static_cast<int64_t>(d));
+        return;
+      case kGt:
+      case kGe: {
+        // col > d  <=>  col >= floor(d) + 1;  col >= d  <=>  col >= ceil(d)
+        const double b = op == kGt ? std::floor(d) + 1 : std::ceil(d);
+        if (b >= kTwo63)
+          Nothing();
+        else
+          Apply(kGe, b < -kTwo63 ? INT64_MIN : static_cast<int64_t>(b));
+        return;
+      }
+      case kLt:
+      case kLe: {
+        const double b = op == kLt ? std::ceil(d) - 1 : std::floor(d);
+        if (b < -kTwo63)
+          Nothing();
+        else
+          Apply(kLe, b >= kTwo63 ? INT64_MAX : static_cast<int64_t>(b));
+        return;
+      }
+      default:
+        return;
+    }
+  }
+  // `col op t` for a text or blob t: SQLite orders every number before every text and blob.
+  void ApplyText(char op) {
+    if (op == kLt || op == kLe)
+      Apply(kGe, INT64_MIN);  // true for every non-NULL value
+    else
+      Nothing();
+  }
+  void Nothing() {
+    set = true;
+    lo = INT64_MAX;
+    hi = INT64_MIN;
+  }
 };
 
 // The block column group each SQL column reads.
@@ -311,16 +364,47 @@ bool PushableColumn(int col) {
   }
 }
 
+// The integer value of a LIMIT or OFFSET known at planning time (a literal), if any.
+std::optional<int64_t> PlanTimeInt(sqlite3_index_info* info, int i) {
+  sqlite3_value* v = nullptr;
+  if (sqlite3_vtab_rhs_value(info, i, &v) != SQLITE_OK || v == nullptr) return std::nullopt;
+  if (sqlite3_value_type(v) != SQLITE_INTEGER) return std::nullopt;
+  return sqlite3_value_int64(v);
+}
+
+// Plans a scan. The promises made to SQLite (docs/sql.md, "What is promised to SQLite"):
+// - a constraint with omit=1 is checked exactly by xFilter (integer columns); text equality
+//   (name, cat, kind) is checked by string id and re-checked by SQLite (omit=0), only under
+//   the BINARY collation;
+// - LIMIT and OFFSET are never omitted: SQLite applies them itself. Their values are taken
+//   as a hint (the top-n search keeps limit + offset rows) only when every other constraint
+//   of the WHERE clause is pushed down and checked exactly, so no row the search keeps can be
+//   rejected afterwards;
+// - ORDER BY dur DESC is claimed only for the top-n search, with a LIMIT that is a
+//   non-negative literal (known here), and xFilter sorts every row it returns in that mode
+//   whatever LIMIT it receives.
 int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
   std::string idx;
   int argv = 0;
   double cost = 1e7;
-  bool has_limit = false;
-  bool all_handled = true;
+  bool all_pushed = true;  // every WHERE constraint (LIMIT/OFFSET aside) is checked by xFilter
+  int limit_i = -1, offset_i = -1;
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
+    // (SQLite marks LIMIT/OFFSET unusable when it retries a plan without them, e.g. with IN.)
+    if (c.op == SQLITE_INDEX_CONSTRAINT_LIMIT) {
+      if (c.usable) limit_i = i;
+      continue;
+    }
+    if (c.op == SQLITE_INDEX_CONSTRAINT_OFFSET) {
+      if (c.usable)
+        offset_i = i;
+      else
+        all_pushed = false;  // an OFFSET we cannot see: no hint at all
+      continue;
+    }
     if (!c.usable) {
-      all_handled = false;
+      all_pushed = false;
       continue;
     }
     char op = 0;
@@ -340,32 +424,26 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
       case SQLITE_INDEX_CONSTRAINT_LE:
         op = kLe;
         break;
-      case SQLITE_INDEX_CONSTRAINT_LIMIT:
-        op = kLimit;
-        break;
-      case SQLITE_INDEX_CONSTRAINT_OFFSET:
-        op = kOffset;
-        break;
       default:
         break;
     }
     const bool text_col = c.iColumn == kName || c.iColumn == kCat || c.iColumn == kKind;
-    if (op == kLimit || op == kOffset) {
-      idx += op;
-      idx += '-';
-      info->aConstraintUsage[i].argvIndex = ++argv;
-      info->aConstraintUsage[i].omit = 1;
-      if (op == kLimit) has_limit = true;
+    if (op == 0 || !PushableColumn(c.iColumn) || (text_col && op != kEq)) {
+      all_pushed = false;
       continue;
     }
-    if (op == 0 || !PushableColumn(c.iColumn) || (text_col && op != kEq)) {
-      all_handled = false;
-      continue;
+    if (text_col) {
+      // Equality of string ids is BINARY equality; any other collation stays with SQLite.
+      const char* coll = sqlite3_vtab_collation(info, i);
+      if (coll != nullptr && sqlite3_stricmp(coll, "BINARY") != 0) {
+        all_pushed = false;
+        continue;
+      }
     }
     idx += op;
     idx += static_cast<char>('A' + c.iColumn);
     info->aConstraintUsage[i].argvIndex = ++argv;
-    // Text equality is checked by id; SQLite re-checks to respect collations and affinity.
+    // Text equality is checked by id; SQLite re-checks it (it is exact, see Filter).
     info->aConstraintUsage[i].omit = text_col ? 0 : 1;
     if (c.iColumn == kName)
       cost /= 200;
@@ -378,12 +456,27 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
     else
       cost /= 3;
   }
-  // ORDER BY dur DESC with a LIMIT: served as a top-n search, already in order.
-  if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == kDur && info->aOrderBy[0].desc &&
-      has_limit && all_handled) {
-    idx += "T-";
-    info->orderByConsumed = 1;
-    cost /= 1000;
+  // ORDER BY dur DESC with a LIMIT that is a non-negative literal, and every constraint
+  // pushed down: a top-n search, returned in order. LIMIT and OFFSET are passed as a hint (the
+  // search keeps limit + offset rows) and never omitted: SQLite still counts and skips rows.
+  if (limit_i >= 0 && all_pushed && info->nOrderBy == 1 && info->aOrderBy[0].iColumn == kDur &&
+      info->aOrderBy[0].desc) {
+    const std::optional<int64_t> lim = PlanTimeInt(info, limit_i);
+    const std::optional<int64_t> off =
+        offset_i >= 0 ? PlanTimeInt(info, offset_i) : std::optional<int64_t>(0);
+    if (lim && *lim >= 0 && off) {
+      idx += kLimit;
+      idx += '-';
+      info->aConstraintUsage[limit_i].argvIndex = ++argv;
+      if (offset_i >= 0) {
+        idx += kOffset;
+        idx += '-';
+        info->aConstraintUsage[offset_i].argvIndex = ++argv;
+      }
+      idx += "T-";
+      info->orderByConsumed = 1;
+      cost /= 1000;
+    }
   }
   // The columns the statement reads: the top-n search materialises only those.
   info->idxNum = static_cast<int>(info->colUsed & 0x7fffffff);
@@ -455,15 +548,14 @@ int CollectBlocks(EventsCursor* c) {
   Db* db = c->vtab->db.get();
   const Constraints& f = c->f;
   std::string sql;
-  if (f.name) {
-    sql =
-        "SELECT b.block, b.rank, bn.max_dur, b.min_ts, b.max_end FROM block_names bn "
-        "JOIN blocks b ON b.block = bn.block WHERE bn.name = ?1";
-    if (f.cat) sql += " AND bn.cat = ?2";
-  } else if (f.cat) {
+  // block_names has a row per (name, cat) of a block: one block can match several times,
+  // so the blocks are grouped (each block is visited once, with its largest duration).
+  if (f.name || f.cat) {
     sql =
         "SELECT b.block, b.rank, max(bn.max_dur), b.min_ts, b.max_end FROM block_names bn "
-        "JOIN blocks b ON b.block = bn.block WHERE bn.cat = ?2 GROUP BY b.block";
+        "JOIN blocks b ON b.block = bn.block WHERE ";
+    sql += f.name && f.cat ? "bn.name = ?1 AND bn.cat = ?2" : f.name ? "bn.name = ?1" : "bn.cat = ?2";
+    sql += " GROUP BY b.block";
   } else {
     sql = "SELECT block, rank, max_dur, min_ts, max_end FROM blocks";
     if (f.rank.lo == f.rank.hi) sql += " WHERE rank = ?3";
@@ -475,15 +567,12 @@ int CollectBlocks(EventsCursor* c) {
   if (f.cat) st->Bind(2, *f.cat);
   if (!f.name && !f.cat && f.rank.lo == f.rank.hi) st->Bind(3, f.rank.lo);
   c->blocks.clear();
-  int64_t prev = -1;
   for (;;) {
     auto row = st->Step();
     if (!row.ok()) return Fail(&c->vtab->base, row.status().message());
     if (!*row) break;
     const int64_t block = st->Int(0);
     const auto rank = static_cast<int32_t>(st->Int(1));
-    if (!f.top_by_dur && block == prev) continue;  // the same block under several cats
-    prev = block;
     if (!BlockMayMatch(f, rank, st->Int(3), st->Int(4), st->Int(2))) continue;
     c->blocks.push_back(BlockRef{block, rank, st->Int(2)});
   }
@@ -532,7 +621,10 @@ int Advance(EventsCursor* c) {
 // the constraints need (and dur), keeps the n largest rows, and stops when no block left can
 // beat the n-th; then decodes the winners' blocks whole to materialise their rows.
 int RunTopN(EventsCursor* c) {
-  const int64_t want = c->f.limit + c->f.offset;
+  // The rows SQLite will read: limit + offset, or all of them (LIMIT -1).
+  const int64_t want = c->f.limit < 0 ? INT64_MAX
+                       : c->f.limit > INT64_MAX - c->f.offset ? INT64_MAX
+                                                              : c->f.limit + c->f.offset;
   std::priority_queue<TopRow> heap;  // the `want` largest so far; top() is the smallest
   int64_t seq = 0;
   DecodedBlock blk;
@@ -562,7 +654,7 @@ int RunTopN(EventsCursor* c) {
     if (rc != SQLITE_OK) return rc;
     for (TopRow* t : rows) t->row = blk.RowAt(t->index);
   }
-  c->top_pos = static_cast<size_t>(std::min<int64_t>(c->f.offset, c->top.size()));
+  c->top_pos = 0;  // SQLite skips the OFFSET rows itself
   c->eof = c->top_pos >= c->top.size();
   return SQLITE_OK;
 }
@@ -590,12 +682,15 @@ int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
     }
     if (arg >= argc) break;
     sqlite3_value* v = argv[arg++];
+    // LIMIT and OFFSET are hints (BestIndex): a negative or non-integer LIMIT means all rows.
     if (op == kLimit) {
-      f.limit = sqlite3_value_int64(v);
+      f.limit = sqlite3_value_type(v) == SQLITE_INTEGER ? sqlite3_value_int64(v) : -1;
       continue;
     }
     if (op == kOffset) {
-      f.offset = std::max<int64_t>(0, sqlite3_value_int64(v));
+      f.offset = sqlite3_value_type(v) == SQLITE_INTEGER
+                     ? std::max<int64_t>(0, sqlite3_value_int64(v))
+                     : 0;
       continue;
     }
     const int col = spec[i + 1] - 'A';
@@ -604,6 +699,11 @@ int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
       continue;
     }
     if (col == kName || col == kCat || col == kKind) {
+      // No text equals a blob; the cat column shows an empty category as NULL.
+      if (sqlite3_value_type(v) == SQLITE_BLOB) {
+        f.none = true;
+        continue;
+      }
       const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
       std::string_view s(t ? t : "", static_cast<size_t>(sqlite3_value_bytes(v)));
       if (col == kKind) {
@@ -616,80 +716,52 @@ int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
         continue;
       }
       auto id = cat.Id(s);
+      if (col == kCat && s.empty()) id.reset();
       std::optional<uint32_t>& slot = col == kName ? f.name : f.cat;
       if (!id || (slot && *slot != *id)) f.none = true;
       slot = id;
       continue;
     }
-    if (sqlite3_value_numeric_type(v) != SQLITE_INTEGER) {
-      // A real bound: round it so the integer comparison is equivalent.
-      const double d = sqlite3_value_double(v);
-      int64_t x;
-      if (op == kGt || op == kLe)
-        x = static_cast<int64_t>(std::floor(d));
-      else if (op == kLt || op == kGe)
-        x = static_cast<int64_t>(std::ceil(d));
-      else {
-        if (d != std::floor(d)) f.none = true;
-        x = static_cast<int64_t>(d);
-      }
-      Range* r = nullptr;
-      switch (col) {
-        case kRank:
-          r = &f.rank;
-          break;
-        case kTs:
-          r = &f.ts;
-          break;
-        case kDur:
-          r = &f.dur;
-          break;
-        case kEndTs:
-          r = &f.end;
-          break;
-        case kTrack:
-          r = &f.track;
-          break;
-        case kStep:
-          r = &f.step;
-          break;
-        case kId:
-          r = &f.id;
-          break;
-        case kParent:
-          r = &f.parent;
-          break;
-      }
-      if (r) r->Apply(op, x);
-      continue;
-    }
-    const int64_t x = sqlite3_value_int64(v);
+    Range* r = nullptr;
     switch (col) {
       case kRank:
-        f.rank.Apply(op, x);
+        r = &f.rank;
         break;
       case kTs:
-        f.ts.Apply(op, x);
+        r = &f.ts;
         break;
       case kDur:
-        f.dur.Apply(op, x);
+        r = &f.dur;
         break;
       case kEndTs:
-        f.end.Apply(op, x);
+        r = &f.end;
         break;
       case kTrack:
-        f.track.Apply(op, x);
+        r = &f.track;
         break;
       case kStep:
-        f.step.Apply(op, x);
+        r = &f.step;
         break;
       case kId:
-        f.id.Apply(op, x);
+        r = &f.id;
         break;
       case kParent:
-        f.parent.Apply(op, x);
+        r = &f.parent;
         break;
       default:
+        return Fail(&c->vtab->base, "events: unexpected constraint on column " +
+                                        std::to_string(col));
+    }
+    // The column has INTEGER affinity: a numeric-looking text compares as the number.
+    switch (sqlite3_value_numeric_type(v)) {
+      case SQLITE_INTEGER:
+        r->Apply(op, sqlite3_value_int64(v));
+        break;
+      case SQLITE_FLOAT:
+        r->ApplyReal(op, sqlite3_value_double(v));
+        break;
+      default:
+        r->ApplyText(op);
         break;
     }
   }
@@ -731,7 +803,7 @@ int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
   if (!f.parent.All()) f.filter_cols |= engine::kColParent;
   int rc = CollectBlocks(c);
   if (rc != SQLITE_OK) return rc;
-  if (f.top_by_dur && f.limit > 0) {
+  if (f.top_by_dur) {
     c->top_mode = true;
     return RunTopN(c);
   }
