@@ -197,6 +197,9 @@ int RunImport(const ImportOptions& o) {
     if (it.rank_hint < 0) it.rank_hint = static_cast<int32_t>(i);
   }
 
+  // An output this run creates is removed again when nothing gets into it (junk, empty files).
+  std::error_code exists_ec;
+  const bool output_existed = std::filesystem::exists(o.output, exists_ec);
   auto opened = engine::TraceWriter::Open(o.output);
   if (!opened.ok()) {
     std::fprintf(stderr, "tracedb import: %s\n", opened.status().message().c_str());
@@ -205,11 +208,13 @@ int RunImport(const ImportOptions& o) {
   std::unique_ptr<engine::TraceWriter> writer = std::move(opened).value();
   std::vector<Done> done;
   int failures = 0;
+  bool skipped_already = false;  // an input already imported (not a failure)
   for (const Item& it : items) {
     auto already = query::AlreadyImported(writer.get(), it.path);
     if (already.ok() && *already) {
       std::fprintf(stderr, "tracedb import: %s: already in %s, skipped\n", it.path.c_str(),
                    o.output.c_str());
+      skipped_already = true;
       continue;
     }
     query::Importer* imp = it.importer;
@@ -235,6 +240,13 @@ int RunImport(const ImportOptions& o) {
     query::ImportResult result;
     Status s = writer->BeginBatch();
     if (s.ok()) s = imp->Import(input, writer.get(), &result);
+    // Every record skipped: the wrong format (a forced --format), not an empty trace.
+    if (s.ok() && result.events == 0 && result.skipped > 0) {
+      s = Status::InvalidArgument(
+          "all " + WithCommas(result.skipped) + " records skipped, none imported" +
+          (it.importer != nullptr ? " (is --format " + std::string(imp->name()) + " right?)"
+                                  : ""));
+    }
     if (s.ok()) s = writer->CommitBatch();
     if (!s.ok()) {
       std::fprintf(stderr, "tracedb import: %s (as %s): %s\n", it.path.c_str(), imp->name(),
@@ -252,9 +264,25 @@ int RunImport(const ImportOptions& o) {
       writer = std::move(again).value();
       continue;
     }
+    if (result.skipped > 0) {
+      std::fprintf(stderr, "tracedb import: warning: %s (as %s): %s records skipped\n",
+                   it.path.c_str(), imp->name(), WithCommas(result.skipped).c_str());
+    }
     done.push_back(Done{it.path, imp->name(), std::move(result)});
   }
   PrintSummary(done, o.output);
+  if (done.empty() && !output_existed) {
+    writer.reset();
+    for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+      std::filesystem::remove(o.output + suffix, exists_ec);
+    }
+    std::fprintf(stderr, "tracedb import: nothing imported; %s not created\n", o.output.c_str());
+    return kExitError;
+  }
+  if (done.empty() && failures == 0 && !skipped_already) {
+    std::fprintf(stderr, "tracedb import: nothing imported; %s unchanged\n", o.output.c_str());
+    return kExitError;
+  }
   return failures > 0 ? kExitError : kExitOk;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -106,9 +107,61 @@ TEST(ImportCli, UnreadableInputsExitWithOneAndNameFileAndOffset) {
                      ": gzip data damaged at compressed byte offset "),
             std::string::npos)
       << out;
-  // Nothing of the damaged file is kept.
-  EXPECT_EQ(Query(dir.Sub("g.tdb"), "SELECT count(*) FROM sources"), 0);
-  EXPECT_EQ(Query(dir.Sub("g.tdb"), "SELECT count(*) FROM blocks"), 0);
+  // Nothing of the damaged file is kept: the database this import created is removed.
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("g.tdb"))) << out;
+  EXPECT_NE(out.find("nothing imported; " + dir.Sub("g.tdb") + " not created"), std::string::npos)
+      << out;
+}
+
+// Junk, an empty file, or a file whose every record is skipped (a wrong --format) fails: exit 1,
+// a message naming the file and the count, and no database left behind (or the previous one
+// unchanged).
+TEST(ImportCli, AnImportOfNothingFailsAndLeavesNoFile) {
+  TempDir dir;
+  std::string out;
+  WriteFile(dir.Sub("empty.json"), "");
+  EXPECT_EQ(Import(dir.Sub("empty.json") + " -o " + dir.Sub("e.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("empty.json: no events, nothing to import"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("e.tdb"))) << out;
+
+  std::string junk;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4096; ++i) junk += static_cast<char>(rng());
+  WriteFile(dir.Sub("junk.bin"), junk);
+  EXPECT_EQ(Import(dir.Sub("junk.bin") + " -o " + dir.Sub("j.tdb"), &out), 1) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("j.tdb"))) << out;
+
+  // A BytePS trace forced through the Horovod importer: no record is Horovod's.
+  const std::string byteps =
+      SourceDir() + "/fixtures/import/byteps/trace_dir/input/trace/0/comm.json";
+  EXPECT_EQ(Import("'" + byteps + "' --format horovod -o " + dir.Sub("w.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("comm.json (as horovod): all "), std::string::npos) << out;
+  EXPECT_NE(out.find("records skipped, none imported (is --format horovod right?)"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("w.tdb"))) << out;
+
+  // Into an existing database: it keeps exactly what it had.
+  WriteFile(dir.Sub("t.json"), kChrome);
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("k.tdb"), &out), 0) << out;
+  const std::string before = RowsCsv(ReadDbRows(dir.Sub("k.tdb"))) + TablesCsv(dir.Sub("k.tdb"));
+  EXPECT_EQ(Import(dir.Sub("junk.bin") + " -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_EQ(Import("'" + byteps + "' --format horovod -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_EQ(RowsCsv(ReadDbRows(dir.Sub("k.tdb"))) + TablesCsv(dir.Sub("k.tdb")), before);
+}
+
+// Some records skipped: the import succeeds, and stderr names the file and the count.
+TEST(ImportCli, SkippedRecordsAreWarnedAbout) {
+  TempDir dir;
+  WriteFile(dir.Sub("t.json"),
+            "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1},\n"
+            " {\"ph\": \"X\", \"ts\": oops},\n"
+            " {\"ph\": \"X\", \"name\": \"b\", \"ts\": 5, \"dur\": 1, \"pid\": 1, \"tid\": 1}]\n");
+  std::string out;
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb"), &out), 0) << out;
+  EXPECT_NE(out.find("warning: " + dir.Sub("t.json") + " (as chrome): 1 records skipped"),
+            std::string::npos)
+      << out;
 }
 
 TEST(ImportCli, AFailedFileKeepsTheOthers) {
