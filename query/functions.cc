@@ -2,10 +2,12 @@
 #include "query/functions.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tracedb::query {
@@ -202,7 +204,63 @@ void HumanBytes(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
 }
 
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && StartsWithNoCase(a, b);
+}
+
+std::string_view Text(sqlite3_value* v) {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(v));
+  return p ? std::string_view(p, static_cast<size_t>(sqlite3_value_bytes(v))) : std::string_view();
+}
+
+// activity(source, cat, name, gpu): 'compute', 'comm' or NULL; the table is in ActivityOf().
+void Activity(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const char* a = ActivityOf(Text(argv[0]), Text(argv[1]), Text(argv[2]),
+                             sqlite3_value_int(argv[3]) != 0);
+  if (a == nullptr) {
+    sqlite3_result_null(ctx);
+  } else {
+    sqlite3_result_text(ctx, a, -1, SQLITE_STATIC);
+  }
+}
+
 }  // namespace
+
+const char* ActivityOf(std::string_view source, std::string_view cat, std::string_view name,
+                       bool gpu) {
+  static constexpr const char* kCompute = "compute";
+  static constexpr const char* kComm = "comm";
+  // Recorded events, tracedb's own exports, and BytePS's "Comm".
+  if (cat == "compute") return kCompute;
+  if (EqualsNoCase(cat, "comm") || cat == "mpi" || cat == "nccl") return kComm;
+  // Horovod times only its own collectives: every phase is communication (NEGOTIATE_* is the
+  // wait for the other ranks). So does Bluefog, except the FORWARD and "GRADIENT COMPT."
+  // activities its optimizers' timeline hooks add (and a user's BACKWARD).
+  // BytePS's comm.json holds only communication (its own queues), whatever the category.
+  if (source == "horovod" || source == "byteps") return kComm;
+  if (source == "bluefog") {
+    return name == "FORWARD" || name == "BACKWARD" || name == "GRADIENT COMPT." ? kCompute : kComm;
+  }
+  // PyTorch profiler (Kineto): on a GPU rank, kernels (NCCL's are communication); on a CPU-only
+  // rank, operators (gloo/NCCL/c10d collectives are communication; annotations are neither).
+  if (cat == "kernel") return StartsWithNoCase(name, "nccl") ? kComm : kCompute;
+  if (!gpu && (cat == "cpu_op" || cat == "user_annotation")) {
+    if (StartsWithNoCase(name, "nccl:") || StartsWithNoCase(name, "gloo:") ||
+        StartsWithNoCase(name, "c10d::") || StartsWithNoCase(name, "processgroup")) {
+      return kComm;
+    }
+    return cat == "cpu_op" ? kCompute : nullptr;
+  }
+  return nullptr;
+}
 
 int RegisterFunctions(sqlite3* db) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
@@ -219,6 +277,7 @@ int RegisterFunctions(sqlite3* db) {
   add("log2_bucket", 1, Log2Bucket, nullptr, nullptr);
   add("human_duration", 1, HumanDuration, nullptr, nullptr);
   add("human_bytes", 1, HumanBytes, nullptr, nullptr);
+  add("activity", 4, Activity, nullptr, nullptr);
   return rc;
 }
 

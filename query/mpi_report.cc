@@ -29,6 +29,7 @@ Status FromEvents(Db* db, MpiReport* out) {
       const auto rank = static_cast<int32_t>(st.Int(0));
       RankMpi& r = ranks[rank];
       r.rank = rank;
+      r.has_calls = true;
       const std::string name(st.Text(1));
       if (Excluded(name)) continue;
       RoutineStat s{name, static_cast<uint64_t>(st.Int(2)), st.Double(3), st.Int(4)};
@@ -104,6 +105,7 @@ Status FromProfiles(Db* db, MpiReport* out) {
       const auto rank = static_cast<int32_t>(st.Int(0));
       RankMpi& r = ranks[rank];
       r.rank = rank;
+      r.has_calls = true;
       RoutineStat s{std::string(st.Text(1)), static_cast<uint64_t>(st.Int(2)), st.Double(3),
                     st.Int(4)};
       r.routines.push_back(std::move(s));
@@ -155,6 +157,56 @@ Status FromProfiles(Db* db, MpiReport* out) {
   }
   if (out->source.empty()) out->source = "profile";
   return Status::Ok();
+}
+
+// The extremes an imported mpitrace profile states: rank 0's "minimum/median/maximum
+// communication time = X sec for task T" and every file's "MPI task T of N had the ...
+// communication time." (keys written by the mpitrace importer).
+Status StatedExtremes(Db* db, MpiReport* report) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT key, value FROM main.meta WHERE key LIKE "
+                                                "'mpitrace.comm_time_%'"));
+  std::map<std::string, int64_t> v;
+  for (;;) {
+    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    v[std::string(st.Text(0))] = st.Int(1);
+  }
+  const std::pair<const char*, CommExtreme*> which[] = {
+      {"min", &report->min}, {"med", &report->median}, {"max", &report->max}};
+  for (const auto& [key, e] : which) {
+    const std::string prefix = std::string("mpitrace.comm_time_") + key;
+    auto task = v.find(prefix + "_task");
+    if (task == v.end()) continue;
+    e->rank = static_cast<int32_t>(task->second);
+    e->stated = true;
+    auto ns = v.find(prefix + "_ns");
+    if (ns != v.end()) {
+      e->comm_ns = ns->second;
+    } else {
+      for (const RankMpi& r : report->ranks) {
+        if (r.rank == e->rank) e->comm_ns = r.comm_ns;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The extremes the input does not state, computed as mpitrace does (sort by time, take the
+// first, the lower median and the last), but only when every rank of the job has a time.
+void ComputeExtremes(MpiReport* report) {
+  std::vector<const RankMpi*> v;
+  for (const RankMpi& r : report->ranks) v.push_back(&r);
+  if (v.empty() || static_cast<int32_t>(v.size()) != report->world_size) return;
+  std::sort(v.begin(), v.end(), [](const RankMpi* a, const RankMpi* b) {
+    return a->comm_ns != b->comm_ns ? a->comm_ns < b->comm_ns : a->rank < b->rank;
+  });
+  const std::pair<const RankMpi*, CommExtreme*> picks[] = {
+      {v.front(), &report->min}, {v[(v.size() - 1) / 2], &report->median}, {v.back(), &report->max}};
+  for (const auto& [r, e] : picks) {
+    if (e->stated) continue;
+    e->rank = r->rank;
+    e->comm_ns = r->comm_ns;
+  }
 }
 
 }  // namespace
@@ -210,8 +262,19 @@ StatusOr<MpiReport> BuildMpiReport(Db* db) {
       report.world_size = std::max(report.world_size, it->second.second);
     }
   }
+  if (report.source == "mpitrace") {
+    // The world size every profile states ("Data for MPI rank R of N").
+    TRACEDB_ASSIGN_OR_RETURN(
+        int64_t n, db->QueryInt("SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM main.meta "
+                                "WHERE key = 'mpitrace.world_size'",
+                                0));
+    report.world_size = std::max<int32_t>(report.world_size, static_cast<int32_t>(n));
+  }
   report.world_size =
       std::max<int32_t>(report.world_size, static_cast<int32_t>(report.ranks.size()));
+  for (const RankMpi& r : report.ranks) report.ranks_with_calls += r.has_calls ? 1 : 0;
+  if (report.source == "mpitrace") TRACEDB_RETURN_IF_ERROR(StatedExtremes(db, &report));
+  ComputeExtremes(&report);
   for (RankMpi& r : report.ranks) {
     std::sort(r.routines.begin(), r.routines.end(), [](const RoutineStat& a, const RoutineStat& b) {
       return a.time_ns != b.time_ns ? a.time_ns > b.time_ns : a.routine < b.routine;

@@ -42,12 +42,29 @@ struct RankMpi {
   int64_t comm_ns = 0;                // time in MPI calls
   int64_t elapsed_ns = 0;             // MPI_Init to MPI_Finalize (else the rank's time span)
   std::optional<int64_t> user_ns, system_ns, maxrss_bytes;  // imported profiles only
+  // The rank's own calls are in the input (recorded events, or its own profile). A rank known only
+  // from rank 0's "MPI timing summary for all ranks" table has a comm time and no calls.
+  bool has_calls = false;
+};
+
+// One of mpitrace's "minimum/median/maximum communication time = X sec for task T" lines.
+struct CommExtreme {
+  int32_t rank = -1;  // -1: unknown (the input states it not, and not every rank is present)
+  int64_t comm_ns = 0;
+  bool stated = false;  // taken from the profile's own summary, not computed here
 };
 
 struct MpiReport {
   std::string source;  // "recorded", "mpitrace", "mpip"
   int32_t world_size = 0;
   std::vector<RankMpi> ranks;  // by rank
+  // mpitrace's choice of ranks: sorted by communication time, the first, the lower median
+  // (element (n - 1) / 2) and the last. An imported mpitrace profile's own statement wins, since
+  // it was computed from times more precise than the 2-decimal all-ranks table.
+  CommExtreme min, median, max;
+  // Ranks with calls, and whether they are every rank of the job (0 .. world_size - 1).
+  int32_t ranks_with_calls = 0;
+  bool all_ranks_have_calls() const { return ranks_with_calls == world_size; }
 };
 
 // Every routine over all ranks, and its spread: per-rank time mean, min, max and COV.

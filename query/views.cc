@@ -36,16 +36,25 @@ CREATE TEMP VIEW IF NOT EXISTS name_summary AS
   FROM main.name_stats ns JOIN main.strings n ON n.id = ns.name
   LEFT JOIN main.strings c ON c.id = ns.cat;
 
--- Per rank: time covered by compute spans, by communication spans (comm, mpi, nccl), by both
--- at once (communication hidden behind compute), and the rank's wall time.
+-- Per rank: time covered by compute spans, by communication spans, by both at once
+-- (communication hidden behind compute), and the rank's wall time. What counts as compute or
+-- communication is activity(): recorded categories (compute; comm, mpi, nccl) and imported
+-- ones (Kineto kernels, NCCL kernels, gloo/NCCL operators; BytePS Comm; every Horovod and
+-- Bluefog phase). docs/sql.md, "Views on imported traces".
 CREATE TEMP VIEW IF NOT EXISTS rank_time_split AS
+  WITH gpu AS (
+    SELECT DISTINCT ns.rank FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+    WHERE c.s = 'kernel'),
+  a AS (
+    SELECT e.rank, e.ts, e.dur,
+           activity(r.source, e.cat, e.name, e.rank IN (SELECT rank FROM gpu)) AS act
+    FROM events e LEFT JOIN main.ranks r ON r.rank = e.rank WHERE e.kind = 'span')
   SELECT rank,
-         covered_ns(ts, dur) FILTER (WHERE cat = 'compute') AS compute_ns,
-         covered_ns(ts, dur) FILTER (WHERE cat IN ('comm', 'mpi', 'nccl')) AS comm_ns,
-         overlap_ns(ts, dur, cat IN ('comm', 'mpi', 'nccl'))
-           FILTER (WHERE cat IN ('compute', 'comm', 'mpi', 'nccl')) AS overlap_ns,
+         covered_ns(ts, dur) FILTER (WHERE act = 'compute') AS compute_ns,
+         covered_ns(ts, dur) FILTER (WHERE act = 'comm') AS comm_ns,
+         overlap_ns(ts, dur, act = 'comm') FILTER (WHERE act IS NOT NULL) AS overlap_ns,
          max(ts + dur) - min(ts) AS wall_ns
-  FROM events WHERE kind = 'span' GROUP BY rank;
+  FROM a GROUP BY rank;
 
 -- Training steps per rank (from tracedb_step markers or imported step spans).
 CREATE TEMP VIEW IF NOT EXISTS step_times AS
@@ -64,6 +73,18 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
 
 -- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
 
+-- Every rank's arrival at every collective: recorded MPI calls (matched by communicator and
+-- sequence number), and imported Horovod negotiations, where rank 0's timeline holds one
+-- RANK_READY tick per rank (comm 0, seq = the NEGOTIATE_* span's id, name without NEGOTIATE_;
+-- a tick has no duration, so dur and end_ts are NULL).
+CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
+  SELECT rank, name, comm, seq, id, ts, dur, end_ts
+  FROM events WHERE cat = 'mpi' AND seq IS NOT NULL
+  UNION ALL
+  SELECT t.peer, substr(n.name, 11), 0, n.id, t.id, t.ts, NULL, NULL
+  FROM events t JOIN events n ON n.id = t.parent
+  WHERE t.name = 'RANK_READY' AND t.peer IS NOT NULL AND n.name LIKE 'NEGOTIATE\_%' ESCAPE '\';
+
 -- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
 -- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
 -- who arrived last.
@@ -73,7 +94,7 @@ CREATE TEMP VIEW IF NOT EXISTS collective_arrivals AS
          max(ts) OVER w - ts AS wait_ns,
          count(*) OVER w AS ranks,
          first_value(rank) OVER (PARTITION BY comm, seq ORDER BY ts DESC, rank) AS last_rank
-  FROM events WHERE cat = 'mpi' AND seq IS NOT NULL
+  FROM collective_calls
   WINDOW w AS (PARTITION BY comm, seq);
 
 -- One row per collective: its arrival skew and the straggler (the last rank to arrive).
@@ -149,6 +170,77 @@ CREATE TEMP VIEW IF NOT EXISTS negotiations AS
 CREATE TEMP VIEW IF NOT EXISTS clock_alignment AS
   SELECT rank, host, clock_method, offset_ns, drift_ppm, uncertainty_ns, sync_points
   FROM main.ranks;
+
+-- Which built-in views answer on this database, and why not where they do not (imported
+-- formats that lack what a view needs). Reads only small tables. docs/sql.md.
+CREATE TEMP VIEW IF NOT EXISTS view_notes AS
+  WITH f AS (
+    SELECT EXISTS (SELECT 1 FROM main.name_stats) AS events,
+           EXISTS (SELECT 1 FROM main.name_stats WHERE kind = 0) AS spans,
+           EXISTS (SELECT 1 FROM main.steps) AS steps,
+           EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+                   WHERE c.s = 'mpi') AS mpi,
+           EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings n ON n.id = ns.name
+                   WHERE n.s = 'RANK_READY') AS ticks,
+           EXISTS (SELECT 1 FROM main.mpi_profile UNION ALL SELECT 1 FROM main.rank_times)
+             AS profile,
+           EXISTS (SELECT 1 FROM main.ranks WHERE source IN ('horovod', 'byteps'))
+             AS comm_only,
+           EXISTS (SELECT 1 FROM main.ranks WHERE source = 'bluefog') AS bluefog,
+           EXISTS (SELECT 1 FROM main.ranks WHERE source = 'chrome') AS generic,
+           (SELECT group_concat(source, ', ') FROM (SELECT DISTINCT source FROM main.ranks
+                                                    WHERE source IS NOT NULL ORDER BY source))
+             AS formats),
+  why AS (
+    SELECT CASE WHEN profile THEN 'mpitrace and mpiP profiles hold per-routine totals, not events: '
+                                  || 'see mpi_profile, mpi_msgsize, rank_times, tracedb report mpi'
+                ELSE 'no events' END AS no_events,
+           'no MPI events with sequence numbers (recorded by tracedb''s MPI interposer); '
+             || 'imported Horovod timelines answer through their RANK_READY ticks' AS no_seq,
+           'no training steps: imports have them only from Kineto ProfilerStep#N spans'
+             AS no_steps, *
+    FROM f)
+  SELECT view, CASE WHEN note = '' THEN 'yes' WHEN answers THEN 'partly' ELSE 'no' END AS answers,
+         note, formats
+  FROM (
+    SELECT 'spans' AS view, spans AS answers, CASE WHEN spans THEN '' ELSE no_events END AS note,
+           formats FROM why
+    UNION ALL SELECT 'span_stats', spans, CASE WHEN spans THEN '' ELSE no_events END, formats
+      FROM why
+    UNION ALL SELECT 'name_stats_all', spans, CASE WHEN spans THEN '' ELSE no_events END, formats
+      FROM why
+    UNION ALL SELECT 'name_summary', events, CASE WHEN events THEN '' ELSE no_events END, formats
+      FROM why
+    UNION ALL SELECT 'rank_time_split', spans,
+      CASE WHEN NOT spans THEN no_events
+           WHEN comm_only THEN 'Horovod and BytePS timelines time only communication: '
+                               || 'compute_ns and overlap_ns are 0 on their ranks'
+           WHEN bluefog THEN 'Bluefog''s compute is only its FORWARD and GRADIENT COMPT. '
+                             || 'activities (optimizer timeline hooks)'
+           WHEN generic THEN 'a generic Chrome trace''s categories count only when they are '
+                             || 'compute, comm, mpi or nccl (or Kineto''s kernel, cpu_op)'
+           ELSE '' END, formats FROM why
+    UNION ALL SELECT 'step_times', steps, CASE WHEN steps THEN '' ELSE no_steps END, formats
+      FROM why
+    UNION ALL SELECT 'step_summary', steps, CASE WHEN steps THEN '' ELSE no_steps END, formats
+      FROM why
+    UNION ALL SELECT v.name, mpi OR ticks,
+      CASE WHEN mpi THEN '' WHEN ticks THEN 'from Horovod RANK_READY ticks: arrival times only '
+                                            || '(dur, end_ts and exit_spread_ns are NULL)'
+           ELSE no_seq END, formats
+      FROM why, (SELECT 'collective_calls' AS name UNION ALL SELECT 'collective_arrivals'
+                 UNION ALL SELECT 'collectives' UNION ALL SELECT 'stragglers'
+                 UNION ALL SELECT 'collective_wait') v
+    UNION ALL SELECT v.name, mpi,
+      CASE WHEN mpi THEN '' ELSE 'point-to-point messages need recorded MPI events (peer, tag, '
+                                 || 'comm); no imported format has them' END, formats
+      FROM why, (SELECT 'p2p_sends' AS name UNION ALL SELECT 'p2p_receives'
+                 UNION ALL SELECT 'p2p_messages') v
+    UNION ALL SELECT v.name, ticks,
+      CASE WHEN ticks THEN '' ELSE 'Horovod negotiations: only Horovod timelines have '
+                                   || 'RANK_READY ticks' END, formats
+      FROM why, (SELECT 'negotiation_ticks' AS name UNION ALL SELECT 'negotiations') v
+    UNION ALL SELECT 'clock_alignment', 1, '', formats FROM why);
 )sql";
 }
 

@@ -20,6 +20,7 @@
 #include "query/import/byteps/byteps_importer.h"
 #include "query/import/import_common.h"
 #include "query/import/importer.h"
+#include "query/import/job_check.h"
 #include "query/import/json/byte_source.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -37,6 +38,8 @@ struct ImportOptions {
   std::string output;
   std::string format = "auto";
   int rank = -1;
+  bool merge = false;     // inputs of another job go into the same ranks anyway
+  bool separate = false;  // inputs of another job go into a database of their own
 };
 
 // One input after directories were expanded.
@@ -49,6 +52,7 @@ struct Item {
 struct Done {
   std::string path;
   std::string format;
+  std::string output;  // the database it went into
   query::ImportResult result;
 };
 
@@ -147,11 +151,10 @@ Status Expand(const ImportOptions& o, query::Importer* forced, std::vector<Item>
   return Status::Ok();
 }
 
-void PrintSummary(const std::vector<Done>& done, const std::string& output) {
+void PrintSummary(const std::vector<Done>& done) {
   if (done.empty()) return;
   std::printf("%-40s %-8s %5s %12s %8s %10s\n", "file", "format", "rank", "events", "skipped",
               "truncated");
-  uint64_t events = 0;
   for (const Done& d : done) {
     const query::ImportResult& r = d.result;
     std::string name = d.path;
@@ -160,11 +163,104 @@ void PrintSummary(const std::vector<Done>& done, const std::string& output) {
                 r.rank >= 0 ? std::to_string(r.rank).c_str() : "*", WithCommas(r.events).c_str(),
                 WithCommas(r.skipped).c_str(),
                 HumanBytes(static_cast<double>(r.truncated_bytes)).c_str());
-    events += r.events;
     for (const std::string& w : r.warnings) std::printf("    warning: %s\n", w.c_str());
   }
-  std::printf("imported %s events from %zu file%s into %s\n", WithCommas(events).c_str(),
-              done.size(), done.size() == 1 ? "" : "s", output.c_str());
+  // One line per output database, in the order they were first used.
+  std::vector<std::string> outputs;
+  for (const Done& d : done) {
+    if (std::find(outputs.begin(), outputs.end(), d.output) == outputs.end()) {
+      outputs.push_back(d.output);
+    }
+  }
+  for (const std::string& output : outputs) {
+    uint64_t events = 0;
+    size_t files = 0;
+    for (const Done& d : done) {
+      if (d.output != output) continue;
+      events += d.result.events;
+      ++files;
+    }
+    std::printf("imported %s events from %zu file%s into %s\n", WithCommas(events).c_str(), files,
+                files == 1 ? "" : "s", output.c_str());
+  }
+}
+
+// One output database.
+struct Output {
+  std::string path;
+  bool existed = false;  // before this command
+  std::unique_ptr<engine::TraceWriter> writer;
+  uint64_t imported = 0;  // inputs committed into it
+  Done last;              // the input ImportInto() committed last
+
+  // (Re)opens the writer: dropping a writer rolls its open batch back.
+  Status Reopen() {
+    writer.reset();
+    TRACEDB_ASSIGN_OR_RETURN(writer, engine::TraceWriter::Open(path));
+    return Status::Ok();
+  }
+};
+
+// "job.tdb", n -> "job-n.tdb" (the n-th job kept apart by --separate).
+std::string SeparatePath(const std::string& path, size_t n) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-" + std::to_string(n) + p.extension().string()))
+      .string();
+}
+
+enum class Attempt { kDone, kFailed, kOtherJob };
+
+// Imports one input into `out` in a batch of its own; commits it unless it fails, skips every
+// record, or (without `merge`) is not of the job already in `out`.
+Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const ImportOptions& o) {
+  auto before = query::SnapshotJob(out->writer->db());
+  if (!before.ok()) {
+    std::fprintf(stderr, "tracedb import: %s\n", before.status().message().c_str());
+    return Attempt::kFailed;
+  }
+  Progress progress(it.path);
+  query::ImportInput input;
+  input.path = it.path;
+  input.rank_hint = it.rank_hint;
+  input.progress = [&progress](uint64_t d, uint64_t t) { progress.Update(d, t); };
+  query::ImportResult result;
+  Status s = out->writer->BeginBatch();
+  if (s.ok()) s = imp->Import(input, out->writer.get(), &result);
+  // Every record skipped: the wrong format (a forced --format), not an empty trace.
+  if (s.ok() && result.events == 0 && result.skipped > 0) {
+    s = Status::InvalidArgument(
+        "all " + WithCommas(result.skipped) + " records skipped, none imported" +
+        (it.importer != nullptr ? " (is --format " + std::string(imp->name()) + " right?)" : ""));
+  }
+  bool other_job = false;
+  if (s.ok() && !o.merge) {
+    s = query::CheckSameJob(*before, it.path, imp->name(), result);
+    other_job = !s.ok();
+  }
+  if (s.ok()) s = out->writer->CommitBatch();
+  if (!s.ok()) {
+    if (other_job && o.separate) {
+      std::fprintf(stderr, "tracedb import: %s: another job than %s's, kept apart\n",
+                   it.path.c_str(), out->path.c_str());
+    } else {
+      std::fprintf(stderr, "tracedb import: %s (as %s): %s\n", it.path.c_str(), imp->name(),
+                   s.message().c_str());
+    }
+    // Dropping the writer rolls the file's batch back; the next file starts afresh from what
+    // is committed.
+    if (Status r = out->Reopen(); !r.ok()) {
+      std::fprintf(stderr, "tracedb import: %s\n", r.message().c_str());
+      return Attempt::kFailed;
+    }
+    return other_job ? Attempt::kOtherJob : Attempt::kFailed;
+  }
+  if (result.skipped > 0) {
+    std::fprintf(stderr, "tracedb import: warning: %s (as %s): %s records skipped\n",
+                 it.path.c_str(), imp->name(), WithCommas(result.skipped).c_str());
+  }
+  out->imported++;
+  out->last = Done{it.path, imp->name(), out->path, std::move(result)};
+  return Attempt::kDone;
 }
 
 int RunImport(const ImportOptions& o) {
@@ -197,21 +293,13 @@ int RunImport(const ImportOptions& o) {
     if (it.rank_hint < 0) it.rank_hint = static_cast<int32_t>(i);
   }
 
-  auto opened = engine::TraceWriter::Open(o.output);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "tracedb import: %s\n", opened.status().message().c_str());
-    return kExitError;
-  }
-  std::unique_ptr<engine::TraceWriter> writer = std::move(opened).value();
+  // Outputs: o.output, then (with --separate) one more database per job that does not fit the
+  // ones before: JOB-2.tdb, JOB-3.tdb, ...
+  std::vector<Output> outs;
   std::vector<Done> done;
   int failures = 0;
+  bool skipped_already = false;  // an input already imported (not a failure)
   for (const Item& it : items) {
-    auto already = query::AlreadyImported(writer.get(), it.path);
-    if (already.ok() && *already) {
-      std::fprintf(stderr, "tracedb import: %s: already in %s, skipped\n", it.path.c_str(),
-                   o.output.c_str());
-      continue;
-    }
     query::Importer* imp = it.importer;
     if (imp == nullptr) {
       bool empty = false;
@@ -227,34 +315,57 @@ int RunImport(const ImportOptions& o) {
       }
       imp = *detected;
     }
-    Progress progress(it.path);
-    query::ImportInput input;
-    input.path = it.path;
-    input.rank_hint = it.rank_hint;
-    input.progress = [&progress](uint64_t d, uint64_t t) { progress.Update(d, t); };
-    query::ImportResult result;
-    Status s = writer->BeginBatch();
-    if (s.ok()) s = imp->Import(input, writer.get(), &result);
-    if (s.ok()) s = writer->CommitBatch();
-    if (!s.ok()) {
-      std::fprintf(stderr, "tracedb import: %s (as %s): %s\n", it.path.c_str(), imp->name(),
-                   s.message().c_str());
+    for (size_t k = 0;; ++k) {
+      if (k == outs.size()) {
+        Output out;
+        out.path = k == 0 ? o.output : SeparatePath(o.output, k + 1);
+        std::error_code ec;
+        out.existed = std::filesystem::exists(out.path, ec);
+        if (Status s = out.Reopen(); !s.ok()) {
+          std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());
+          PrintSummary(done);
+          return kExitError;
+        }
+        outs.push_back(std::move(out));
+      }
+      Output& out = outs[k];
+      auto already = query::AlreadyImported(out.writer.get(), it.path);
+      if (already.ok() && *already) {
+        std::fprintf(stderr, "tracedb import: %s: already in %s, skipped\n", it.path.c_str(),
+                     out.path.c_str());
+        skipped_already = true;
+        break;
+      }
+      const Attempt a = ImportInto(&out, it, imp, o);
+      if (a == Attempt::kDone) {
+        done.push_back(std::move(out.last));
+        break;
+      }
+      if (a == Attempt::kOtherJob && o.separate) continue;  // try the next database
       ++failures;
-      // Dropping the writer rolls the file's batch back; the next file starts afresh from what
-      // is committed.
-      writer.reset();
-      auto again = engine::TraceWriter::Open(o.output);
-      if (!again.ok()) {
-        std::fprintf(stderr, "tracedb import: %s\n", again.status().message().c_str());
-        PrintSummary(done, o.output);
+      if (!out.writer) {
+        PrintSummary(done);
         return kExitError;
       }
-      writer = std::move(again).value();
-      continue;
+      break;
     }
-    done.push_back(Done{it.path, imp->name(), std::move(result)});
   }
-  PrintSummary(done, o.output);
+  PrintSummary(done);
+  // A database this command created and put nothing into is removed again.
+  for (Output& out : outs) {
+    if (out.imported > 0 || out.existed) continue;
+    out.writer.reset();
+    std::error_code ec;
+    for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+      std::filesystem::remove(out.path + suffix, ec);
+    }
+  }
+  if (done.empty() && !skipped_already) {
+    std::error_code ec;
+    std::fprintf(stderr, "tracedb import: nothing imported; %s %s\n", o.output.c_str(),
+                 std::filesystem::exists(o.output, ec) ? "unchanged" : "not created");
+    return kExitError;
+  }
   return failures > 0 ? kExitError : kExitOk;
 }
 
@@ -272,6 +383,12 @@ void SetupImport(CLI::App& app, int* exit_code) {
   sub->add_option("--format", opts->format,
                   "auto (default: detect from content), chrome, horovod, byteps, bluefog, "
                   "kineto, mpitrace or mpip");
+  CLI::Option* merge = sub->add_flag("--merge", opts->merge,
+                "Import inputs that look like another job (same rank from another file of the "
+                "format, another world size or mpitrace job id) into the same ranks anyway");
+  sub->add_flag("--separate", opts->separate,
+                "Put each such job in a database of its own: JOB-2.tdb, JOB-3.tdb, ...")
+      ->excludes(merge);
   sub->add_option("--rank", opts->rank, "Rank of the one input file when its content does not say")
       ->check(CLI::NonNegativeNumber);
   sub->callback([opts, exit_code] { *exit_code = RunImport(*opts); });

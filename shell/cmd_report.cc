@@ -40,25 +40,6 @@ std::string Fmt(const char* fmt, ...) {
   return buf;
 }
 
-// The ranks of minimum, median and maximum communication time (mpitrace's choice).
-struct Extremes {
-  const query::RankMpi *min = nullptr, *median = nullptr, *max = nullptr;
-};
-Extremes FindExtremes(const query::MpiReport& r) {
-  std::vector<const query::RankMpi*> v;
-  for (const auto& x : r.ranks) v.push_back(&x);
-  std::sort(v.begin(), v.end(), [](auto* a, auto* b) {
-    return a->comm_ns != b->comm_ns ? a->comm_ns < b->comm_ns : a->rank < b->rank;
-  });
-  Extremes e;
-  if (!v.empty()) {
-    e.min = v.front();
-    e.median = v[v.size() / 2];
-    e.max = v.back();
-  }
-  return e;
-}
-
 void RoutineTable(std::string* out, const std::vector<query::RoutineStat>& routines) {
   *out += "-----------------------------------------------------------------------\n";
   *out += "MPI Routine                        #calls     avg. bytes      time(sec)\n";
@@ -71,18 +52,18 @@ void RoutineTable(std::string* out, const std::vector<query::RoutineStat>& routi
   *out += "-----------------------------------------------------------------------\n";
 }
 
-void RankSection(std::string* out, const query::MpiReport& r, const query::RankMpi& rank,
-                 const Extremes& e) {
+void RankSection(std::string* out, const query::MpiReport& r, const query::RankMpi& rank) {
   *out += Fmt("\nData for MPI rank %d of %d%s:\n", rank.rank, r.world_size,
               rank.host.empty() ? "" : (" on " + rank.host).c_str());
   *out += "Times from MPI_Init() to MPI_Finalize().\n";
   RoutineTable(out, rank.routines);
-  if (&rank == e.min)
-    *out += Fmt("MPI task %d of %d had the minimum communication time.\n", rank.rank, r.world_size);
-  if (&rank == e.median)
-    *out += Fmt("MPI task %d of %d had the median communication time.\n", rank.rank, r.world_size);
-  if (&rank == e.max)
-    *out += Fmt("MPI task %d of %d had the maximum communication time.\n", rank.rank, r.world_size);
+  for (const auto& [e, which] : {std::pair{&r.min, "minimum"}, std::pair{&r.median, "median"},
+                                 std::pair{&r.max, "maximum"}}) {
+    if (e->rank == rank.rank) {
+      *out += Fmt("MPI task %d of %d had the %s communication time.\n", rank.rank, r.world_size,
+                  which);
+    }
+  }
   *out += Fmt("total communication time = %.3f seconds.\n", Sec(rank.comm_ns));
   *out += Fmt("total elapsed time       = %.3f seconds.\n", Sec(rank.elapsed_ns));
   if (rank.user_ns) *out += Fmt("user cpu time            = %.3f seconds.\n", Sec(*rank.user_ns));
@@ -97,10 +78,10 @@ void RankSection(std::string* out, const query::MpiReport& r, const query::RankM
     for (const auto& b : rank.bins) {
       if (b.routine != current) {
         current = b.routine;
-        *out += Fmt("\n%-25s %8s %13s %14s   %s\n", current.c_str(), "#calls", "avg. bytes",
+        *out += Fmt("\n%-25s %6s %13s %14s   %s\n", current.c_str(), "#calls", "avg. bytes",
                     "time(sec)", "bin (bytes)");
       }
-      *out += Fmt("%25s %8llu %13.1f %14.3f   %lld-%lld\n", "",
+      *out += Fmt("%32llu %13.1f %14.3f   %lld-%lld\n",
                   static_cast<unsigned long long>(b.calls), b.calls ? b.bytes / b.calls : 0.0,
                   Sec(b.time_ns), static_cast<long long>(b.min_bytes),
                   static_cast<long long>(b.max_bytes));
@@ -108,42 +89,73 @@ void RankSection(std::string* out, const query::MpiReport& r, const query::RankM
   }
 }
 
+// "ranks 0, 1, 2" for a list of ranks.
+std::string RankList(const std::vector<int32_t>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
 std::string RenderText(const std::string& path, const query::MpiReport& r, bool all_ranks) {
   std::string out;
-  const Extremes e = FindExtremes(r);
-  out += Fmt("MPI report for %s: %zu ranks of %d (source: %s)\n", path.c_str(), r.ranks.size(),
-             r.world_size, r.source.c_str());
-  // All ranks together.
+  std::vector<int32_t> with_calls, without_calls;
+  for (const auto& x : r.ranks) (x.has_calls ? with_calls : without_calls).push_back(x.rank);
+  out += Fmt("MPI report for %s: %d of %d ranks with calls (source: %s)\n", path.c_str(),
+             r.ranks_with_calls, r.world_size, r.source.c_str());
+  // The calls of the ranks present, together: every rank's only when every rank is present.
   const auto spread = query::SpreadAcrossRanks(r);
   std::vector<query::RoutineStat> total;
   int64_t comm = 0;
   for (const auto& s : spread) total.push_back({s.routine, s.calls, s.bytes, s.time_ns});
-  for (const auto& x : r.ranks) comm += x.comm_ns;
-  out += "\nSummary for all tasks (every rank's calls together):\n";
+  for (const auto& x : r.ranks) comm += x.has_calls ? x.comm_ns : 0;
+  if (r.all_ranks_have_calls()) {
+    out += "\nSummary for all tasks (every rank's calls together):\n";
+  } else if (with_calls.size() == 1) {
+    out += Fmt("\nCalls of %s only (the input holds 1 of the job's %d ranks):\n",
+               RankList(with_calls).c_str(), r.world_size);
+  } else {
+    out += Fmt("\nCalls of %s together (the input holds %zu of the job's %d ranks):\n",
+               RankList(with_calls).c_str(), with_calls.size(), r.world_size);
+  }
   RoutineTable(&out, total);
-  out += Fmt("total communication time = %.3f seconds over all ranks.\n", Sec(comm));
-  if (e.min) {
-    out += Fmt("\n  minimum communication time = %.3f sec for task %d\n", Sec(e.min->comm_ns),
-               e.min->rank);
-    out += Fmt("  median  communication time = %.3f sec for task %d\n", Sec(e.median->comm_ns),
-               e.median->rank);
-    out += Fmt("  maximum communication time = %.3f sec for task %d\n", Sec(e.max->comm_ns),
-               e.max->rank);
+  out += Fmt("total communication time = %.3f seconds over %s.\n", Sec(comm),
+             r.all_ranks_have_calls() ? "all ranks" : RankList(with_calls).c_str());
+  // mpitrace's own lines (rank 0's "Summary for all tasks"), stated by the profile or computed.
+  out += "\n";
+  for (const auto& [e, label] :
+       {std::pair{&r.min, "minimum"}, std::pair{&r.median, "median "}, std::pair{&r.max, "maximum"}}) {
+    if (e->rank >= 0) {
+      out += Fmt("  %s communication time = %.3f sec for task %d\n", label, Sec(e->comm_ns),
+                 e->rank);
+    } else {
+      out += Fmt("  %s communication time: unknown (the input holds %d of the job's %d ranks "
+                 "and does not state it)\n",
+                 label, static_cast<int>(r.ranks.size()), r.world_size);
+    }
   }
   // mpiP's view: how evenly each routine's time is spread over the ranks.
-  out += "\nSpread across ranks (COV = standard deviation / mean of the per-rank time):\n";
-  out += Fmt("%-28s %6s %12s %12s %6s %12s %6s %8s\n", "MPI Routine", "ranks", "mean(sec)",
-             "min(sec)", "rank", "max(sec)", "rank", "COV");
-  for (const auto& s : spread) {
-    out += Fmt("%-28s %6d %12.4f %12.4f %6d %12.4f %6d %8.3f\n", s.routine.c_str(), s.ranks,
-               s.mean_ns / 1e9, s.min_ns / 1e9, s.min_rank, s.max_ns / 1e9, s.max_rank, s.cov);
-  }
-  // Per rank: rank 0 and the minimum, median and maximum ranks (as mpitrace writes files for),
-  // or every rank.
-  for (const auto& rank : r.ranks) {
-    if (all_ranks || rank.rank == 0 || &rank == e.min || &rank == e.median || &rank == e.max) {
-      RankSection(&out, r, rank, e);
+  if (with_calls.size() > 1) {
+    out += Fmt("\nSpread across %s (COV = standard deviation / mean of the per-rank time):\n",
+               RankList(with_calls).c_str());
+    out += Fmt("%-28s %6s %12s %12s %6s %12s %6s %8s\n", "MPI Routine", "ranks", "mean(sec)",
+               "min(sec)", "rank", "max(sec)", "rank", "COV");
+    for (const auto& s : spread) {
+      out += Fmt("%-28s %6d %12.4f %12.4f %6d %12.4f %6d %8.3f\n", s.routine.c_str(), s.ranks,
+                 s.mean_ns / 1e9, s.min_ns / 1e9, s.min_rank, s.max_ns / 1e9, s.max_rank, s.cov);
     }
+  }
+  // Per rank with calls: rank 0 and the minimum, median and maximum ranks (as mpitrace writes
+  // files for), or every rank.
+  for (const auto& rank : r.ranks) {
+    if (!rank.has_calls) continue;
+    if (all_ranks || rank.rank == 0 || rank.rank == r.min.rank || rank.rank == r.median.rank ||
+        rank.rank == r.max.rank) {
+      RankSection(&out, r, rank);
+    }
+  }
+  if (!without_calls.empty()) {
+    out += Fmt("\nNo calls in the input for %s (only their times, below).\n",
+               RankList(without_calls).c_str());
   }
   out += "\nMPI timing summary for all ranks:\n";
   out += Fmt("%6s %18s %10s %11s %10s %10s %11s\n", "taskid", "host", "comm(s)", "elapsed(s)",
@@ -197,7 +209,17 @@ std::string RenderCsv(const query::MpiReport& r) {
 
 std::string RenderJson(const query::MpiReport& r) {
   std::string out = "{\"source\": " + JsonString(r.source) +
-                    ", \"world_size\": " + std::to_string(r.world_size) + ", \"routines\": [";
+                    ", \"world_size\": " + std::to_string(r.world_size) +
+                    ", \"ranks_with_calls\": " + std::to_string(r.ranks_with_calls);
+  // The minimum, median and maximum communication time (null when unknown).
+  for (const auto& [e, key] :
+       {std::pair{&r.min, "min"}, std::pair{&r.median, "median"}, std::pair{&r.max, "max"}}) {
+    out += Fmt(", \"%s\": ", key);
+    out += e->rank < 0 ? std::string("null")
+                       : Fmt("{\"rank\": %d, \"comm_ns\": %lld, \"stated\": %s}", e->rank,
+                             static_cast<long long>(e->comm_ns), e->stated ? "true" : "false");
+  }
+  out += ", \"routines\": [";
   bool first = true;
   for (const auto& s : query::SpreadAcrossRanks(r)) {
     out += first ? "" : ", ";
@@ -216,10 +238,10 @@ std::string RenderJson(const query::MpiReport& r) {
     out += first ? "" : ", ";
     first = false;
     out +=
-        Fmt("{\"rank\": %d, \"host\": %s, \"comm_ns\": %lld, \"elapsed_ns\": %lld, "
-            "\"routines\": [",
-            x.rank, JsonString(x.host).c_str(), static_cast<long long>(x.comm_ns),
-            static_cast<long long>(x.elapsed_ns));
+        Fmt("{\"rank\": %d, \"host\": %s, \"has_calls\": %s, \"comm_ns\": %lld, "
+            "\"elapsed_ns\": %lld, \"routines\": [",
+            x.rank, JsonString(x.host).c_str(), x.has_calls ? "true" : "false",
+            static_cast<long long>(x.comm_ns), static_cast<long long>(x.elapsed_ns));
     for (size_t i = 0; i < x.routines.size(); ++i) {
       const auto& s = x.routines[i];
       out +=

@@ -37,7 +37,8 @@ void OnSigint(int) {
 }
 
 const char* kHelp =
-    "Enter SQL ending with ';' (it may span several lines), or a dot-command:\n"
+    "Enter SQL ending with ';' (it may span several lines; at the end of the input the last\n"
+    "statement runs without it), or a dot-command:\n"
     "  .tables              list tables and views (events is a virtual table)\n"
     "  .schema [NAME]       show the CREATE statement of NAME, or of everything\n"
     "  .mode MODE           output as table, csv, json or markdown\n"
@@ -90,6 +91,10 @@ class Shell {
       }
       if (!Execute(buffer)) status = kExitError;
       buffer.clear();
+    }
+    // A last statement without ';' at the end of the input still runs (as sqlite3 does).
+    if (buffer.find_first_not_of(" \t\r\n") != std::string::npos && !Execute(buffer)) {
+      status = kExitError;
     }
     if (interactive_) {
       std::printf("\n");

@@ -28,6 +28,30 @@ std::string MakeDb(TempDir& tmp) {
   return db;
 }
 
+// A piped script whose last statement has no ';' still runs it (as sqlite3 does); a trailing
+// comment alone runs nothing and is no error.
+TEST(Shell, RunsAFinalStatementWithoutSemicolon) {
+  TempDir tmp;
+  const std::string db = MakeDb(tmp);
+  int rc = 0;
+  auto run = [&](const std::string& script) {
+    WriteFile(tmp.Sub("s.sql"), script);
+    return RunCommand("cat " + ShellQuote(tmp.Sub("s.sql")) + " | " + TracedbBin() + " shell " +
+                          ShellQuote(db) + " 2>&1",
+                      &rc);
+  };
+  std::string out =
+      run(".mode csv\nSELECT 1 AS a;\nSELECT count(*) AS n\nFROM events WHERE name = 'forward'");
+  EXPECT_EQ(out, "a\n1\nn\n200\n");
+  EXPECT_EQ(rc, 0);
+  out = run(".mode csv\nSELECT 2 AS b;\n-- the end");
+  EXPECT_EQ(out, "b\n2\n");
+  EXPECT_EQ(rc, 0);
+  out = run("SELECT no_such FROM events\n");
+  EXPECT_NE(out.find("no such column: no_such"), std::string::npos) << out;
+  EXPECT_EQ(rc, 1);
+}
+
 TEST(Shell, ReadsStatementsDotCommandsAndReportsErrors) {
   TempDir tmp;
   const std::string db = MakeDb(tmp);

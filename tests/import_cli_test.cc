@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -106,9 +107,61 @@ TEST(ImportCli, UnreadableInputsExitWithOneAndNameFileAndOffset) {
                      ": gzip data damaged at compressed byte offset "),
             std::string::npos)
       << out;
-  // Nothing of the damaged file is kept.
-  EXPECT_EQ(Query(dir.Sub("g.tdb"), "SELECT count(*) FROM sources"), 0);
-  EXPECT_EQ(Query(dir.Sub("g.tdb"), "SELECT count(*) FROM blocks"), 0);
+  // Nothing of the damaged file is kept: the database this import created is removed.
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("g.tdb"))) << out;
+  EXPECT_NE(out.find("nothing imported; " + dir.Sub("g.tdb") + " not created"), std::string::npos)
+      << out;
+}
+
+// Junk, an empty file, or a file whose every record is skipped (a wrong --format) fails: exit 1,
+// a message naming the file and the count, and no database left behind (or the previous one
+// unchanged).
+TEST(ImportCli, AnImportOfNothingFailsAndLeavesNoFile) {
+  TempDir dir;
+  std::string out;
+  WriteFile(dir.Sub("empty.json"), "");
+  EXPECT_EQ(Import(dir.Sub("empty.json") + " -o " + dir.Sub("e.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("empty.json: no events, nothing to import"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("e.tdb"))) << out;
+
+  std::string junk;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4096; ++i) junk += static_cast<char>(rng());
+  WriteFile(dir.Sub("junk.bin"), junk);
+  EXPECT_EQ(Import(dir.Sub("junk.bin") + " -o " + dir.Sub("j.tdb"), &out), 1) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("j.tdb"))) << out;
+
+  // A BytePS trace forced through the Horovod importer: no record is Horovod's.
+  const std::string byteps =
+      SourceDir() + "/fixtures/import/byteps/trace_dir/input/trace/0/comm.json";
+  EXPECT_EQ(Import("'" + byteps + "' --format horovod -o " + dir.Sub("w.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("comm.json (as horovod): all "), std::string::npos) << out;
+  EXPECT_NE(out.find("records skipped, none imported (is --format horovod right?)"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("w.tdb"))) << out;
+
+  // Into an existing database: it keeps exactly what it had.
+  WriteFile(dir.Sub("t.json"), kChrome);
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("k.tdb"), &out), 0) << out;
+  const std::string before = RowsCsv(ReadDbRows(dir.Sub("k.tdb"))) + TablesCsv(dir.Sub("k.tdb"));
+  EXPECT_EQ(Import(dir.Sub("junk.bin") + " -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_EQ(Import("'" + byteps + "' --format horovod -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_EQ(RowsCsv(ReadDbRows(dir.Sub("k.tdb"))) + TablesCsv(dir.Sub("k.tdb")), before);
+}
+
+// Some records skipped: the import succeeds, and stderr names the file and the count.
+TEST(ImportCli, SkippedRecordsAreWarnedAbout) {
+  TempDir dir;
+  WriteFile(dir.Sub("t.json"),
+            "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1},\n"
+            " {\"ph\": \"X\", \"ts\": oops},\n"
+            " {\"ph\": \"X\", \"name\": \"b\", \"ts\": 5, \"dur\": 1, \"pid\": 1, \"tid\": 1}]\n");
+  std::string out;
+  ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb"), &out), 0) << out;
+  EXPECT_NE(out.find("warning: " + dir.Sub("t.json") + " (as chrome): 1 records skipped"),
+            std::string::npos)
+      << out;
 }
 
 TEST(ImportCli, AFailedFileKeepsTheOthers) {
@@ -187,6 +240,78 @@ TEST(ImportCli, SummaryNamesFormatRankEventsSkippedTruncated) {
   ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb"), &out), 0) << out;
   EXPECT_NE(out.find(" chrome       0            2        1       15 B"), std::string::npos) << out;
   EXPECT_NE(out.find("byte offset"), std::string::npos) << out;
+}
+
+// Two Horovod timelines are two runs (only rank 0 writes one): refused, kept apart with
+// --separate (each database equal to the run imported alone), merged with --merge.
+TEST(ImportCli, UnrelatedRunsAreRefusedSeparatedOrMerged) {
+  TempDir dir;
+  const std::string a = SourceDir() + "/fixtures/import/horovod/new_framing/input/timeline.json";
+  const std::string b = SourceDir() + "/fixtures/import/horovod/old_framing/input/timeline.json";
+  std::string out;
+  ASSERT_EQ(Import("'" + a + "' -o " + dir.Sub("a.tdb"), &out), 0) << out;
+  ASSERT_EQ(Import("'" + b + "' -o " + dir.Sub("b.tdb"), &out), 0) << out;
+  const std::string rows_a = RowsCsv(ReadDbRows(dir.Sub("a.tdb")));
+  const std::string rows_b = RowsCsv(ReadDbRows(dir.Sub("b.tdb")));
+
+  EXPECT_EQ(Import("'" + a + "' '" + b + "' -o " + dir.Sub("j.tdb"), &out), 1) << out;
+  EXPECT_NE(
+      out.find(b + ": not of the job already in the database: rank 0 is already imported (from " +
+               a + "); --separate keeps it in a database of its own, --merge adds it"),
+      std::string::npos)
+      << out;
+  EXPECT_EQ(RowsCsv(ReadDbRows(dir.Sub("j.tdb"))), rows_a);  // the second run is rolled back
+
+  ASSERT_EQ(Import("'" + a + "' '" + b + "' --separate -o " + dir.Sub("s.tdb"), &out), 0) << out;
+  EXPECT_NE(out.find("into " + dir.Sub("s-2.tdb")), std::string::npos) << out;
+  EXPECT_EQ(RowsCsv(ReadDbRows(dir.Sub("s.tdb"))), rows_a);
+  EXPECT_EQ(RowsCsv(ReadDbRows(dir.Sub("s-2.tdb"))), rows_b);
+
+  ASSERT_EQ(Import("'" + a + "' '" + b + "' --merge -o " + dir.Sub("m.tdb"), &out), 0) << out;
+  EXPECT_EQ(ReadDbRows(dir.Sub("m.tdb")).size(),
+            ReadDbRows(dir.Sub("a.tdb")).size() + ReadDbRows(dir.Sub("b.tdb")).size());
+  EXPECT_EQ(Import("'" + a + "' -o x.tdb --merge --separate", &out), 2) << out;
+}
+
+// mpitrace profiles of two jobs: a rank imported twice, another world size, another job id.
+TEST(ImportCli, MpitraceProfilesOfTwoJobsAreKeptApart) {
+  TempDir dir;
+  auto profile = [&](const std::string& name, int rank, int world, double secs) {
+    char buf[1024];
+    std::snprintf(buf, sizeof(buf),
+                  "Data for MPI rank %d of %d:\n"
+                  "Times from MPI_Init() to MPI_Finalize().\n"
+                  "-----------------------------------------------------------------------\n"
+                  "MPI Routine                        #calls     avg. bytes      time(sec)\n"
+                  "-----------------------------------------------------------------------\n"
+                  "MPI_Allreduce                          10            8.0          %.3f\n"
+                  "-----------------------------------------------------------------------\n"
+                  "total communication time = %.3f seconds.\n"
+                  "total elapsed time       = 10.000 seconds.\n",
+                  rank, world, secs, secs);
+    WriteFile(dir.Sub(name), buf);
+    return "'" + dir.Sub(name) + "'";
+  };
+  const std::string a0 = profile("mpi_profile.100.0", 0, 2, 1);
+  const std::string a1 = profile("mpi_profile.100.1", 1, 2, 2);
+  const std::string b0 = profile("mpi_profile.200.0", 0, 2, 3);  // same rank, other job
+  const std::string c1 = profile("mpi_profile.300.1", 1, 4, 4);  // other world size
+  const std::string d1 = profile("mpi_profile.400.1", 1, 2, 5);  // other job id only
+  std::string out;
+  EXPECT_EQ(Import(a0 + " " + b0 + " -o " + dir.Sub("j.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("rank 0 is already imported"), std::string::npos) << out;
+  EXPECT_EQ(Query(dir.Sub("j.tdb"), "SELECT time_ns FROM mpi_profile WHERE rank = 0"), 1000000000);
+  EXPECT_EQ(Import(a0 + " " + c1 + " -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("a world of 4 ranks, the database holds one of 2"), std::string::npos) << out;
+  EXPECT_EQ(Import(a0 + " " + d1 + " -o " + dir.Sub("l.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("mpitrace job 400, the database holds job 100"), std::string::npos) << out;
+  // One job's files go in together; --separate puts the others beside them.
+  ASSERT_EQ(
+      Import(a0 + " " + a1 + " " + b0 + " " + d1 + " --separate -o " + dir.Sub("s.tdb"), &out), 0)
+      << out;
+  EXPECT_EQ(Query(dir.Sub("s.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 3000000000);
+  EXPECT_EQ(Query(dir.Sub("s-2.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 3000000000);
+  EXPECT_EQ(Query(dir.Sub("s-3.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 5000000000);
 }
 
 TEST(ImportCli, LargeShuffledChromeFileNestsExactly) {

@@ -2,7 +2,9 @@
 // of hand-written traces (each exercising the format's quirks), an optional `args` file (extra
 // `tracedb import` arguments), and the expected outcome: expected.csv (every row, decoded from
 // the blocks) and expected_tables.csv (ranks, sources, stats, steps, meta). The test runs the
-// real `tracedb import` on the inputs and compares. TRACEDB_UPDATE_EXPECTED=1 rewrites the
+// real `tracedb import` on the inputs and compares. A case whose import must fail holds
+// `expected_error` instead: the import exits 1, says that text, and leaves no database behind.
+// TRACEDB_UPDATE_EXPECTED=1 rewrites the
 // expected files (review the diff before committing them).
 #include <gtest/gtest.h>
 
@@ -68,6 +70,13 @@ TEST_P(ImportDiff, MatchesExpected) {
   cmd += " -o '" + db + "'";
   std::string output;
   const int rc = RunCommand(cmd, &output);
+  if (fs::exists(fs::path(c.dir) / "expected_error")) {
+    EXPECT_EQ(rc, 1) << cmd << "\n" << output;
+    EXPECT_NE(output.find(Trim(ReadFile(c.dir + "/expected_error"))), std::string::npos)
+        << cmd << "\n" << output;
+    EXPECT_FALSE(fs::exists(db)) << cmd << "\n" << output;
+    return;
+  }
   EXPECT_EQ(rc, 0) << cmd << "\n" << output;
 
   const std::string rows = RowsCsv(ReadDbRows(db));

@@ -1,6 +1,7 @@
 // Shared importer pieces. See import_common.h.
 #include "query/import/import_common.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "query/import/json/json_text.h"
@@ -77,6 +78,11 @@ void AddToResult(const FileOutcome& f, bool first, ImportResult* result) {
   } else if (result->rank != f.rank) {
     result->rank = -1;
   }
+  if (f.rank >= 0 && !std::binary_search(result->ranks.begin(), result->ranks.end(), f.rank)) {
+    result->ranks.insert(std::upper_bound(result->ranks.begin(), result->ranks.end(), f.rank),
+                         f.rank);
+  }
+  if (f.world_size > 0) result->world_size = f.world_size;
   result->events += f.events;
   result->skipped += f.skipped;
   result->truncated_bytes += f.truncated;

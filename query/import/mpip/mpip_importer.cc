@@ -3,6 +3,7 @@
 // Thread safety: no shared state; each Import() parses into its own Report.
 #include "query/import/mpip/mpip_importer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -716,6 +717,12 @@ Status ImportMpipText(std::string_view path, std::string_view text, uint64_t siz
   TRACEDB_RETURN_IF_ERROR(text_profile::WriteSource(writer->db(), src));
 
   result->rank = -1;
+  for (const auto& [rank, host] : report.hosts) result->ranks.push_back(rank);
+  for (const auto& [rank, t] : report.times) result->ranks.push_back(rank);
+  std::sort(result->ranks.begin(), result->ranks.end());
+  result->ranks.erase(std::unique(result->ranks.begin(), result->ranks.end()),
+                      result->ranks.end());
+  result->world_size = result->ranks.empty() ? 0 : result->ranks.back() + 1;
   result->events += rows;
   log.MoveTo(result);
   return Status::Ok();

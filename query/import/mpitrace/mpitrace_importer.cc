@@ -705,6 +705,8 @@ Status ImportMpitraceText(std::string_view path, std::string_view text, uint64_t
   TRACEDB_RETURN_IF_ERROR(text_profile::WriteSource(writer->db(), src));
 
   result->rank = p.rank;
+  result->ranks = {p.rank};
+  result->world_size = p.world_size;
   result->events += rows;
   log.MoveTo(result);
   return Status::Ok();
