@@ -14,19 +14,28 @@
 //     starts the next training step (tracedb_step: 0, 1, ...);
 //     "Optimizer.step#SGD.step" becomes "optimizer.step", "Optimizer.zero_grad#..."
 //     "optimizer.zero_grad"; any other user scope is recorded under its own name (cat "user").
-// The process group and the peer are not in the RecordFunction: tracedb/torch.py's wrappers of the
-// torch.distributed functions push them into this thread's context (Push/Pop) around the call;
-// without one (DDP's Reducer, C++ callers) the default group given to Install() is used.
+// The process group and the peer are not in the RecordFunction, and gloo opens it only when a
+// worker thread starts executing the operation (AsyncWork runs its "before" callback there, with
+// the issuing thread's ThreadLocalState: at::wrapPropagateTLSState). So tracedb/torch.py's
+// wrappers of the torch.distributed functions push a c10::ThreadLocalDebugInfo entry of our own
+// kind around each call (Push/Pop); it carries the group, the peer and a sequence number taken at
+// issue, in the issuing thread, and reaches the worker thread with the rest of the state.
+// Operations issued without one (DDP's Reducer, other C++ callers) belong to the default group
+// given to Install() and take their sequence number when they start executing: in issue order
+// unless two of them start within the same few microseconds on gloo's two worker threads
+// (docs/python.md, "Limits").
 //
 // Thread safety: the callbacks run on any thread; the per-group counters and the lane pool are
 // guarded by one mutex (held for a few instructions, once per communication operation); the
-// context is thread-local. Install/Remove are called with the GIL held.
+// pushed context is thread-local (and propagated by PyTorch itself to gloo's worker threads).
+// Install/Remove are called with the GIL held.
 // What is recorded and why: docs/python.md, "PyTorch capture".
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <atomic>
 #include <cstdint>
@@ -43,13 +52,18 @@ namespace {
 
 constexpr int32_t kNoPeer = INT32_MIN;
 
-struct ThreadContext {
+// Our own kind of ThreadLocalDebugInfo entry: a value outside c10's DebugInfoKind list, so that
+// no PyTorch code that looks up its own kinds ever finds (and casts) ours.
+constexpr auto kCommInfoKind = static_cast<c10::DebugInfoKind>(0xA7);
+
+// What a torch.distributed call pushed for the operation(s) it issues.
+struct CommInfo : c10::DebugInfoBase {
   uint32_t comm = 0;
   int32_t peer = kNoPeer;
-  bool has_comm = false;
+  int64_t seq = -1;  // taken at issue; -1: none (p2p, or a call that issues inner calls)
   bool suppress = false;  // tracedb's own traffic (clock sync) is not recorded
+  std::atomic<bool> used{false};  // the first operation takes `seq`, later ones number themselves
 };
-thread_local ThreadContext t_context;
 
 std::atomic<bool> g_installed{false};
 at::CallbackHandle g_handle = 0;
@@ -139,27 +153,34 @@ void ReleaseLane(int slot) {
   g_lanes_busy &= ~(uint64_t{1} << slot);
 }
 
+uint64_t NextSeq(uint32_t comm) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_seq[comm]++;
+}
+
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
-  if (!TRACEDB_ACTIVE() || t_context.suppress) return nullptr;
+  if (!TRACEDB_ACTIVE()) return nullptr;
   const char* n = fn.name();
   if (n == nullptr) return nullptr;
   auto ctx = std::make_unique<Ctx>();
   if (IsC10dTitle(n)) {
+    auto* info = static_cast<CommInfo*>(c10::ThreadLocalDebugInfo::get(kCommInfoKind));
+    if (info != nullptr && info->suppress) return nullptr;
     const OpKind kind = KindOf(n);
-    const uint32_t comm = t_context.has_comm ? t_context.comm : g_default_comm.load();
+    const uint32_t comm = info != nullptr ? info->comm : g_default_comm.load();
     ctx->name = Name(n);
     ctx->cat = TRACEDB_CAT_COMM;
     ctx->args.fields = TRACEDB_ARG_BYTES | TRACEDB_ARG_COMM;
     ctx->args.bytes = InputBytes(fn);
     ctx->args.comm = comm;
-    if (kind != OpKind::kCollective && t_context.peer != kNoPeer) {
+    if (kind != OpKind::kCollective && info != nullptr && info->peer != kNoPeer) {
       ctx->args.fields |= TRACEDB_ARG_PEER;
-      ctx->args.peer = t_context.peer;
+      ctx->args.peer = info->peer;
     }
     if (kind != OpKind::kP2p) {
-      std::lock_guard<std::mutex> lock(g_mu);
       ctx->args.fields |= TRACEDB_ARG_SEQ;
-      ctx->args.seq = g_seq[comm]++;
+      const bool first = info != nullptr && !info->used.exchange(true);
+      ctx->args.seq = first && info->seq >= 0 ? static_cast<uint64_t>(info->seq) : NextSeq(comm);
     }
     ctx->lane_slot = TakeLane();
     g_ops.fetch_add(1, std::memory_order_relaxed);
@@ -219,41 +240,37 @@ PyObject* Remove(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// push(comm, peer) -> token: the context for the operations this thread issues until pop(token).
-// `peer` is a group rank or None.
-PyObject* Push(PyObject*, PyObject* args) {
+// push(comm, peer=None, seq=False, suppress=False): the context of the operations this thread
+// issues until pop(); `peer` is a group rank; `seq`: the call issues one collective, which takes
+// the group's next sequence number now.
+PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kw[] = {"comm", "peer", "seq", "suppress", nullptr};
   unsigned long comm = 0;
   PyObject* peer = Py_None;
-  if (!PyArg_ParseTuple(args, "k|O", &comm, &peer)) return nullptr;
-  int32_t p = kNoPeer;
+  int seq = 0, suppress = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Opp", const_cast<char**>(kw), &comm, &peer,
+                                   &seq, &suppress)) {
+    return nullptr;
+  }
+  auto info = std::make_shared<CommInfo>();
+  info->comm = static_cast<uint32_t>(comm);
   if (peer != Py_None) {
     const long v = PyLong_AsLong(peer);
     if (v == -1 && PyErr_Occurred()) return nullptr;
-    p = static_cast<int32_t>(v);
+    info->peer = static_cast<int32_t>(v);
   }
-  const ThreadContext old = t_context;
-  t_context.comm = static_cast<uint32_t>(comm);
-  t_context.has_comm = true;
-  t_context.peer = p;
-  // token: has_comm | comm | peer, packed
-  return Py_BuildValue("(iki)", old.has_comm ? 1 : 0, static_cast<unsigned long>(old.comm),
-                       static_cast<int>(old.peer));
-}
-
-PyObject* Pop(PyObject*, PyObject* token) {
-  int has = 0, peer = 0;
-  unsigned long comm = 0;
-  if (!PyArg_ParseTuple(token, "iki", &has, &comm, &peer)) return nullptr;
-  t_context.has_comm = has != 0;
-  t_context.comm = static_cast<uint32_t>(comm);
-  t_context.peer = peer;
+  info->suppress = suppress != 0;
+  if (seq && !info->suppress) info->seq = static_cast<int64_t>(NextSeq(info->comm));
+  c10::ThreadLocalDebugInfo::_push(kCommInfoKind, std::move(info));
   Py_RETURN_NONE;
 }
 
-PyObject* Suppress(PyObject*, PyObject* arg) {
-  const int on = PyObject_IsTrue(arg);
-  if (on < 0) return nullptr;
-  t_context.suppress = on != 0;
+PyObject* Pop(PyObject*, PyObject*) {
+  if (c10::ThreadLocalDebugInfo::get(kCommInfoKind) == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "tracedb: pop() without push()");
+    return nullptr;
+  }
+  c10::ThreadLocalDebugInfo::_pop(kCommInfoKind);
   Py_RETURN_NONE;
 }
 
@@ -266,9 +283,10 @@ PyObject* Stats(PyObject*, PyObject*) {
 PyMethodDef kMethods[] = {
     {"install", Install, METH_O, "install(default_comm): register the RecordFunction observer."},
     {"remove", Remove, METH_NOARGS, "remove(): unregister it."},
-    {"push", Push, METH_VARARGS, "push(comm, peer=None) -> token: this thread's context."},
-    {"pop", Pop, METH_O, "pop(token): restore the context push() replaced."},
-    {"suppress", Suppress, METH_O, "suppress(flag): do not record this thread's operations."},
+    {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Push)),
+     METH_VARARGS | METH_KEYWORDS,
+     "push(comm, peer=None, seq=False, suppress=False): context of the next operations."},
+    {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
     {"stats", Stats, METH_NOARGS, "stats() -> dict: operations and steps seen."},
     {nullptr, nullptr, 0, nullptr},
 };

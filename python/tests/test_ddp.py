@@ -145,6 +145,37 @@ class DdpCaptureTest(unittest.TestCase):
             rows = query(db, "SELECT ranks, count(*) AS n FROM collectives GROUP BY ranks")
             self.assertEqual([r["ranks"] for r in rows], [RANKS])
 
+    def test_groups_peers_and_roots(self):
+        db = os.path.join(self.tmp, "ops.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "comm_ops.py")
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--nproc", "4", "--", PYTHON,
+                            script], env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        world = 0x40000000
+        rows = query(db, "SELECT rank, name, bytes, peer, comm - %d AS g, seq FROM events "
+                         "WHERE cat = 'comm' AND step IS NULL ORDER BY rank, ts" % world)
+        got = collections.defaultdict(list)
+        for r in rows:
+            got[r["rank"]].append((r["name"], r["bytes"], r["peer"], r["g"], r["seq"]))
+        common = [("gloo:all_reduce", 1024, None, 0, 0), ("gloo:broadcast", 1024, 2, 0, 1)]
+        barrier = ("gloo:barrier", 0, None, 0, 2)
+        self.assertEqual(got[0], common + [("gloo:all_reduce", 128, None, 2, 0),
+                                           ("gloo:send", 40, 1, 0, None),
+                                           ("gloo:send", 20, 3, 0, None), barrier])
+        self.assertEqual(got[1], common + [("gloo:all_reduce", 64, None, 1, 0),
+                                           ("gloo:broadcast", 32, 1, 1, 1),
+                                           ("gloo:recv", 40, 0, 0, None), barrier])
+        self.assertEqual(got[2], common + [("gloo:all_reduce", 128, None, 2, 0), barrier])
+        self.assertEqual(got[3], common + [("gloo:all_reduce", 64, None, 1, 0),
+                                           ("gloo:broadcast", 32, 1, 1, 1),
+                                           ("gloo:recv", 20, 0, 0, None), barrier])
+        comms = query(db, "SELECT rank, comm - %d AS g, size, rank_in_comm FROM comms "
+                          "ORDER BY rank, comm" % world)
+        self.assertIn({"rank": 3, "g": 1, "size": 2, "rank_in_comm": 1}, comms)
+        self.assertIn({"rank": 2, "g": 2, "size": 2, "rank_in_comm": 1}, comms)
+
     def test_crashed_rank_is_reported_and_flushed_events_kept(self):
         tmp = tempfile.mkdtemp(prefix="tracedb-crash-", dir=self.tmp)
         script = os.path.join(tmp, "crash.py")

@@ -44,18 +44,25 @@ _SYNC_MIN_ROUNDS = 20
 _SYNC_MAX_ROUNDS = 50
 _SYNC_GOOD_RTT_NS = 20_000
 
-# torch.distributed functions whose process group (and peer or root) the observer is told.
-# name -> the parameter that holds the peer or root (a global rank), or None.
+# torch.distributed functions whose process group (and peer or root) the observer is told:
+# name -> (what the call issues, the parameter that holds the peer or root as a global rank).
+# "coll": one collective, which takes the group's next sequence number at the call; "p2p": one
+# send or receive (no sequence number); "outer": a call made of other calls (each numbered itself).
 _COMM_FUNCTIONS = {
-    "all_reduce": None, "all_reduce_coalesced": None, "all_reduce_multigpu": None,
-    "broadcast": "src", "broadcast_multigpu": "src", "reduce": "dst", "reduce_multigpu": "dst",
-    "all_gather": None, "all_gather_multigpu": None, "all_gather_into_tensor": None,
-    "_all_gather_base": None, "all_gather_coalesced": None, "gather": "dst", "scatter": "src",
-    "reduce_scatter": None, "reduce_scatter_multigpu": None, "reduce_scatter_tensor": None,
-    "_reduce_scatter_base": None, "all_to_all": None, "all_to_all_single": None,
-    "barrier": None, "monitored_barrier": None, "send": "dst", "recv": "src", "isend": "dst",
-    "irecv": "src", "all_gather_object": None, "gather_object": "dst",
-    "broadcast_object_list": "src", "scatter_object_list": "src",
+    "all_reduce": ("coll", None), "all_reduce_coalesced": ("coll", None),
+    "all_reduce_multigpu": ("coll", None), "broadcast": ("coll", "src"),
+    "broadcast_multigpu": ("coll", "src"), "reduce": ("coll", "dst"),
+    "reduce_multigpu": ("coll", "dst"), "all_gather": ("coll", None),
+    "all_gather_multigpu": ("coll", None), "all_gather_into_tensor": ("coll", None),
+    "_all_gather_base": ("coll", None), "all_gather_coalesced": ("coll", None),
+    "gather": ("coll", "dst"), "scatter": ("coll", "src"), "reduce_scatter": ("coll", None),
+    "reduce_scatter_multigpu": ("coll", None), "reduce_scatter_tensor": ("coll", None),
+    "_reduce_scatter_base": ("coll", None), "all_to_all": ("coll", None),
+    "all_to_all_single": ("coll", None), "barrier": ("coll", None),
+    "monitored_barrier": ("outer", None), "send": ("p2p", "dst"), "recv": ("p2p", "src"),
+    "isend": ("p2p", "dst"), "irecv": ("p2p", "src"), "all_gather_object": ("outer", None),
+    "gather_object": ("outer", "dst"), "broadcast_object_list": ("outer", "src"),
+    "scatter_object_list": ("outer", "src"),
 }
 
 
@@ -78,7 +85,8 @@ def _wrap_comm(name, fn):
     sig = inspect.signature(fn)
     params = list(sig.parameters)
     group_pos = params.index("group") if "group" in params else None
-    peer_name = _COMM_FUNCTIONS[name]
+    what, peer_name = _COMM_FUNCTIONS[name]
+    numbered = what == "coll"
     peer_pos = params.index(peer_name) if peer_name in params else None
     peer_default = None
     if peer_pos is not None:
@@ -112,11 +120,11 @@ def _wrap_comm(name, fn):
                 peer = members.index(peer) if peer in members else None
             elif not isinstance(peer, int):
                 peer = None
-        token = _obs.push(comm, peer)
+        _obs.push(comm, peer, numbered)
         try:
             return fn(*args, **kwargs)
         finally:
-            _obs.pop(token)
+            _obs.pop()
 
     traced.__tracedb_wrapped__ = fn
     return traced
@@ -131,7 +139,7 @@ def _sync_clocks():
     send = getattr(c10d.send, "__tracedb_wrapped__", c10d.send)
     recv = getattr(c10d.recv, "__tracedb_wrapped__", c10d.recv)
     buf = torch.zeros(1, dtype=torch.int64)
-    _obs.suppress(True)
+    _obs.push(WORLD_COMM, suppress=True)
     try:
         if rank == 0:
             for peer in range(1, size):
@@ -163,7 +171,7 @@ def _sync_clocks():
                 break
         tracedb.clock_sync(0, *best)
     finally:
-        _obs.suppress(False)
+        _obs.pop()
 
 
 def _after_init():
