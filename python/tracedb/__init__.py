@@ -56,3 +56,13 @@ def trace(fn=None, *, name=None, cat=None, lane=None):
     if fn is not None:
         return wrap(fn)
     return wrap
+
+
+def open(path):  # noqa: A001  (tracedb.open)
+    """Opens a trace database for reading (tracedb.read.Database): db.sql(...) returns rows,
+    db.events(columns=[...], where={...}) NumPy arrays or a pandas DataFrame."""
+    from tracedb import read
+    return read.open(path)
+
+
+__all__.append("open")
