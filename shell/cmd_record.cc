@@ -1,15 +1,24 @@
-// `tracedb record [-o JOB.tdb] [--dir DIR] [--mpi|--no-mpi] -- COMMAND...`: runs a command
-// (for example `mpirun -np 4 ./app`) with the recorder, and the MPI interposer, injected into
-// every rank, waits for it, compacts its segments into JOB.tdb and prints a short summary, as
-// `bfrun --timeline-filename` or `nsys profile` do. Exits with the command's exit code.
+// `tracedb record [-o JOB.tdb] [--dir DIR] [--mpi|--no-mpi] [--nproc N] -- COMMAND...`: runs a
+// command (for example `mpirun -np 4 ./app`) with the recorder, and the MPI interposer, injected
+// into every rank, waits for it, compacts its segments into JOB.tdb and prints a short summary, as
+// `bfrun --timeline-filename` or `nsys profile` do. Exits with the command's exit code. With
+// `--nproc N` it is the launcher itself: N local ranks with RANK, LOCAL_RANK, WORLD_SIZE,
+// MASTER_ADDR and MASTER_PORT set, as torchrun does. A command that dies (a signal, a non-zero
+// exit) is reported with the rank and pid that died, and what was flushed is still compacted.
+//
+// Python: the tracedb package's start-up directory (python/_boot, docs/python.md) is put first on
+// PYTHONPATH, so that every Python rank imports tracedb (recording starts) and, under an MPI
+// launcher, gets the RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT torch.distributed needs.
 //
 // Injection: TRACEDB_DIR and LD_PRELOAD reach the ranks, not the launcher: after an Open MPI
 // `mpirun`/`mpiexec` they are passed as `-x NAME=VALUE` (in every app context of an MPMD
 // command line), after an MPICH (Hydra) one as
 // `-genv NAME VALUE`; other commands (including `srun`, which exports the environment) get them
 // in their environment.
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,11 +29,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/compactor.h"
+#include "engine/segment_dir.h"
+#include "engine/segment_reader.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -43,6 +55,7 @@ struct RecordOptions {
   bool mpi = false, no_mpi = false;
   bool keep_segments = false;
   bool force = false;
+  int nproc = 0;  // > 0: launch this many local ranks of the command
   std::vector<std::string> command;
 };
 
@@ -96,6 +109,163 @@ double Now() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
+
+// The Python package's directories: "_boot" (sitecustomize.py) and the package's parent, in the
+// build tree (build/python) or installed (lib/tracedb/python). Empty when not built.
+std::vector<std::string> FindPythonDirs() {
+  if (const char* v = std::getenv("TRACEDB_PYTHON_DIR"); v != nullptr && *v) {
+    return {(fs::path(v) / "_boot").string(), v};
+  }
+  const std::string self = SelfDir();
+  for (const char* sub : {"python", "../lib/tracedb/python"}) {
+    const fs::path p = fs::path(self) / sub;
+    if (fs::exists(p / "_boot" / "sitecustomize.py") && fs::exists(p / "tracedb" / "__init__.py")) {
+      const std::string dir = fs::canonical(p).string();
+      return {dir + "/_boot", dir};
+    }
+  }
+  return {};
+}
+
+// A TCP port that was free a moment ago on this host (for MASTER_PORT); 29500 if none is found.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 29500;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "127.0.0.1";
+  return buf;
+}
+
+// "exited with status 3", "was killed by signal 11 (Segmentation fault)".
+std::string DescribeStatus(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* what = strsignal(sig);
+    return "was killed by signal " + std::to_string(sig) + " (" + (what ? what : "?") + ")" +
+           (WCOREDUMP(status) ? ", core dumped" : "");
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "ended with wait status " + std::to_string(status);
+}
+
+int ExitCodeOf(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// After a failed run: the processes whose recorder never closed its last segment file (killed,
+// or still running when the launcher gave up), found from the files themselves. Their events up
+// to the last flush are compacted; what they held in memory is lost.
+void ReportUnfinishedWriters(const std::string& dir) {
+  auto files = engine::ListSegmentFiles(dir);
+  if (!files.ok()) return;
+  std::map<std::pair<int32_t, uint32_t>, const engine::SegmentFileRef*> last;  // (rank, pid)
+  for (const auto& f : *files) {
+    auto& slot = last[{f.rank, f.pid}];
+    if (slot == nullptr || f.seq > slot->seq) slot = &f;
+  }
+  engine::ScanOptions so;
+  so.events = false;
+  so.catalog = false;
+  for (const auto& [key, f] : last) {
+    engine::SegmentVisitor none;
+    auto scan = engine::ScanSegment(f->path, &none, so);
+    if (scan.ok() && scan->closed) continue;
+    std::fprintf(stderr,
+                 "tracedb: rank %d (pid %u) did not finish: its recorder never closed %s; "
+                 "events it flushed are kept, the last flush interval is lost\n",
+                 key.first, key.second, f->path.c_str());
+  }
+}
+
+pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env) {
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, nullptr, cargv.data(), cenv.data());
+  if (rc != 0) {
+    std::fprintf(stderr, "tracedb record: cannot run %s: %s\n", argv[0].c_str(), strerror(rc));
+    return -1;
+  }
+  return pid;
+}
+
+// The current environment with every NAME=VALUE of `add` replacing (or adding) NAME.
+std::vector<std::string> EnvWith(const std::vector<std::string>& add) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    bool replaced = false;
+    for (const std::string& a : add) replaced |= a.compare(0, key.size() + 1, key + "=") == 0;
+    if (!replaced) env.push_back(kv);
+  }
+  env.insert(env.end(), add.begin(), add.end());
+  return env;
+}
+
+// Waits for the local ranks of `--nproc`. When one fails, the others are stopped (SIGTERM, then
+// SIGKILL after 10 s), as torchrun does: a job with a dead rank would hang in its next collective.
+// Returns the exit code of the first rank that failed, else 0.
+int WaitRanks(const std::vector<pid_t>& pids) {
+  std::map<pid_t, int> rank_of;
+  for (size_t i = 0; i < pids.size(); ++i) rank_of[pids[i]] = static_cast<int>(i);
+  int first_failure = 0;
+  bool terminating = false;
+  double kill_at = 0;
+  size_t left = pids.size();
+  while (left > 0) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, terminating ? WNOHANG : 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (pid == 0) {  // terminating, nobody ended yet
+      if (Now() >= kill_at) {
+        for (const auto& [p, r] : rank_of) kill(p, SIGKILL);
+      }
+      usleep(20000);
+      continue;
+    }
+    auto it = rank_of.find(pid);
+    if (it == rank_of.end()) continue;
+    const int rank = it->second;
+    rank_of.erase(it);
+    --left;
+    const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (failed && !terminating) {
+      std::fprintf(stderr, "tracedb: rank %d (pid %d) %s; stopping the other %zu ranks\n", rank,
+                   static_cast<int>(pid), DescribeStatus(status).c_str(), left);
+      first_failure = ExitCodeOf(status);
+      terminating = true;
+      kill_at = Now() + 10;
+      for (const auto& [p, r] : rank_of) kill(p, SIGTERM);
+    } else if (failed) {
+      std::fprintf(stderr, "tracedb: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
+                   DescribeStatus(status).c_str());
+    }
+  }
+  return first_failure;
+}
+
 
 void PrintSummary(const std::string& db_path, double seconds) {
   auto db = query::OpenQueryDb(db_path);
@@ -168,6 +338,11 @@ int RunRecord(const RecordOptions& o) {
   dir = fs::absolute(dir).string();
 
   const bool launcher = IsMpiLauncher(o.command[0]);
+  if (o.nproc > 0 && launcher) {
+    std::fprintf(stderr, "tracedb record: --nproc launches the ranks itself; drop %s or --nproc\n",
+                 o.command[0].c_str());
+    return kExitUsage;
+  }
   const bool mpi = o.mpi || (launcher && !o.no_mpi);
   const std::vector<std::string> subdirs = {".", "recorder/mpi", "../lib", "../lib/tracedb"};
   std::string preload = mpi ? FindLibrary("TRACEDB_MPI_LIB", "libtracedb_mpi.so", subdirs)
@@ -182,59 +357,87 @@ int RunRecord(const RecordOptions& o) {
     preload += std::string(":") + old;
   }
 
+  // What every rank gets: the trace directory, the preloaded recorder, the Python start-up
+  // directory, and where rank 0 of a torch.distributed job listens (used by python/_boot only
+  // when the launcher sets no MASTER_ADDR/MASTER_PORT of its own).
+  std::vector<std::pair<std::string, std::string>> vars = {{"TRACEDB_DIR", dir},
+                                                           {"LD_PRELOAD", preload}};
+  const std::vector<std::string> py = FindPythonDirs();
+  if (!py.empty()) {
+    std::string path = py[0] + ":" + py[1];
+    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old) {
+      path += std::string(":") + old;
+    }
+    vars.emplace_back("PYTHONPATH", path);
+  }
+  const std::string master_port = std::to_string(FreePort());
+  const std::string master_addr = o.nproc > 0 ? "127.0.0.1" : HostName();
+  vars.emplace_back("TRACEDB_MASTER_ADDR", master_addr);
+  vars.emplace_back("TRACEDB_MASTER_PORT", master_port);
+
   std::vector<std::string> argv = o.command;
   std::vector<std::string> env_add;  // NAME=VALUE for the child's own environment
   const std::string flavor = launcher ? LauncherFlavor(o.command[0]) : "";
   if (flavor == "openmpi") {
     // `-x` belongs to an app context: repeat it in every one of an MPMD command (A : B : C).
-    const std::vector<std::string> flags = {"-x", "TRACEDB_DIR=" + dir, "-x",
-                                            "LD_PRELOAD=" + preload};
+    std::vector<std::string> flags;
+    for (const auto& [k, v] : vars) flags.insert(flags.end(), {"-x", k + "=" + v});
     for (size_t i = argv.size(); i-- > 1;) {
       if (argv[i] == ":")
         argv.insert(argv.begin() + static_cast<long>(i) + 1, flags.begin(), flags.end());
     }
     argv.insert(argv.begin() + 1, flags.begin(), flags.end());
   } else if (flavor == "hydra") {
-    argv.insert(argv.begin() + 1, {"-genv", "TRACEDB_DIR", dir, "-genv", "LD_PRELOAD", preload});
+    std::vector<std::string> flags;
+    for (const auto& [k, v] : vars) flags.insert(flags.end(), {"-genv", k, v});
+    argv.insert(argv.begin() + 1, flags.begin(), flags.end());
   } else {
-    env_add = {"TRACEDB_DIR=" + dir, "LD_PRELOAD=" + preload};
+    for (const auto& [k, v] : vars) env_add.push_back(k + "=" + v);
   }
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    bool replaced = false;
-    for (const std::string& a : env_add) replaced |= a.compare(0, key.size() + 1, key + "=") == 0;
-    if (!replaced) env.push_back(kv);
-  }
-  env.insert(env.end(), env_add.begin(), env_add.end());
-
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  for (auto& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
 
   std::fprintf(stderr, "tracedb: recording into %s\n", dir.c_str());
   const double t0 = Now();
-  pid_t pid;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, nullptr, cargv.data(), cenv.data());
-  if (rc != 0) {
-    std::fprintf(stderr, "tracedb record: cannot run %s: %s\n", argv[0].c_str(), strerror(rc));
-    return 127;
-  }
   // Ctrl-C reaches the command through the terminal; we wait for it and keep what it wrote.
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  int exit_code = 0;
+  if (o.nproc > 0) {
+    // The local launcher (as torchrun): rank i of N, all on this host.
+    std::vector<pid_t> pids;
+    for (int r = 0; r < o.nproc; ++r) {
+      std::vector<std::string> add = env_add;
+      const std::string n = std::to_string(o.nproc), rs = std::to_string(r);
+      add.insert(add.end(), {"RANK=" + rs, "LOCAL_RANK=" + rs, "GROUP_RANK=0", "WORLD_SIZE=" + n,
+                             "LOCAL_WORLD_SIZE=" + n, "MASTER_ADDR=" + master_addr,
+                             "MASTER_PORT=" + master_port});
+      const pid_t pid = Spawn(argv, EnvWith(add));
+      if (pid < 0) {
+        for (pid_t p : pids) kill(p, SIGTERM);
+        WaitRanks(pids);
+        exit_code = 127;
+        break;
+      }
+      pids.push_back(pid);
+    }
+    if (exit_code == 0) exit_code = WaitRanks(pids);
+  } else {
+    const pid_t pid = Spawn(argv, EnvWith(env_add));
+    if (pid < 0) return 127;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    exit_code = ExitCodeOf(status);
+    if (exit_code != 0) {
+      std::fprintf(stderr, "tracedb: %s (pid %d) %s\n", o.command[0].c_str(),
+                   static_cast<int>(pid), DescribeStatus(status).c_str());
+    }
   }
   const double seconds = Now() - t0;
   signal(SIGINT, SIG_DFL);
   signal(SIGQUIT, SIG_DFL);
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (exit_code != 0) {
-    std::fprintf(stderr, "tracedb: the command exited with %d; compacting what it recorded\n",
+    ReportUnfinishedWriters(dir);
+    std::fprintf(stderr, "tracedb: the job failed (exit code %d); compacting what it flushed\n",
                  exit_code);
   }
 
@@ -276,6 +479,10 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_flag("--no-mpi", o->no_mpi, "Inject only the recorder (no MPI interposer)");
   sub->add_flag("--keep-segments", o->keep_segments, "Keep the segment files");
   sub->add_flag("--force", o->force, "Replace OUTPUT if it exists");
+  sub->add_option("--nproc", o->nproc,
+                  "Launch N local ranks of the command (RANK, WORLD_SIZE, MASTER_ADDR... set, as "
+                  "torchrun does)")
+      ->check(CLI::Range(1, 4096));
   sub->add_option("command", o->command, "The command to run, after --")->required();
   sub->callback([o, exit_code] { *exit_code = RunRecord(*o); });
 }

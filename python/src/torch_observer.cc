@@ -1,0 +1,300 @@
+// tracedb._tracedb_torch: PyTorch capture through an at::RecordFunction observer (libtorch 1.13).
+//
+// One global callback restricted to RecordScope::USER_SCOPE sees
+//   - every c10d Work: ProcessGroupGloo (and NCCL, MPI, UCC) open a RecordFunction titled
+//     "gloo:all_reduce", "gloo:send", ... with the input tensors when the operation is issued, and
+//     end it from Work::finish() when it completes, possibly on a worker thread. Recorded as one
+//     span, issue to completion, cat "comm", with bytes (the inputs' numel x element size), the
+//     process group (`comm`), a per-group sequence number (`seq`, collectives only) and the peer
+//     (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its bucket
+//     allreduces from C++, so they are seen the same way. Each operation in flight holds one of
+//     the lanes "c10d 0", "c10d 1", ... so that overlapping asynchronous operations never nest.
+//   - torch.autograd.profiler.record_function scopes: "DistributedDataParallel.forward" becomes a
+//     "forward" span; the first zero_grad or DDP forward (in grad mode) after an optimizer step
+//     starts the next training step (tracedb_step: 0, 1, ...);
+//     "Optimizer.step#SGD.step" becomes "optimizer.step", "Optimizer.zero_grad#..."
+//     "optimizer.zero_grad"; any other user scope is recorded under its own name (cat "user").
+// The process group and the peer are not in the RecordFunction, and gloo opens it only when a
+// worker thread starts executing the operation (AsyncWork runs its "before" callback there, with
+// the issuing thread's ThreadLocalState: at::wrapPropagateTLSState). So tracedb/torch.py's
+// wrappers of the torch.distributed functions push a c10::ThreadLocalDebugInfo entry of our own
+// kind around each call (Push/Pop); it carries the group, the peer and a sequence number taken at
+// issue, in the issuing thread, and reaches the worker thread with the rest of the state.
+// Operations issued without one (DDP's Reducer, other C++ callers) belong to the default group
+// given to Install() and take their sequence number when they start executing: in issue order
+// unless two of them start within the same few microseconds on gloo's two worker threads
+// (docs/python.md, "Limits").
+//
+// Thread safety: the callbacks run on any thread; the per-group counters and the lane pool are
+// guarded by one mutex (held for a few instructions, once per communication operation); the
+// pushed context is thread-local (and propagated by PyTorch itself to gloo's worker threads).
+// Install/Remove are called with the GIL held.
+// What is recorded and why: docs/python.md, "PyTorch capture".
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tracedb/recorder.h"
+
+namespace {
+
+constexpr int32_t kNoPeer = INT32_MIN;
+
+// Our own kind of ThreadLocalDebugInfo entry: a value outside c10's DebugInfoKind list, so that
+// no PyTorch code that looks up its own kinds ever finds (and casts) ours.
+constexpr auto kCommInfoKind = static_cast<c10::DebugInfoKind>(0xA7);
+
+// What a torch.distributed call pushed for the operation(s) it issues.
+struct CommInfo : c10::DebugInfoBase {
+  uint32_t comm = 0;
+  int32_t peer = kNoPeer;
+  int64_t seq = -1;  // taken at issue; -1: none (p2p, or a call that issues inner calls)
+  bool suppress = false;  // tracedb's own traffic (clock sync) is not recorded
+  std::atomic<bool> used{false};  // the first operation takes `seq`, later ones number themselves
+};
+
+std::atomic<bool> g_installed{false};
+at::CallbackHandle g_handle = 0;
+std::atomic<uint32_t> g_default_comm{0};
+std::atomic<int64_t> g_step{0};
+// Set after optimizer.step (and at start): the next zero_grad or DDP forward in grad mode starts
+// the next training step, whichever order the loop calls them in.
+std::atomic<bool> g_step_pending{true};
+std::atomic<uint64_t> g_ops{0};  // communication operations recorded (for tests)
+
+std::mutex g_mu;
+std::unordered_map<uint32_t, uint64_t> g_seq;  // comm -> next collective sequence number
+constexpr int kMaxLanes = 64;
+uint32_t g_lane_ids[kMaxLanes] = {0};
+uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight
+
+// Interned names, per thread (tracedb_intern takes a lock).
+uint32_t Name(const char* s) {
+  thread_local std::unordered_map<std::string, uint32_t> cache;
+  auto it = cache.find(s);
+  if (it != cache.end()) return it->second;
+  const uint32_t id = tracedb_intern(s);
+  cache.emplace(s, id);
+  return id;
+}
+
+enum class OpKind : uint8_t { kCollective, kRooted, kP2p, kScope };
+
+struct Ctx : at::ObserverContext {
+  int64_t ts = 0;
+  uint32_t name = 0;
+  uint32_t cat = TRACEDB_CAT_USER;
+  int lane_slot = -1;  // -1: the ending thread's own track
+  tracedb_args args = {};
+};
+
+// "gloo:all_reduce" -> true (a c10d Work's profiling title).
+bool IsC10dTitle(const char* n) {
+  return std::strncmp(n, "gloo:", 5) == 0 || std::strncmp(n, "nccl:", 5) == 0 ||
+         std::strncmp(n, "mpi:", 4) == 0 || std::strncmp(n, "ucc:", 4) == 0;
+}
+
+OpKind KindOf(const char* title) {
+  const char* op = std::strchr(title, ':') + 1;
+  if (std::strncmp(op, "send", 4) == 0 || std::strncmp(op, "recv", 4) == 0) return OpKind::kP2p;
+  if (std::strcmp(op, "broadcast") == 0 || std::strcmp(op, "reduce") == 0 ||
+      std::strcmp(op, "gather") == 0 || std::strcmp(op, "scatter") == 0) {
+    return OpKind::kRooted;
+  }
+  return OpKind::kCollective;
+}
+
+uint64_t InputBytes(const at::RecordFunction& fn) {
+  uint64_t bytes = 0;
+  for (const c10::IValue& v : fn.inputs()) {
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (t.defined()) bytes += static_cast<uint64_t>(t.numel()) * t.element_size();
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) {
+        if (t.defined()) bytes += static_cast<uint64_t>(t.numel()) * t.element_size();
+      }
+    }
+  }
+  return bytes;
+}
+
+int TakeLane() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (int i = 0; i < kMaxLanes; ++i) {
+    if (!(g_lanes_busy & (uint64_t{1} << i))) {
+      if (g_lane_ids[i] == 0) {
+        const std::string lane = "c10d " + std::to_string(i);
+        g_lane_ids[i] = tracedb_lane(lane.c_str());
+        if (g_lane_ids[i] == 0) return -1;
+      }
+      g_lanes_busy |= uint64_t{1} << i;
+      return i;
+    }
+  }
+  return -1;  // more than 64 in flight: the ending thread's track
+}
+
+void ReleaseLane(int slot) {
+  if (slot < 0) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_lanes_busy &= ~(uint64_t{1} << slot);
+}
+
+uint64_t NextSeq(uint32_t comm) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_seq[comm]++;
+}
+
+std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
+  if (!TRACEDB_ACTIVE()) return nullptr;
+  const char* n = fn.name();
+  if (n == nullptr) return nullptr;
+  auto ctx = std::make_unique<Ctx>();
+  if (IsC10dTitle(n)) {
+    auto* info = static_cast<CommInfo*>(c10::ThreadLocalDebugInfo::get(kCommInfoKind));
+    if (info != nullptr && info->suppress) return nullptr;
+    const OpKind kind = KindOf(n);
+    const uint32_t comm = info != nullptr ? info->comm : g_default_comm.load();
+    ctx->name = Name(n);
+    ctx->cat = TRACEDB_CAT_COMM;
+    ctx->args.fields = TRACEDB_ARG_BYTES | TRACEDB_ARG_COMM;
+    ctx->args.bytes = InputBytes(fn);
+    ctx->args.comm = comm;
+    if (kind != OpKind::kCollective && info != nullptr && info->peer != kNoPeer) {
+      ctx->args.fields |= TRACEDB_ARG_PEER;
+      ctx->args.peer = info->peer;
+    }
+    if (kind != OpKind::kP2p) {
+      ctx->args.fields |= TRACEDB_ARG_SEQ;
+      const bool first = info != nullptr && !info->used.exchange(true);
+      ctx->args.seq = first && info->seq >= 0 ? static_cast<uint64_t>(info->seq) : NextSeq(comm);
+    }
+    ctx->lane_slot = TakeLane();
+    g_ops.fetch_add(1, std::memory_order_relaxed);
+  } else if (std::strcmp(n, "DistributedDataParallel.forward") == 0) {
+    if (c10::GradMode::is_enabled() && g_step_pending.exchange(false)) {
+      tracedb_step(g_step.fetch_add(1));
+    }
+    ctx->name = Name("forward");
+    ctx->cat = TRACEDB_CAT_COMPUTE;
+  } else if (std::strncmp(n, "Optimizer.step#", 15) == 0) {
+    g_step_pending = true;
+    ctx->name = Name("optimizer.step");
+    ctx->cat = TRACEDB_CAT_COMPUTE;
+  } else if (std::strncmp(n, "Optimizer.zero_grad#", 20) == 0) {
+    if (g_step_pending.exchange(false)) tracedb_step(g_step.fetch_add(1));
+    ctx->name = Name("optimizer.zero_grad");
+    ctx->cat = TRACEDB_CAT_COMPUTE;
+  } else {
+    ctx->name = Name(n);
+  }
+  ctx->ts = tracedb_now();
+  return ctx;
+}
+
+void OnEnd(const at::RecordFunction&, at::ObserverContext* base) {
+  auto* ctx = static_cast<Ctx*>(base);
+  if (ctx == nullptr) return;
+  const int64_t now = tracedb_now();
+  const uint32_t lane = ctx->lane_slot >= 0 ? g_lane_ids[ctx->lane_slot] : 0;
+  tracedb_complete_ex(ctx->name, ctx->cat, lane, ctx->ts, now - ctx->ts,
+                      ctx->args.fields ? &ctx->args : nullptr);
+  ReleaseLane(ctx->lane_slot);
+}
+
+// install(default_comm): registers the observer (idempotent).
+PyObject* Install(PyObject*, PyObject* arg) {
+  const unsigned long comm = PyLong_AsUnsignedLong(arg);
+  if (comm == static_cast<unsigned long>(-1) && PyErr_Occurred()) return nullptr;
+  g_default_comm.store(static_cast<uint32_t>(comm));
+  if (!g_installed.exchange(true)) {
+    try {
+      g_handle = at::addGlobalCallback(at::RecordFunctionCallback(OnStart, OnEnd)
+                                           .needsInputs(true)
+                                           .scopes({at::RecordScope::USER_SCOPE}));
+    } catch (const std::exception& e) {
+      g_installed = false;
+      PyErr_Format(PyExc_RuntimeError, "tracedb: cannot register the RecordFunction observer: %s",
+                   e.what());
+      return nullptr;
+    }
+  }
+  Py_RETURN_NONE;
+}
+
+PyObject* Remove(PyObject*, PyObject*) {
+  if (g_installed.exchange(false)) at::removeCallback(g_handle);
+  Py_RETURN_NONE;
+}
+
+// push(comm, peer=None, seq=False, suppress=False): the context of the operations this thread
+// issues until pop(); `peer` is a group rank; `seq`: the call issues one collective, which takes
+// the group's next sequence number now.
+PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kw[] = {"comm", "peer", "seq", "suppress", nullptr};
+  unsigned long comm = 0;
+  PyObject* peer = Py_None;
+  int seq = 0, suppress = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Opp", const_cast<char**>(kw), &comm, &peer,
+                                   &seq, &suppress)) {
+    return nullptr;
+  }
+  auto info = std::make_shared<CommInfo>();
+  info->comm = static_cast<uint32_t>(comm);
+  if (peer != Py_None) {
+    const long v = PyLong_AsLong(peer);
+    if (v == -1 && PyErr_Occurred()) return nullptr;
+    info->peer = static_cast<int32_t>(v);
+  }
+  info->suppress = suppress != 0;
+  if (seq && !info->suppress) info->seq = static_cast<int64_t>(NextSeq(info->comm));
+  c10::ThreadLocalDebugInfo::_push(kCommInfoKind, std::move(info));
+  Py_RETURN_NONE;
+}
+
+PyObject* Pop(PyObject*, PyObject*) {
+  if (c10::ThreadLocalDebugInfo::get(kCommInfoKind) == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "tracedb: pop() without push()");
+    return nullptr;
+  }
+  c10::ThreadLocalDebugInfo::_pop(kCommInfoKind);
+  Py_RETURN_NONE;
+}
+
+PyObject* Stats(PyObject*, PyObject*) {
+  return Py_BuildValue("{sKsLsO}", "ops", static_cast<unsigned long long>(g_ops.load()), "steps",
+                       static_cast<long long>(g_step.load()), "installed",
+                       g_installed.load() ? Py_True : Py_False);
+}
+
+PyMethodDef kMethods[] = {
+    {"install", Install, METH_O, "install(default_comm): register the RecordFunction observer."},
+    {"remove", Remove, METH_NOARGS, "remove(): unregister it."},
+    {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Push)),
+     METH_VARARGS | METH_KEYWORDS,
+     "push(comm, peer=None, seq=False, suppress=False): context of the next operations."},
+    {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
+    {"stats", Stats, METH_NOARGS, "stats() -> dict: operations and steps seen."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "tracedb._tracedb_torch",
+                       "PyTorch capture: a RecordFunction observer (see tracedb.torch).", -1,
+                       kMethods};
+
+}  // namespace
+
+extern "C" PyMODINIT_FUNC PyInit__tracedb_torch(void) { return PyModule_Create(&kModule); }

@@ -1,0 +1,197 @@
+"""The read path (tracedb.open, db.sql, db.events) against the SQL path's `events` table.
+
+A database with known content is recorded by the Python API in a child process (several ranks,
+threads, lanes, counters, typed arguments, steps) and compacted with the CLI; then every column
+db.events() decodes from the blocks is compared with the same rows read through `tracedb query`
+(the events virtual table, a separate reader), with and without filters, as NumPy and as pandas.
+Corrupt input must raise an error naming the file. Run by ctest (python_read_test).
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import tracedb
+
+TRACEDB_BIN = os.environ.get("TRACEDB_BIN", "tracedb")
+PYTHON = os.environ.get("TRACEDB_TEST_PYTHON", sys.executable)
+COLS = ["rank", "tid", "track", "lane", "id", "name", "cat", "kind", "ts", "dur", "end_ts",
+        "depth", "bytes", "peer", "tag", "comm", "seq", "flow", "value", "step"]
+
+try:
+    import numpy  # noqa: F401
+    HAVE_NUMPY = True
+except ImportError:
+    HAVE_NUMPY = False
+try:
+    import pandas  # noqa: F401
+    HAVE_PANDAS = True
+except ImportError:
+    HAVE_PANDAS = False
+
+
+def sql_rows(db, where=""):
+    q = subprocess.run([TRACEDB_BIN, "query", "--format", "json", db,
+                        f"SELECT {', '.join(COLS)} FROM events {where} ORDER BY id"],
+                       capture_output=True, text=True, timeout=120)
+    if q.returncode != 0:
+        raise AssertionError(q.stderr)
+    return json.loads(q.stdout) if q.stdout.strip() else []
+
+
+@unittest.skipUnless(HAVE_NUMPY, "numpy is not installed")
+class ReadTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tracedb-read-")
+        seg = os.path.join(cls.tmp, "seg")
+        code = textwrap.dedent(f"""
+            import os, threading, tracedb
+            tracedb.start({seg!r})
+            lane = tracedb.lane("tensor.w1")
+            def worker(t):
+                tracedb.thread_name(f"worker-{{t}}")
+                for i in range(3000):
+                    with tracedb.span("work", cat="compute"):
+                        with tracedb.span("send", "comm", bytes=i * 8, peer=t, tag=7, comm=3,
+                                          seq=i, flow=i + 1):
+                            pass
+                    if i % 100 == 0:
+                        tracedb.counter("queue", i / 4)
+            for s in range(5):
+                tracedb.step(s)
+                with tracedb.span("forward", cat="compute"):
+                    tracedb.instant("mark", cat="phase")
+                tracedb.begin("COMMUNICATE", cat="comm", lane=lane, bytes=s)
+                tracedb.end("COMMUNICATE", cat="comm", lane=lane)
+            ts = [threading.Thread(target=worker, args=(t,)) for t in range(3)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            tracedb.stop()
+        """)
+        for rank in (0, 1, 2):
+            env = dict(os.environ, TRACEDB_RANK=str(rank), TRACEDB_WORLD_SIZE="3")
+            env.pop("TRACEDB_DIR", None)
+            subprocess.run([PYTHON, "-c", code], env=env, check=True, timeout=120)
+        cls.db = os.path.join(cls.tmp, "job.tdb")
+        subprocess.run([TRACEDB_BIN, "compact", seg, "-o", cls.db], check=True,
+                       capture_output=True, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def numpy_rows(self, where=None):
+        cols = tracedb.open(self.db).events(columns=COLS, where=where, pandas=False)
+        n = len(cols["ts"])
+        rows = []
+        for i in range(n):
+            r = {}
+            for c in COLS:
+                v = cols[c][i]
+                if v is numpy.ma.masked:
+                    v = None
+                elif isinstance(v, numpy.generic):
+                    v = v.item()
+                r[c] = v
+            rows.append(r)
+        return sorted(rows, key=lambda r: r["id"])
+
+    def assert_same(self, ours, theirs):
+        self.assertEqual(len(ours), len(theirs))
+        for a, b in zip(ours, theirs):
+            for c in COLS:
+                if c == "value" and a[c] is not None and b[c] is not None:
+                    self.assertTrue(math.isclose(a[c], b[c], rel_tol=1e-12), (c, a, b))
+                else:
+                    self.assertEqual(a[c], b[c], (c, a, b))
+
+    def test_every_column_equals_the_sql_path(self):
+        theirs = sql_rows(self.db)
+        self.assertEqual(len(theirs), 3 * (5 * 3 + 3 * (3000 * 2 + 30)))
+        self.assert_same(self.numpy_rows(), theirs)
+
+    def test_filters_equal_the_sql_path(self):
+        cases = [
+            ({"rank": 1}, "WHERE rank = 1"),
+            ({"rank": [0, 2], "name": "send"}, "WHERE rank IN (0, 2) AND name = 'send'"),
+            ({"cat": ["comm", "phase"]}, "WHERE cat IN ('comm', 'phase')"),
+            ({"kind": "counter"}, "WHERE kind = 'counter'"),
+            ({"step": (1, 3), "name": "forward"}, "WHERE step BETWEEN 1 AND 3 AND name = 'forward'"),
+            ({"name": "nothing-by-this-name"}, "WHERE name = 'nothing-by-this-name'"),
+        ]
+        for where, sql in cases:
+            with self.subTest(where=where):
+                self.assert_same(self.numpy_rows(where), sql_rows(self.db, sql))
+        # ts and dur ranges, from the data itself
+        all_rows = sql_rows(self.db, "WHERE name = 'send'")
+        mid = sorted(r["ts"] for r in all_rows)[len(all_rows) // 2]
+        self.assert_same(self.numpy_rows({"ts": (mid, None), "name": "send"}),
+                         sql_rows(self.db, f"WHERE ts >= {mid} AND name = 'send'"))
+        self.assert_same(self.numpy_rows({"dur": (2000, None)}),
+                         sql_rows(self.db, "WHERE dur >= 2000"))
+
+    def test_zone_maps_prune_blocks(self):
+        db = tracedb.open(self.db)
+        db.events(columns=["ts"], where={"rank": 2})
+        self.assertLess(db.blocks_read, db.blocks_total)
+        self.assertGreater(db.blocks_read, 0)
+
+    @unittest.skipUnless(HAVE_PANDAS, "pandas is not installed")
+    def test_pandas_frame(self):
+        df = tracedb.open(self.db).events(columns=COLS, pandas=True)
+        theirs = sql_rows(self.db)
+        self.assertEqual(len(df), len(theirs))
+        df = df.sort_values("id").reset_index(drop=True)
+        self.assertEqual(str(df["name"].dtype), "category")
+        self.assertEqual(str(df["bytes"].dtype), "Int64")
+        for i in (0, 1, len(df) // 2, len(df) - 1):
+            for c in ("name", "cat", "kind", "lane", "bytes", "peer", "step", "ts", "tid"):
+                v = df[c][i]
+                v = None if v is pandas.NA or (isinstance(v, float) and math.isnan(v)) else v
+                self.assertEqual(v, theirs[i][c], (i, c))
+        self.assertEqual(int(df["bytes"].sum()), sum(r["bytes"] or 0 for r in theirs))
+
+    def test_sql_rows(self):
+        db = tracedb.open(self.db)
+        self.assertEqual(db.sql("SELECT count(*) FROM events WHERE name = ?", ("send",)),
+                         [(3 * 3 * 3000,)])
+        self.assertEqual(db.sql("SELECT DISTINCT rank FROM events ORDER BY rank"),
+                         [(0,), (1,), (2,)])
+
+    def test_errors_name_the_file(self):
+        with self.assertRaisesRegex(FileNotFoundError, "no-such.tdb"):
+            tracedb.open(os.path.join(self.tmp, "no-such.tdb"))
+        bad = os.path.join(self.tmp, "garbage.tdb")
+        with open(bad, "wb") as f:
+            f.write(b"not a database at all" * 100)
+        with self.assertRaisesRegex(ValueError, "garbage.tdb"):
+            tracedb.open(bad).events()
+        with self.assertRaisesRegex(ValueError, "no column 'nope'"):
+            tracedb.open(self.db).events(columns=["nope"])
+        # a block whose payload is damaged: an error naming the file, never a crash
+        broken = os.path.join(self.tmp, "broken.tdb")
+        shutil.copy(self.db, broken)
+        import sqlite3
+        con = sqlite3.connect(broken)
+        block, data = con.execute("SELECT block, data FROM blocks LIMIT 1").fetchone()
+        data = bytearray(data)
+        for i in range(8, len(data), 7):
+            data[i] ^= 0x5A
+        con.execute("UPDATE blocks SET data = ? WHERE block = ?", (bytes(data), block))
+        con.commit()
+        con.close()
+        with self.assertRaisesRegex(ValueError, "broken.tdb"):
+            tracedb.open(broken).events()
+
+
+if HAVE_NUMPY:
+    import numpy
+
+if __name__ == "__main__":
+    unittest.main()
