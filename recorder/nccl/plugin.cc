@@ -107,36 +107,55 @@ std::mutex g_init_mu;
 
 // ---- interned strings, cached by the address NCCL passes (its names are static strings) ----
 
-struct NameCache {
+// A small map from the address of a string NCCL passes (its names are static strings) to a value
+// computed once: an interned name id, or a code of event_mask.h. Lock-free: a miss computes the
+// value and publishes it with a CAS; a full neighbourhood just computes again.
+struct PtrCache {
   static constexpr int kSize = 1024;
   std::atomic<const char*> key[kSize] = {};
-  std::atomic<uint32_t> id[kSize] = {};
+  std::atomic<uint32_t> value[kSize] = {};  // value + 1 (0: being filled)
 };
-NameCache g_names;      // "AllReduce"
-NameCache g_api_names;  // "ncclAllReduce"
+PtrCache g_names;      // "AllReduce" -> id of "AllReduce"
+PtrCache g_api_names;  // "AllReduce" -> id of "ncclAllReduce"
+PtrCache g_dtypes;     // "ncclFloat32" -> DatatypeCode
+PtrCache g_algos;      // "RING" -> AlgoCode
+PtrCache g_protos;     // "LL128" -> ProtoCode
 
-uint32_t CachedName(NameCache& cache, const char* s, const char* prefix) {
-  if (s == nullptr) s = "unknown";
-  uint64_t h = reinterpret_cast<uintptr_t>(s) * 0x9E3779B97F4A7C15ull;
+template <typename F>
+uint32_t Cached(PtrCache& cache, const char* s, F&& compute) {
+  const uint64_t h = reinterpret_cast<uintptr_t>(s) * 0x9E3779B97F4A7C15ull;
   for (int probe = 0; probe < 16; ++probe) {
-    const int i = static_cast<int>((h >> 40) + probe) & (NameCache::kSize - 1);
+    const int i = static_cast<int>((h >> 40) + probe) & (PtrCache::kSize - 1);
     const char* k = cache.key[i].load(std::memory_order_acquire);
     if (k == s) {
-      uint32_t id = cache.id[i].load(std::memory_order_acquire);
-      if (id != 0) return id;
+      const uint32_t v = cache.value[i].load(std::memory_order_acquire);
+      if (v != 0) return v - 1;
       break;  // being filled by another thread
     }
     if (k == nullptr) {
-      const std::string full = std::string(prefix) + s;
-      const uint32_t id = tracedb_intern(full.c_str());
+      const uint32_t v = compute();
       const char* expected = nullptr;
       if (cache.key[i].compare_exchange_strong(expected, s, std::memory_order_acq_rel)) {
-        cache.id[i].store(id, std::memory_order_release);
+        cache.value[i].store(v + 1, std::memory_order_release);
       }
-      return id;
+      return v;
     }
   }
-  return tracedb_intern((std::string(prefix) + s).c_str());
+  return compute();
+}
+
+uint32_t CachedName(PtrCache& cache, const char* s, const char* prefix) {
+  if (s == nullptr) s = "unknown";
+  return Cached(cache, s, [&] { return tracedb_intern((std::string(prefix) + s).c_str()); });
+}
+uint32_t CachedDatatype(const char* s) {
+  return s == nullptr ? 0 : Cached(g_dtypes, s, [&] { return DatatypeCode(s); });
+}
+uint32_t CachedAlgo(const char* s) {
+  return s == nullptr ? 0 : Cached(g_algos, s, [&] { return AlgoCode(s); });
+}
+uint32_t CachedProto(const char* s) {
+  return s == nullptr ? 0 : Cached(g_protos, s, [&] { return ProtoCode(s); });
 }
 
 // ---- the pool ----
@@ -395,7 +414,7 @@ Result Start(void* context, void** handle, const Descr& d) {
       if (type == kKernelLaunch) name = g->n_kernel_launch;
       if (type == kCollApi || type == kP2pApi) {
         name = CachedName(g_api_names, d.func, "nccl");
-        const uint32_t dtype = DatatypeCode(d.datatype);
+        const uint32_t dtype = CachedDatatype(d.datatype);
         a.fields |= TRACEDB_ARG_BYTES;
         a.bytes = TaskBytes(d, dtype);
         if (type == kCollApi && d.root_or_peer >= 0) {
@@ -422,13 +441,13 @@ Result Start(void* context, void** handle, const Descr& d) {
       const uint32_t comm = c->comm.load(std::memory_order_acquire);
       const uint64_t flow = g->flow_counter.fetch_add(1, std::memory_order_relaxed) + 1;
       const uint32_t name = CachedName(g_names, d.func, "");
-      const uint32_t dtype = DatatypeCode(d.datatype);
+      const uint32_t dtype = CachedDatatype(d.datatype);
       e->flow.store(flow, std::memory_order_relaxed);
       e->name.store(name, std::memory_order_relaxed);
       a.fields = TRACEDB_ARG_BYTES | TRACEDB_ARG_TAG | TRACEDB_ARG_FLOW;
       a.bytes = TaskBytes(d, dtype);
       a.tag = static_cast<int32_t>(
-          PackTaskTag(dtype, AlgoCode(d.algo), ProtoCode(d.proto), d.channels, d.warps));
+          PackTaskTag(dtype, CachedAlgo(d.algo), CachedProto(d.proto), d.channels, d.warps));
       a.flow = flow;
       if (comm != 0) {
         a.fields |= TRACEDB_ARG_COMM;
