@@ -439,7 +439,10 @@ Result Start(void* context, void** handle, const Descr& d) {
     case kP2p: {
       if (d.comm_name != nullptr || d.comm_hash != 0) LearnComm(c, d.comm_name, d.comm_hash);
       const uint32_t comm = c->comm.load(std::memory_order_acquire);
-      const uint64_t flow = g->flow_counter.fetch_add(1, std::memory_order_relaxed) + 1;
+      // Task flows are 1 << 40 + n, apart from CUDA correlation flows (2 << 40 + id) and the MPI
+      // interposer's small request ids.
+      const uint64_t flow =
+          (uint64_t{1} << 40) | (g->flow_counter.fetch_add(1, std::memory_order_relaxed) + 1);
       const uint32_t name = CachedName(g_names, d.func, "");
       const uint32_t dtype = CachedDatatype(d.datatype);
       e->flow.store(flow, std::memory_order_relaxed);
