@@ -155,7 +155,7 @@ void HeavyBarrier() noexcept {
 Chunk* WaitForChunk(ChunkPool* pool) noexcept {
   const int64_t deadline = NowNs() + g_on_full_wait_ns;
   for (;;) {
-    Flusher::NotifyChunkFull();  // the flusher drains what is full, and frees chunks
+    Flusher::RequestDrain();  // the flusher writes what is full, and frees chunks
     timespec ts = {0, 50 * 1000};
     nanosleep(&ts, nullptr);
     if (Chunk* c = pool->Acquire(); c != nullptr) return c;
