@@ -181,6 +181,23 @@ TEST(RecorderBurst, PastTheBudgetEveryDropIsCounted) {
               static_cast<unsigned long long>(emitted));
 }
 
+// TRACEDB_ON_FULL=wait: the same burst into 1 MiB loses nothing; threads wait for the flusher.
+TEST(RecorderBurst, OnFullWaitLosesNothingInASmallBudget) {
+  testing::TempDir tmp;
+  unsetenv("TRACEDB_START_STEP");
+  unsetenv("TRACEDB_END_STEP");
+  tracedb_stop();
+  setenv("TRACEDB_ON_FULL", "wait", 1);
+  setenv("TRACEDB_ON_FULL_WAIT_MS", "10000", 1);
+  const BurstResult r = RecordBurst(tmp.Sub("trace"), "1");
+  unsetenv("TRACEDB_ON_FULL");
+  unsetenv("TRACEDB_ON_FULL_WAIT_MS");
+  const uint64_t emitted = uint64_t{kBurstThreads} * kBurstEvents;
+  EXPECT_EQ(r.segment_events, emitted);
+  EXPECT_EQ(r.segment_dropped, 0u);
+  EXPECT_EQ(r.db_rows, static_cast<long>(emitted));
+}
+
 // ---- Lifecycle under load ----
 
 // Per session directory: each producer's counter values (its serial numbers) with timestamps.
