@@ -114,7 +114,7 @@ __attribute__((noinline)) void DropBusy(ThreadBuffer* b) noexcept {
     if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
   } else if (b == &g_nobuf) {
     if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (Active()) {
     b->reentry_dropped.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -163,7 +163,8 @@ Chunk* WaitForChunk(ChunkPool* pool) noexcept {
   }
 }
 
-// Registers for membarrier(2); else producers fence themselves. REQUIRES: g_mu held.
+// Registers for membarrier(2); else producers fence themselves. Called once at load (before any
+// thread records) and in a forked child. REQUIRES: g_mu held, or no other thread.
 void SetUpBarrier() noexcept {
   g_membarrier = ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   g_producer_fence.store(!g_membarrier, std::memory_order_relaxed);
@@ -319,7 +320,7 @@ void ForkChild() {
   g_pool = nullptr;
   g_started = false;
   UpdateActive();
-  if (g_membarrier) SetUpBarrier();  // registration belongs to the parent's address space
+  SetUpBarrier();  // the registration belongs to the parent's address space
   g_mu.unlock();
   if (std::getenv("TRACEDB_FOLLOW_FORK") != nullptr) {
     if (const char* dir = std::getenv("TRACEDB_DIR"); dir != nullptr && *dir != '\0') {
@@ -332,6 +333,7 @@ void InitOnce() {
   std::call_once(g_init_once, [] {
     pthread_key_create(&g_thread_key, OnThreadExit);
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+    SetUpBarrier();
     g_step_name = Catalog::Get().Intern("step");
   });
 }
@@ -402,7 +404,6 @@ int tracedb_start(const char* dir) noexcept {
   }
   g_pool = pool;
   g_started = true;
-  SetUpBarrier();
   UpdateActive();  // publishes g_pool and the reset buffers to producers
   static std::once_flag exit_once;
   std::call_once(exit_once, [] {
