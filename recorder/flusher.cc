@@ -356,6 +356,10 @@ void Flusher::Cycle(bool final, bool partial) {
   }
   if (writer_.size() >= config_.segment_bytes && file_events_ > 0) {
     CloseFile();
+    if (writing_disabled_) {  // the END block could not be written
+      discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
+      return;
+    }
     Status s = OpenNextFile();
     if (!s.ok()) {
       FailWriting(s);
