@@ -162,8 +162,13 @@ long JsonInt(const std::string& json, const std::string& key) {
   return p == std::string::npos ? -1 : std::atol(json.c_str() + p + k.size());
 }
 
+// `budget_mb` nullptr: the default budget.
 BurstResult RecordBurst(const std::string& dir, const char* budget_mb) {
-  setenv("TRACEDB_BUFFER_MB", budget_mb, 1);
+  if (budget_mb != nullptr) {
+    setenv("TRACEDB_BUFFER_MB", budget_mb, 1);
+  } else {
+    unsetenv("TRACEDB_BUFFER_MB");
+  }
   EXPECT_EQ(tracedb_start(dir.c_str()), TRACEDB_OK);
   unsetenv("TRACEDB_BUFFER_MB");
   RunBurst(tracedb_intern("burst"));
@@ -200,6 +205,20 @@ TEST(RecorderBurst, TheWholeBudgetAbsorbsABurst) {
   EXPECT_EQ(r.segment_dropped, 0u);
   EXPECT_EQ(r.db_rows, static_cast<long>(emitted));
   EXPECT_EQ(r.db_dropped, 0);
+}
+
+TEST(RecorderBurst, TheDefaultBudgetCountsExactly) {
+  testing::TempDir tmp;
+  unsetenv("TRACEDB_START_STEP");
+  unsetenv("TRACEDB_END_STEP");
+  tracedb_stop();
+  const BurstResult r = RecordBurst(tmp.Sub("trace"), nullptr);  // the default, 64 MiB
+  const uint64_t emitted = uint64_t{kBurstThreads} * kBurstEvents;
+  EXPECT_EQ(r.segment_events + r.segment_dropped, emitted);
+  EXPECT_EQ(r.db_rows, static_cast<long>(r.segment_events));
+  EXPECT_EQ(r.db_dropped, static_cast<long>(r.segment_dropped));
+  // 32 MiB of records: the default budget holds the whole burst.
+  EXPECT_EQ(r.segment_dropped, 0u);
 }
 
 TEST(RecorderBurst, PastTheBudgetEveryDropIsCounted) {
