@@ -176,6 +176,9 @@ inline uint8_t CatOf(uint32_t cat) noexcept {
 }
 
 // The general recording path: one Record, an optional payload slot, optional argument slots.
+// kNow as `ts`: the clock is read once the call has entered (so that an event is never stamped
+// before the session that records it started).
+constexpr int64_t kNow = INT64_MIN;
 inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int64_t ts,
                  bool has_payload, uint64_t payload, const tracedb_args* args) noexcept {
   ThreadBuffer* b = Enter();
@@ -189,6 +192,7 @@ inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int
   }
   Record* slots = b->slots;
   Record& r = SlotAt(slots, h);
+  if (ts == kNow) ts = NowNs();
   r.ts = ts;
   r.name = name;
   r.lane = LaneOf(lane);
@@ -500,25 +504,25 @@ int64_t tracedb_now(void) noexcept { return NowNs(); }
 
 void tracedb_begin_ex(uint32_t name, uint32_t cat, uint32_t lane,
                       const tracedb_args* args) noexcept {
-  if (Active()) Emit(EventKind::kBegin, name, cat, lane, NowNs(), false, 0, args);
+  if (Active()) Emit(EventKind::kBegin, name, cat, lane, kNow, false, 0, args);
 }
 void tracedb_end_ex(uint32_t name, uint32_t cat, uint32_t lane, const tracedb_args* args) noexcept {
-  if (Active()) Emit(EventKind::kEnd, name, cat, lane, NowNs(), false, 0, args);
+  if (Active()) Emit(EventKind::kEnd, name, cat, lane, kNow, false, 0, args);
 }
 void tracedb_instant_ex(uint32_t name, uint32_t cat, uint32_t lane,
                         const tracedb_args* args) noexcept {
-  if (Active()) Emit(EventKind::kInstant, name, cat, lane, NowNs(), false, 0, args);
+  if (Active()) Emit(EventKind::kInstant, name, cat, lane, kNow, false, 0, args);
 }
 void tracedb_counter_ex(uint32_t name, uint32_t cat, uint32_t lane, double value) noexcept {
   if (!Active()) return;
   uint64_t bits;
   std::memcpy(&bits, &value, 8);
-  Emit(EventKind::kCounter, name, cat, lane, NowNs(), true, bits, nullptr);
+  Emit(EventKind::kCounter, name, cat, lane, kNow, true, bits, nullptr);
 }
 void tracedb_complete_ex(uint32_t name, uint32_t cat, uint32_t lane, int64_t ts_ns, int64_t dur_ns,
                          const tracedb_args* args) noexcept {
   if (!Active()) return;
-  Emit(EventKind::kComplete, name, cat, lane, ts_ns, true,
+  Emit(EventKind::kComplete, name, cat, lane, ts_ns != kNow ? ts_ns : kNow + 1, true,
        static_cast<uint64_t>(dur_ns > 0 ? dur_ns : 0), args);
 }
 
@@ -527,7 +531,7 @@ void tracedb_step(int64_t step) noexcept {
   g_step = step;
   UpdateActive();
   if (Active()) {
-    Emit(EventKind::kStep, g_step_name, TRACEDB_CAT_STEP, 0, NowNs(), true,
+    Emit(EventKind::kStep, g_step_name, TRACEDB_CAT_STEP, 0, kNow, true,
          static_cast<uint64_t>(step), nullptr);
   }
 }
