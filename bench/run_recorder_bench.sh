@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Recorder benchmark with its peers, side by side in one run: tracedb (recorder_bench, which also
-# runs the Horovod-style writer) and LTTng-UST 2.13 (lttng_bench under a real LTTng session).
+# runs the Horovod-style writer, and the burst at 512, 64 and 4 MiB budgets) and LTTng-UST 2.13
+# (lttng_bench under a real LTTng session).
 # Needs liblttng-ust-dev and lttng-tools for the LTTng part (installed here when root).
 # Usage: bench/run_recorder_bench.sh [REPS]
 set -euo pipefail
@@ -20,6 +21,11 @@ ours=$("$root/build-bench/bench/recorder_bench" --reps "$reps")
 echo "$ours"
 ours_span=$(echo "$ours" | awk '/recording, 1 thread/ {print $(NF-1)}')
 ours_bpe=$(echo "$ours" | awk '/segment bytes per event/ {print $(NF-1)}')
+# The burst of DESIGN.md (4 threads x 250,000 complete events flat out), one process per budget.
+echo
+for mb in 512 64 4; do
+  "$root/build-bench/bench/recorder_bench" --burst "$mb" --dir "/tmp/tracedb-recorder-burst-$$"
+done
 
 if [ -x "$root/build-bench/bench/lttng_bench" ] && command -v lttng >/dev/null; then
   pgrep -x lttng-sessiond >/dev/null || lttng-sessiond --daemonize --no-kernel >/dev/null 2>&1

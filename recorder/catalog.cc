@@ -109,7 +109,9 @@ bool Catalog::WaitIdle(int64_t timeout_ns) {
   const int64_t deadline = MonotonicNs() + timeout_ns;
   bool idle = true;
   for (ThreadBuffer* b : buffers_) {
-    while (b->busy.load(std::memory_order_acquire) != 0) {
+    // An exited thread is in no call (one cancelled inside a TRACEDB_ON_FULL wait left busy set).
+    while (b->busy.load(std::memory_order_acquire) != 0 &&
+           !b->retired.load(std::memory_order_acquire)) {
       if (MonotonicNs() > deadline) {
         idle = false;
         break;

@@ -11,6 +11,7 @@
 
 #include <climits>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -45,6 +46,12 @@ uint64_t g_nobuf_reported = 0;                          // flusher-owned
 std::atomic<uint32_t> g_wake_word{0};
 std::atomic<uint32_t> g_sleeping{0};
 std::atomic<uint64_t> g_full_chunks{0};
+// Full chunks as of the flusher's last cycle, and how many more wake it: a batch of chunks per
+// write (a 16th of the pool, 1 to 64 chunks: 4 MiB of the default 64) rather than one wake-up and
+// one write(2) per chunk.
+std::atomic<uint64_t> g_full_seen{0};
+std::atomic<uint32_t> g_wake_batch{1};
+std::atomic<uint32_t> g_drain_request{0};  // TRACEDB_ON_FULL=wait: write the full chunks now
 // SIGTERM/SIGINT: the handler asks, the flusher answers after its last write.
 std::atomic<uint32_t> g_flusher_running{0};
 std::atomic<uint32_t> g_terminate_request{0};
@@ -134,6 +141,10 @@ Status Flusher::Start(const FlusherConfig& config) {
   if (!s.ok()) return s;
   last_write_ns_ = NowNs();
   full_seen_ = g_full_chunks.load(std::memory_order_relaxed);
+  g_full_seen.store(full_seen_, std::memory_order_relaxed);
+  g_wake_batch.store(
+      config_.pool != nullptr ? std::clamp<uint32_t>(config_.pool->chunks() / 16, 1, 64) : 1,
+      std::memory_order_relaxed);
   if (config_.pool != nullptr) config_.pool->Prefault(config_.prefault_chunks);
   g_terminate_request.store(0, std::memory_order_relaxed);
   g_terminate_done.store(0, std::memory_order_relaxed);
@@ -345,6 +356,10 @@ void Flusher::Cycle(bool final, bool partial) {
   }
   if (writer_.size() >= config_.segment_bytes && file_events_ > 0) {
     CloseFile();
+    if (writing_disabled_) {  // the END block could not be written
+      discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
+      return;
+    }
     Status s = OpenNextFile();
     if (!s.ok()) {
       FailWriting(s);
@@ -476,10 +491,13 @@ void Flusher::Run() {
     }
     const bool terminate = g_terminate_request.load(std::memory_order_acquire) != 0;
     const uint64_t full = g_full_chunks.load(std::memory_order_seq_cst);
+    const uint32_t batch = g_wake_batch.load(std::memory_order_relaxed);
     const int64_t idle_ns = NowNs() - last_write_ns_;
     const bool timer = idle_ns >= config_.flush_interval_ns;
-    if (stopping || asked || terminate || timer || full != full_seen_) {
+    const bool drain = g_drain_request.exchange(0, std::memory_order_acq_rel) != 0;
+    if (stopping || asked || terminate || timer || drain || full - full_seen_ >= batch) {
       full_seen_ = full;
+      g_full_seen.store(full, std::memory_order_relaxed);
       const int64_t cpu0 = ThreadCpuNs();
       const bool everything = stopping || asked || terminate || timer;
       Cycle(/*final=*/stopping || terminate, /*partial=*/everything);
@@ -498,7 +516,7 @@ void Flusher::Run() {
       continue;
     }
     g_sleeping.store(1, std::memory_order_seq_cst);
-    if (g_full_chunks.load(std::memory_order_seq_cst) == full_seen_) {
+    if (g_full_chunks.load(std::memory_order_seq_cst) - full_seen_ < batch) {
       WaitForWake(word, config_.flush_interval_ns - idle_ns);
     }
     g_sleeping.store(0, std::memory_order_relaxed);
@@ -506,8 +524,17 @@ void Flusher::Run() {
 }
 
 void Flusher::NotifyChunkFull() noexcept {
-  g_full_chunks.fetch_add(1, std::memory_order_seq_cst);
-  if (g_sleeping.load(std::memory_order_seq_cst) != 0) WakeFlusher();
+  const uint64_t full = g_full_chunks.fetch_add(1, std::memory_order_seq_cst) + 1;
+  if (full - g_full_seen.load(std::memory_order_relaxed) >=
+          g_wake_batch.load(std::memory_order_relaxed) &&
+      g_sleeping.load(std::memory_order_seq_cst) != 0) {
+    WakeFlusher();
+  }
+}
+
+void Flusher::RequestDrain() noexcept {
+  g_drain_request.store(1, std::memory_order_release);
+  WakeFlusher();
 }
 
 bool Flusher::RequestTerminateFlush(int timeout_ms) noexcept {

@@ -1,8 +1,8 @@
 // The flusher: one background thread per recording process that drains every thread buffer,
 // encodes the records into EVENTS blocks (columns, then LZ4), and appends them with the catalog's
 // new strings, lanes and thread names to this rank's segment file. It sleeps on a futex and is
-// woken when a producer fills a chunk (it then writes the full chunks and gives them back to the
-// pool), when the flush interval (default 1 s) has passed since its last write (it then writes
+// woken when producers have filled a batch of chunks (it then writes the full chunks and gives
+// them back to the pool), when the flush interval (default 1 s) has passed since its last write (it then writes
 // everything, partly filled chunks too), on tracedb_flush(), on Stop(), and when SIGTERM/SIGINT
 // asks for a last write (RequestTerminateFlush). It rotates files by size and writes an END block
 // at the end of the session.
@@ -69,9 +69,11 @@ class Flusher {
   void UnlockAfterFork();
   void AbandonInChild();
 
-  // Called by a producer that has just sealed a full chunk: wakes the flusher if it sleeps.
-  // Async-signal-safe.
+  // Called by a producer that has just sealed a full chunk: wakes the flusher if it sleeps and
+  // a batch of chunks (a 16th of the pool, 1 to 64) is full. Async-signal-safe.
   static void NotifyChunkFull() noexcept;
+  // Wakes the flusher to write the full chunks now (a producer waiting for a free chunk).
+  static void RequestDrain() noexcept;
   // From a SIGTERM/SIGINT handler: asks the running flusher for a last write (everything
   // buffered, then END) and waits for it up to `timeout_ms`. Returns true when it was written.
   // Async-signal-safe.

@@ -114,7 +114,7 @@ __attribute__((noinline)) void DropBusy(ThreadBuffer* b) noexcept {
     if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
   } else if (b == &g_nobuf) {
     if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (Active()) {
     b->reentry_dropped.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -155,7 +155,7 @@ void HeavyBarrier() noexcept {
 Chunk* WaitForChunk(ChunkPool* pool) noexcept {
   const int64_t deadline = NowNs() + g_on_full_wait_ns;
   for (;;) {
-    Flusher::NotifyChunkFull();  // the flusher drains what is full, and frees chunks
+    Flusher::RequestDrain();  // the flusher writes what is full, and frees chunks
     timespec ts = {0, 50 * 1000};
     nanosleep(&ts, nullptr);
     if (Chunk* c = pool->Acquire(); c != nullptr) return c;
@@ -163,7 +163,8 @@ Chunk* WaitForChunk(ChunkPool* pool) noexcept {
   }
 }
 
-// Registers for membarrier(2); else producers fence themselves. REQUIRES: g_mu held.
+// Registers for membarrier(2); else producers fence themselves. Called once at load (before any
+// thread records) and in a forked child. REQUIRES: g_mu held, or no other thread.
 void SetUpBarrier() noexcept {
   g_membarrier = ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   g_producer_fence.store(!g_membarrier, std::memory_order_relaxed);
@@ -175,6 +176,9 @@ inline uint8_t CatOf(uint32_t cat) noexcept {
 }
 
 // The general recording path: one Record, an optional payload slot, optional argument slots.
+// kNow as `ts`: the clock is read once the call has entered (so that an event is never stamped
+// before the session that records it started).
+constexpr int64_t kNow = INT64_MIN;
 inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int64_t ts,
                  bool has_payload, uint64_t payload, const tracedb_args* args) noexcept {
   ThreadBuffer* b = Enter();
@@ -188,6 +192,7 @@ inline void Emit(EventKind kind, uint32_t name, uint32_t cat, uint32_t lane, int
   }
   Record* slots = b->slots;
   Record& r = SlotAt(slots, h);
+  if (ts == kNow) ts = NowNs();
   r.ts = ts;
   r.name = name;
   r.lane = LaneOf(lane);
@@ -319,7 +324,7 @@ void ForkChild() {
   g_pool = nullptr;
   g_started = false;
   UpdateActive();
-  if (g_membarrier) SetUpBarrier();  // registration belongs to the parent's address space
+  SetUpBarrier();  // the registration belongs to the parent's address space
   g_mu.unlock();
   if (std::getenv("TRACEDB_FOLLOW_FORK") != nullptr) {
     if (const char* dir = std::getenv("TRACEDB_DIR"); dir != nullptr && *dir != '\0') {
@@ -332,6 +337,7 @@ void InitOnce() {
   std::call_once(g_init_once, [] {
     pthread_key_create(&g_thread_key, OnThreadExit);
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+    SetUpBarrier();
     g_step_name = Catalog::Get().Intern("step");
   });
 }
@@ -402,7 +408,6 @@ int tracedb_start(const char* dir) noexcept {
   }
   g_pool = pool;
   g_started = true;
-  SetUpBarrier();
   UpdateActive();  // publishes g_pool and the reset buffers to producers
   static std::once_flag exit_once;
   std::call_once(exit_once, [] {
@@ -499,25 +504,25 @@ int64_t tracedb_now(void) noexcept { return NowNs(); }
 
 void tracedb_begin_ex(uint32_t name, uint32_t cat, uint32_t lane,
                       const tracedb_args* args) noexcept {
-  if (Active()) Emit(EventKind::kBegin, name, cat, lane, NowNs(), false, 0, args);
+  if (Active()) Emit(EventKind::kBegin, name, cat, lane, kNow, false, 0, args);
 }
 void tracedb_end_ex(uint32_t name, uint32_t cat, uint32_t lane, const tracedb_args* args) noexcept {
-  if (Active()) Emit(EventKind::kEnd, name, cat, lane, NowNs(), false, 0, args);
+  if (Active()) Emit(EventKind::kEnd, name, cat, lane, kNow, false, 0, args);
 }
 void tracedb_instant_ex(uint32_t name, uint32_t cat, uint32_t lane,
                         const tracedb_args* args) noexcept {
-  if (Active()) Emit(EventKind::kInstant, name, cat, lane, NowNs(), false, 0, args);
+  if (Active()) Emit(EventKind::kInstant, name, cat, lane, kNow, false, 0, args);
 }
 void tracedb_counter_ex(uint32_t name, uint32_t cat, uint32_t lane, double value) noexcept {
   if (!Active()) return;
   uint64_t bits;
   std::memcpy(&bits, &value, 8);
-  Emit(EventKind::kCounter, name, cat, lane, NowNs(), true, bits, nullptr);
+  Emit(EventKind::kCounter, name, cat, lane, kNow, true, bits, nullptr);
 }
 void tracedb_complete_ex(uint32_t name, uint32_t cat, uint32_t lane, int64_t ts_ns, int64_t dur_ns,
                          const tracedb_args* args) noexcept {
   if (!Active()) return;
-  Emit(EventKind::kComplete, name, cat, lane, ts_ns, true,
+  Emit(EventKind::kComplete, name, cat, lane, ts_ns != kNow ? ts_ns : kNow + 1, true,
        static_cast<uint64_t>(dur_ns > 0 ? dur_ns : 0), args);
 }
 
@@ -526,7 +531,7 @@ void tracedb_step(int64_t step) noexcept {
   g_step = step;
   UpdateActive();
   if (Active()) {
-    Emit(EventKind::kStep, g_step_name, TRACEDB_CAT_STEP, 0, NowNs(), true,
+    Emit(EventKind::kStep, g_step_name, TRACEDB_CAT_STEP, 0, kNow, true,
          static_cast<uint64_t>(step), nullptr);
   }
 }

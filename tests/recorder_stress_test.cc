@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,44 @@ class StressVisitor : public engine::SegmentVisitor {
   std::map<std::string, int64_t> last_ts;
   uint64_t count = 0, begins = 0, dropped = 0, non_monotonic = 0;
 };
+
+// The clock is published safely: threads that never started a session read it while another
+// thread starts the first session (which calibrates it). Defined first, so that it runs before
+// any other test of this binary has started a session. Under ThreadSanitizer a racy publication
+// is reported; everywhere, every thread's readings must be monotonic and on one time base.
+TEST(RecorderClock, ReadByManyThreadsWhileTheFirstSessionStarts) {
+  testing::TempDir tmp;
+  std::atomic<bool> go{false}, done{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t) {
+    readers.emplace_back([&] {
+      while (!go.load()) std::this_thread::yield();
+      auto mono = [] {
+        timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+      };
+      int64_t last = tracedb_now();
+      while (!done.load(std::memory_order_relaxed)) {
+        const int64_t before = mono();
+        const int64_t now = tracedb_now();
+        const int64_t after = mono();
+        if (now < last) bad.fetch_add(1);
+        last = now;
+        // The same time base as CLOCK_MONOTONIC, within 1 ms (the calibration is far better).
+        if (now < before - 1000000 || now > after + 1000000) bad.fetch_add(1);
+      }
+    });
+  }
+  go.store(true);
+  ASSERT_EQ(tracedb_start(tmp.path().c_str()), TRACEDB_OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  done.store(true);
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(tracedb_stop(), TRACEDB_OK);
+  EXPECT_EQ(bad.load(), 0);
+}
 
 TEST(RecorderStress, EightThreadsEveryEventWrittenOrCounted) {
   testing::TempDir tmp;
@@ -123,8 +162,13 @@ long JsonInt(const std::string& json, const std::string& key) {
   return p == std::string::npos ? -1 : std::atol(json.c_str() + p + k.size());
 }
 
+// `budget_mb` nullptr: the default budget.
 BurstResult RecordBurst(const std::string& dir, const char* budget_mb) {
-  setenv("TRACEDB_BUFFER_MB", budget_mb, 1);
+  if (budget_mb != nullptr) {
+    setenv("TRACEDB_BUFFER_MB", budget_mb, 1);
+  } else {
+    unsetenv("TRACEDB_BUFFER_MB");
+  }
   EXPECT_EQ(tracedb_start(dir.c_str()), TRACEDB_OK);
   unsetenv("TRACEDB_BUFFER_MB");
   RunBurst(tracedb_intern("burst"));
@@ -163,6 +207,20 @@ TEST(RecorderBurst, TheWholeBudgetAbsorbsABurst) {
   EXPECT_EQ(r.db_dropped, 0);
 }
 
+TEST(RecorderBurst, TheDefaultBudgetCountsExactly) {
+  testing::TempDir tmp;
+  unsetenv("TRACEDB_START_STEP");
+  unsetenv("TRACEDB_END_STEP");
+  tracedb_stop();
+  const BurstResult r = RecordBurst(tmp.Sub("trace"), nullptr);  // the default, 64 MiB
+  const uint64_t emitted = uint64_t{kBurstThreads} * kBurstEvents;
+  EXPECT_EQ(r.segment_events + r.segment_dropped, emitted);
+  EXPECT_EQ(r.db_rows, static_cast<long>(r.segment_events));
+  EXPECT_EQ(r.db_dropped, static_cast<long>(r.segment_dropped));
+  // 32 MiB of records: the default budget holds the whole burst.
+  EXPECT_EQ(r.segment_dropped, 0u);
+}
+
 TEST(RecorderBurst, PastTheBudgetEveryDropIsCounted) {
   testing::TempDir tmp;
   unsetenv("TRACEDB_START_STEP");
@@ -179,6 +237,23 @@ TEST(RecorderBurst, PastTheBudgetEveryDropIsCounted) {
               static_cast<unsigned long long>(r.segment_events),
               static_cast<unsigned long long>(r.segment_dropped),
               static_cast<unsigned long long>(emitted));
+}
+
+// TRACEDB_ON_FULL=wait: the same burst into 1 MiB loses nothing; threads wait for the flusher.
+TEST(RecorderBurst, OnFullWaitLosesNothingInASmallBudget) {
+  testing::TempDir tmp;
+  unsetenv("TRACEDB_START_STEP");
+  unsetenv("TRACEDB_END_STEP");
+  tracedb_stop();
+  setenv("TRACEDB_ON_FULL", "wait", 1);
+  setenv("TRACEDB_ON_FULL_WAIT_MS", "10000", 1);
+  const BurstResult r = RecordBurst(tmp.Sub("trace"), "1");
+  unsetenv("TRACEDB_ON_FULL");
+  unsetenv("TRACEDB_ON_FULL_WAIT_MS");
+  const uint64_t emitted = uint64_t{kBurstThreads} * kBurstEvents;
+  EXPECT_EQ(r.segment_events, emitted);
+  EXPECT_EQ(r.segment_dropped, 0u);
+  EXPECT_EQ(r.db_rows, static_cast<long>(emitted));
 }
 
 // ---- Lifecycle under load ----
@@ -346,7 +421,11 @@ TEST(RecorderLifecycle, SignalHandlerRecordingWhileTheThreadRecords) {
   ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
   g_handler_calls.store(0);
 
+#if defined(__SANITIZE_THREAD__)
+  constexpr int kEvents = 500000;  // ThreadSanitizer runs it about 20 times slower
+#else
   constexpr int kEvents = 2000000;
+#endif
   std::atomic<bool> ready{false}, done{false};
   std::thread worker([&] {
     tracedb_thread_name("worker");

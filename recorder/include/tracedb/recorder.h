@@ -17,8 +17,9 @@
  * writing is disabled by an I/O error (counted in tracedb_get_counters).
  * Stop: tracedb_stop() waits for every call that found recording on; each such event is in the
  * session's files or counted as dropped, never in a later session's.
- * Signal handlers: the recording calls (tracedb_begin ... tracedb_complete_ex, tracedb_now) may
- * be called from a signal handler with names interned beforehand; a handler that interrupts its
+ * Signal handlers: the recording calls (tracedb_begin ... tracedb_complete_ex, and tracedb_now
+ * once a session has started) may be called from a signal handler with names interned
+ * beforehand; a handler that interrupts its
  * thread inside a recording call drops its event and counts it. The other functions take locks:
  * not from a handler.
  * SIGTERM, SIGINT: at the first tracedb_start(), where the application left the default action,
