@@ -184,16 +184,20 @@ Event* OwnEvent(void* p) {
 
 // ---- lanes ----
 
-void SetLabel(Context* c, const char* comm_name, uint64_t hash) {
+// The communicator's name in lane names: its commName, else "comm <hash>", then " r<rank>" (a
+// process may hold several ranks of one communicator, one per GPU).
+void SetLabel(Context* c, const char* comm_name, uint64_t hash, int rank) {
   std::lock_guard<std::mutex> lock(c->label_mu);
   if (!c->label.empty()) return;
+  char buf[64];
   if (comm_name != nullptr && comm_name[0] != 0) {
     c->label = comm_name;
   } else {
-    char buf[40];
     snprintf(buf, sizeof(buf), "comm %016llx", static_cast<unsigned long long>(hash));
     c->label = buf;
   }
+  snprintf(buf, sizeof(buf), " r%d", rank);
+  c->label += buf;
 }
 
 uint32_t MakeLane(Context* c, std::atomic<uint32_t>* slot, const char* suffix) {
@@ -226,9 +230,9 @@ uint32_t Fold(uint64_t h) {
 }
 
 // v3 names the communicator in each task descriptor rather than in init.
-void LearnComm(Context* c, const char* name, uint64_t hash) {
+void LearnComm(Context* c, const char* name, uint64_t hash, int rank) {
   if (c->comm.load(std::memory_order_acquire) != 0) return;
-  SetLabel(c, name, hash);
+  SetLabel(c, name, hash, rank);
   c->comm_hash = hash;
   c->comm.store(Fold(hash), std::memory_order_release);
 }
@@ -437,7 +441,7 @@ Result Start(void* context, void** handle, const Descr& d) {
       break;
     case kColl:
     case kP2p: {
-      if (d.comm_name != nullptr || d.comm_hash != 0) LearnComm(c, d.comm_name, d.comm_hash);
+      if (d.comm_name != nullptr || d.comm_hash != 0) LearnComm(c, d.comm_name, d.comm_hash, d.rank);
       const uint32_t comm = c->comm.load(std::memory_order_acquire);
       // Task flows are 1 << 40 + n, apart from CUDA correlation flows (2 << 40 + id) and the MPI
       // interposer's small request ids.
@@ -687,7 +691,7 @@ Result InitV5(void** context, uint64_t comm_id, int* mask, const char* comm_name
   c->nranks = nranks;
   c->rank = rank;
   c->comm_hash = comm_id;
-  SetLabel(c, comm_name, comm_id);
+  SetLabel(c, comm_name, comm_id, rank);
   c->comm.store(Fold(comm_id));
   const Result r = Init(c, mask);
   if (r != kSuccess) {

@@ -109,6 +109,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     const std::string r = std::to_string(rank);
+    const std::string lp = "nccl dp r" + r;  // the lanes of this rank's communicator
     int colls = 0, proxies = 0, steps = 0, kernels = 0;
     for (const auto& f : facts[rank]) {
       if (f[0] == "name") {
@@ -128,7 +129,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         const int proto = f[6] == "LL128" ? 2 : 3;
         const int32_t tag = nccl::PackTaskTag(8, algo, proto, 2, 16);
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                         " AND kind = 'instant' AND cat = 'nccl' AND lane = 'nccl dp' AND name = " +
+                         " AND kind = 'instant' AND cat = 'nccl' AND lane = " + Q(lp) + " AND name = " +
                          Q(f[2]) + " AND seq = " + f[1] + " AND bytes = " + f[3] +
                          " AND comm = " + comm + " AND tag = " + std::to_string(tag) +
                          (root >= 0 ? " AND peer = " + f[4] : " AND peer IS NULL") +
@@ -143,7 +144,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         EXPECT_EQ(db.Int("SELECT count(*) FROM events p JOIN events c ON c.rank = p.rank AND "
                          "c.flow = p.flow AND c.kind = 'instant' WHERE p.rank = " + r +
                          " AND p.kind = 'span' AND p.name = " + Q(name) + " AND p.lane = " +
-                         Q("nccl dp ch" + f[3] + " " + f[1]) + " AND p.seq = " + f[2] +
+                         Q(lp + " ch" + f[3] + " " + f[1]) + " AND p.seq = " + f[2] +
                          " AND c.seq = " + f[2] + " AND p.peer = " + f[4] + " AND p.bytes = " +
                          f[5] + " AND p.comm = " + comm),
                   1)
@@ -153,7 +154,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         ++steps;
         const std::string name = f[1] == "send" ? "ProxyStepSend" : "ProxyStepRecv";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND name = " +
-                         Q(name) + " AND lane = " + Q("nccl dp ch" + f[3] + " " + f[1] + " steps") +
+                         Q(name) + " AND lane = " + Q(lp + " ch" + f[3] + " " + f[1] + " steps") +
                          " AND seq = " + f[2] + " AND tag = " + f[4] + " AND bytes = " + f[5] +
                          " AND flow IS NOT NULL"),
                   1)
@@ -165,7 +166,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         ++kernels;
         const bool gpu = f[4] != "-1";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND kind = 'span' " +
-                         "AND name = " + Q(f[3]) + " AND lane = " + Q("nccl dp ch" + f[2] + " kernel") +
+                         "AND name = " + Q(f[3]) + " AND lane = " + Q(lp + " ch" + f[2] + " kernel") +
                          " AND seq = " + f[1] + " AND (tag & 255) = " + f[2] +
                          " AND (tag >> 8 & 1) = " + (gpu ? "1" : "0") +
                          (gpu ? " AND abs(dur - " + f[4] + ") <= 2" : "") + " AND comm = " + comm),
@@ -205,10 +206,10 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
                      " AND name IN ('ProxyStepSend', 'ProxyStepRecv')"),
               steps);
     EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                     " AND lane LIKE 'nccl dp ch% kernel'"),
+                     " AND lane LIKE " + Q(lp + " ch% kernel")),
               kernels);
     EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                     " AND name = 'Group' AND lane = 'nccl dp groups' AND kind = 'span'"),
+                     " AND name = 'Group' AND lane = " + Q(lp + " groups") + " AND kind = 'span'"),
               colls + 1);
     EXPECT_EQ(db.Int("SELECT CAST(value AS INTEGER) FROM events WHERE rank = " + r +
                      " AND name = 'nccl.dropped_events'"),
@@ -250,9 +251,9 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
   // GPU times mapped onto the host clock keep causality: every kernel channel lies after its
   // collective was issued and before the next one was (the harness reports each in between).
   EXPECT_EQ(db.Int("SELECT count(*) FROM events k JOIN events c ON c.rank = k.rank AND "
-                   "c.flow = k.flow AND c.kind = 'instant' WHERE k.lane LIKE 'nccl dp ch% kernel' "
+                   "c.flow = k.flow AND c.kind = 'instant' WHERE k.lane LIKE 'nccl dp r_ ch% kernel' "
                    "AND (k.ts < c.ts OR k.end_ts > coalesce((SELECT min(n.ts) FROM events n "
-                   "WHERE n.rank = c.rank AND n.kind = 'instant' AND n.lane = 'nccl dp' AND "
+                   "WHERE n.rank = c.rank AND n.kind = 'instant' AND n.lane = c.lane AND "
                    "n.ts > c.ts), k.end_ts))"),
             0);
 
@@ -271,7 +272,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM nccl_ops o WHERE o.completion = 'kernel' AND o.end_ts = "
                    "(SELECT max(e.ts + e.dur) FROM events e WHERE e.rank = o.rank AND "
                    "e.seq = o.seq AND e.comm = o.comm AND e.kind = 'span' AND e.lane LIKE "
-                   "'nccl dp ch%')"),
+                   "'nccl dp r_ ch%')"),
             12);
   EXPECT_EQ(db.Int("SELECT sum(instances) FROM nccl_collectives WHERE name = 'AllReduce'"), 8);
   EXPECT_EQ(db.Int("SELECT sum(total_bytes) FROM nccl_collectives WHERE name = 'Broadcast' "
