@@ -33,12 +33,16 @@ namespace tracedb::nccl {
 namespace {
 
 constexpr int kMaxChannels = 64;
+// Rows per channel lane: a proxy op takes the lowest row free when it starts (a tree channel has
+// ops to several peers at once); a proxy step uses row step % 8, NCCL's FIFO depth (NCCL_STEPS),
+// so step s + 8 starts only after step s is done. Spans on one row's lane therefore never overlap.
+constexpr int kRows = 8;
 constexpr int kMaxContexts = 1024;
 // Requested while recording is off (not started, or outside the step window): the group events
 // alone, so that NCCL does little work and the plugin sees when recording resumes.
 constexpr int kIdleMask = kGroup | kGroupApi;
 
-enum LaneKind { kLaneSend = 0, kLaneRecv, kLaneKernel, kLaneSendSteps, kLaneRecvSteps, kLaneKinds };
+enum LaneKind { kLaneSend = 0, kLaneRecv, kLaneKernel, kLaneKinds };
 
 struct Context {
   int version = 5;
@@ -51,7 +55,10 @@ struct Context {
   std::atomic<uint32_t> comm_lane{0};   // "nccl <label>": one instant per task
   std::atomic<uint32_t> group_lane{0};  // "nccl <label> groups"
   std::atomic<uint32_t> net_lane{0};    // "nccl <label> net"
-  std::atomic<uint32_t> ch_lanes[kMaxChannels][kLaneKinds] = {};
+  std::atomic<uint32_t> ch_lanes[kMaxChannels][kLaneKinds][kRows] = {};
+  std::atomic<uint8_t> op_busy[kMaxChannels][2][kRows] = {};  // proxy op rows in use
+  // Step lanes per (channel, direction, the op's row, step slot); made on first use.
+  std::atomic<uint32_t> step_lanes[kMaxChannels][2][kRows][kRows] = {};
   std::string label;  // commName, or "comm <hash>"; set before the lanes are made
   std::mutex label_mu;
   gpu::GpuClockMap gpu_clock;
@@ -76,6 +83,7 @@ struct Event {
   int32_t peer = -1;
   int32_t tag = 0;
   int32_t channel = 0;
+  int32_t row = -1;  // ProxyOp: the row it holds (freed at stop)
   int32_t last_state = -1;
   int32_t appended = 0;
   uint64_t step_bytes = 0;
@@ -213,15 +221,50 @@ uint32_t MakeLane(Context* c, std::atomic<uint32_t>* slot, const char* suffix) {
   return lane;
 }
 
-uint32_t ChannelLane(Context* c, int channel, LaneKind kind) {
-  if (channel < 0 || channel >= kMaxChannels) channel = kMaxChannels - 1;
-  std::atomic<uint32_t>* slot = &c->ch_lanes[channel][kind];
+int ClampChannel(int channel) {
+  return channel < 0 || channel >= kMaxChannels ? kMaxChannels - 1 : channel;
+}
+
+// "nccl <label> ch<C> <kind>", with " #<row>" for rows after the first.
+uint32_t ChannelLane(Context* c, int channel, LaneKind kind, int row = 0) {
+  channel = ClampChannel(channel);
+  std::atomic<uint32_t>* slot = &c->ch_lanes[channel][kind][row];
   if (uint32_t lane = slot->load(std::memory_order_acquire)) return lane;
-  static const char* const kSuffix[kLaneKinds] = {"send", "recv", "kernel", "send steps",
-                                                  "recv steps"};
-  char suffix[48];
-  snprintf(suffix, sizeof(suffix), " ch%d %s", channel, kSuffix[kind]);
+  static const char* const kSuffix[kLaneKinds] = {"send", "recv", "kernel"};
+  char suffix[64];
+  if (row == 0) {
+    snprintf(suffix, sizeof(suffix), " ch%d %s", channel, kSuffix[kind]);
+  } else {
+    snprintf(suffix, sizeof(suffix), " ch%d %s #%d", channel, kSuffix[kind], row);
+  }
   return MakeLane(c, slot, suffix);
+}
+
+// "nccl <label> ch<C> send[ #<op row>] steps[ #<slot>]".
+uint32_t StepLane(Context* c, int channel, bool send, int op_row, int slot) {
+  channel = ClampChannel(channel);
+  std::atomic<uint32_t>* lane = &c->step_lanes[channel][send ? 0 : 1][op_row][slot];
+  if (uint32_t id = lane->load(std::memory_order_acquire)) return id;
+  char suffix[80];
+  int n = snprintf(suffix, sizeof(suffix), " ch%d %s", channel, send ? "send" : "recv");
+  if (op_row > 0) n += snprintf(suffix + n, sizeof(suffix) - n, " #%d", op_row);
+  n += snprintf(suffix + n, sizeof(suffix) - n, " steps");
+  if (slot > 0) snprintf(suffix + n, sizeof(suffix) - n, " #%d", slot);
+  return MakeLane(c, lane, suffix);
+}
+
+// The lowest free proxy-op row of (channel, direction); the last row when all are taken.
+int TakeOpRow(Context* c, int channel, bool send) {
+  std::atomic<uint8_t>* rows = c->op_busy[ClampChannel(channel)][send ? 0 : 1];
+  for (int r = 0; r < kRows; ++r) {
+    uint8_t expected = 0;
+    if (rows[r].compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return r;
+  }
+  return -(kRows - 1) - 1;  // shared, not held: encoded as -row - 1
+}
+
+void ReleaseOpRow(Context* c, int channel, bool send, int row) {
+  if (row >= 0) c->op_busy[ClampChannel(channel)][send ? 0 : 1][row].store(0, std::memory_order_release);
 }
 
 uint32_t Fold(uint64_t h) {
@@ -393,6 +436,7 @@ Result Start(void* context, void** handle, const Descr& d) {
   e->name.store(0, std::memory_order_relaxed);
   e->peer = -1;
   e->tag = 0;
+  e->row = -1;
 
   if (type == kProxyOp && d.pid != g->pid) {
     g->foreign_parents.fetch_add(1, std::memory_order_relaxed);  // PXN: never dereference
@@ -478,7 +522,9 @@ Result Start(void* context, void** handle, const Descr& d) {
       e->channel = d.channel;
       e->peer = d.peer;
       e->tag = (d.channel & 0xff) | (d.n_steps & 0xffff) << 8;
-      e->lane = ChannelLane(c, d.channel, e->is_send ? kLaneSend : kLaneRecv);
+      e->row = TakeOpRow(c, d.channel, e->is_send);
+      e->lane = ChannelLane(c, d.channel, e->is_send ? kLaneSend : kLaneRecv,
+                            e->row >= 0 ? e->row : -e->row - 1);
       e->span_name = e->is_send ? g->n_proxy_send : g->n_proxy_recv;
       break;
     case kProxyStep: {
@@ -488,7 +534,8 @@ Result Start(void* context, void** handle, const Descr& d) {
       e->channel = p != nullptr ? p->channel : kMaxChannels - 1;
       e->peer = p != nullptr ? p->peer : -1;
       e->tag = d.step;
-      e->lane = ChannelLane(c, e->channel, send ? kLaneSendSteps : kLaneRecvSteps);
+      const int op_row = p == nullptr ? 0 : p->row >= 0 ? p->row : -p->row - 1;
+      e->lane = StepLane(c, e->channel, send, op_row, (d.step % kRows + kRows) % kRows);
       e->span_name = send ? g->n_step_send : g->n_step_recv;
       break;
     }
@@ -577,6 +624,7 @@ Result Stop(void* handle) {
       if (kind == kProxyStep && e->parent != nullptr) {
         e->parent->bytes.fetch_add(e->step_bytes, std::memory_order_relaxed);
       }
+      if (kind == kProxyOp) ReleaseOpRow(e->ctx, e->channel, e->is_send, e->row);
       tracedb_complete_ex(e->span_name, TRACEDB_CAT_NCCL, e->lane, e->start, now - e->start, &a);
       break;
     }

@@ -171,6 +171,42 @@ void State(void* h, EventState s, uint64_t value, int kind) {
   }
 }
 
+// A tree receives from two children at once on one channel: two receive ops in flight together,
+// each with a step, as NCCL's proxy reports them. They must land on two rows.
+void OverlappingReceives(void* task, int seq) {
+  const int ch = 5;  // a channel of its own, so that its facts are unambiguous
+  void* ops[2];
+  void* steps[2];
+  for (int k = 0; k < 2; ++k) {
+    Desc d;
+    d.type = kProxyOp;
+    d.parent = task;
+    d.pid = getpid();
+    d.channel = static_cast<uint8_t>(ch);
+    d.peer = 10 + k;
+    d.n_steps = 1;
+    d.is_send = 0;
+    ops[k] = Start(d);
+    Desc sd;
+    sd.type = kProxyStep;
+    sd.parent = ops[k];
+    sd.step = 0;
+    steps[k] = Start(sd);
+  }
+  for (int k = 0; k < 2; ++k) {
+    const size_t bytes = 100 + static_cast<size_t>(k);
+    if (version >= 4) {
+      State(steps[k], kProxyStepRecvWait, bytes, kProxyStep);
+    } else {
+      State(ops[k], kProxyOpRecvReceived, bytes, kProxyOp);
+    }
+    Stop(steps[k]);
+    Stop(ops[k]);
+    fprintf(out, "step recv %d %d 0 %zu %d\n", seq, ch, version >= 4 ? bytes : size_t{0}, k);
+    fprintf(out, "proxy recv %d %d %d %zu %d\n", seq, ch, 10 + k, bytes, k);
+  }
+}
+
 // The proxy thread's work for one task: per channel a send and a receive op, each with its steps,
 // then the kernel channels with GPU timers.
 void ProxyWork(void* task, int seq, const char* func) {
@@ -202,12 +238,12 @@ void ProxyWork(void* task, int seq, const char* func) {
           State(op, send ? kProxyOpSendTransmitted : kProxyOpRecvReceived, total, kProxyOp);
         }
         Stop(step);
-        fprintf(out, "step %s %d %d %d %zu\n", send ? "send" : "recv", seq, ch, s,
+        fprintf(out, "step %s %d %d %d %zu 0\n", send ? "send" : "recv", seq, ch, s,
                 version >= 4 ? bytes : static_cast<size_t>(0));
       }
       if (version >= 4) State(op, kProxyOpInProgressV4, 0, kProxyOp);
       Stop(op);
-      fprintf(out, "proxy %s %d %d %d %zu\n", send ? "send" : "recv", seq, ch, peer, total);
+      fprintf(out, "proxy %s %d %d %d %zu 0\n", send ? "send" : "recv", seq, ch, peer, total);
     }
     // The kernel channel ran in the past: its GPU timer readings (a clock kGpuAhead ns ahead
     // of the host's) end 1 us before NCCL's proxy reports them, as a real proxy sees them late.
@@ -279,7 +315,10 @@ int RunFull(int argc_mode) {
     if (version == 5) Stop(gapi);
     fprintf(out, "coll %d %s %zu %d %s %s\n", i, func, count * 4, root, c.algo, c.proto);
     // The proxy thread, as NCCL's, reports this task after it was enqueued.
-    std::thread proxy(ProxyWork, coll, i, func);
+    std::thread proxy([&] {
+      ProxyWork(coll, i, func);
+      if (i % 2 == 1) OverlappingReceives(coll, i);  // the TREE collectives
+    });
     proxy.join();
   }
   // A point-to-point send.

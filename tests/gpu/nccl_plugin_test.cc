@@ -138,23 +138,26 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
             << "coll seq " << f[1];
       }
       if (f[0] == "proxy") {
-        // proxy DIR SEQ CH PEER BYTES: a span on the channel lane, linked to its task by flow.
+        // proxy DIR SEQ CH PEER BYTES ROW: a span on the channel's lane (one row per op in
+        // flight at once), linked to its task by flow.
         ++proxies;
         const std::string name = f[1] == "send" ? "ProxySend" : "ProxyRecv";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events p JOIN events c ON c.rank = p.rank AND "
                          "c.flow = p.flow AND c.kind = 'instant' WHERE p.rank = " + r +
                          " AND p.kind = 'span' AND p.name = " + Q(name) + " AND p.lane = " +
-                         Q(lp + " ch" + f[3] + " " + f[1]) + " AND p.seq = " + f[2] +
+                         Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6])) +
+                         " AND p.seq = " + f[2] +
                          " AND c.seq = " + f[2] + " AND p.peer = " + f[4] + " AND p.bytes = " +
                          f[5] + " AND p.comm = " + comm),
                   1)
             << "proxy " << f[1] << " seq " << f[2] << " ch " << f[3];
       }
       if (f[0] == "step") {
+        // step DIR SEQ CH STEP BYTES OPROW: on the lane of its op's row and its FIFO slot.
         ++steps;
         const std::string name = f[1] == "send" ? "ProxyStepSend" : "ProxyStepRecv";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND name = " +
-                         Q(name) + " AND lane = " + Q(lp + " ch" + f[3] + " " + f[1] + " steps") +
+                         Q(name) + " AND lane = " + Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6]) + " steps" + (f[4] == "0" ? "" : " #" + f[4])) +
                          " AND seq = " + f[2] + " AND tag = " + f[4] + " AND bytes = " + f[5] +
                          " AND flow IS NOT NULL"),
                   1)
