@@ -10,7 +10,7 @@
 // It writes what it handed to the plugin, one fact per line, to EXPECT_FILE, so that the test
 // compares the compacted database with what was emitted, not with the plugin's own reading.
 //
-// usage: nccl_harness PLUGIN.so VERSION(3|4|5) EXPECT_FILE [full|pool|window|badmask]
+// usage: nccl_harness PLUGIN.so VERSION(3|4|5) EXPECT_FILE [full|pool|window|hostile]
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,11 +399,57 @@ int RunPool() {
   return 0;
 }
 
+// What a buggy or newer NCCL might pass: null strings, an out-of-range channel, a misaligned
+// handle, an event type this plugin does not know, timers that run backwards. Nothing crashes;
+// the facts say what must be recorded.
+int RunHostile() {
+  Desc c;
+  c.type = kColl;
+  c.seq = 0;  // func, datatype, algo, proto: all null
+  c.count = 1000;
+  void* coll = Start(c);
+  Stop(coll);
+  fprintf(out, "hostile_coll_unknown 1\n");
+  Desc op;
+  op.type = kProxyOp;
+  op.parent = static_cast<char*>(coll) + 8;  // inside the pool, but not an event
+  op.pid = getpid();
+  op.channel = 200;  // NCCL has at most 64 channels
+  op.peer = 1;
+  op.is_send = 1;
+  void* h = Start(op);
+  Stop(static_cast<char*>(h) + 8);  // a misaligned handle: ignored
+  Stop(h);
+  fprintf(out, "hostile_op_clamped 1\n");
+  Desc unknown;
+  unknown.type = uint64_t{1} << 20;
+  fprintf(out, "hostile_unknown_type_handle %d\n", Start(unknown) != nullptr ? 1 : 0);
+  if (version >= 4) {
+    Desc k;
+    k.type = kKernelCh;
+    k.parent = coll;
+    k.channel = 3;
+    k.ptimer = 5000000;
+    void* kh = Start(k);
+    State(kh, kKernelChStop, 4000000, kKernelCh);  // stop before start: host times are used
+    Stop(kh);
+    fprintf(out, "hostile_kernel_backwards 1\n");
+  }
+  State(nullptr, kKernelChStop, 1, kKernelCh);
+  if (version == 5) {
+    static_cast<ProfilerV5*>(api)->startEvent(ctx, nullptr, nullptr);
+    void* hh = reinterpret_cast<void*>(0x1);
+    static_cast<ProfilerV5*>(api)->startEvent(ctx, &hh, nullptr);
+    fprintf(out, "hostile_null_descr_handle %d\n", hh != nullptr ? 1 : 0);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s PLUGIN.so VERSION EXPECT_FILE [full|pool|window|badmask]\n",
+    fprintf(stderr, "usage: %s PLUGIN.so VERSION EXPECT_FILE [full|pool|window|hostile]\n",
             argv[0]);
     return 2;
   }
@@ -444,6 +490,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "pool") {
     RunPool();
+  } else if (mode == "hostile") {
+    RunHostile();
   } else if (mode == "window") {
     // TRACEDB_START_STEP/END_STEP select steps; the mask follows the window.
     for (int i = 0; i < 5; ++i) {

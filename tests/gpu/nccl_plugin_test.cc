@@ -370,6 +370,51 @@ TEST(NcclPlugin, StepWindowSwitchesTheMask) {
   EXPECT_EQ(db.Int("SELECT min(seq) * 10 + max(seq) FROM events WHERE name = 'AllReduce'"), 23);
 }
 
+class NcclHostileTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(NcclHostileTest, BadDescriptorsNeverCrashAndAreRecordedSafely) {
+  const int version = GetParam();
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const std::string f = tmp.Sub("facts");
+  std::string err;
+  ASSERT_EQ(Harness(trace, version, f, 0, 1, "hostile", "", &err), 0) << err;
+  std::map<std::string, int> facts;
+  for (const auto& line : ReadFacts(f)) {
+    if (line.size() == 2 && line[0].rfind("hostile_", 0) == 0) facts[line[0]] = std::stoi(line[1]);
+  }
+  EXPECT_EQ(facts["hostile_unknown_type_handle"], 0);
+  if (version == 5) {
+    EXPECT_EQ(facts.count("hostile_null_descr_handle"), 1u);
+    EXPECT_EQ(facts["hostile_null_descr_handle"], 0);
+  }
+  const std::string dbpath = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(trace, dbpath), 0);
+  Db db(dbpath);
+  // Null strings: the task is named "unknown", its datatype unknown, so no byte count.
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'unknown' AND kind = 'instant' AND "
+                   "bytes = 0 AND tag = 0 AND seq = 0"),
+            1);
+  // Channel 200 is clamped to the last lane; the misaligned parent is not followed; the
+  // misaligned stop was ignored, the real one recorded once.
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend' AND lane LIKE '% ch63 send' "
+                   "AND flow IS NULL AND seq IS NULL"),
+            1);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend'"), 1);
+  if (version >= 4) {
+    // Timers that run backwards: host-timed (no GPU flag), never a negative duration.
+    EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE lane LIKE '% ch3 kernel' AND "
+                     "(tag >> 8 & 1) = 0 AND dur >= 0"),
+              1);
+  }
+  EXPECT_EQ(db.Int("SELECT coalesce(sum(value), 0) FROM stats WHERE name IN "
+                   "('improper_nesting', 'unmatched_end', 'negative_duration')"),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NcclHostileTest, ::testing::Values(5, 4, 3),
+                         [](const auto& info) { return "v" + std::to_string(info.param); });
+
 TEST(NcclEventMask, Parsing) {
   int mask = 0;
   std::string err;
