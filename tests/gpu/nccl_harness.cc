@@ -10,7 +10,7 @@
 // It writes what it handed to the plugin, one fact per line, to EXPECT_FILE, so that the test
 // compares the compacted database with what was emitted, not with the plugin's own reading.
 //
-// usage: nccl_harness PLUGIN.so VERSION(3|4|5) EXPECT_FILE [full|pool|window|hostile]
+// usage: nccl_harness PLUGIN.so VERSION(3|4|5) EXPECT_FILE [full|pool|window|hostile|stress]
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <string>
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include "recorder/nccl/profiler_abi.h"
 #include "tracedb/recorder.h"
@@ -399,6 +401,40 @@ int RunPool() {
   return 0;
 }
 
+// Proxy threads of several communicators at once against a small pool: every thread keeps 32
+// ops in flight, so the pool runs dry and refuses some. Each thread counts the handles it got;
+// recorded + dropped must equal what was started.
+int RunStress() {
+  constexpr int kThreads = 4, kRounds = 200, kInFlight = 32;
+  std::atomic<long> got{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      void* h[kInFlight];
+      for (int r = 0; r < kRounds; ++r) {
+        for (int i = 0; i < kInFlight; ++i) {
+          Desc d;
+          d.type = kProxyOp;
+          d.pid = getpid();
+          d.channel = static_cast<uint8_t>(t);
+          d.peer = i;
+          d.is_send = 1;
+          h[i] = Start(d);
+          (h[i] != nullptr ? got : refused).fetch_add(1);
+        }
+        for (int i = kInFlight; i-- > 0;) Stop(h[i]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  tracedb_counters counters;
+  tracedb_get_counters(&counters);
+  fprintf(out, "started %d\nrecorded %ld\nrefused %ld\nrecorder_dropped %llu\n",
+          kThreads * kRounds * kInFlight, got.load(), refused.load(),
+          static_cast<unsigned long long>(counters.dropped));
+  return 0;
+}
+
 // What a buggy or newer NCCL might pass: null strings, an out-of-range channel, a misaligned
 // handle, an event type this plugin does not know, timers that run backwards. Nothing crashes;
 // the facts say what must be recorded.
@@ -449,7 +485,7 @@ int RunHostile() {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s PLUGIN.so VERSION EXPECT_FILE [full|pool|window|hostile]\n",
+    fprintf(stderr, "usage: %s PLUGIN.so VERSION EXPECT_FILE [full|pool|window|hostile|stress]\n",
             argv[0]);
     return 2;
   }
@@ -490,6 +526,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "pool") {
     RunPool();
+  } else if (mode == "stress") {
+    RunStress();
   } else if (mode == "hostile") {
     RunHostile();
   } else if (mode == "window") {

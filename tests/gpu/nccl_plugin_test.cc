@@ -341,6 +341,29 @@ TEST(NcclPlugin, FullPoolGivesNullHandlesAndCountsEveryDrop) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxyCtrl'"), handles);
 }
 
+TEST(NcclPlugin, ConcurrentProxyThreadsRecordedPlusDroppedEqualsStarted) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const std::string f = tmp.Sub("facts");
+  std::string err;
+  ASSERT_EQ(Harness(trace, 5, f, 0, 1, "stress", "TRACEDB_NCCL_POOL=64", &err), 0) << err;
+  std::map<std::string, long> n;
+  for (const auto& line : ReadFacts(f)) {
+    if (line.size() == 2 && line[0] != "name") n[line[0]] = std::stol(line[1]);
+  }
+  ASSERT_EQ(n["recorded"] + n["refused"], n["started"]);
+  EXPECT_GT(n["refused"], 0);  // 4 threads x 32 in flight > 64 slots
+  EXPECT_EQ(n["recorder_dropped"], 0);
+  const std::string dbpath = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(trace, dbpath), 0);
+  Db db(dbpath);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend'"), n["recorded"]);
+  EXPECT_EQ(db.Int("SELECT CAST(value AS INTEGER) FROM events WHERE name = 'nccl.dropped_events'"),
+            n["refused"]);
+  // Up to 32 ops in flight per channel: rows 0..7 held, the rest share the last row.
+  EXPECT_EQ(db.Int("SELECT count(DISTINCT lane) FROM events WHERE name = 'ProxySend'"), 4 * 8);
+}
+
 TEST(NcclPlugin, StepWindowSwitchesTheMask) {
   TempDir tmp;
   const std::string trace = tmp.Sub("trace");
