@@ -352,7 +352,7 @@ TEST(NcclPlugin, ConcurrentProxyThreadsRecordedPlusDroppedEqualsStarted) {
     if (line.size() == 2 && line[0] != "name") n[line[0]] = std::stol(line[1]);
   }
   ASSERT_EQ(n["recorded"] + n["refused"], n["started"]);
-  EXPECT_GT(n["refused"], 0);  // 4 threads x 32 in flight > 64 slots
+  EXPECT_GT(n["refused"], 0);  // 80 in flight > 64 slots
   EXPECT_EQ(n["recorder_dropped"], 0);
   const std::string dbpath = tmp.Sub("job.tdb");
   ASSERT_EQ(Compact(trace, dbpath), 0);
@@ -360,8 +360,10 @@ TEST(NcclPlugin, ConcurrentProxyThreadsRecordedPlusDroppedEqualsStarted) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend'"), n["recorded"]);
   EXPECT_EQ(db.Int("SELECT CAST(value AS INTEGER) FROM events WHERE name = 'nccl.dropped_events'"),
             n["refused"]);
-  // Up to 32 ops in flight per channel: rows 0..7 held, the rest share the last row.
-  EXPECT_EQ(db.Int("SELECT count(DISTINCT lane) FROM events WHERE name = 'ProxySend'"), 4 * 8);
+  // Each thread's channel: at most 8 rows, whatever was in flight (the rest share the last).
+  EXPECT_EQ(db.Int("SELECT count(*) FROM (SELECT tag & 255 AS ch, count(DISTINCT lane) AS rows "
+                   "FROM events WHERE name = 'ProxySend' GROUP BY ch HAVING rows > 8)"),
+            0);
 }
 
 TEST(NcclPlugin, StepWindowSwitchesTheMask) {
