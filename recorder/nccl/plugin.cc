@@ -1,6 +1,6 @@
-// libnccl-profiler-tracedb.so: the NCCL profiler plugin of tracedb. Exports ncclProfiler_v5,
-// ncclProfiler_v4 and ncclProfiler_v3 (NCCL 2.24 to 2.28); every version is translated into one
-// internal descriptor and recorded through the recorder's public C ABI (tracedb/recorder.h).
+// The core of libnccl-profiler-tracedb.so, the NCCL profiler plugin: contexts, the event pool,
+// lanes, and the recording of every event type through the recorder's public C ABI
+// (tracedb/recorder.h). versions.cc translates NCCL's v5, v4 and v3 calls into plugin_core.h.
 //
 // What is recorded, on which track, and how the views read it: docs/gpu-capture.md.
 // Thread safety: NCCL calls startEvent/stopEvent/recordEventState from the application threads
@@ -24,10 +24,9 @@
 
 #include "recorder/cuda/gpu_clock.h"
 #include "recorder/nccl/event_mask.h"
+#include "recorder/nccl/plugin_core.h"
 #include "recorder/nccl/profiler_abi.h"
 #include "tracedb/recorder.h"
-
-#define TRACEDB_NCCL_EXPORT __attribute__((visibility("default")))
 
 namespace tracedb::nccl {
 namespace {
@@ -296,46 +295,6 @@ inline bool RecordingOn() {
   return on;
 }
 
-// ---- the internal descriptor every version is translated into ----
-
-struct Descr {
-  uint64_t type = 0;
-  void* parent = nullptr;
-  int rank = -1;
-  // tasks
-  const char* comm_name = nullptr;  // v3
-  uint64_t comm_hash = 0;           // v3
-  bool has_seq = false;
-  uint64_t seq = 0;
-  const char* func = nullptr;
-  size_t count = 0;
-  int root_or_peer = -1;
-  const char* datatype = nullptr;
-  int channels = 0;
-  int warps = 0;
-  const char* algo = nullptr;
-  const char* proto = nullptr;
-  void* parent_group = nullptr;  // v5 tasks
-  // proxy
-  pid_t pid = 0;
-  int channel = 0;
-  int peer = -1;
-  int n_steps = 0;
-  int is_send = 0;
-  int step = 0;
-  uint64_t ptimer = 0;
-  int64_t net_id = 0;
-};
-
-struct StateArgs {
-  bool has_trans = false;
-  uint64_t trans = 0;
-  bool has_appended = false;
-  int appended = 0;
-  bool has_timer = false;
-  uint64_t ptimer = 0;
-};
-
 Result Init(Context* c, int* mask) {
   c->mask_ptr = mask;
   {
@@ -359,7 +318,7 @@ Result Init(Context* c, int* mask) {
 }
 
 // Creates the process-wide state once. Returns false (with a message on stderr) on bad settings.
-bool EnsureGlobal(DebugLogger log) {
+bool EnsureGlobal(DebugLogger) {
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (g != nullptr) return true;
   int mask = kDefaultEventMask;
@@ -415,7 +374,7 @@ bool EnsureGlobal(DebugLogger log) {
 
 uint64_t TaskBytes(const Descr& d, uint32_t dtype) { return d.count * DatatypeSize(dtype); }
 
-Result Start(void* context, void** handle, const Descr& d) {
+Result StartImpl(void* context, void** handle, const Descr& d) {
   *handle = nullptr;
   Context* c = static_cast<Context*>(context);
   if (c == nullptr || g == nullptr || !RecordingOn()) return kSuccess;
@@ -587,7 +546,7 @@ void FillTaskArgs(const Event* e, tracedb_args* a) {
   }
 }
 
-Result Stop(void* handle) {
+Result StopImpl(void* handle) {
   Event* e = OwnEvent(handle);
   if (e == nullptr || e->state.load(std::memory_order_relaxed) != 1) return kSuccess;
   const uint32_t kind = e->kind.load(std::memory_order_relaxed);
@@ -675,7 +634,7 @@ Result Stop(void* handle) {
   return kSuccess;
 }
 
-Result RecordState(void* handle, EventState state, const StateArgs& s) {
+Result RecordStateImpl(void* handle, EventState state, const StateArgs& s) {
   Event* e = OwnEvent(handle);
   if (e == nullptr || e->state.load(std::memory_order_relaxed) != 1) return kSuccess;
   switch (e->kind.load(std::memory_order_relaxed)) {
@@ -701,7 +660,7 @@ Result RecordState(void* handle, EventState state, const StateArgs& s) {
   return kSuccess;
 }
 
-Result Finalize(void* context) {
+Result FinalizeImpl(void* context) {
   Context* c = static_cast<Context*>(context);
   if (c == nullptr || g == nullptr) return kSuccess;
   bool last = false;
@@ -726,186 +685,23 @@ Result Finalize(void* context) {
   return kSuccess;
 }
 
-// ---- v5 ----
+}  // namespace
 
-Result InitV5(void** context, uint64_t comm_id, int* mask, const char* comm_name, int nnodes,
-              int nranks, int rank, DebugLogger log) {
-  if (context == nullptr || mask == nullptr) return kInvalidArgument;
-  if (!EnsureGlobal(log)) return kInternalError;
-  Context* c = new (std::nothrow) Context;
-  if (c == nullptr) return kInternalError;
-  c->version = 5;
-  c->nnodes = nnodes;
-  c->nranks = nranks;
-  c->rank = rank;
-  c->comm_hash = comm_id;
-  SetLabel(c, comm_name, comm_id, rank);
-  c->comm.store(Fold(comm_id));
-  const Result r = Init(c, mask);
-  if (r != kSuccess) {
-    delete c;
-    return r;
-  }
-  *context = c;
-  return kSuccess;
-}
-
-Result StartV5(void* context, void** handle, EventDescrV5* in) {
-  if (handle == nullptr) return kSuccess;
-  *handle = nullptr;
-  if (in == nullptr) return kSuccess;
-  Descr d;
-  d.type = in->type;
-  d.parent = in->parentObj;
-  d.rank = in->rank;
-  switch (in->type) {
-    case kCollApi:
-      d.func = in->collApi.func;
-      d.count = in->collApi.count;
-      d.datatype = in->collApi.datatype;
-      d.root_or_peer = in->collApi.root;
-      break;
-    case kP2pApi:
-      d.func = in->p2pApi.func;
-      d.count = in->p2pApi.count;
-      d.datatype = in->p2pApi.datatype;
-      break;
-    case kColl:
-      d.has_seq = true;
-      d.seq = in->coll.seqNumber;
-      d.func = in->coll.func;
-      d.count = in->coll.count;
-      d.root_or_peer = in->coll.root;
-      d.datatype = in->coll.datatype;
-      d.channels = in->coll.nChannels;
-      d.warps = in->coll.nWarps;
-      d.algo = in->coll.algo;
-      d.proto = in->coll.proto;
-      d.parent_group = in->coll.parentGroup;
-      break;
-    case kP2p:
-      d.func = in->p2p.func;
-      d.count = in->p2p.count;
-      d.datatype = in->p2p.datatype;
-      d.root_or_peer = in->p2p.peer;
-      d.channels = in->p2p.nChannels;
-      d.parent_group = in->p2p.parentGroup;
-      break;
-    case kProxyOp:
-      d.pid = in->proxyOp.pid;
-      d.channel = in->proxyOp.channelId;
-      d.peer = in->proxyOp.peer;
-      d.n_steps = in->proxyOp.nSteps;
-      d.is_send = in->proxyOp.isSend;
-      break;
-    case kProxyStep:
-      d.step = in->proxyStep.step;
-      break;
-    case kKernelCh:
-      d.channel = in->kernelCh.channelId;
-      d.ptimer = in->kernelCh.pTimer;
-      break;
-    case kNetPlugin:
-      d.net_id = in->netPlugin.id;
-      break;
-    default:
-      break;
-  }
-  return Start(context, handle, d);
-}
-
-Result StateV4(void* handle, EventState state, EventStateArgsV4* in) {
-  StateArgs s;
-  Event* e = OwnEvent(handle);
-  if (in != nullptr && e != nullptr) {
-    switch (e->kind.load(std::memory_order_relaxed)) {
-      case kProxyStep:
-        s.has_trans = true;
-        s.trans = in->proxyStep.transSize;
-        break;
-      case kProxyCtrl:
-        s.has_appended = true;
-        s.appended = in->proxyCtrl.appendedProxyOps;
-        break;
-      case kKernelCh:
-        s.has_timer = true;
-        s.ptimer = in->kernelCh.pTimer;
-        break;
-      default:
-        break;
-    }
-  }
-  return RecordState(handle, state, s);
-}
-
-// ---- v4 ----
-
-Result InitV4(void** context, int* mask, const char* comm_name, uint64_t comm_hash, int nnodes,
-              int nranks, int rank, DebugLogger log) {
-  const Result r = InitV5(context, comm_hash, mask, comm_name, nnodes, nranks, rank, log);
-  if (r == kSuccess) static_cast<Context*>(*context)->version = 4;
-  return r;
-}
-
-Result StartV4(void* context, void** handle, EventDescrV4* in) {
-  if (handle == nullptr) return kSuccess;
-  *handle = nullptr;
-  if (in == nullptr) return kSuccess;
-  Descr d;
-  d.type = in->type;
-  d.parent = in->parentObj;
-  d.rank = in->rank;
-  switch (in->type) {
-    case kColl:
-      d.has_seq = true;
-      d.seq = in->coll.seqNumber;
-      d.func = in->coll.func;
-      d.count = in->coll.count;
-      d.root_or_peer = in->coll.root;
-      d.datatype = in->coll.datatype;
-      d.channels = in->coll.nChannels;
-      d.warps = in->coll.nWarps;
-      d.algo = in->coll.algo;
-      d.proto = in->coll.proto;
-      break;
-    case kP2p:
-      d.func = in->p2p.func;
-      d.count = in->p2p.count;
-      d.datatype = in->p2p.datatype;
-      d.root_or_peer = in->p2p.peer;
-      d.channels = in->p2p.nChannels;
-      break;
-    case kProxyOp:
-      d.pid = in->proxyOp.pid;
-      d.channel = in->proxyOp.channelId;
-      d.peer = in->proxyOp.peer;
-      d.n_steps = in->proxyOp.nSteps;
-      d.is_send = in->proxyOp.isSend;
-      break;
-    case kProxyStep:
-      d.step = in->proxyStep.step;
-      break;
-    case kKernelCh:
-      d.channel = in->kernelCh.channelId;
-      d.ptimer = in->kernelCh.pTimer;
-      break;
-    case kNetPlugin:
-      d.net_id = in->netPlugin.id;
-      break;
-    default:
-      break;
-  }
-  return Start(context, handle, d);
-}
-
-// ---- v3 ----
-
-Result InitV3(void** context, int* mask) {
+Result InitContext(int version, bool has_comm, uint64_t comm_id, const char* comm_name,
+                   int nnodes, int nranks, int rank, int* mask, void** context) {
   if (context == nullptr || mask == nullptr) return kInvalidArgument;
   if (!EnsureGlobal(nullptr)) return kInternalError;
   Context* c = new (std::nothrow) Context;
   if (c == nullptr) return kInternalError;
-  c->version = 3;  // the communicator is learnt from the first task descriptor
+  c->version = version;
+  if (has_comm) {
+    c->nnodes = nnodes;
+    c->nranks = nranks;
+    c->rank = rank;
+    c->comm_hash = comm_id;
+    SetLabel(c, comm_name, comm_id, rank);
+    c->comm.store(Fold(comm_id));
+  }
   const Result r = Init(c, mask);
   if (r != kSuccess) {
     delete c;
@@ -915,93 +711,18 @@ Result InitV3(void** context, int* mask) {
   return kSuccess;
 }
 
-Result StartV3(void* context, void** handle, EventDescrV3* in) {
-  if (handle == nullptr) return kSuccess;
-  *handle = nullptr;
-  if (in == nullptr) return kSuccess;
-  Descr d;
-  d.type = in->type;
-  d.parent = in->parentObj;
-  d.rank = in->rank;
-  switch (in->type) {
-    case kColl:
-      d.comm_name = in->coll.name;
-      d.comm_hash = in->coll.commHash;
-      d.has_seq = true;
-      d.seq = in->coll.seqNumber;
-      d.func = in->coll.func;
-      d.count = in->coll.count;
-      d.root_or_peer = in->coll.root;
-      d.datatype = in->coll.datatype;
-      d.channels = in->coll.nMaxChannels;
-      d.warps = in->coll.nWarps;
-      d.algo = in->coll.algo;
-      d.proto = in->coll.proto;
-      break;
-    case kP2p:
-      d.comm_name = in->p2p.name;
-      d.comm_hash = in->p2p.commHash;
-      d.func = in->p2p.func;
-      d.count = in->p2p.count;
-      d.datatype = in->p2p.datatype;
-      d.root_or_peer = in->p2p.peer;
-      break;
-    case kProxyOp:
-      d.pid = in->proxyOp.pid;
-      d.channel = in->proxyOp.channelId;
-      d.peer = in->proxyOp.peer;
-      d.n_steps = in->proxyOp.nSteps;
-      d.is_send = in->proxyOp.isSend;
-      break;
-    case kProxyStep:
-      d.step = in->proxyStep.step;
-      break;
-    case kKernelCh:
-      d.channel = in->kernelCh.channelId;
-      break;
-    case kNetPlugin:
-      d.net_id = in->netPlugin.id;
-      break;
-    default:
-      break;
-  }
-  return Start(context, handle, d);
+Result StartEvent(void* context, void** handle, const Descr& d) {
+  return StartImpl(context, handle, d);
+}
+Result StopEvent(void* handle) { return StopImpl(handle); }
+Result RecordEventState(void* handle, EventState state, const StateArgs& s) {
+  return RecordStateImpl(handle, state, s);
+}
+Result FinalizeContext(void* context) { return FinalizeImpl(context); }
+
+uint64_t HandleKind(void* handle) {
+  const Event* e = OwnEvent(handle);
+  return e == nullptr ? 0 : e->kind.load(std::memory_order_relaxed);
 }
 
-Result StateV3(void* handle, EventState state, EventStateArgsV3* in) {
-  StateArgs s;
-  Event* e = OwnEvent(handle);
-  if (in != nullptr && e != nullptr) {
-    switch (e->kind.load(std::memory_order_relaxed)) {
-      case kProxyOp:
-        s.has_trans = true;
-        s.trans = in->proxyOp.transSize;
-        break;
-      case kProxyCtrl:
-        s.has_appended = true;
-        s.appended = in->proxyCtrl.appendedProxyOps;
-        break;
-      default:
-        break;
-    }
-  }
-  return RecordState(handle, state, s);
-}
-
-Result StateV5(void* handle, EventState state, EventStateArgsV5* in) {
-  return StateV4(handle, state, in);
-}
-
-}  // namespace
 }  // namespace tracedb::nccl
-
-using namespace tracedb::nccl;
-
-extern "C" {
-TRACEDB_NCCL_EXPORT ProfilerV5 ncclProfiler_v5 = {"tracedb", InitV5, StartV5, Stop, StateV5,
-                                                  Finalize};
-TRACEDB_NCCL_EXPORT ProfilerV4 ncclProfiler_v4 = {"tracedb", InitV4, StartV4, Stop, StateV4,
-                                                  Finalize};
-TRACEDB_NCCL_EXPORT ProfilerV3 ncclProfiler_v3 = {"tracedb", InitV3, StartV3, Stop, StateV3,
-                                                  Finalize};
-}
