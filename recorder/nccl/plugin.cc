@@ -1,6 +1,6 @@
-// libnccl-profiler-tracedb.so: the NCCL profiler plugin of tracedb. Exports ncclProfiler_v5,
-// ncclProfiler_v4 and ncclProfiler_v3 (NCCL 2.24 to 2.28); every version is translated into one
-// internal descriptor and recorded through the recorder's public C ABI (tracedb/recorder.h).
+// The core of libnccl-profiler-tracedb.so, the NCCL profiler plugin: contexts, the event pool,
+// lanes, and the recording of every event type through the recorder's public C ABI
+// (tracedb/recorder.h). versions.cc translates NCCL's v5, v4 and v3 calls into plugin_core.h.
 //
 // What is recorded, on which track, and how the views read it: docs/gpu-capture.md.
 // Thread safety: NCCL calls startEvent/stopEvent/recordEventState from the application threads
@@ -24,21 +24,24 @@
 
 #include "recorder/cuda/gpu_clock.h"
 #include "recorder/nccl/event_mask.h"
+#include "recorder/nccl/plugin_core.h"
 #include "recorder/nccl/profiler_abi.h"
 #include "tracedb/recorder.h"
-
-#define TRACEDB_NCCL_EXPORT __attribute__((visibility("default")))
 
 namespace tracedb::nccl {
 namespace {
 
 constexpr int kMaxChannels = 64;
+// Rows per channel lane: a proxy op takes the lowest row free when it starts (a tree channel has
+// ops to several peers at once); a proxy step uses row step % 8, NCCL's FIFO depth (NCCL_STEPS),
+// so step s + 8 starts only after step s is done. Spans on one row's lane therefore never overlap.
+constexpr int kRows = 8;
 constexpr int kMaxContexts = 1024;
 // Requested while recording is off (not started, or outside the step window): the group events
 // alone, so that NCCL does little work and the plugin sees when recording resumes.
 constexpr int kIdleMask = kGroup | kGroupApi;
 
-enum LaneKind { kLaneSend = 0, kLaneRecv, kLaneKernel, kLaneSendSteps, kLaneRecvSteps, kLaneKinds };
+enum LaneKind { kLaneSend = 0, kLaneRecv, kLaneKernel, kLaneKinds };
 
 struct Context {
   int version = 5;
@@ -51,7 +54,10 @@ struct Context {
   std::atomic<uint32_t> comm_lane{0};   // "nccl <label>": one instant per task
   std::atomic<uint32_t> group_lane{0};  // "nccl <label> groups"
   std::atomic<uint32_t> net_lane{0};    // "nccl <label> net"
-  std::atomic<uint32_t> ch_lanes[kMaxChannels][kLaneKinds] = {};
+  std::atomic<uint32_t> ch_lanes[kMaxChannels][kLaneKinds][kRows] = {};
+  std::atomic<uint8_t> op_busy[kMaxChannels][2][kRows] = {};  // proxy op rows in use
+  // Step lanes per (channel, direction, the op's row, step slot); made on first use.
+  std::atomic<uint32_t> step_lanes[kMaxChannels][2][kRows][kRows] = {};
   std::string label;  // commName, or "comm <hash>"; set before the lanes are made
   std::mutex label_mu;
   gpu::GpuClockMap gpu_clock;
@@ -76,6 +82,7 @@ struct Event {
   int32_t peer = -1;
   int32_t tag = 0;
   int32_t channel = 0;
+  int32_t row = -1;  // ProxyOp: the row it holds (freed at stop)
   int32_t last_state = -1;
   int32_t appended = 0;
   uint64_t step_bytes = 0;
@@ -184,16 +191,20 @@ Event* OwnEvent(void* p) {
 
 // ---- lanes ----
 
-void SetLabel(Context* c, const char* comm_name, uint64_t hash) {
+// The communicator's name in lane names: its commName, else "comm <hash>", then " r<rank>" (a
+// process may hold several ranks of one communicator, one per GPU).
+void SetLabel(Context* c, const char* comm_name, uint64_t hash, int rank) {
   std::lock_guard<std::mutex> lock(c->label_mu);
   if (!c->label.empty()) return;
+  char buf[64];
   if (comm_name != nullptr && comm_name[0] != 0) {
     c->label = comm_name;
   } else {
-    char buf[40];
     snprintf(buf, sizeof(buf), "comm %016llx", static_cast<unsigned long long>(hash));
     c->label = buf;
   }
+  snprintf(buf, sizeof(buf), " r%d", rank);
+  c->label += buf;
 }
 
 uint32_t MakeLane(Context* c, std::atomic<uint32_t>* slot, const char* suffix) {
@@ -209,15 +220,50 @@ uint32_t MakeLane(Context* c, std::atomic<uint32_t>* slot, const char* suffix) {
   return lane;
 }
 
-uint32_t ChannelLane(Context* c, int channel, LaneKind kind) {
-  if (channel < 0 || channel >= kMaxChannels) channel = kMaxChannels - 1;
-  std::atomic<uint32_t>* slot = &c->ch_lanes[channel][kind];
+int ClampChannel(int channel) {
+  return channel < 0 || channel >= kMaxChannels ? kMaxChannels - 1 : channel;
+}
+
+// "nccl <label> ch<C> <kind>", with " #<row>" for rows after the first.
+uint32_t ChannelLane(Context* c, int channel, LaneKind kind, int row = 0) {
+  channel = ClampChannel(channel);
+  std::atomic<uint32_t>* slot = &c->ch_lanes[channel][kind][row];
   if (uint32_t lane = slot->load(std::memory_order_acquire)) return lane;
-  static const char* const kSuffix[kLaneKinds] = {"send", "recv", "kernel", "send steps",
-                                                  "recv steps"};
-  char suffix[48];
-  snprintf(suffix, sizeof(suffix), " ch%d %s", channel, kSuffix[kind]);
+  static const char* const kSuffix[kLaneKinds] = {"send", "recv", "kernel"};
+  char suffix[64];
+  if (row == 0) {
+    snprintf(suffix, sizeof(suffix), " ch%d %s", channel, kSuffix[kind]);
+  } else {
+    snprintf(suffix, sizeof(suffix), " ch%d %s #%d", channel, kSuffix[kind], row);
+  }
   return MakeLane(c, slot, suffix);
+}
+
+// "nccl <label> ch<C> send[ #<op row>] steps[ #<slot>]".
+uint32_t StepLane(Context* c, int channel, bool send, int op_row, int slot) {
+  channel = ClampChannel(channel);
+  std::atomic<uint32_t>* lane = &c->step_lanes[channel][send ? 0 : 1][op_row][slot];
+  if (uint32_t id = lane->load(std::memory_order_acquire)) return id;
+  char suffix[80];
+  int n = snprintf(suffix, sizeof(suffix), " ch%d %s", channel, send ? "send" : "recv");
+  if (op_row > 0) n += snprintf(suffix + n, sizeof(suffix) - n, " #%d", op_row);
+  n += snprintf(suffix + n, sizeof(suffix) - n, " steps");
+  if (slot > 0) snprintf(suffix + n, sizeof(suffix) - n, " #%d", slot);
+  return MakeLane(c, lane, suffix);
+}
+
+// The lowest free proxy-op row of (channel, direction); the last row when all are taken.
+int TakeOpRow(Context* c, int channel, bool send) {
+  std::atomic<uint8_t>* rows = c->op_busy[ClampChannel(channel)][send ? 0 : 1];
+  for (int r = 0; r < kRows; ++r) {
+    uint8_t expected = 0;
+    if (rows[r].compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return r;
+  }
+  return -(kRows - 1) - 1;  // shared, not held: encoded as -row - 1
+}
+
+void ReleaseOpRow(Context* c, int channel, bool send, int row) {
+  if (row >= 0) c->op_busy[ClampChannel(channel)][send ? 0 : 1][row].store(0, std::memory_order_release);
 }
 
 uint32_t Fold(uint64_t h) {
@@ -226,9 +272,9 @@ uint32_t Fold(uint64_t h) {
 }
 
 // v3 names the communicator in each task descriptor rather than in init.
-void LearnComm(Context* c, const char* name, uint64_t hash) {
+void LearnComm(Context* c, const char* name, uint64_t hash, int rank) {
   if (c->comm.load(std::memory_order_acquire) != 0) return;
-  SetLabel(c, name, hash);
+  SetLabel(c, name, hash, rank);
   c->comm_hash = hash;
   c->comm.store(Fold(hash), std::memory_order_release);
 }
@@ -248,46 +294,6 @@ inline bool RecordingOn() {
   if (static_cast<int>(on) != g->window_on.load(std::memory_order_relaxed)) ApplyWindow(on);
   return on;
 }
-
-// ---- the internal descriptor every version is translated into ----
-
-struct Descr {
-  uint64_t type = 0;
-  void* parent = nullptr;
-  int rank = -1;
-  // tasks
-  const char* comm_name = nullptr;  // v3
-  uint64_t comm_hash = 0;           // v3
-  bool has_seq = false;
-  uint64_t seq = 0;
-  const char* func = nullptr;
-  size_t count = 0;
-  int root_or_peer = -1;
-  const char* datatype = nullptr;
-  int channels = 0;
-  int warps = 0;
-  const char* algo = nullptr;
-  const char* proto = nullptr;
-  void* parent_group = nullptr;  // v5 tasks
-  // proxy
-  pid_t pid = 0;
-  int channel = 0;
-  int peer = -1;
-  int n_steps = 0;
-  int is_send = 0;
-  int step = 0;
-  uint64_t ptimer = 0;
-  int64_t net_id = 0;
-};
-
-struct StateArgs {
-  bool has_trans = false;
-  uint64_t trans = 0;
-  bool has_appended = false;
-  int appended = 0;
-  bool has_timer = false;
-  uint64_t ptimer = 0;
-};
 
 Result Init(Context* c, int* mask) {
   c->mask_ptr = mask;
@@ -312,7 +318,7 @@ Result Init(Context* c, int* mask) {
 }
 
 // Creates the process-wide state once. Returns false (with a message on stderr) on bad settings.
-bool EnsureGlobal(DebugLogger log) {
+bool EnsureGlobal(DebugLogger) {
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (g != nullptr) return true;
   int mask = kDefaultEventMask;
@@ -368,7 +374,7 @@ bool EnsureGlobal(DebugLogger log) {
 
 uint64_t TaskBytes(const Descr& d, uint32_t dtype) { return d.count * DatatypeSize(dtype); }
 
-Result Start(void* context, void** handle, const Descr& d) {
+Result StartImpl(void* context, void** handle, const Descr& d) {
   *handle = nullptr;
   Context* c = static_cast<Context*>(context);
   if (c == nullptr || g == nullptr || !RecordingOn()) return kSuccess;
@@ -389,6 +395,7 @@ Result Start(void* context, void** handle, const Descr& d) {
   e->name.store(0, std::memory_order_relaxed);
   e->peer = -1;
   e->tag = 0;
+  e->row = -1;
 
   if (type == kProxyOp && d.pid != g->pid) {
     g->foreign_parents.fetch_add(1, std::memory_order_relaxed);  // PXN: never dereference
@@ -437,7 +444,7 @@ Result Start(void* context, void** handle, const Descr& d) {
       break;
     case kColl:
     case kP2p: {
-      if (d.comm_name != nullptr || d.comm_hash != 0) LearnComm(c, d.comm_name, d.comm_hash);
+      if (d.comm_name != nullptr || d.comm_hash != 0) LearnComm(c, d.comm_name, d.comm_hash, d.rank);
       const uint32_t comm = c->comm.load(std::memory_order_acquire);
       // Task flows are 1 << 40 + n, apart from CUDA correlation flows (2 << 40 + id) and the MPI
       // interposer's small request ids.
@@ -474,7 +481,9 @@ Result Start(void* context, void** handle, const Descr& d) {
       e->channel = d.channel;
       e->peer = d.peer;
       e->tag = (d.channel & 0xff) | (d.n_steps & 0xffff) << 8;
-      e->lane = ChannelLane(c, d.channel, e->is_send ? kLaneSend : kLaneRecv);
+      e->row = TakeOpRow(c, d.channel, e->is_send);
+      e->lane = ChannelLane(c, d.channel, e->is_send ? kLaneSend : kLaneRecv,
+                            e->row >= 0 ? e->row : -e->row - 1);
       e->span_name = e->is_send ? g->n_proxy_send : g->n_proxy_recv;
       break;
     case kProxyStep: {
@@ -484,7 +493,8 @@ Result Start(void* context, void** handle, const Descr& d) {
       e->channel = p != nullptr ? p->channel : kMaxChannels - 1;
       e->peer = p != nullptr ? p->peer : -1;
       e->tag = d.step;
-      e->lane = ChannelLane(c, e->channel, send ? kLaneSendSteps : kLaneRecvSteps);
+      const int op_row = p == nullptr ? 0 : p->row >= 0 ? p->row : -p->row - 1;
+      e->lane = StepLane(c, e->channel, send, op_row, (d.step % kRows + kRows) % kRows);
       e->span_name = send ? g->n_step_send : g->n_step_recv;
       break;
     }
@@ -536,7 +546,7 @@ void FillTaskArgs(const Event* e, tracedb_args* a) {
   }
 }
 
-Result Stop(void* handle) {
+Result StopImpl(void* handle) {
   Event* e = OwnEvent(handle);
   if (e == nullptr || e->state.load(std::memory_order_relaxed) != 1) return kSuccess;
   const uint32_t kind = e->kind.load(std::memory_order_relaxed);
@@ -573,6 +583,7 @@ Result Stop(void* handle) {
       if (kind == kProxyStep && e->parent != nullptr) {
         e->parent->bytes.fetch_add(e->step_bytes, std::memory_order_relaxed);
       }
+      if (kind == kProxyOp) ReleaseOpRow(e->ctx, e->channel, e->is_send, e->row);
       tracedb_complete_ex(e->span_name, TRACEDB_CAT_NCCL, e->lane, e->start, now - e->start, &a);
       break;
     }
@@ -623,7 +634,7 @@ Result Stop(void* handle) {
   return kSuccess;
 }
 
-Result RecordState(void* handle, EventState state, const StateArgs& s) {
+Result RecordStateImpl(void* handle, EventState state, const StateArgs& s) {
   Event* e = OwnEvent(handle);
   if (e == nullptr || e->state.load(std::memory_order_relaxed) != 1) return kSuccess;
   switch (e->kind.load(std::memory_order_relaxed)) {
@@ -649,7 +660,7 @@ Result RecordState(void* handle, EventState state, const StateArgs& s) {
   return kSuccess;
 }
 
-Result Finalize(void* context) {
+Result FinalizeImpl(void* context) {
   Context* c = static_cast<Context*>(context);
   if (c == nullptr || g == nullptr) return kSuccess;
   bool last = false;
@@ -674,186 +685,23 @@ Result Finalize(void* context) {
   return kSuccess;
 }
 
-// ---- v5 ----
+}  // namespace
 
-Result InitV5(void** context, uint64_t comm_id, int* mask, const char* comm_name, int nnodes,
-              int nranks, int rank, DebugLogger log) {
-  if (context == nullptr || mask == nullptr) return kInvalidArgument;
-  if (!EnsureGlobal(log)) return kInternalError;
-  Context* c = new (std::nothrow) Context;
-  if (c == nullptr) return kInternalError;
-  c->version = 5;
-  c->nnodes = nnodes;
-  c->nranks = nranks;
-  c->rank = rank;
-  c->comm_hash = comm_id;
-  SetLabel(c, comm_name, comm_id);
-  c->comm.store(Fold(comm_id));
-  const Result r = Init(c, mask);
-  if (r != kSuccess) {
-    delete c;
-    return r;
-  }
-  *context = c;
-  return kSuccess;
-}
-
-Result StartV5(void* context, void** handle, EventDescrV5* in) {
-  if (handle == nullptr) return kSuccess;
-  *handle = nullptr;
-  if (in == nullptr) return kSuccess;
-  Descr d;
-  d.type = in->type;
-  d.parent = in->parentObj;
-  d.rank = in->rank;
-  switch (in->type) {
-    case kCollApi:
-      d.func = in->collApi.func;
-      d.count = in->collApi.count;
-      d.datatype = in->collApi.datatype;
-      d.root_or_peer = in->collApi.root;
-      break;
-    case kP2pApi:
-      d.func = in->p2pApi.func;
-      d.count = in->p2pApi.count;
-      d.datatype = in->p2pApi.datatype;
-      break;
-    case kColl:
-      d.has_seq = true;
-      d.seq = in->coll.seqNumber;
-      d.func = in->coll.func;
-      d.count = in->coll.count;
-      d.root_or_peer = in->coll.root;
-      d.datatype = in->coll.datatype;
-      d.channels = in->coll.nChannels;
-      d.warps = in->coll.nWarps;
-      d.algo = in->coll.algo;
-      d.proto = in->coll.proto;
-      d.parent_group = in->coll.parentGroup;
-      break;
-    case kP2p:
-      d.func = in->p2p.func;
-      d.count = in->p2p.count;
-      d.datatype = in->p2p.datatype;
-      d.root_or_peer = in->p2p.peer;
-      d.channels = in->p2p.nChannels;
-      d.parent_group = in->p2p.parentGroup;
-      break;
-    case kProxyOp:
-      d.pid = in->proxyOp.pid;
-      d.channel = in->proxyOp.channelId;
-      d.peer = in->proxyOp.peer;
-      d.n_steps = in->proxyOp.nSteps;
-      d.is_send = in->proxyOp.isSend;
-      break;
-    case kProxyStep:
-      d.step = in->proxyStep.step;
-      break;
-    case kKernelCh:
-      d.channel = in->kernelCh.channelId;
-      d.ptimer = in->kernelCh.pTimer;
-      break;
-    case kNetPlugin:
-      d.net_id = in->netPlugin.id;
-      break;
-    default:
-      break;
-  }
-  return Start(context, handle, d);
-}
-
-Result StateV4(void* handle, EventState state, EventStateArgsV4* in) {
-  StateArgs s;
-  Event* e = OwnEvent(handle);
-  if (in != nullptr && e != nullptr) {
-    switch (e->kind.load(std::memory_order_relaxed)) {
-      case kProxyStep:
-        s.has_trans = true;
-        s.trans = in->proxyStep.transSize;
-        break;
-      case kProxyCtrl:
-        s.has_appended = true;
-        s.appended = in->proxyCtrl.appendedProxyOps;
-        break;
-      case kKernelCh:
-        s.has_timer = true;
-        s.ptimer = in->kernelCh.pTimer;
-        break;
-      default:
-        break;
-    }
-  }
-  return RecordState(handle, state, s);
-}
-
-// ---- v4 ----
-
-Result InitV4(void** context, int* mask, const char* comm_name, uint64_t comm_hash, int nnodes,
-              int nranks, int rank, DebugLogger log) {
-  const Result r = InitV5(context, comm_hash, mask, comm_name, nnodes, nranks, rank, log);
-  if (r == kSuccess) static_cast<Context*>(*context)->version = 4;
-  return r;
-}
-
-Result StartV4(void* context, void** handle, EventDescrV4* in) {
-  if (handle == nullptr) return kSuccess;
-  *handle = nullptr;
-  if (in == nullptr) return kSuccess;
-  Descr d;
-  d.type = in->type;
-  d.parent = in->parentObj;
-  d.rank = in->rank;
-  switch (in->type) {
-    case kColl:
-      d.has_seq = true;
-      d.seq = in->coll.seqNumber;
-      d.func = in->coll.func;
-      d.count = in->coll.count;
-      d.root_or_peer = in->coll.root;
-      d.datatype = in->coll.datatype;
-      d.channels = in->coll.nChannels;
-      d.warps = in->coll.nWarps;
-      d.algo = in->coll.algo;
-      d.proto = in->coll.proto;
-      break;
-    case kP2p:
-      d.func = in->p2p.func;
-      d.count = in->p2p.count;
-      d.datatype = in->p2p.datatype;
-      d.root_or_peer = in->p2p.peer;
-      d.channels = in->p2p.nChannels;
-      break;
-    case kProxyOp:
-      d.pid = in->proxyOp.pid;
-      d.channel = in->proxyOp.channelId;
-      d.peer = in->proxyOp.peer;
-      d.n_steps = in->proxyOp.nSteps;
-      d.is_send = in->proxyOp.isSend;
-      break;
-    case kProxyStep:
-      d.step = in->proxyStep.step;
-      break;
-    case kKernelCh:
-      d.channel = in->kernelCh.channelId;
-      d.ptimer = in->kernelCh.pTimer;
-      break;
-    case kNetPlugin:
-      d.net_id = in->netPlugin.id;
-      break;
-    default:
-      break;
-  }
-  return Start(context, handle, d);
-}
-
-// ---- v3 ----
-
-Result InitV3(void** context, int* mask) {
+Result InitContext(int version, bool has_comm, uint64_t comm_id, const char* comm_name,
+                   int nnodes, int nranks, int rank, int* mask, void** context) {
   if (context == nullptr || mask == nullptr) return kInvalidArgument;
   if (!EnsureGlobal(nullptr)) return kInternalError;
   Context* c = new (std::nothrow) Context;
   if (c == nullptr) return kInternalError;
-  c->version = 3;  // the communicator is learnt from the first task descriptor
+  c->version = version;
+  if (has_comm) {
+    c->nnodes = nnodes;
+    c->nranks = nranks;
+    c->rank = rank;
+    c->comm_hash = comm_id;
+    SetLabel(c, comm_name, comm_id, rank);
+    c->comm.store(Fold(comm_id));
+  }
   const Result r = Init(c, mask);
   if (r != kSuccess) {
     delete c;
@@ -863,93 +711,18 @@ Result InitV3(void** context, int* mask) {
   return kSuccess;
 }
 
-Result StartV3(void* context, void** handle, EventDescrV3* in) {
-  if (handle == nullptr) return kSuccess;
-  *handle = nullptr;
-  if (in == nullptr) return kSuccess;
-  Descr d;
-  d.type = in->type;
-  d.parent = in->parentObj;
-  d.rank = in->rank;
-  switch (in->type) {
-    case kColl:
-      d.comm_name = in->coll.name;
-      d.comm_hash = in->coll.commHash;
-      d.has_seq = true;
-      d.seq = in->coll.seqNumber;
-      d.func = in->coll.func;
-      d.count = in->coll.count;
-      d.root_or_peer = in->coll.root;
-      d.datatype = in->coll.datatype;
-      d.channels = in->coll.nMaxChannels;
-      d.warps = in->coll.nWarps;
-      d.algo = in->coll.algo;
-      d.proto = in->coll.proto;
-      break;
-    case kP2p:
-      d.comm_name = in->p2p.name;
-      d.comm_hash = in->p2p.commHash;
-      d.func = in->p2p.func;
-      d.count = in->p2p.count;
-      d.datatype = in->p2p.datatype;
-      d.root_or_peer = in->p2p.peer;
-      break;
-    case kProxyOp:
-      d.pid = in->proxyOp.pid;
-      d.channel = in->proxyOp.channelId;
-      d.peer = in->proxyOp.peer;
-      d.n_steps = in->proxyOp.nSteps;
-      d.is_send = in->proxyOp.isSend;
-      break;
-    case kProxyStep:
-      d.step = in->proxyStep.step;
-      break;
-    case kKernelCh:
-      d.channel = in->kernelCh.channelId;
-      break;
-    case kNetPlugin:
-      d.net_id = in->netPlugin.id;
-      break;
-    default:
-      break;
-  }
-  return Start(context, handle, d);
+Result StartEvent(void* context, void** handle, const Descr& d) {
+  return StartImpl(context, handle, d);
+}
+Result StopEvent(void* handle) { return StopImpl(handle); }
+Result RecordEventState(void* handle, EventState state, const StateArgs& s) {
+  return RecordStateImpl(handle, state, s);
+}
+Result FinalizeContext(void* context) { return FinalizeImpl(context); }
+
+uint64_t HandleKind(void* handle) {
+  const Event* e = OwnEvent(handle);
+  return e == nullptr ? 0 : e->kind.load(std::memory_order_relaxed);
 }
 
-Result StateV3(void* handle, EventState state, EventStateArgsV3* in) {
-  StateArgs s;
-  Event* e = OwnEvent(handle);
-  if (in != nullptr && e != nullptr) {
-    switch (e->kind.load(std::memory_order_relaxed)) {
-      case kProxyOp:
-        s.has_trans = true;
-        s.trans = in->proxyOp.transSize;
-        break;
-      case kProxyCtrl:
-        s.has_appended = true;
-        s.appended = in->proxyCtrl.appendedProxyOps;
-        break;
-      default:
-        break;
-    }
-  }
-  return RecordState(handle, state, s);
-}
-
-Result StateV5(void* handle, EventState state, EventStateArgsV5* in) {
-  return StateV4(handle, state, in);
-}
-
-}  // namespace
 }  // namespace tracedb::nccl
-
-using namespace tracedb::nccl;
-
-extern "C" {
-TRACEDB_NCCL_EXPORT ProfilerV5 ncclProfiler_v5 = {"tracedb", InitV5, StartV5, Stop, StateV5,
-                                                  Finalize};
-TRACEDB_NCCL_EXPORT ProfilerV4 ncclProfiler_v4 = {"tracedb", InitV4, StartV4, Stop, StateV4,
-                                                  Finalize};
-TRACEDB_NCCL_EXPORT ProfilerV3 ncclProfiler_v3 = {"tracedb", InitV3, StartV3, Stop, StateV3,
-                                                  Finalize};
-}

@@ -141,16 +141,27 @@ Domain* DomainOf(nvtxDomainHandle_t h) {
 // ---- push/pop: the thread's own track ----
 
 thread_local int t_depth = 0;
+// Bit d: the push at depth d was recorded (recording may start or stop between a push and its
+// pop, e.g. at the edge of the step window; a pop then ends only what was begun).
+thread_local uint64_t t_begun = 0;
 
 int Push(const Domain* d, uint32_t name, const tracedb_args* args) {
-  tracedb_begin_ex(name, TRACEDB_CAT_USER, 0, args);
+  const bool on = TRACEDB_ACTIVE();
+  if (on) tracedb_begin_ex(name, TRACEDB_CAT_USER, 0, args);
+  if (t_depth < 64) {
+    const uint64_t bit = uint64_t{1} << t_depth;
+    t_begun = on ? (t_begun | bit) : (t_begun & ~bit);
+  }
   return t_depth++;
 }
 
 int Pop() {
   if (t_depth == 0) return -1;  // NVTX: pop without push
-  tracedb_end_ex(0, TRACEDB_CAT_USER, 0, nullptr);
-  return --t_depth;
+  --t_depth;
+  if (t_depth >= 64 || (t_begun >> t_depth & 1) != 0) {
+    tracedb_end_ex(0, TRACEDB_CAT_USER, 0, nullptr);
+  }
+  return t_depth;
 }
 
 // ---- start/end: rows of lanes ----

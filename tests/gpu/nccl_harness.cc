@@ -10,7 +10,7 @@
 // It writes what it handed to the plugin, one fact per line, to EXPECT_FILE, so that the test
 // compares the compacted database with what was emitted, not with the plugin's own reading.
 //
-// usage: nccl_harness PLUGIN.so VERSION(3|4|5) EXPECT_FILE [full|pool|window|badmask]
+// usage: nccl_harness PLUGIN.so VERSION(3|4|5) EXPECT_FILE [full|pool|window|hostile|stress]
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <string>
+#include <atomic>
 #include <thread>
+#include <vector>
 
 #include "recorder/nccl/profiler_abi.h"
 #include "tracedb/recorder.h"
@@ -171,6 +173,42 @@ void State(void* h, EventState s, uint64_t value, int kind) {
   }
 }
 
+// A tree receives from two children at once on one channel: two receive ops in flight together,
+// each with a step, as NCCL's proxy reports them. They must land on two rows.
+void OverlappingReceives(void* task, int seq) {
+  const int ch = 5;  // a channel of its own, so that its facts are unambiguous
+  void* ops[2];
+  void* steps[2];
+  for (int k = 0; k < 2; ++k) {
+    Desc d;
+    d.type = kProxyOp;
+    d.parent = task;
+    d.pid = getpid();
+    d.channel = static_cast<uint8_t>(ch);
+    d.peer = 10 + k;
+    d.n_steps = 1;
+    d.is_send = 0;
+    ops[k] = Start(d);
+    Desc sd;
+    sd.type = kProxyStep;
+    sd.parent = ops[k];
+    sd.step = 0;
+    steps[k] = Start(sd);
+  }
+  for (int k = 0; k < 2; ++k) {
+    const size_t bytes = 100 + static_cast<size_t>(k);
+    if (version >= 4) {
+      State(steps[k], kProxyStepRecvWait, bytes, kProxyStep);
+    } else {
+      State(ops[k], kProxyOpRecvReceived, bytes, kProxyOp);
+    }
+    Stop(steps[k]);
+    Stop(ops[k]);
+    fprintf(out, "step recv %d %d 0 %zu %d\n", seq, ch, version >= 4 ? bytes : size_t{0}, k);
+    fprintf(out, "proxy recv %d %d %d %zu %d\n", seq, ch, 10 + k, bytes, k);
+  }
+}
+
 // The proxy thread's work for one task: per channel a send and a receive op, each with its steps,
 // then the kernel channels with GPU timers.
 void ProxyWork(void* task, int seq, const char* func) {
@@ -202,12 +240,12 @@ void ProxyWork(void* task, int seq, const char* func) {
           State(op, send ? kProxyOpSendTransmitted : kProxyOpRecvReceived, total, kProxyOp);
         }
         Stop(step);
-        fprintf(out, "step %s %d %d %d %zu\n", send ? "send" : "recv", seq, ch, s,
+        fprintf(out, "step %s %d %d %d %zu 0\n", send ? "send" : "recv", seq, ch, s,
                 version >= 4 ? bytes : static_cast<size_t>(0));
       }
       if (version >= 4) State(op, kProxyOpInProgressV4, 0, kProxyOp);
       Stop(op);
-      fprintf(out, "proxy %s %d %d %d %zu\n", send ? "send" : "recv", seq, ch, peer, total);
+      fprintf(out, "proxy %s %d %d %d %zu 0\n", send ? "send" : "recv", seq, ch, peer, total);
     }
     // The kernel channel ran in the past: its GPU timer readings (a clock kGpuAhead ns ahead
     // of the host's) end 1 us before NCCL's proxy reports them, as a real proxy sees them late.
@@ -279,7 +317,10 @@ int RunFull(int argc_mode) {
     if (version == 5) Stop(gapi);
     fprintf(out, "coll %d %s %zu %d %s %s\n", i, func, count * 4, root, c.algo, c.proto);
     // The proxy thread, as NCCL's, reports this task after it was enqueued.
-    std::thread proxy(ProxyWork, coll, i, func);
+    std::thread proxy([&] {
+      ProxyWork(coll, i, func);
+      if (i % 2 == 1) OverlappingReceives(coll, i);  // the TREE collectives
+    });
     proxy.join();
   }
   // A point-to-point send.
@@ -360,11 +401,91 @@ int RunPool() {
   return 0;
 }
 
+// Proxy threads of several communicators at once against a small pool: every thread keeps 80
+// ops in flight, more than the 64 slots, so the pool refuses some whatever the scheduling. Each thread counts the handles it got;
+// recorded + dropped must equal what was started.
+int RunStress() {
+  constexpr int kThreads = 4, kRounds = 100, kInFlight = 80;
+  std::atomic<long> got{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      void* h[kInFlight];
+      for (int r = 0; r < kRounds; ++r) {
+        for (int i = 0; i < kInFlight; ++i) {
+          Desc d;
+          d.type = kProxyOp;
+          d.pid = getpid();
+          d.channel = static_cast<uint8_t>(t);
+          d.peer = i;
+          d.is_send = 1;
+          h[i] = Start(d);
+          (h[i] != nullptr ? got : refused).fetch_add(1);
+        }
+        for (int i = kInFlight; i-- > 0;) Stop(h[i]);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  tracedb_counters counters;
+  tracedb_get_counters(&counters);
+  fprintf(out, "started %d\nrecorded %ld\nrefused %ld\nrecorder_dropped %llu\n",
+          kThreads * kRounds * kInFlight, got.load(), refused.load(),
+          static_cast<unsigned long long>(counters.dropped));
+  return 0;
+}
+
+// What a buggy or newer NCCL might pass: null strings, an out-of-range channel, a misaligned
+// handle, an event type this plugin does not know, timers that run backwards. Nothing crashes;
+// the facts say what must be recorded.
+int RunHostile() {
+  Desc c;
+  c.type = kColl;
+  c.seq = 0;  // func, datatype, algo, proto: all null
+  c.count = 1000;
+  void* coll = Start(c);
+  Stop(coll);
+  fprintf(out, "hostile_coll_unknown 1\n");
+  Desc op;
+  op.type = kProxyOp;
+  op.parent = static_cast<char*>(coll) + 8;  // inside the pool, but not an event
+  op.pid = getpid();
+  op.channel = 200;  // NCCL has at most 64 channels
+  op.peer = 1;
+  op.is_send = 1;
+  void* h = Start(op);
+  Stop(static_cast<char*>(h) + 8);  // a misaligned handle: ignored
+  Stop(h);
+  fprintf(out, "hostile_op_clamped 1\n");
+  Desc unknown;
+  unknown.type = uint64_t{1} << 20;
+  fprintf(out, "hostile_unknown_type_handle %d\n", Start(unknown) != nullptr ? 1 : 0);
+  if (version >= 4) {
+    Desc k;
+    k.type = kKernelCh;
+    k.parent = coll;
+    k.channel = 3;
+    k.ptimer = 5000000;
+    void* kh = Start(k);
+    State(kh, kKernelChStop, 4000000, kKernelCh);  // stop before start: host times are used
+    Stop(kh);
+    fprintf(out, "hostile_kernel_backwards 1\n");
+  }
+  State(nullptr, kKernelChStop, 1, kKernelCh);
+  if (version == 5) {
+    static_cast<ProfilerV5*>(api)->startEvent(ctx, nullptr, nullptr);
+    void* hh = reinterpret_cast<void*>(0x1);
+    static_cast<ProfilerV5*>(api)->startEvent(ctx, &hh, nullptr);
+    fprintf(out, "hostile_null_descr_handle %d\n", hh != nullptr ? 1 : 0);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s PLUGIN.so VERSION EXPECT_FILE [full|pool|window|badmask]\n",
+    fprintf(stderr, "usage: %s PLUGIN.so VERSION EXPECT_FILE [full|pool|window|hostile|stress]\n",
             argv[0]);
     return 2;
   }
@@ -405,6 +526,10 @@ int main(int argc, char** argv) {
   }
   if (mode == "pool") {
     RunPool();
+  } else if (mode == "stress") {
+    RunStress();
+  } else if (mode == "hostile") {
+    RunHostile();
   } else if (mode == "window") {
     // TRACEDB_START_STEP/END_STEP select steps; the mask follows the window.
     for (int i = 0; i < 5; ++i) {

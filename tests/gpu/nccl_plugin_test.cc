@@ -109,6 +109,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     const std::string r = std::to_string(rank);
+    const std::string lp = "nccl dp r" + r;  // the lanes of this rank's communicator
     int colls = 0, proxies = 0, steps = 0, kernels = 0;
     for (const auto& f : facts[rank]) {
       if (f[0] == "name") {
@@ -128,7 +129,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         const int proto = f[6] == "LL128" ? 2 : 3;
         const int32_t tag = nccl::PackTaskTag(8, algo, proto, 2, 16);
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                         " AND kind = 'instant' AND cat = 'nccl' AND lane = 'nccl dp' AND name = " +
+                         " AND kind = 'instant' AND cat = 'nccl' AND lane = " + Q(lp) + " AND name = " +
                          Q(f[2]) + " AND seq = " + f[1] + " AND bytes = " + f[3] +
                          " AND comm = " + comm + " AND tag = " + std::to_string(tag) +
                          (root >= 0 ? " AND peer = " + f[4] : " AND peer IS NULL") +
@@ -137,23 +138,26 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
             << "coll seq " << f[1];
       }
       if (f[0] == "proxy") {
-        // proxy DIR SEQ CH PEER BYTES: a span on the channel lane, linked to its task by flow.
+        // proxy DIR SEQ CH PEER BYTES ROW: a span on the channel's lane (one row per op in
+        // flight at once), linked to its task by flow.
         ++proxies;
         const std::string name = f[1] == "send" ? "ProxySend" : "ProxyRecv";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events p JOIN events c ON c.rank = p.rank AND "
                          "c.flow = p.flow AND c.kind = 'instant' WHERE p.rank = " + r +
                          " AND p.kind = 'span' AND p.name = " + Q(name) + " AND p.lane = " +
-                         Q("nccl dp ch" + f[3] + " " + f[1]) + " AND p.seq = " + f[2] +
+                         Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6])) +
+                         " AND p.seq = " + f[2] +
                          " AND c.seq = " + f[2] + " AND p.peer = " + f[4] + " AND p.bytes = " +
                          f[5] + " AND p.comm = " + comm),
                   1)
             << "proxy " << f[1] << " seq " << f[2] << " ch " << f[3];
       }
       if (f[0] == "step") {
+        // step DIR SEQ CH STEP BYTES OPROW: on the lane of its op's row and its FIFO slot.
         ++steps;
         const std::string name = f[1] == "send" ? "ProxyStepSend" : "ProxyStepRecv";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND name = " +
-                         Q(name) + " AND lane = " + Q("nccl dp ch" + f[3] + " " + f[1] + " steps") +
+                         Q(name) + " AND lane = " + Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6]) + " steps" + (f[4] == "0" ? "" : " #" + f[4])) +
                          " AND seq = " + f[2] + " AND tag = " + f[4] + " AND bytes = " + f[5] +
                          " AND flow IS NOT NULL"),
                   1)
@@ -165,7 +169,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         ++kernels;
         const bool gpu = f[4] != "-1";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND kind = 'span' " +
-                         "AND name = " + Q(f[3]) + " AND lane = " + Q("nccl dp ch" + f[2] + " kernel") +
+                         "AND name = " + Q(f[3]) + " AND lane = " + Q(lp + " ch" + f[2] + " kernel") +
                          " AND seq = " + f[1] + " AND (tag & 255) = " + f[2] +
                          " AND (tag >> 8 & 1) = " + (gpu ? "1" : "0") +
                          (gpu ? " AND abs(dur - " + f[4] + ") <= 2" : "") + " AND comm = " + comm),
@@ -205,10 +209,10 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
                      " AND name IN ('ProxyStepSend', 'ProxyStepRecv')"),
               steps);
     EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                     " AND lane LIKE 'nccl dp ch% kernel'"),
+                     " AND lane LIKE " + Q(lp + " ch% kernel")),
               kernels);
     EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                     " AND name = 'Group' AND lane = 'nccl dp groups' AND kind = 'span'"),
+                     " AND name = 'Group' AND lane = " + Q(lp + " groups") + " AND kind = 'span'"),
               colls + 1);
     EXPECT_EQ(db.Int("SELECT CAST(value AS INTEGER) FROM events WHERE rank = " + r +
                      " AND name = 'nccl.dropped_events'"),
@@ -250,9 +254,9 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
   // GPU times mapped onto the host clock keep causality: every kernel channel lies after its
   // collective was issued and before the next one was (the harness reports each in between).
   EXPECT_EQ(db.Int("SELECT count(*) FROM events k JOIN events c ON c.rank = k.rank AND "
-                   "c.flow = k.flow AND c.kind = 'instant' WHERE k.lane LIKE 'nccl dp ch% kernel' "
+                   "c.flow = k.flow AND c.kind = 'instant' WHERE k.lane LIKE 'nccl dp r_ ch% kernel' "
                    "AND (k.ts < c.ts OR k.end_ts > coalesce((SELECT min(n.ts) FROM events n "
-                   "WHERE n.rank = c.rank AND n.kind = 'instant' AND n.lane = 'nccl dp' AND "
+                   "WHERE n.rank = c.rank AND n.kind = 'instant' AND n.lane = c.lane AND "
                    "n.ts > c.ts), k.end_ts))"),
             0);
 
@@ -271,7 +275,7 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM nccl_ops o WHERE o.completion = 'kernel' AND o.end_ts = "
                    "(SELECT max(e.ts + e.dur) FROM events e WHERE e.rank = o.rank AND "
                    "e.seq = o.seq AND e.comm = o.comm AND e.kind = 'span' AND e.lane LIKE "
-                   "'nccl dp ch%')"),
+                   "'nccl dp r_ ch%')"),
             12);
   EXPECT_EQ(db.Int("SELECT sum(instances) FROM nccl_collectives WHERE name = 'AllReduce'"), 8);
   EXPECT_EQ(db.Int("SELECT sum(total_bytes) FROM nccl_collectives WHERE name = 'Broadcast' "
@@ -337,6 +341,31 @@ TEST(NcclPlugin, FullPoolGivesNullHandlesAndCountsEveryDrop) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxyCtrl'"), handles);
 }
 
+TEST(NcclPlugin, ConcurrentProxyThreadsRecordedPlusDroppedEqualsStarted) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const std::string f = tmp.Sub("facts");
+  std::string err;
+  ASSERT_EQ(Harness(trace, 5, f, 0, 1, "stress", "TRACEDB_NCCL_POOL=64", &err), 0) << err;
+  std::map<std::string, long> n;
+  for (const auto& line : ReadFacts(f)) {
+    if (line.size() == 2 && line[0] != "name") n[line[0]] = std::stol(line[1]);
+  }
+  ASSERT_EQ(n["recorded"] + n["refused"], n["started"]);
+  EXPECT_GT(n["refused"], 0);  // 80 in flight > 64 slots
+  EXPECT_EQ(n["recorder_dropped"], 0);
+  const std::string dbpath = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(trace, dbpath), 0);
+  Db db(dbpath);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend'"), n["recorded"]);
+  EXPECT_EQ(db.Int("SELECT CAST(value AS INTEGER) FROM events WHERE name = 'nccl.dropped_events'"),
+            n["refused"]);
+  // Each thread's channel: at most 8 rows, whatever was in flight (the rest share the last).
+  EXPECT_EQ(db.Int("SELECT count(*) FROM (SELECT tag & 255 AS ch, count(DISTINCT lane) AS rows "
+                   "FROM events WHERE name = 'ProxySend' GROUP BY ch HAVING rows > 8)"),
+            0);
+}
+
 TEST(NcclPlugin, StepWindowSwitchesTheMask) {
   TempDir tmp;
   const std::string trace = tmp.Sub("trace");
@@ -365,6 +394,51 @@ TEST(NcclPlugin, StepWindowSwitchesTheMask) {
   EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'AllReduce'"), 2);
   EXPECT_EQ(db.Int("SELECT min(seq) * 10 + max(seq) FROM events WHERE name = 'AllReduce'"), 23);
 }
+
+class NcclHostileTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(NcclHostileTest, BadDescriptorsNeverCrashAndAreRecordedSafely) {
+  const int version = GetParam();
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const std::string f = tmp.Sub("facts");
+  std::string err;
+  ASSERT_EQ(Harness(trace, version, f, 0, 1, "hostile", "", &err), 0) << err;
+  std::map<std::string, int> facts;
+  for (const auto& line : ReadFacts(f)) {
+    if (line.size() == 2 && line[0].rfind("hostile_", 0) == 0) facts[line[0]] = std::stoi(line[1]);
+  }
+  EXPECT_EQ(facts["hostile_unknown_type_handle"], 0);
+  if (version == 5) {
+    EXPECT_EQ(facts.count("hostile_null_descr_handle"), 1u);
+    EXPECT_EQ(facts["hostile_null_descr_handle"], 0);
+  }
+  const std::string dbpath = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(trace, dbpath), 0);
+  Db db(dbpath);
+  // Null strings: the task is named "unknown", its datatype unknown, so no byte count.
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'unknown' AND kind = 'instant' AND "
+                   "bytes = 0 AND tag = 0 AND seq = 0"),
+            1);
+  // Channel 200 is clamped to the last lane; the misaligned parent is not followed; the
+  // misaligned stop was ignored, the real one recorded once.
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend' AND lane LIKE '% ch63 send' "
+                   "AND flow IS NULL AND seq IS NULL"),
+            1);
+  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend'"), 1);
+  if (version >= 4) {
+    // Timers that run backwards: host-timed (no GPU flag), never a negative duration.
+    EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE lane LIKE '% ch3 kernel' AND "
+                     "(tag >> 8 & 1) = 0 AND dur >= 0"),
+              1);
+  }
+  EXPECT_EQ(db.Int("SELECT coalesce(sum(value), 0) FROM stats WHERE name IN "
+                   "('improper_nesting', 'unmatched_end', 'negative_duration')"),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, NcclHostileTest, ::testing::Values(5, 4, 3),
+                         [](const auto& info) { return "v" + std::to_string(info.param); });
 
 TEST(NcclEventMask, Parsing) {
   int mask = 0;
