@@ -9,10 +9,17 @@ packages=(
   libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev
   chromium time
+  clang-14 libclang-rt-14-dev
 )
 # chromium: headless, loads exported traces in the speedscope viewer (tests/export_viewer_test);
 # time: GNU time, peak RSS of exports (tests, bench/run_export_bench.sh). The speedscope npm
-# package itself is installed by tests/viewers/setup-speedscope.sh when the test runs.
+# package itself is installed by tests/viewers/setup-speedscope.sh when the test runs, with npm
+# (Debian packages nodejs and npm, unless a node with npm is already on the PATH, e.g. from
+# NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
+# clang-14, libclang-rt-14-dev: the ASan+UBSan build and the libFuzzer targets (scripts/test.sh).
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
