@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -405,6 +406,13 @@ class EventsVisitor : public SegmentVisitor {
   std::map<uint32_t, uint32_t> lane_tracks_;
 };
 
+// This host's name, as the recorder writes it in META blocks by default (gethostname).
+std::string LocalHostName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "";
+  return host;
+}
+
 int64_t FileAgeSeconds(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -460,6 +468,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   // Pass 1: what each file says about its process and clock (idempotent inserts).
   // It also tells where each file ends and whether its writer closed it.
   std::map<std::string, StatusOr<SegmentScan>> probes;
+  const std::string this_host = LocalHostName();
   TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
   for (const SegmentFileRef* f : work) {
     PrepassVisitor v;
@@ -467,6 +476,13 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     o.events = false;
     StatusOr<SegmentScan> scan = ScanSegment(f->path, &v, o);
     if (scan.ok()) TRACEDB_RETURN_IF_ERROR(StorePrepass(db, *f, v));
+    // A lock seen free says nothing about a writer on another host (a filesystem whose locks
+    // are local to each node, e.g. Lustre's localflock): only this host's writers are judged.
+    WriterState& writer = writers[f->path];
+    if (writer == WriterState::kGone && v.meta && !v.meta->host.empty() &&
+        v.meta->host != this_host) {
+      writer = WriterState::kUnknown;
+    }
     probes.emplace(f->path, std::move(scan));
   }
   TRACEDB_RETURN_IF_ERROR(w->CommitBatch());

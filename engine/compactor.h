@@ -8,7 +8,8 @@
 // taken only up to its last clock anchor (the rest waits for the next anchor, so that every event
 // is interpolated between anchors, never extrapolated). A file is taken whole when its writer
 // closed it, when its writer is gone (the writer's flock on the file can be taken: the process
-// died, docs/segment-format.md "Writer lock"), with `finish` set, or, only where the lock gives
+// died, docs/segment-format.md "Writer lock"; judged only for files whose META names this
+// host), with `finish` set, or, only where the lock gives
 // no answer (a filesystem without flock), when it was untouched for `stale_after_s`. A torn
 // tail of a file taken whole is skipped and counted.
 //

@@ -170,7 +170,7 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
     }
     BlockNameInfo& info = zone->names[static_cast<size_t>(at)];
     info.count++;
-    info.total_dur += r.dur;
+    info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
     info.min_dur = std::min(info.min_dur, r.dur);
     info.max_dur = std::max(info.max_dur, r.dur);
     info.hist[static_cast<size_t>(DurationBucket(r.dur))]++;

@@ -12,6 +12,7 @@
 #include "engine/coding.h"
 #include "engine/segment_format.h"
 #include "engine/segment_reader.h"
+#include "engine/segment_writer.h"
 
 namespace tracedb::engine {
 namespace {
@@ -163,7 +164,10 @@ StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir) {
       sum.torn_tails++;
       sum.torn_bytes += scan->torn_tail_bytes;
     }
-    if (!scan->closed) sum.open_files++;
+    if (!scan->closed) {
+      sum.open_files++;
+      if (ProbeSegmentWriter(f.path) == WriterState::kGone) sum.dead_writer_files++;
+    }
     for (const std::string& p : scan->problems) {
       if (sum.problems.size() < 32) sum.problems.push_back(f.path + ": " + p);
     }

@@ -50,6 +50,7 @@ struct DirSummary {
   uint64_t torn_tails = 0;
   uint64_t torn_bytes = 0;
   uint64_t open_files = 0;  // files without an END block (still being written, or writer died)
+  uint64_t dead_writer_files = 0;  // of those, files whose writer is gone (its lock is free)
   uint64_t unreadable_files = 0;
   std::vector<std::string> problems;  // "<file>: <problem>", capped
   std::map<int32_t, RankSummary> per_rank;

@@ -156,7 +156,7 @@ Status TraceWriter::WriteBlock(int32_t rank, std::vector<Row>* rows) {
     max_dur = std::max(max_dur, n.max_dur);
     NameStat& ns = name_stats_[{rank, n.name, n.cat, static_cast<uint8_t>(n.kind)}];
     ns.count += n.count;
-    ns.total += n.total_dur;
+    ns.total = SaturatingAdd(ns.total, n.total_dur);
     ns.min = std::min(ns.min, n.min_dur);
     ns.max = std::max(ns.max, n.max_dur);
     for (size_t b = 0; b < ns.hist.size(); ++b) ns.hist[b] += n.hist[b];
@@ -268,7 +268,7 @@ Status TraceWriter::CommitBatch() {
       TRACEDB_ASSIGN_OR_RETURN(bool row, sel.Step());
       if (row) {
         ns.count += static_cast<uint64_t>(sel.Int(0));
-        ns.total += sel.Int(1);
+        ns.total = SaturatingAdd(ns.total, sel.Int(1));
         ns.min = std::min(ns.min, sel.Int(2));
         ns.max = std::max(ns.max, sel.Int(3));
         Reader r(sel.Blob(4));

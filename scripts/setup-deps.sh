@@ -10,12 +10,19 @@ packages=(
   openmpi-bin libopenmpi-dev
   chromium time
   python3-dev python3-numpy python3-pandas python3-torch libtorch-dev pybind11-dev
+  clang-14 libclang-rt-14-dev
 )
 # chromium: headless, loads exported traces in the speedscope viewer (tests/export_viewer_test);
 # python3-*/libtorch-dev: the Python package and the PyTorch capture, built for Debian's
 # /usr/bin/python3, the Python python3-torch installs into (python/, docs/python.md);
 # time: GNU time, peak RSS of exports (tests, bench/run_export_bench.sh). The speedscope npm
-# package itself is installed by tests/viewers/setup-speedscope.sh when the test runs.
+# package itself is installed by tests/viewers/setup-speedscope.sh when the test runs, with npm
+# (Debian packages nodejs and npm, unless a node with npm is already on the PATH, e.g. from
+# NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
+# clang-14, libclang-rt-14-dev: the ASan+UBSan build and the libFuzzer targets (scripts/test.sh).
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# Builds tracedb and runs every test: the unit, diff and multi-process tests under CTest, then
-# the recorder's concurrency tests again under ThreadSanitizer. This is the README's test
-# command and what CI runs (.ci/run).
+# Builds tracedb and runs every test: the unit, diff and multi-process tests under CTest; the
+# recorder's concurrency tests again under ThreadSanitizer; the core (non-MPI) tests again in a
+# clang 14 ASan+UBSan build (every report fatal); and every libFuzzer target for a few seconds
+# on its seed corpus (fixtures/fuzz/). This is the README's test command and what CI runs
+# (.ci/run, with CI=true: tests on ../shared/fixtures then fail instead of skipping). It
+# depends on no compiler cache; on 2 cores from a fresh clone it stays under 20 minutes.
+# FUZZ_SECONDS (default 5) sets each fuzz target's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
+start=$(date +%s)
+stage() { echo "== $* ($(($(date +%s) - start)) s)"; }
 
 "$root/scripts/setup-deps.sh"
 
-echo "== build (RelWithDebInfo)"
+stage "build (RelWithDebInfo)"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$root/build" -j "$jobs"
 
-echo "== tests"
+stage "tests"
 (cd "$root/build" && ctest -j "$jobs" --output-on-failure --timeout 600)
 
-echo "== recorder tests under ThreadSanitizer"
+stage "recorder tests under ThreadSanitizer"
 cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRACEDB_SANITIZE=thread -DTRACEDB_BENCH=OFF >/dev/null
 cmake --build "$root/build-tsan" -j "$jobs" --target recorder_stress_test recorder_test
@@ -26,4 +32,37 @@ export TRACEDB_TEST_TMP="$root/build-tsan/test-tmp"
 "$root/build-tsan/tests/recorder_stress_test"
 "$root/build-tsan/tests/recorder_test"
 
-echo "== all tests passed"
+unset TSAN_OPTIONS
+
+stage "core tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang 14)"
+# The engine, compaction (with its kill campaign), diff, import, export, round-trip and CLI
+# tests: everything but the MPI and recorder tests (TSan above covers the recorder, and the
+# recording programs these tests run come from the main build).
+asan_tests=(engine_test diff_test compaction_test kill_test output_file_test roundtrip_test
+  import_test mpi_profile_import_test export_test cli_test)
+fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz)
+cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DTRACEDB_SANITIZE=address,undefined -DTRACEDB_BENCH=OFF \
+  -DTRACEDB_RECORDING_PROGRAMS_DIR="$root/build/tests" >/dev/null
+cmake --build "$root/build-asan" -j "$jobs" --target "${asan_tests[@]}" "${fuzzers[@]}"
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TRACEDB_TEST_TMP="$root/build-asan/test-tmp"
+for t in "${asan_tests[@]}"; do
+  echo "-- $t"
+  "$root/build-asan/tests/$t" --gtest_brief=1
+done
+
+stage "fuzz smoke runs (libFuzzer, ${FUZZ_SECONDS:-5} s each)"
+for f in "${fuzzers[@]}"; do
+  # New inputs go to a scratch corpus; the checked-in seeds are only read.
+  corpus="$root/build-asan/fuzz-corpus/$f"
+  mkdir -p "$corpus"
+  "$root/build-asan/$f" -max_total_time="${FUZZ_SECONDS:-5}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "$corpus" "$root/fixtures/fuzz/$f" 2>&1 |
+    grep -E "^stat::number_of_executed_units|^INFO: seed corpus|ERROR|SUMMARY|unclean" || true
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "fuzz target $f failed" >&2; exit 1; }
+done
+
+stage "all tests passed"

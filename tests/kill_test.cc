@@ -205,6 +205,63 @@ TEST(KillTest, LiveWriterIsFollowedAndAKilledOneIsTakenWhole) {
   EXPECT_NE(info.find("dead_writer_files"), std::string::npos) << info;
 }
 
+// `compact --watch` follows the live writer, takes the killed writer's file whole, and ends by
+// itself once nothing is left to wait for (no flag, no Ctrl-C).
+TEST(KillTest, WatchTakesAKilledWritersFileAndEnds) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"),
+                    db = tmp.Sub("job.tdb");
+  const pid_t pid = Start(trace, log);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForFlushes(pid, log, 2));
+  int watch_rc = -1;
+  std::string watch_out;
+  std::thread watch([&] {
+    watch_out = RunCommand("timeout 60 " + TracedbBin() + " compact --watch --interval 0.1 " +
+                               ShellQuote(trace) + " -o " + ShellQuote(db) + " 2>&1",
+                           &watch_rc);
+  });
+  uint64_t lines = 0;
+  LastFlush(log, &lines);
+  const bool flushed_more = WaitForFlushes(pid, log, lines + 20);
+  Kill(pid);
+  uint64_t ignored;
+  const std::vector<uint64_t> flushed = LastFlush(log, &ignored);
+  watch.join();
+  ASSERT_TRUE(flushed_more);
+  EXPECT_EQ(watch_rc, 0) << watch_out;  // 124 would be the timeout: the watch never ended
+  EXPECT_NE(watch_out.find("watch ended"), std::string::npos) << watch_out;
+  const Check c = Verify(db, flushed);
+  EXPECT_EQ(c.dead_writers, 1);
+  EXPECT_GT(c.promised, 0u);
+}
+
+// A file whose META names another host is not judged by its lock (that host's locks may not be
+// visible here): after the kill it waits, and --finish takes it.
+TEST(KillTest, AnotherHostsFileWaitsForFinish) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"),
+                    db = tmp.Sub("job.tdb");
+  ::setenv("TRACEDB_HOSTNAME", "another-host.example", 1);
+  const pid_t pid = Start(trace, log);
+  ::unsetenv("TRACEDB_HOSTNAME");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForFlushes(pid, log, 5));
+  Kill(pid);
+  uint64_t lines = 0;
+  const std::vector<uint64_t> flushed = LastFlush(log, &lines);
+  const std::string plain = Compact(trace, db);
+  EXPECT_NE(plain.find("still being written"), std::string::npos) << plain;
+  int rc = 0;
+  const std::string finish = RunCommand(TracedbBin() + " compact --finish " + ShellQuote(trace) +
+                                            " -o " + ShellQuote(db) + " 2>&1",
+                                        &rc);
+  EXPECT_EQ(rc, 0) << finish;
+  const Check c = Verify(db, flushed);
+  EXPECT_EQ(c.dead_writers, 0);
+  EXPECT_GT(c.promised, 0u);
+}
+
 // The kill campaign: 20 SIGKILLs at random moments (seeded; the seed is printed).
 TEST(KillTest, TwentyRandomKillsLoseNothingFlushed) {
   const unsigned seed = static_cast<unsigned>(
