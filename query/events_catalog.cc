@@ -8,10 +8,19 @@ namespace tracedb::query::events {
 void DbCatalog::Refresh(engine::Db* db) {
   // Nothing to reread unless a connection changed the file since the last look: another one
   // (PRAGMA data_version) or this one (sqlite3_total_changes).
-  auto dv = db->QueryInt("PRAGMA data_version", -1);
+  int64_t dv = -1;
+  if (data_version_stmt.raw() == nullptr) {
+    auto st = db->Prepare("PRAGMA data_version");
+    if (st.ok()) data_version_stmt = std::move(*st);
+  }
+  if (data_version_stmt.raw() != nullptr) {
+    auto row = data_version_stmt.Step();
+    if (row.ok() && *row) dv = data_version_stmt.Int(0);
+    data_version_stmt.Reset();
+  }
   const int64_t changes = sqlite3_total_changes64(db->raw());
-  if (dv.ok() && *dv == seen_data_version && changes == seen_changes) return;
-  if (dv.ok()) seen_data_version = *dv;
+  if (dv >= 0 && dv == seen_data_version && changes == seen_changes) return;
+  seen_data_version = dv;
   seen_changes = changes;
   auto ms = db->QueryInt("SELECT max(id) FROM strings", 0);
   if (ms.ok() && *ms > max_string) {

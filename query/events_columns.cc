@@ -1,6 +1,8 @@
 // Column access of the `events` table: xColumn and xRowid. One template serves both row
 // sources (a row of a decoded block, a materialised top-n row), so the block path, the hot one,
 // reads the column arrays directly. See events_internal.h.
+#include <array>
+
 #include "query/events_internal.h"
 
 namespace tracedb::query::events {
@@ -180,6 +182,13 @@ void Emit(const Src& s, int32_t rank, const DbCatalog& cat, sqlite3_context* ctx
   }
 }
 
+// ColumnGroup as a table (xColumn runs for every value SQLite reads).
+const std::array<uint32_t, kNumCols> kGroupOf = [] {
+  std::array<uint32_t, kNumCols> t{};
+  for (int col = 0; col < kNumCols; ++col) t[col] = ColumnGroup(col);
+  return t;
+}();
+
 }  // namespace
 
 int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
@@ -199,7 +208,7 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
       return rc;
     }
   }
-  const uint32_t group = ColumnGroup(col);
+  const uint32_t group = kGroupOf[col];
   if (!c->blk->has(group)) {
     tracedb::Status s = c->blk->Need(group);
     if (!s.ok()) {

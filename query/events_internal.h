@@ -90,6 +90,7 @@ struct DbCatalog {
   std::map<int32_t, int64_t> rank_min_dur;  // from name_stats: no row of the rank is shorter
   int64_t max_string = 0, max_track = 0, step_count = -1, data_version = -1;
   int64_t seen_data_version = -1, seen_changes = -1;
+  engine::Stmt data_version_stmt;  // "PRAGMA data_version", prepared once
 
   void Refresh(engine::Db* db);
   std::optional<uint32_t> Id(std::string_view s) const {
@@ -115,11 +116,27 @@ struct KIndex {
   int64_t max_block = 0;                                  // blocks up to here are indexed
 };
 
+// Recently decoded blocks, for scans that touch few blocks again and again (the inner side of
+// a nested-loop join). Emptied when the file changes.
+struct BlockCache {
+  static constexpr size_t kMaxRows = 1 << 18;
+  static constexpr size_t kMaxScanBlocks = 16;  // larger scans decode into the cursor instead
+  struct Entry {
+    std::shared_ptr<engine::DecodedBlock> blk;
+    uint64_t last_use = 0;
+  };
+  std::unordered_map<int64_t, Entry> blocks;
+  uint64_t tick = 0;
+  size_t rows = 0;
+  int64_t data_version = -1, changes = -1;
+};
+
 struct EventsVtab {
   sqlite3_vtab base;  // must be first
   std::unique_ptr<engine::Db> db;
   DbCatalog catalog;
   KIndex k_index;
+  BlockCache cache;
   engine::Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once
   std::map<std::string, engine::Stmt> zone_queries;  // CollectBlocks' statements, by SQL
 };
@@ -147,6 +164,8 @@ struct Range {
 struct Constraints {
   bool none = false;  // a constraint no row can meet (e.g. an unknown name)
   Range rank, ts, end, dur, track, step, id, parent;
+  // Checked row by row only (no zone map): depth and the typed arguments (NULL when absent).
+  Range depth, bytes, peer, tag, comm, seq, flow;
   std::optional<uint32_t> name, cat;
   std::optional<uint8_t> kind;
   int64_t limit = -1, offset = 0;
@@ -195,7 +214,8 @@ struct EventsCursor {
 
   // Scan mode: the block being read and its selected rows (`all` = every row, none decoded
   // when neither constraints nor columns need it; `cur_ref` then loads it on demand).
-  engine::DecodedBlock scan_blk;
+  engine::DecodedBlock scan_blk;                  // the block, decoded here, or
+  std::shared_ptr<engine::DecodedBlock> scan_cached;  // the cache's copy (small scans)
   bool scan_loaded = false;
   const BlockRef* cur_ref = nullptr;
   std::vector<uint32_t> sel;

@@ -131,6 +131,13 @@ bool PushableColumn(int col) {
     case kEndTs:
     case kStep:
     case kParent:
+    case kDepth:
+    case kBytes:
+    case kPeer:
+    case kTag:
+    case kComm:
+    case kSeq:
+    case kFlow:
       return true;
     default:
       return false;
@@ -299,6 +306,9 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
     }
     if (groupable) {
       idx += group;
+      // (For DISTINCT, SQLite would accept one row per group, but a WHERE term it keeps for
+      // itself, e.g. NOT IN, is not shown here and may reject that row: every row is
+      // returned.)
       info->orderByConsumed = 1;
     }
   }
@@ -396,6 +406,27 @@ int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
       case kParent:
         r = &f.parent;
         break;
+      case kDepth:
+        r = &f.depth;
+        break;
+      case kBytes:
+        r = &f.bytes;
+        break;
+      case kPeer:
+        r = &f.peer;
+        break;
+      case kTag:
+        r = &f.tag;
+        break;
+      case kComm:
+        r = &f.comm;
+        break;
+      case kSeq:
+        r = &f.seq;
+        break;
+      case kFlow:
+        r = &f.flow;
+        break;
       default:
         return Fail(&c->vtab->base, "events: unexpected constraint on column " +
                                         std::to_string(col));
@@ -435,7 +466,9 @@ int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
     }
   }
   if (f.none || f.rank.Empty() || f.ts.Empty() || f.dur.Empty() || f.end.Empty() ||
-      f.track.Empty() || f.step.Empty() || f.id.Empty() || f.parent.Empty() || f.limit == 0) {
+      f.track.Empty() || f.step.Empty() || f.id.Empty() || f.parent.Empty() ||
+      f.depth.Empty() || f.bytes.Empty() || f.peer.Empty() || f.tag.Empty() || f.comm.Empty() ||
+      f.seq.Empty() || f.flow.Empty() || f.limit == 0) {
     c->eof = true;
     return SQLITE_OK;
   }
@@ -449,6 +482,10 @@ int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
   if (!f.dur.All()) f.filter_cols |= engine::kColDur;
   if (!f.id.All()) f.filter_cols |= engine::kColK;
   if (!f.parent.All()) f.filter_cols |= engine::kColParent;
+  if (!f.depth.All()) f.filter_cols |= engine::kColDepth;
+  for (const Range* r : {&f.bytes, &f.peer, &f.tag, &f.comm, &f.seq, &f.flow}) {
+    if (!r->All()) f.filter_cols |= engine::kColArgs;
+  }
   for (int col : f.group_cols) f.used_cols |= ColumnGroup(col);
   return SQLITE_OK;
 }

@@ -42,10 +42,11 @@ bool BlockMayMatch(const Constraints& f, const BlockRef& b) {
 // The constraints a block's zone map does not settle, to be checked row by row.
 struct RowChecks {
   bool name = false, cat = false, kind = false, track = false, dur = false, ts = false,
-       end = false, id = false, parent = false, step = false;
+       end = false, id = false, parent = false, step = false, depth = false, args = false;
   uint32_t cols = 0;  // the column groups they read
   bool any() const {
-    return name || cat || kind || track || dur || ts || end || id || parent || step;
+    return name || cat || kind || track || dur || ts || end || id || parent || step || depth ||
+           args;
   }
 };
 
@@ -64,6 +65,10 @@ RowChecks ChecksFor(const Constraints& f, const BlockRef& b, const DbCatalog& ca
   k.id = f.id.set;
   k.parent = f.parent.set;
   k.step = f.step.set;
+  k.depth = f.depth.set;
+  k.args = f.bytes.set || f.peer.set || f.tag.set || f.comm.set || f.seq.set || f.flow.set;
+  if (k.depth) k.cols |= engine::kColDepth;
+  if (k.args) k.cols |= engine::kColArgs;
   if (k.name) k.cols |= engine::kColName;
   if (k.cat) k.cols |= engine::kColCat;
   if (k.kind) k.cols |= engine::kColKind;
@@ -146,6 +151,24 @@ void Select(const Constraints& f, const RowChecks& k, const DecodedBlock& b, int
       return s && f.step.Contains(*s);
     });
   }
+  if (k.depth) {
+    Refine(&first, n, sel, [&](uint32_t i) { return f.depth.Contains(b.depth[i]); });
+  }
+  if (k.args) {
+    // An absent argument is NULL: no constraint on it holds.
+    auto arg = [&](const Range& r, uint32_t bit, auto value) {
+      if (!r.set) return;
+      Refine(&first, n, sel,
+             [&](uint32_t i) { return (b.arg_mask[i] & bit) != 0 && r.Contains(value(i)); });
+    };
+    using engine::EventArgs;
+    arg(f.bytes, EventArgs::kBytes, [&](uint32_t i) { return static_cast<int64_t>(b.bytes[i]); });
+    arg(f.peer, EventArgs::kPeer, [&](uint32_t i) { return int64_t{b.peer[i]}; });
+    arg(f.tag, EventArgs::kTag, [&](uint32_t i) { return int64_t{b.tag[i]}; });
+    arg(f.comm, EventArgs::kComm, [&](uint32_t i) { return int64_t{b.comm[i]}; });
+    arg(f.seq, EventArgs::kSeq, [&](uint32_t i) { return static_cast<int64_t>(b.seq[i]); });
+    arg(f.flow, EventArgs::kFlow, [&](uint32_t i) { return static_cast<int64_t>(b.flow[i]); });
+  }
   if (first) {  // no check: every row
     sel->resize(n);
     for (uint32_t i = 0; i < n; ++i) (*sel)[i] = i;
@@ -176,6 +199,40 @@ int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out, uint32_t 
   return SQLITE_OK;
 }
 
+// A block from the cache (decoding it, and the columns in `want`, when needed).
+int CachedBlock(EventsCursor* c, const BlockRef& ref, uint32_t want,
+                std::shared_ptr<DecodedBlock>* out) {
+  BlockCache& cache = c->vtab->cache;
+  const DbCatalog& cat = c->vtab->catalog;
+  if (cache.data_version != cat.seen_data_version || cache.changes != cat.seen_changes) {
+    cache.blocks.clear();
+    cache.rows = 0;
+    cache.data_version = cat.seen_data_version;
+    cache.changes = cat.seen_changes;
+  }
+  auto it = cache.blocks.find(ref.block);
+  if (it == cache.blocks.end()) {
+    auto blk = std::make_shared<DecodedBlock>();
+    int rc = LoadBlock(c, ref, blk.get(), want);
+    if (rc != SQLITE_OK) return rc;
+    while (!cache.blocks.empty() && cache.rows + blk->n > BlockCache::kMaxRows) {
+      auto oldest = cache.blocks.begin();
+      for (auto e = cache.blocks.begin(); e != cache.blocks.end(); ++e) {
+        if (e->second.last_use < oldest->second.last_use) oldest = e;
+      }
+      cache.rows -= oldest->second.blk->n;
+      cache.blocks.erase(oldest);
+    }
+    cache.rows += blk->n;
+    it = cache.blocks.emplace(ref.block, BlockCache::Entry{std::move(blk), 0}).first;
+  }
+  it->second.last_use = ++cache.tick;
+  tracedb::Status s = it->second.blk->Need(want);
+  if (!s.ok()) return Fail(&c->vtab->base, s.message());
+  *out = it->second.blk;
+  return SQLITE_OK;
+}
+
 // ---- block scan ----
 
 // Prepares the next block of the scan with at least one selected row; eof when none is left.
@@ -189,29 +246,34 @@ int NextScanBlock(EventsCursor* c) {
     c->rank = ref.rank;
     c->pos = 0;
     c->blk = &c->scan_blk;
-    if (!k.any() && f.used_cols == 0 && ref.count > 0) {
-      // Every row matches and no column is read (count(*)): nothing to decode.
+    if (!k.any() && ref.count > 0) {
+      // Every row matches: nothing to decode until a column is read (never, for count(*)).
       c->scan_loaded = false;
       c->sel_all = true;
       c->sel_n = static_cast<size_t>(ref.count);
       c->row = 0;
       return SQLITE_OK;
     }
-    // The constraints' columns first; the statement's columns only when a row is selected.
-    int rc = LoadBlock(c, ref, &c->scan_blk, k.any() ? k.cols : f.used_cols);
+    // The constraints' columns; the statement's are decoded when first read (xColumn), as
+    // colUsed also names the columns of constraints pushed down and omitted.
+    int rc;
+    if (c->blocks.size() <= BlockCache::kMaxScanBlocks) {
+      rc = CachedBlock(c, ref, k.cols, &c->scan_cached);
+      c->blk = c->scan_cached.get();
+    } else {
+      rc = LoadBlock(c, ref, &c->scan_blk, k.cols);
+    }
     if (rc != SQLITE_OK) return rc;
     c->scan_loaded = true;
     if (!k.any()) {
       c->sel_all = true;
-      c->sel_n = c->scan_blk.n;
+      c->sel_n = c->blk->n;
     } else {
       c->sel_all = false;
-      Select(f, k, c->scan_blk, ref.rank, cat, &c->sel);
+      Select(f, k, *c->blk, ref.rank, cat, &c->sel);
       c->sel_n = c->sel.size();
     }
     if (c->sel_n == 0) continue;
-    tracedb::Status s = c->scan_blk.Need(f.used_cols);
-    if (!s.ok()) return Fail(&c->vtab->base, s.message());
     c->row = c->sel_all ? 0 : c->sel[0];
     return SQLITE_OK;
   }
@@ -225,6 +287,10 @@ int NextScanBlock(EventsCursor* c) {
 class DenseKeys {
  public:
   uint32_t Get(uint64_t v) {
+    if (v < flat_.size()) {
+      uint32_t& d = flat_[v];
+      if (d != 0) return d - 1;
+    }
     if (v < kFlat) {
       if (flat_.size() <= v) flat_.resize(v + 1, 0);
       uint32_t& d = flat_[v];
@@ -350,12 +416,23 @@ int LoadPartition(EventsCursor* c) {
     if (rc != SQLITE_OK) return rc;
     Select(f, k, b, ref.rank, cat, &sel);
     if (sel.empty()) continue;
-    tracedb::Status s = b.Need(f.used_cols | key_cols);
+    tracedb::Status s = b.Need(key_cols);
     if (!s.ok()) return Fail(&c->vtab->base, s.message());
     const uint64_t bi = c->part_blocks.size();
     for (size_t j = 0; j < f.group_cols.size(); ++j) {
       const int col = f.group_cols[j];
-      for (uint32_t i : sel) keys[j].push_back(dense[j].Get(KeyValue(col, b, i, ref.rank, cat)));
+      std::vector<uint32_t>& out = keys[j];
+      DenseKeys& d = dense[j];
+      // The common keys read their column directly; the others go through KeyValue.
+      if (col == kName) {
+        for (uint32_t i : sel) out.push_back(d.Get(b.name[i]));
+      } else if (col == kTrack) {
+        for (uint32_t i : sel) out.push_back(d.Get(b.track[i]));
+      } else if (col == kRank) {
+        out.insert(out.end(), sel.size(), d.Get(static_cast<uint32_t>(ref.rank)));
+      } else {
+        for (uint32_t i : sel) out.push_back(d.Get(KeyValue(col, b, i, ref.rank, cat)));
+      }
     }
     for (uint32_t i : sel) c->part_order.push_back((bi << 32) | i);
     c->part_blocks.push_back(std::move(b));
@@ -457,6 +534,18 @@ bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t 
     auto s = c.vtab->catalog.StepAt(rank, b.ts[i]);
     if (!s || !f.step.Contains(*s)) return false;
   }
+  if (f.depth.set && !f.depth.Contains(b.depth[i])) return false;
+  using engine::EventArgs;
+  const uint32_t m = b.arg_mask.empty() ? 0 : b.arg_mask[i];
+  if (f.bytes.set && !((m & EventArgs::kBytes) && f.bytes.Contains(static_cast<int64_t>(b.bytes[i]))))
+    return false;
+  if (f.peer.set && !((m & EventArgs::kPeer) && f.peer.Contains(b.peer[i]))) return false;
+  if (f.tag.set && !((m & EventArgs::kTag) && f.tag.Contains(b.tag[i]))) return false;
+  if (f.comm.set && !((m & EventArgs::kComm) && f.comm.Contains(b.comm[i]))) return false;
+  if (f.seq.set && !((m & EventArgs::kSeq) && f.seq.Contains(static_cast<int64_t>(b.seq[i]))))
+    return false;
+  if (f.flow.set && !((m & EventArgs::kFlow) && f.flow.Contains(static_cast<int64_t>(b.flow[i]))))
+    return false;
   return true;
 }
 
@@ -585,7 +674,14 @@ int NextScan(EventsCursor* c) {
 
 int EnsureScanBlock(EventsCursor* c) {
   if (c->mode != EventsCursor::Mode::kScan || c->scan_loaded) return SQLITE_OK;
-  int rc = LoadBlock(c, *c->cur_ref, &c->scan_blk, engine::kColTrack);
+  int rc;
+  if (c->blocks.size() <= BlockCache::kMaxScanBlocks) {
+    rc = CachedBlock(c, *c->cur_ref, engine::kColTrack, &c->scan_cached);
+    c->blk = c->scan_cached.get();
+  } else {
+    rc = LoadBlock(c, *c->cur_ref, &c->scan_blk, engine::kColTrack);
+    c->blk = &c->scan_blk;
+  }
   if (rc != SQLITE_OK) return rc;
   c->scan_loaded = true;
   return SQLITE_OK;
