@@ -1,8 +1,8 @@
 // Database benchmark helper (measures; not a test):
-//   db_bench queries JOB.tdb [REPS]
+//   db_bench queries JOB.tdb [REPS] [NAME...]
 //       times the benchmark's queries on a trace database in-process (median of REPS runs):
 //       top-10 slowest COMMUNICATE, a per-rank x name aggregate (over decoded events, and from
-//       the summary table), a full-scan count; prints "name ms rows" lines.
+//       the summary table), a full-scan count; prints "name ms rows" lines. NAMEs: only those.
 //   db_bench sqlite-rows EVENTS.csv OUT.db
 //       loads the same events into a plain SQLite table with two indexes (the row-per-event
 //       baseline) and prints its bytes per event.
@@ -27,6 +27,7 @@ struct Query {
   const char* sql;
 };
 
+// The same names and rows as duckdb_bench.mjs (there a track is (rank, tid)).
 const Query kQueries[] = {
     {"top10",
      "SELECT rank, ts, dur FROM events WHERE name = 'COMMUNICATE' "
@@ -34,19 +35,28 @@ const Query kQueries[] = {
     {"rank_name_agg",
      "SELECT rank, name, count(*), sum(dur), max(dur) FROM events "
      "GROUP BY rank, name"},
+    {"track_name_agg",
+     "SELECT track, name, count(*), sum(dur), max(dur) FROM events "
+     "GROUP BY track, name"},
+    {"median_by_name", "SELECT name, median(dur) FROM events GROUP BY name"},
+    {"p95_by_name", "SELECT name, percentile(dur, 95) FROM events GROUP BY name"},
     {"rank_name_summary",
      "SELECT rank, name, sum(count), sum(total_ns), max(max_ns) "
      "FROM name_summary GROUP BY rank, name"},
     {"count_scan", "SELECT count(*) FROM events WHERE dur >= 0"},
+    // A count whose condition SQLite checks on every row (depth is not pushed down), so
+    // every block is decoded and every row's depth read through xColumn.
+    {"count_depth", "SELECT count(*) FROM events WHERE depth >= 0"},
 };
 
-int RunQueries(const std::string& path, int reps) {
+int RunQueries(const std::string& path, int reps, const std::vector<std::string>& only) {
   auto db = tracedb::query::OpenQueryDb(path);
   if (!db.ok()) {
     std::fprintf(stderr, "%s\n", db.status().ToString().c_str());
     return 1;
   }
   for (const Query& q : kQueries) {
+    if (!only.empty() && std::find(only.begin(), only.end(), q.name) == only.end()) continue;
     std::vector<double> ms;
     uint64_t rows = 0;
     for (int r = 0; r < reps; ++r) {
@@ -129,7 +139,8 @@ int SqliteRows(const std::string& csv, const std::string& out) {
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "queries") == 0) {
-    return RunQueries(argv[2], argc > 3 ? std::atoi(argv[3]) : 5);
+    return RunQueries(argv[2], argc > 3 ? std::atoi(argv[3]) : 5,
+                      std::vector<std::string>(argv + std::min(argc, 4), argv + argc));
   }
   if (argc >= 4 && std::strcmp(argv[1], "sqlite-rows") == 0) return SqliteRows(argv[2], argv[3]);
   std::fprintf(stderr, "usage: %s queries JOB.tdb [REPS] | sqlite-rows EVENTS.csv OUT.db\n",

@@ -19,12 +19,18 @@ await con.run('CHECKPOINT');
 const loadMs = performance.now() - t0;
 const count = Number((await (await con.run('SELECT count(*) FROM events')).getRows())[0][0]);
 
+// The same names and rows as db_bench.cc (a track there is (rank, tid) here).
 const queries = [
   ['top10', `SELECT rank, ts, dur FROM events WHERE name = 'COMMUNICATE'
              ORDER BY dur DESC LIMIT 10`],
   ['rank_name_agg', `SELECT rank, name, count(*), sum(dur), max(dur) FROM events
                      GROUP BY rank, name`],
+  ['track_name_agg', `SELECT rank, tid, name, count(*), sum(dur), max(dur) FROM events
+                      GROUP BY rank, tid, name`],
+  ['median_by_name', 'SELECT name, quantile_disc(dur, 0.5) FROM events GROUP BY name'],
+  ['p95_by_name', 'SELECT name, quantile_disc(dur, 0.95) FROM events GROUP BY name'],
   ['count_scan', 'SELECT count(*) FROM events WHERE dur >= 0'],
+  ['count_depth', 'SELECT count(*) FROM events WHERE depth >= 0'],
 ];
 for (const [name, sql] of queries) {
   const times = [];

@@ -3,9 +3,12 @@
 #   tracedb   segments -> tracedb compact -> JOB.tdb
 #   DuckDB    CSV -> read_csv -> a .duckdb file (npm @duckdb/node-api)
 #   SQLite    CSV -> one row per event with two indexes (sizes up to 10M)
-# and the same queries run on each: top-10 slowest COMMUNICATE, a per-rank x name aggregate,
-# a full-scan count. Prints compaction speed, bytes per event and query times (medians).
+# and the same queries run on each: top-10 slowest COMMUNICATE, aggregates per rank x name and
+# per track x name, median and 95th percentile by name, two full-scan counts; and SQLite's
+# floor: the time the stock sqlite3 takes to count as many rows of generate_series. Prints
+# compaction speed, bytes per event and query times (medians of REPS runs, default 5).
 # Usage: bench/run_db_bench.sh [SIZES...]   (default: 2000000 10000000 100000000)
+#   SQLITE_ROWS=0 skips the row-per-event SQLite baseline (its load takes minutes at 10M).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -41,10 +44,15 @@ for n in "${sizes[@]}"; do
     duck=$(cd "$root/bench" && node duckdb_bench.mjs "$dir/events.csv" "$dir/job.duckdb" "$reps")
   fi
   rows=""
-  if [ "$n" -le 10000000 ]; then
+  if [ "$n" -le 10000000 ] && [ "${SQLITE_ROWS:-1}" != 0 ]; then
     rows=$("$bin/bench/db_bench" sqlite-rows "$dir/events.csv" "$dir/rows.sqlite")
   fi
   get() { echo "$1" | awk -v k="$2" '$1 == k {print $2}'; }
+  # SQLite's floor: counting n rows of generate_series in the stock sqlite3 (statement time).
+  floor=$(for r in $(seq "$reps"); do
+            sqlite3 :memory: ".timer on" "SELECT count(*) FROM generate_series(1, $n);" |
+              awk '/Run Time/ {print $4 * 1000}'
+          done | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
   echo
   echo "== $n events (8 ranks)"
   awk -v n="$n" -v w="$wall" -v u="$user" -v s="$sys" -v sb="$seg_bytes" -v db="$db_bytes" 'BEGIN {
@@ -53,7 +61,7 @@ for n in "${sizes[@]}"; do
   [ -n "$duck" ] && echo "  DuckDB file: $(get "$duck" duckdb_bytes_per_event) bytes/event (load from CSV $(get "$duck" duckdb_load_ms) ms)"
   [ -n "$rows" ] && echo "  SQLite rows + 2 indexes: $(get "$rows" sqlite_rows_bytes_per_event) bytes/event"
   printf "  %-22s %12s %12s %8s\n" "query (median ms)" "tracedb" "DuckDB" "ratio"
-  for q in top10 rank_name_agg count_scan; do
+  for q in top10 rank_name_agg track_name_agg median_by_name p95_by_name count_scan count_depth; do
     a=$(get "$ours" $q)
     b=$(get "$duck" $q)
     if [ -n "$b" ]; then
@@ -62,6 +70,9 @@ for n in "${sizes[@]}"; do
       printf "  %-22s %12.2f %12s\n" "$q" "$a" "-"
     fi
   done
+  awk -v f="$floor" -v a="$(get "$ours" count_scan)" -v d="$(get "$ours" count_depth)" 'BEGIN {
+    printf "  SQLite floor (sqlite3, count(*) of generate_series): %.2f ms\n", f
+    printf "  count_scan / floor: %.2fx; count_depth / floor: %.2fx\n", a / f, d / f }'
   printf "  %-22s %12.3f %12s   (same aggregate from the summary table)\n" rank_name_summary "$(get "$ours" rank_name_summary)" "-"
   rm -f "$dir/events.csv" "$dir/job.duckdb" "$dir/rows.sqlite"
 done

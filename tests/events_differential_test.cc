@@ -847,6 +847,11 @@ void RunSeed(uint64_t seed) {
     auto& k = by_kind[q.kind];
     ++k.first;
     k.second += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if ((i + 1) % 50000 == 0) {  // progress of long runs
+      std::printf("seed %" PRIu64 ": %" PRId64 " queries done, %" PRId64 " mismatches\n", seed,
+                  i + 1, failures);
+      std::fflush(stdout);
+    }
     if (same) continue;
     ++failures;
     const Query small = Shrink(h, q);

@@ -1,0 +1,262 @@
+// Internals of the `events` virtual table (query/events_vtab.h), shared by its parts:
+//   events_catalog.cc  the database's dictionaries (strings, tracks, steps, per-rank facts)
+//   events_plan.cc     xBestIndex (what is pushed down and promised to SQLite) and the decoding
+//                      of xFilter's arguments into Constraints
+//   events_scan.cc     the row sources: block scan with selection vectors, grouped scan
+//                      (rows of a group adjacent, for GROUP BY / DISTINCT), top-n search
+//   events_columns.cc  xColumn and xRowid
+//   events_vtab.cc     the module: connect, open, filter, next, eof
+// The promises made to SQLite are documented in docs/sql.md, "What is promised to SQLite".
+// Thread safety: per SQLite connection.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/event_block.h"
+#include "engine/sqlite.h"
+#include "engine/sqlite_api.h"
+
+namespace tracedb::query::events {
+
+enum Col : int {
+  kId,
+  kRank,
+  kTid,
+  kTrack,
+  kTrackName,
+  kLane,
+  kName,
+  kCat,
+  kKind,
+  kTs,
+  kDur,
+  kEndTs,
+  kDepth,
+  kParent,
+  kBytes,
+  kPeer,
+  kTag,
+  kComm,
+  kSeq,
+  kFlow,
+  kValue,
+  kStep,
+  kArgs,
+  kNumCols
+};
+
+inline constexpr const char* kSchema =
+    "CREATE TABLE x(id INTEGER, rank INTEGER, tid INTEGER, track INTEGER, track_name TEXT, "
+    "lane TEXT, name TEXT, cat TEXT, kind TEXT, ts INTEGER, dur INTEGER, end_ts INTEGER, "
+    "depth INTEGER, parent INTEGER, bytes INTEGER, peer INTEGER, tag INTEGER, comm INTEGER, "
+    "seq INTEGER, flow INTEGER, value REAL, step INTEGER, args TEXT)";
+
+// Operators in idxStr, one letter each followed by the column letter ('A' + Col) or '-'.
+enum Op : char {
+  kEq = '=',
+  kGt = '>',
+  kGe = 'g',
+  kLt = '<',
+  kLe = 'l',
+  kLimit = 'L',
+  kOffset = 'O',
+  kTopN = 'T',   // "T-": ORDER BY dur DESC served in order (top-n search)
+  kGroup = 'G',      // "G" + column: rows ordered by these columns (ascending), so groups
+  kGroupDesc = 'H',  //   are adjacent; "H": descending
+};
+
+// The database's dictionaries, refreshed when they grow (a compaction may be appending).
+struct DbCatalog {
+  std::deque<std::string> strings;  // index = id (stable addresses: results use SQLITE_STATIC)
+  std::unordered_map<std::string_view, uint32_t> ids;
+  struct Track {
+    int32_t rank = 0;
+    int64_t tid = -1;
+    bool lane = false;
+    std::string name;
+    // Dense keys of the values this track gives its rows (grouped scan): tid, track_name, lane.
+    uint32_t tid_key = 0, name_key = 0, lane_key = 0;
+  };
+  std::vector<Track> tracks;
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> steps;  // rank -> (ts, step)
+  std::map<int32_t, int64_t> rank_min_dur;  // from name_stats: no row of the rank is shorter
+  int64_t max_string = 0, max_track = 0, step_count = -1, data_version = -1;
+  int64_t seen_data_version = -1, seen_changes = -1;
+  engine::Stmt data_version_stmt;  // "PRAGMA data_version", prepared once
+
+  void Refresh(engine::Db* db);
+  std::optional<uint32_t> Id(std::string_view s) const {
+    auto it = ids.find(s);
+    if (it == ids.end()) return std::nullopt;
+    return it->second;
+  }
+  // The step in effect at `ts` on `rank`, if any.
+  std::optional<int64_t> StepAt(int32_t rank, int64_t ts) const;
+  int64_t MinDur(int32_t rank) const {
+    auto it = rank_min_dur.find(rank);
+    return it == rank_min_dur.end() ? INT64_MIN : it->second;
+  }
+};
+
+// Per block, the k range of each track in it, for `id =` and `parent =` (built on first use).
+struct KIndex {
+  struct Span {
+    uint32_t track;
+    uint64_t min_k, max_k;
+  };
+  std::unordered_map<int64_t, std::vector<Span>> blocks;  // block -> spans
+  int64_t max_block = 0;                                  // blocks up to here are indexed
+};
+
+// Recently decoded blocks, for scans that touch few blocks again and again (the inner side of
+// a nested-loop join). Emptied when the file changes.
+struct BlockCache {
+  static constexpr size_t kMaxRows = 1 << 18;
+  static constexpr size_t kMaxScanBlocks = 16;  // larger scans decode into the cursor instead
+  struct Entry {
+    std::shared_ptr<engine::DecodedBlock> blk;
+    uint64_t last_use = 0;
+  };
+  std::unordered_map<int64_t, Entry> blocks;
+  uint64_t tick = 0;
+  size_t rows = 0;
+  int64_t data_version = -1, changes = -1;
+};
+
+struct EventsVtab {
+  sqlite3_vtab base;  // must be first
+  std::unique_ptr<engine::Db> db;
+  DbCatalog catalog;
+  KIndex k_index;
+  BlockCache cache;
+  engine::Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once
+  std::map<std::string, engine::Stmt> zone_queries;  // CollectBlocks' statements, by SQL
+};
+
+// A set of integers [lo, hi] that a column must fall in. `set` once any constraint applies (so
+// that a nullable column, parent or step, excludes NULL even when the range is full).
+struct Range {
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  bool set = false;
+  void Apply(char op, int64_t v);
+  // `col op d` for a real d (SQLite compares integers and reals exactly).
+  void ApplyReal(char op, double d);
+  // `col op t` for a text or blob t: SQLite orders every number before every text and blob.
+  void ApplyText(char op);
+  void Nothing() {
+    set = true;
+    lo = INT64_MAX;
+    hi = INT64_MIN;
+  }
+  bool Contains(int64_t v) const { return v >= lo && v <= hi; }
+  bool Empty() const { return lo > hi; }
+  bool All() const { return !set; }
+};
+
+struct Constraints {
+  bool none = false;  // a constraint no row can meet (e.g. an unknown name)
+  Range rank, ts, end, dur, track, step, id, parent;
+  // Checked row by row only (no zone map): depth and the typed arguments (NULL when absent).
+  Range depth, bytes, peer, tag, comm, seq, flow;
+  std::optional<uint32_t> name, cat;
+  std::optional<uint8_t> kind;
+  int64_t limit = -1, offset = 0;
+  bool top_by_dur = false;
+  std::vector<int> group_cols;               // grouped scan: the columns of the groups,
+  std::vector<bool> group_desc;              //   in ORDER BY order, and their directions
+  std::map<int32_t, Range> step_ts;          // per rank: the ts range of the wanted steps
+  uint32_t filter_cols = engine::kColTrack;  // the block columns the constraints read
+  uint32_t used_cols = engine::kColTrack;    // the block columns the statement reads
+};
+
+// A block that may hold matching rows, with its zone map.
+struct BlockRef {
+  int64_t block;
+  int32_t rank;
+  int64_t max_dur;
+  int64_t min_ts = INT64_MIN, max_end = INT64_MAX;
+  int64_t count = 0;
+};
+
+struct TopRow {
+  int64_t dur;
+  int64_t seq;  // tie-break: discovery order
+  int32_t rank;
+  int64_t block;
+  uint32_t index;                          // row in the block
+  engine::Row row;                         // filled for the winners only
+  bool operator<(const TopRow& o) const {  // min-heap on dur via std::priority_queue
+    return dur != o.dur ? dur > o.dur : seq < o.seq;
+  }
+};
+
+struct EventsCursor {
+  sqlite3_vtab_cursor base;  // must be first
+  EventsVtab* vtab = nullptr;
+  Constraints f;
+  std::vector<BlockRef> blocks;
+  size_t next_block = 0;
+  bool eof = true;
+  enum class Mode { kScan, kGrouped, kTop } mode = Mode::kScan;
+
+  // The current row: row `row` of block `*blk` of rank `rank` (scan and grouped modes).
+  engine::DecodedBlock* blk = nullptr;
+  size_t row = 0;
+  int32_t rank = 0;
+
+  // Scan mode: the block being read and its selected rows (`all` = every row, none decoded
+  // when neither constraints nor columns need it; `cur_ref` then loads it on demand).
+  engine::DecodedBlock scan_blk;                  // the block, decoded here, or
+  std::shared_ptr<engine::DecodedBlock> scan_cached;  // the cache's copy (small scans)
+  bool scan_loaded = false;
+  const BlockRef* cur_ref = nullptr;
+  std::vector<uint32_t> sel;
+  bool sel_all = false;
+  size_t sel_n = 0, pos = 0;
+
+  // Grouped mode: the blocks of one partition (a rank, or the whole table) and the order of
+  // their rows, group after group.
+  std::vector<engine::DecodedBlock> part_blocks;
+  std::vector<int32_t> part_ranks;
+  std::vector<uint64_t> part_order;  // (block index << 32) | row
+  size_t part_pos = 0;
+  size_t next_part_block = 0;  // index into `blocks` of the next partition's first block
+  bool per_rank = false;       // partitions are ranks (else one partition: every block)
+
+  // Top-n mode: rows computed in xFilter, served in order.
+  std::vector<TopRow> top;
+  size_t top_pos = 0;
+};
+
+// ---- events_plan.cc ----
+int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info);
+// Decodes xFilter's arguments into c->f; sets c->eof when no row can match.
+int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
+                     sqlite3_value** argv);
+// The block column group a SQL column reads.
+uint32_t ColumnGroup(int col);
+
+// ---- events_scan.cc ----
+int Fail(sqlite3_vtab* vtab, const std::string& msg);
+int CollectBlocks(EventsCursor* c);
+int StartScan(EventsCursor* c);
+int NextScan(EventsCursor* c);
+// Loads the current scan block when it was skipped (no column was needed) and a column is.
+int EnsureScanBlock(EventsCursor* c);
+int StartGrouped(EventsCursor* c);
+int NextGrouped(EventsCursor* c);
+int RunTopN(EventsCursor* c);
+
+// ---- events_columns.cc ----
+int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col);
+int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out);
+
+}  // namespace tracedb::query::events

@@ -1,0 +1,793 @@
+// The row sources of the `events` table: the block scan (constraints evaluated a block at a
+// time into a selection vector, and blocks whose zone map proves every row matches served
+// without decoding what nobody reads), the grouped scan (rows of a group adjacent, so SQLite's
+// GROUP BY and DISTINCT need no sorter) and the top-n search (ORDER BY dur DESC LIMIT n).
+// See events_internal.h.
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <string>
+#include <unordered_map>
+
+#include "query/events_internal.h"
+
+namespace tracedb::query::events {
+
+using engine::DecodedBlock;
+
+int Fail(sqlite3_vtab* vtab, const std::string& msg) {
+  sqlite3_free(vtab->zErrMsg);
+  vtab->zErrMsg = sqlite3_mprintf("%s", msg.c_str());
+  return SQLITE_ERROR;
+}
+
+namespace {
+
+// ---- zone maps ----
+
+bool BlockMayMatch(const Constraints& f, const BlockRef& b) {
+  if (!f.rank.Contains(b.rank)) return false;
+  // Durations are never negative (the builder clamps them), so ts <= end <= max_end.
+  if (b.max_end < f.ts.lo || b.min_ts > f.ts.hi) return false;
+  if (b.max_end < f.end.lo) return false;
+  if (b.max_dur < f.dur.lo) return false;
+  if (!f.step.All()) {
+    auto it = f.step_ts.find(b.rank);
+    if (it == f.step_ts.end()) return false;
+    if (b.max_end < it->second.lo || b.min_ts > it->second.hi) return false;
+  }
+  return true;
+}
+
+// The constraints a block's zone map does not settle, to be checked row by row.
+struct RowChecks {
+  bool name = false, cat = false, kind = false, track = false, dur = false, ts = false,
+       end = false, id = false, parent = false, step = false, depth = false, args = false;
+  uint32_t cols = 0;  // the column groups they read
+  bool any() const {
+    return name || cat || kind || track || dur || ts || end || id || parent || step || depth ||
+           args;
+  }
+};
+
+RowChecks ChecksFor(const Constraints& f, const BlockRef& b, const DbCatalog& cat) {
+  RowChecks k;
+  const int64_t min_dur = std::max<int64_t>(0, cat.MinDur(b.rank));
+  k.name = f.name.has_value();
+  k.cat = f.cat.has_value();
+  k.kind = f.kind.has_value();
+  k.track = f.track.set;
+  k.dur = f.dur.set && !(min_dur >= f.dur.lo && b.max_dur <= f.dur.hi);
+  k.ts = f.ts.set && !(b.min_ts >= f.ts.lo && b.max_end <= f.ts.hi);
+  // end >= lo for every row when min_ts + min_dur >= lo (min_dur >= 0: no overflow below).
+  const bool end_lo = f.end.lo <= INT64_MIN + min_dur || b.min_ts >= f.end.lo - min_dur;
+  k.end = f.end.set && !(end_lo && b.max_end <= f.end.hi);
+  k.id = f.id.set;
+  k.parent = f.parent.set;
+  k.step = f.step.set;
+  k.depth = f.depth.set;
+  k.args = f.bytes.set || f.peer.set || f.tag.set || f.comm.set || f.seq.set || f.flow.set;
+  if (k.depth) k.cols |= engine::kColDepth;
+  if (k.args) k.cols |= engine::kColArgs;
+  if (k.name) k.cols |= engine::kColName;
+  if (k.cat) k.cols |= engine::kColCat;
+  if (k.kind) k.cols |= engine::kColKind;
+  if (k.dur) k.cols |= engine::kColDur;
+  if (k.ts || k.end || k.step) k.cols |= engine::kColTs;
+  if (k.id) k.cols |= engine::kColK;
+  if (k.parent) k.cols |= engine::kColParent;
+  return k;
+}
+
+// Keeps in `sel` the rows (of `n`) for which `keep` holds; `first` when `sel` is not built yet.
+template <typename Keep>
+void Refine(bool* first, size_t n, std::vector<uint32_t>* sel, Keep keep) {
+  if (*first) {
+    sel->resize(n);
+    size_t o = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      (*sel)[o] = i;
+      o += keep(i) ? 1 : 0;
+    }
+    sel->resize(o);
+    *first = false;
+    return;
+  }
+  size_t o = 0;
+  for (uint32_t i : *sel) {
+    (*sel)[o] = i;
+    o += keep(i) ? 1 : 0;
+  }
+  sel->resize(o);
+}
+
+// The rows of `b` that meet the checks, into `sel`.
+void Select(const Constraints& f, const RowChecks& k, const DecodedBlock& b, int32_t rank,
+            const DbCatalog& cat, std::vector<uint32_t>* sel) {
+  bool first = true;
+  const size_t n = b.n;
+  if (k.name) {
+    const uint32_t v = *f.name;
+    Refine(&first, n, sel, [&](uint32_t i) { return b.name[i] == v; });
+  }
+  if (k.cat) {
+    const uint32_t v = *f.cat;
+    Refine(&first, n, sel, [&](uint32_t i) { return b.cat[i] == v; });
+  }
+  if (k.kind) {
+    const uint8_t v = *f.kind;
+    Refine(&first, n, sel, [&](uint32_t i) { return b.kind[i] == v; });
+  }
+  if (k.track) {
+    Refine(&first, n, sel, [&](uint32_t i) { return f.track.Contains(b.track[i]); });
+  }
+  if (k.dur) {
+    const int64_t lo = f.dur.lo, hi = f.dur.hi;
+    Refine(&first, n, sel, [&](uint32_t i) { return b.dur[i] >= lo && b.dur[i] <= hi; });
+  }
+  if (k.ts) {
+    const int64_t lo = f.ts.lo, hi = f.ts.hi;
+    Refine(&first, n, sel, [&](uint32_t i) { return b.ts[i] >= lo && b.ts[i] <= hi; });
+  }
+  if (k.end) {
+    Refine(&first, n, sel, [&](uint32_t i) { return f.end.Contains(b.ts[i] + b.dur[i]); });
+  }
+  if (k.id) {
+    Refine(&first, n, sel, [&](uint32_t i) {
+      return f.id.Contains((static_cast<int64_t>(b.track[i]) << 32) |
+                           static_cast<int64_t>(b.k[i]));
+    });
+  }
+  if (k.parent) {
+    Refine(&first, n, sel, [&](uint32_t i) {
+      return b.parent_k[i] != 0 &&
+             f.parent.Contains((static_cast<int64_t>(b.track[i]) << 32) |
+                               static_cast<int64_t>(b.parent_k[i] - 1));
+    });
+  }
+  if (k.step) {
+    Refine(&first, n, sel, [&](uint32_t i) {
+      auto s = cat.StepAt(rank, b.ts[i]);
+      return s && f.step.Contains(*s);
+    });
+  }
+  if (k.depth) {
+    Refine(&first, n, sel, [&](uint32_t i) { return f.depth.Contains(b.depth[i]); });
+  }
+  if (k.args) {
+    // An absent argument is NULL: no constraint on it holds.
+    auto arg = [&](const Range& r, uint32_t bit, auto value) {
+      if (!r.set) return;
+      Refine(&first, n, sel,
+             [&](uint32_t i) { return (b.arg_mask[i] & bit) != 0 && r.Contains(value(i)); });
+    };
+    using engine::EventArgs;
+    arg(f.bytes, EventArgs::kBytes, [&](uint32_t i) { return static_cast<int64_t>(b.bytes[i]); });
+    arg(f.peer, EventArgs::kPeer, [&](uint32_t i) { return int64_t{b.peer[i]}; });
+    arg(f.tag, EventArgs::kTag, [&](uint32_t i) { return int64_t{b.tag[i]}; });
+    arg(f.comm, EventArgs::kComm, [&](uint32_t i) { return int64_t{b.comm[i]}; });
+    arg(f.seq, EventArgs::kSeq, [&](uint32_t i) { return static_cast<int64_t>(b.seq[i]); });
+    arg(f.flow, EventArgs::kFlow, [&](uint32_t i) { return static_cast<int64_t>(b.flow[i]); });
+  }
+  if (first) {  // no check: every row
+    sel->resize(n);
+    for (uint32_t i = 0; i < n; ++i) (*sel)[i] = i;
+  }
+}
+
+int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out, uint32_t want) {
+  engine::Stmt& st = c->vtab->block_data;
+  if (st.raw() == nullptr) {
+    auto prepared = c->vtab->db->Prepare("SELECT data FROM blocks WHERE block = ?1");
+    if (!prepared.ok()) return Fail(&c->vtab->base, prepared.status().message());
+    st = std::move(*prepared);
+  }
+  st.Bind(1, ref.block);
+  auto row = st.Step();
+  // The blob is decoded (copied out) before the statement is reset for the next block.
+  tracedb::Status s =
+      !row.ok() ? row.status()
+      : !*row   ? tracedb::Status::Corruption("block " + std::to_string(ref.block) + " vanished")
+                : engine::DecodeBlock(st.Blob(0), ref.block, out, want);
+  st.Reset();
+  if (s.ok() && ref.count > 0 && out->n != static_cast<size_t>(ref.count)) {
+    s = tracedb::Status::Corruption("block " + std::to_string(ref.block) + " holds " +
+                                    std::to_string(out->n) + " rows, its zone map says " +
+                                    std::to_string(ref.count));
+  }
+  if (!s.ok()) return Fail(&c->vtab->base, s.message());
+  return SQLITE_OK;
+}
+
+// A block from the cache (decoding it, and the columns in `want`, when needed).
+int CachedBlock(EventsCursor* c, const BlockRef& ref, uint32_t want,
+                std::shared_ptr<DecodedBlock>* out) {
+  BlockCache& cache = c->vtab->cache;
+  const DbCatalog& cat = c->vtab->catalog;
+  if (cache.data_version != cat.seen_data_version || cache.changes != cat.seen_changes) {
+    cache.blocks.clear();
+    cache.rows = 0;
+    cache.data_version = cat.seen_data_version;
+    cache.changes = cat.seen_changes;
+  }
+  auto it = cache.blocks.find(ref.block);
+  if (it == cache.blocks.end()) {
+    auto blk = std::make_shared<DecodedBlock>();
+    int rc = LoadBlock(c, ref, blk.get(), want);
+    if (rc != SQLITE_OK) return rc;
+    while (!cache.blocks.empty() && cache.rows + blk->n > BlockCache::kMaxRows) {
+      auto oldest = cache.blocks.begin();
+      for (auto e = cache.blocks.begin(); e != cache.blocks.end(); ++e) {
+        if (e->second.last_use < oldest->second.last_use) oldest = e;
+      }
+      cache.rows -= oldest->second.blk->n;
+      cache.blocks.erase(oldest);
+    }
+    cache.rows += blk->n;
+    it = cache.blocks.emplace(ref.block, BlockCache::Entry{std::move(blk), 0}).first;
+  }
+  it->second.last_use = ++cache.tick;
+  tracedb::Status s = it->second.blk->Need(want);
+  if (!s.ok()) return Fail(&c->vtab->base, s.message());
+  *out = it->second.blk;
+  return SQLITE_OK;
+}
+
+// ---- block scan ----
+
+// Prepares the next block of the scan with at least one selected row; eof when none is left.
+int NextScanBlock(EventsCursor* c) {
+  const DbCatalog& cat = c->vtab->catalog;
+  const Constraints& f = c->f;
+  while (c->next_block < c->blocks.size()) {
+    const BlockRef& ref = c->blocks[c->next_block++];
+    const RowChecks k = ChecksFor(f, ref, cat);
+    c->cur_ref = &ref;
+    c->rank = ref.rank;
+    c->pos = 0;
+    c->blk = &c->scan_blk;
+    if (!k.any() && ref.count > 0) {
+      // Every row matches: nothing to decode until a column is read (never, for count(*)).
+      c->scan_loaded = false;
+      c->sel_all = true;
+      c->sel_n = static_cast<size_t>(ref.count);
+      c->row = 0;
+      return SQLITE_OK;
+    }
+    // The constraints' columns; the statement's are decoded when first read (xColumn), as
+    // colUsed also names the columns of constraints pushed down and omitted.
+    int rc;
+    if (c->blocks.size() <= BlockCache::kMaxScanBlocks) {
+      rc = CachedBlock(c, ref, k.cols, &c->scan_cached);
+      c->blk = c->scan_cached.get();
+    } else {
+      rc = LoadBlock(c, ref, &c->scan_blk, k.cols);
+    }
+    if (rc != SQLITE_OK) return rc;
+    c->scan_loaded = true;
+    if (!k.any()) {
+      c->sel_all = true;
+      c->sel_n = c->blk->n;
+    } else {
+      c->sel_all = false;
+      Select(f, k, *c->blk, ref.rank, cat, &c->sel);
+      c->sel_n = c->sel.size();
+    }
+    if (c->sel_n == 0) continue;
+    c->row = c->sel_all ? 0 : c->sel[0];
+    return SQLITE_OK;
+  }
+  c->eof = true;
+  return SQLITE_OK;
+}
+
+// ---- grouped scan ----
+
+// Dense numbers for raw key values: a flat table for small values, a map beyond.
+class DenseKeys {
+ public:
+  uint32_t Get(uint64_t v) {
+    if (v < flat_.size()) {
+      uint32_t& d = flat_[v];
+      if (d != 0) return d - 1;
+    }
+    if (v < kFlat) {
+      if (flat_.size() <= v) flat_.resize(v + 1, 0);
+      uint32_t& d = flat_[v];
+      if (d == 0) d = ++count_;
+      return d - 1;
+    }
+    auto [it, fresh] = big_.emplace(v, count_);
+    if (fresh) ++count_;
+    return it->second;
+  }
+  uint32_t count() const { return count_; }
+
+ private:
+  static constexpr uint64_t kFlat = 1u << 22;
+  std::vector<uint32_t> flat_;
+  std::unordered_map<uint64_t, uint32_t> big_;
+  uint32_t count_ = 0;
+};
+
+// The raw key value of row i of b for a group column (equal SQL values, equal keys).
+uint64_t KeyValue(int col, const DecodedBlock& b, size_t i, int32_t rank, const DbCatalog& cat) {
+  const uint32_t track = b.track[i];
+  const DbCatalog::Track* t = track < cat.tracks.size() ? &cat.tracks[track] : nullptr;
+  switch (col) {
+    case kRank:
+      return static_cast<uint32_t>(rank);
+    case kTrack:
+      return track;
+    case kTid:
+      return t ? t->tid_key : UINT32_MAX;
+    case kTrackName:
+      return t ? t->name_key : UINT32_MAX;
+    case kLane:
+      return t ? t->lane_key : UINT32_MAX;
+    case kName:
+      return b.name[i];
+    case kCat: {
+      const uint32_t id = b.cat[i];
+      return id < cat.strings.size() && cat.strings[id].empty() ? 0 : id;
+    }
+    case kKind:
+      return b.kind[i];
+    case kDepth:
+      return b.depth[i];
+    default:
+      return 0;
+  }
+}
+
+// A group column's SQL value of a row: NULL, an integer or a text.
+struct SqlValue {
+  int type = 0;  // 0 NULL, 1 integer, 2 text
+  int64_t i = 0;
+  std::string_view t;
+};
+
+SqlValue ValueOf(int col, const DecodedBlock& b, size_t i, int32_t rank, const DbCatalog& cat) {
+  const uint32_t track = b.track[i];
+  const DbCatalog::Track* t = track < cat.tracks.size() ? &cat.tracks[track] : nullptr;
+  auto text = [&](uint32_t id) {
+    return id < cat.strings.size() ? SqlValue{2, 0, cat.strings[id]} : SqlValue{};
+  };
+  switch (col) {
+    case kRank:
+      return SqlValue{1, rank, {}};
+    case kTrack:
+      return SqlValue{1, track, {}};
+    case kTid:
+      return t && t->tid >= 0 ? SqlValue{1, t->tid, {}} : SqlValue{};
+    case kTrackName:
+      return t ? SqlValue{2, 0, t->name} : SqlValue{};
+    case kLane:
+      return t && t->lane ? SqlValue{2, 0, t->name} : SqlValue{};
+    case kName:
+      return text(b.name[i]);
+    case kCat: {
+      const uint32_t id = b.cat[i];
+      return id != 0 && id < cat.strings.size() && !cat.strings[id].empty() ? text(id)
+                                                                             : SqlValue{};
+    }
+    case kKind:
+      return SqlValue{2, 0, engine::RowKindName(static_cast<engine::RowKind>(b.kind[i]))};
+    case kDepth:
+      return SqlValue{1, b.depth[i], {}};
+    default:
+      return SqlValue{};
+  }
+}
+
+// SQLite's order: NULL < integers < texts (BINARY: bytes, then length).
+int CompareSql(int col, const DecodedBlock& ba, size_t ia, int32_t rank_a, const DecodedBlock& bb,
+               size_t ib, int32_t rank_b, const DbCatalog& cat) {
+  const SqlValue a = ValueOf(col, ba, ia, rank_a, cat), b = ValueOf(col, bb, ib, rank_b, cat);
+  if (a.type != b.type) return a.type < b.type ? -1 : 1;
+  if (a.type == 1) return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
+  if (a.type == 2) return a.t.compare(b.t) < 0 ? -1 : a.t.compare(b.t) > 0 ? 1 : 0;
+  return 0;
+}
+
+// Loads the next partition (the blocks of one rank when the groups are within a rank, else
+// every block) and orders its selected rows group after group.
+int LoadPartition(EventsCursor* c) {
+  const DbCatalog& cat = c->vtab->catalog;
+  const Constraints& f = c->f;
+  c->part_blocks.clear();
+  c->part_ranks.clear();
+  c->part_order.clear();
+  c->part_pos = 0;
+  const bool per_rank = c->per_rank;
+  uint32_t key_cols = 0;
+  for (int col : f.group_cols) key_cols |= ColumnGroup(col);
+  // Row keys, one dense number per group column, then a group id per row.
+  std::vector<DenseKeys> dense(f.group_cols.size());
+  std::vector<std::vector<uint32_t>> keys(f.group_cols.size());
+  std::vector<uint32_t> sel;
+  while (c->next_part_block < c->blocks.size()) {
+    const BlockRef& ref = c->blocks[c->next_part_block];
+    if (per_rank && !c->part_blocks.empty() && ref.rank != c->part_ranks.back()) break;
+    ++c->next_part_block;
+    const RowChecks k = ChecksFor(f, ref, cat);
+    DecodedBlock b;
+    int rc = LoadBlock(c, ref, &b, k.cols);
+    if (rc != SQLITE_OK) return rc;
+    Select(f, k, b, ref.rank, cat, &sel);
+    if (sel.empty()) continue;
+    tracedb::Status s = b.Need(key_cols);
+    if (!s.ok()) return Fail(&c->vtab->base, s.message());
+    const uint64_t bi = c->part_blocks.size();
+    for (size_t j = 0; j < f.group_cols.size(); ++j) {
+      const int col = f.group_cols[j];
+      std::vector<uint32_t>& out = keys[j];
+      DenseKeys& d = dense[j];
+      // The common keys read their column directly; the others go through KeyValue.
+      if (col == kName) {
+        for (uint32_t i : sel) out.push_back(d.Get(b.name[i]));
+      } else if (col == kTrack) {
+        for (uint32_t i : sel) out.push_back(d.Get(b.track[i]));
+      } else if (col == kRank) {
+        out.insert(out.end(), sel.size(), d.Get(static_cast<uint32_t>(ref.rank)));
+      } else {
+        for (uint32_t i : sel) out.push_back(d.Get(KeyValue(col, b, i, ref.rank, cat)));
+      }
+    }
+    for (uint32_t i : sel) c->part_order.push_back((bi << 32) | i);
+    c->part_blocks.push_back(std::move(b));
+    c->part_ranks.push_back(ref.rank);
+  }
+  const size_t n = c->part_order.size();
+  if (n == 0) return SQLITE_OK;
+  // Group ids: mixed-radix numbers of the dense keys when they fit a flat table, else a map.
+  uint64_t groups = 1;
+  for (const DenseKeys& d : dense) {
+    groups = groups > (uint64_t{1} << 40) / std::max<uint32_t>(1, d.count())
+                 ? (uint64_t{1} << 41)
+                 : groups * std::max<uint32_t>(1, d.count());
+  }
+  std::vector<uint32_t> gid(n);
+  std::vector<uint64_t> rep;  // per group: its first row, (block index << 32) | row
+  uint32_t ngroups = 0;
+  if (groups <= (uint64_t{1} << 22)) {
+    std::vector<uint32_t> table(groups, 0);
+    for (size_t r = 0; r < n; ++r) {
+      uint64_t g = 0;
+      for (size_t j = 0; j < keys.size(); ++j) g = g * dense[j].count() + keys[j][r];
+      uint32_t& id = table[g];
+      if (id == 0) {
+        id = ++ngroups;
+        rep.push_back(c->part_order[r]);
+      }
+      gid[r] = id - 1;
+    }
+  } else {
+    std::map<std::vector<uint32_t>, uint32_t> ids;
+    std::vector<uint32_t> key(keys.size());
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t j = 0; j < keys.size(); ++j) key[j] = keys[j][r];
+      auto [it, fresh] = ids.emplace(key, ngroups);
+      if (fresh) {
+        ++ngroups;
+        rep.push_back(c->part_order[r]);
+      }
+      gid[r] = it->second;
+    }
+  }
+  // The groups in ORDER BY order (SQL values compared as SQLite does), then a counting sort
+  // of the rows by their group's place (stable: within a group, rows stay in block order).
+  std::vector<uint32_t> groups_sorted(ngroups);
+  for (uint32_t g = 0; g < ngroups; ++g) groups_sorted[g] = g;
+  std::stable_sort(groups_sorted.begin(), groups_sorted.end(), [&](uint32_t a, uint32_t b) {
+    const uint64_t ra = rep[a], rb = rep[b];
+    for (size_t j = 0; j < f.group_cols.size(); ++j) {
+      const int cmp =
+          CompareSql(f.group_cols[j], c->part_blocks[ra >> 32], ra & 0xffffffffu,
+                     c->part_ranks[ra >> 32], c->part_blocks[rb >> 32], rb & 0xffffffffu,
+                     c->part_ranks[rb >> 32], cat);
+      if (cmp != 0) return f.group_desc[j] ? cmp > 0 : cmp < 0;
+    }
+    return false;
+  });
+  std::vector<uint32_t> place(ngroups);
+  for (uint32_t p = 0; p < ngroups; ++p) place[groups_sorted[p]] = p;
+  for (uint32_t& g : gid) g = place[g];
+  std::vector<uint64_t> start(ngroups + 1, 0);
+  for (uint32_t g : gid) ++start[g + 1];
+  for (uint32_t g = 0; g < ngroups; ++g) start[g + 1] += start[g];
+  std::vector<uint64_t> order(n);
+  for (size_t r = 0; r < n; ++r) order[start[gid[r]]++] = c->part_order[r];
+  c->part_order.swap(order);
+  return SQLITE_OK;
+}
+
+void SetGroupedRow(EventsCursor* c) {
+  const uint64_t code = c->part_order[c->part_pos];
+  const size_t bi = static_cast<size_t>(code >> 32);
+  c->blk = &c->part_blocks[bi];
+  c->row = static_cast<size_t>(code & 0xffffffffu);
+  c->rank = c->part_ranks[bi];
+}
+
+bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t rank) {
+  const Constraints& f = c.f;
+  if (f.name && b.name[i] != *f.name) return false;
+  if (f.cat && b.cat[i] != *f.cat) return false;
+  if (f.kind && b.kind[i] != *f.kind) return false;
+  // Only the columns a constraint reads are decoded (Constraints::filter_cols).
+  if (!f.track.Contains(b.track[i])) return false;
+  if (!f.dur.All() && !f.dur.Contains(b.dur[i])) return false;
+  if (!f.ts.All() && !f.ts.Contains(b.ts[i])) return false;
+  if (!f.end.All() && !f.end.Contains(b.ts[i] + b.dur[i])) return false;
+  if (!f.id.All()) {
+    const int64_t id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
+    if (!f.id.Contains(id)) return false;
+  }
+  if (!f.parent.All()) {
+    if (b.parent_k[i] == 0) return false;
+    const int64_t p =
+        (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.parent_k[i] - 1);
+    if (!f.parent.Contains(p)) return false;
+  }
+  if (!f.step.All()) {
+    auto s = c.vtab->catalog.StepAt(rank, b.ts[i]);
+    if (!s || !f.step.Contains(*s)) return false;
+  }
+  if (f.depth.set && !f.depth.Contains(b.depth[i])) return false;
+  using engine::EventArgs;
+  const uint32_t m = b.arg_mask.empty() ? 0 : b.arg_mask[i];
+  if (f.bytes.set && !((m & EventArgs::kBytes) && f.bytes.Contains(static_cast<int64_t>(b.bytes[i]))))
+    return false;
+  if (f.peer.set && !((m & EventArgs::kPeer) && f.peer.Contains(b.peer[i]))) return false;
+  if (f.tag.set && !((m & EventArgs::kTag) && f.tag.Contains(b.tag[i]))) return false;
+  if (f.comm.set && !((m & EventArgs::kComm) && f.comm.Contains(b.comm[i]))) return false;
+  if (f.seq.set && !((m & EventArgs::kSeq) && f.seq.Contains(static_cast<int64_t>(b.seq[i]))))
+    return false;
+  if (f.flow.set && !((m & EventArgs::kFlow) && f.flow.Contains(static_cast<int64_t>(b.flow[i]))))
+    return false;
+  return true;
+}
+
+// Indexes the k ranges of the blocks added since the last call.
+int UpdateKIndex(EventsCursor* c) {
+  KIndex& x = c->vtab->k_index;
+  auto st = c->vtab->db->Prepare("SELECT block, rank, count FROM blocks WHERE block > ?1");
+  if (!st.ok()) return Fail(&c->vtab->base, st.status().message());
+  st->Bind(1, x.max_block);
+  std::vector<BlockRef> todo;
+  for (;;) {
+    auto row = st->Step();
+    if (!row.ok()) return Fail(&c->vtab->base, row.status().message());
+    if (!*row) break;
+    todo.push_back(BlockRef{st->Int(0), static_cast<int32_t>(st->Int(1)), 0, 0, 0, st->Int(2)});
+  }
+  DecodedBlock b;
+  for (const BlockRef& ref : todo) {
+    int rc = LoadBlock(c, ref, &b, engine::kColK);
+    if (rc != SQLITE_OK) return rc;
+    std::vector<KIndex::Span>& spans = x.blocks[ref.block];
+    for (size_t i = 0; i < b.n; ++i) {
+      if (spans.empty() || spans.back().track != b.track[i]) {
+        spans.push_back(KIndex::Span{b.track[i], b.k[i], b.k[i]});
+      } else {
+        spans.back().min_k = std::min(spans.back().min_k, b.k[i]);
+        spans.back().max_k = std::max(spans.back().max_k, b.k[i]);
+      }
+    }
+    x.max_block = std::max(x.max_block, ref.block);
+  }
+  return SQLITE_OK;
+}
+
+// With `id = x` only the blocks whose track holds k(x) can match; with `parent = x` only those
+// whose track has events started after x.
+bool KIndexMayMatch(const Constraints& f, const KIndex& x, int64_t block) {
+  auto it = x.blocks.find(block);
+  if (it == x.blocks.end()) return true;
+  const bool by_id = f.id.set && f.id.lo == f.id.hi;
+  const bool by_parent = f.parent.set && f.parent.lo == f.parent.hi;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 0 && !by_id) continue;
+    if (pass == 1 && !by_parent) continue;
+    const int64_t v = pass == 0 ? f.id.lo : f.parent.lo;
+    const auto track = static_cast<uint32_t>(static_cast<uint64_t>(v) >> 32);
+    const auto k = static_cast<uint64_t>(v) & 0xffffffffu;
+    bool hit = false;
+    for (const KIndex::Span& s : it->second) {
+      if (s.track != track) continue;
+      hit = pass == 0 ? s.min_k <= k && k <= s.max_k : s.max_k > k;
+      if (hit) break;
+    }
+    if (!hit) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int CollectBlocks(EventsCursor* c) {
+  engine::Db* db = c->vtab->db.get();
+  const Constraints& f = c->f;
+  std::string sql;
+  // block_names has a row per (name, cat) of a block: one block can match several times,
+  // so the blocks are grouped (each block is visited once, with its largest duration).
+  if (f.name || f.cat) {
+    sql =
+        "SELECT b.block, b.rank, max(bn.max_dur), b.min_ts, b.max_end, b.count "
+        "FROM block_names bn JOIN blocks b ON b.block = bn.block WHERE ";
+    sql += f.name && f.cat ? "bn.name = ?1 AND bn.cat = ?2"
+           : f.name        ? "bn.name = ?1"
+                           : "bn.cat = ?2";
+    sql += " GROUP BY b.block";
+  } else {
+    sql = "SELECT block, rank, max_dur, min_ts, max_end, count FROM blocks";
+    if (f.rank.lo == f.rank.hi) sql += " WHERE rank = ?3";
+  }
+  sql += f.top_by_dur ? " ORDER BY 3 DESC, 1" : " ORDER BY 1";
+  engine::Stmt* st = &c->vtab->zone_queries[sql];
+  if (st->raw() == nullptr) {
+    auto prepared = db->Prepare(sql);
+    if (!prepared.ok()) return Fail(&c->vtab->base, prepared.status().message());
+    *st = std::move(*prepared);
+  }
+  st->Reset();
+  if (f.name) st->Bind(1, *f.name);
+  if (f.cat) st->Bind(2, *f.cat);
+  if (!f.name && !f.cat && f.rank.lo == f.rank.hi) st->Bind(3, f.rank.lo);
+  c->blocks.clear();
+  for (;;) {
+    auto row = st->Step();
+    if (!row.ok()) {
+      st->Reset();
+      return Fail(&c->vtab->base, row.status().message());
+    }
+    if (!*row) break;
+    BlockRef ref{st->Int(0), static_cast<int32_t>(st->Int(1)), st->Int(2), st->Int(3),
+                 st->Int(4), st->Int(5)};
+    if (!BlockMayMatch(f, ref)) continue;
+    c->blocks.push_back(ref);
+  }
+  st->Reset();
+  if ((f.id.set && f.id.lo == f.id.hi && f.id.lo >= 0) ||
+      (f.parent.set && f.parent.lo == f.parent.hi && f.parent.lo >= 0)) {
+    int rc = UpdateKIndex(c);
+    if (rc != SQLITE_OK) return rc;
+    const KIndex& x = c->vtab->k_index;
+    std::erase_if(c->blocks, [&](const BlockRef& b) { return !KIndexMayMatch(f, x, b.block); });
+  }
+  return SQLITE_OK;
+}
+
+int StartScan(EventsCursor* c) {
+  c->next_block = 0;
+  return NextScanBlock(c);
+}
+
+int NextScan(EventsCursor* c) {
+  if (++c->pos < c->sel_n) {
+    c->row = c->sel_all ? c->pos : c->sel[c->pos];
+    return SQLITE_OK;
+  }
+  return NextScanBlock(c);
+}
+
+int EnsureScanBlock(EventsCursor* c) {
+  if (c->mode != EventsCursor::Mode::kScan || c->scan_loaded) return SQLITE_OK;
+  int rc;
+  if (c->blocks.size() <= BlockCache::kMaxScanBlocks) {
+    rc = CachedBlock(c, *c->cur_ref, engine::kColTrack, &c->scan_cached);
+    c->blk = c->scan_cached.get();
+  } else {
+    rc = LoadBlock(c, *c->cur_ref, &c->scan_blk, engine::kColTrack);
+    c->blk = &c->scan_blk;
+  }
+  if (rc != SQLITE_OK) return rc;
+  c->scan_loaded = true;
+  return SQLITE_OK;
+}
+
+int StartGrouped(EventsCursor* c) {
+  // Rank by rank when that keeps the ORDER BY: the first column is the rank, or the track and
+  // the ranks' track ids do not interleave. Otherwise one partition holds every block.
+  const DbCatalog& cat = c->vtab->catalog;
+  const int first = c->f.group_cols.front();
+  std::map<int32_t, std::pair<int64_t, int64_t>> span;  // rank -> its track ids [lo, hi]
+  for (size_t t = 1; t < cat.tracks.size(); ++t) {
+    auto [it, fresh] = span.emplace(cat.tracks[t].rank, std::make_pair(t, t));
+    if (!fresh) it->second.second = static_cast<int64_t>(t);
+  }
+  std::map<int32_t, int64_t> order;  // rank -> place of its partition
+  if (first == kRank) {
+    for (const BlockRef& b : c->blocks) order.emplace(b.rank, b.rank);
+  } else if (first == kTrack) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const auto& [rank, r] : span) {
+      order[rank] = r.first;
+      ranges.push_back(r);
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i) {
+      if (ranges[i].first <= ranges[i - 1].second) order.clear();  // interleaved
+    }
+    if (order.empty()) span.clear();
+    for (const BlockRef& b : c->blocks) {
+      if (!order.empty() && !order.count(b.rank)) order.clear();  // a rank without tracks
+    }
+  }
+  c->per_rank = !order.empty();
+  if (c->per_rank) {
+    const bool desc = c->f.group_desc.front();
+    std::stable_sort(c->blocks.begin(), c->blocks.end(),
+                     [&](const BlockRef& a, const BlockRef& b) {
+                       const int64_t pa = order[a.rank], pb = order[b.rank];
+                       return desc ? pa > pb : pa < pb;
+                     });
+  }
+  c->next_part_block = 0;
+  c->part_order.clear();
+  return NextGrouped(c);
+}
+
+int NextGrouped(EventsCursor* c) {
+  if (!c->part_order.empty() && ++c->part_pos < c->part_order.size()) {
+    SetGroupedRow(c);
+    return SQLITE_OK;
+  }
+  while (c->next_part_block < c->blocks.size()) {
+    int rc = LoadPartition(c);
+    if (rc != SQLITE_OK) return rc;
+    if (!c->part_order.empty()) {
+      SetGroupedRow(c);
+      return SQLITE_OK;
+    }
+  }
+  c->part_order.clear();
+  c->eof = true;
+  return SQLITE_OK;
+}
+
+// ORDER BY dur DESC LIMIT n: visits blocks by their largest duration, decodes only the columns
+// the constraints need (and dur), keeps the n largest rows, and stops when no block left can
+// beat the n-th; then decodes the winners' blocks whole to materialise their rows.
+int RunTopN(EventsCursor* c) {
+  // The rows SQLite will read: limit + offset, or all of them (LIMIT -1).
+  const int64_t want = c->f.limit < 0                          ? INT64_MAX
+                       : c->f.limit > INT64_MAX - c->f.offset ? INT64_MAX
+                                                              : c->f.limit + c->f.offset;
+  std::priority_queue<TopRow> heap;  // the `want` largest so far; top() is the smallest
+  int64_t seq = 0;
+  DecodedBlock blk;
+  for (const BlockRef& ref : c->blocks) {
+    if (static_cast<int64_t>(heap.size()) >= want && ref.max_dur < heap.top().dur) break;
+    int rc = LoadBlock(c, ref, &blk, c->f.filter_cols | engine::kColDur);
+    if (rc != SQLITE_OK) return rc;
+    for (size_t i = 0; i < blk.n; ++i) {
+      if (static_cast<int64_t>(heap.size()) >= want && blk.dur[i] <= heap.top().dur) continue;
+      if (!RowMatches(*c, blk, i, ref.rank)) continue;
+      heap.push(TopRow{blk.dur[i], seq++, ref.rank, ref.block, static_cast<uint32_t>(i), {}});
+      if (static_cast<int64_t>(heap.size()) > want) heap.pop();
+    }
+  }
+  c->top.clear();
+  while (!heap.empty()) {
+    c->top.push_back(heap.top());
+    heap.pop();
+  }
+  std::reverse(c->top.begin(), c->top.end());  // largest first
+  // Materialise the winners, one decode per block.
+  std::map<int64_t, std::vector<TopRow*>> by_block;
+  for (TopRow& t : c->top) by_block[t.block].push_back(&t);
+  for (auto& [block, rows] : by_block) {
+    BlockRef ref{block, rows.front()->rank, 0};
+    int rc = LoadBlock(c, ref, &blk,
+                       c->f.used_cols | c->f.filter_cols | engine::kColK | engine::kColDur);
+    if (rc != SQLITE_OK) return rc;
+    for (TopRow* t : rows) t->row = blk.RowAt(t->index);
+  }
+  c->top_pos = 0;  // SQLite skips the OFFSET rows itself
+  c->eof = c->top.empty();
+  return SQLITE_OK;
+}
+
+}  // namespace tracedb::query::events
