@@ -72,7 +72,7 @@ std::vector<std::string> SeedFiles() {
   std::vector<std::string> files;
   std::error_code ec;
   for (const std::string& root :
-       {SourceDir() + "/fixtures/import", SourceDir() + "/../shared/fixtures"}) {
+       {SourceRoot() + "/fixtures/import", SourceRoot() + "/../shared/fixtures"}) {
     for (auto it = fs::recursive_directory_iterator(root, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {
       const std::string p = it->path().string();
@@ -323,7 +323,7 @@ TEST(ImportRobustness, DamagedGzipNeverCrashes) {
       }
     }
   }
-  if (!fs::is_directory(SourceDir() + "/../shared/fixtures")) return;
+  if (!fs::is_directory(SourceRoot() + "/../shared/fixtures")) return;
   EXPECT_GT(errors, 0);
 }
 

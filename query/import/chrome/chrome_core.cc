@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "query/export/json_text.h"
 #include "query/import/builder_pipe.h"
 #include "query/import/event_sorter.h"
 #include "query/import/json/json_text.h"
@@ -225,7 +226,7 @@ class ChromeFile {
         AddJsonMember(&json_, "flow_phase", phase);
         if (!ev.bp.empty()) {
           std::string bp;
-          json::AppendJsonString(ev.bp, &bp);
+          json::AppendString(&bp, ev.bp);
           AddJsonMember(&json_, "bp", bp);
         }
         break;
@@ -312,9 +313,9 @@ class ChromeFile {
         if (auto v = json::FindMember(ev.args, "tracedb_kind")) {
           t.tracedb_kind = json::AsString(*v).value_or("");
         }
-        for (const auto& [key, field] : {std::pair{"tracedb_tid", &t.tracedb_tid},
-                                         std::pair{"tracedb_pid", &t.tracedb_pid},
-                                         std::pair{"tracedb_local_id", &t.tracedb_local_id}}) {
+        for (const auto& [key, field] :
+             {std::pair{"tracedb_tid", &t.tracedb_tid}, std::pair{"tracedb_pid", &t.tracedb_pid},
+              std::pair{"tracedb_local_id", &t.tracedb_local_id}}) {
           if (auto v = json::FindMember(ev.args, key)) {
             if (auto n = json::AsInt(*v)) {
               *field = *n;
@@ -619,7 +620,7 @@ class ChromeFile {
       }
       leading = false;
       members.push_back(members.empty() ? '{' : ',');
-      json::AppendJsonString(key, &members);
+      json::AppendString(&members, key);
       members.push_back(':');
       members.append(v);
       return true;
