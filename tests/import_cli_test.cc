@@ -270,6 +270,25 @@ TEST(ImportCli, UnrelatedRunsAreRefusedSeparatedOrMerged) {
   EXPECT_EQ(Import("'" + a + "' -o x.tdb --merge --separate", &out), 2) << out;
 }
 
+// Two Kineto traces (epoch clocks) of different ranks and no world size in common, 200 days
+// apart: another job, by their start times.
+TEST(ImportCli, KinetoTracesFarApartInTimeAreRefused) {
+  TempDir dir;
+  const std::string a =
+      SourceRoot() + "/fixtures/import/kineto/distributed_gz/input/node_worker.pt.trace.json.gz";
+  const std::string b = SourceRoot() + "/fixtures/import/kineto/older_profiler/input/rank-1.json";
+  std::string out;
+  EXPECT_EQ(Import("'" + a + "' '" + b + "' -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("rank-1.json: not of the job already in the database: its events are "
+                     "17274101 s apart from the kineto events already imported (from " +
+                     a + ")"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Query(dir.Sub("k.tdb"), "SELECT count(*) FROM ranks"), 1);
+  ASSERT_EQ(Import("'" + a + "' '" + b + "' --separate -o " + dir.Sub("s.tdb"), &out), 0) << out;
+  EXPECT_EQ(Query(dir.Sub("s-2.tdb"), "SELECT rank FROM ranks"), 1);
+}
+
 TEST(ImportCli, LargeShuffledChromeFileNestsExactly) {
   // Enough events for the two-thread path, written in random order: the per-track sort must
   // restore exact nesting (each parent encloses its two children; zero-length leaves nest too).

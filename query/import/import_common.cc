@@ -84,6 +84,8 @@ void AddToResult(const FileOutcome& f, bool first, ImportResult* result) {
                          f.rank);
   }
   if (f.world_size > 0) result->world_size = f.world_size;
+  result->first_ts = std::min(result->first_ts, f.first_ts);
+  result->last_end = std::max(result->last_end, f.last_end);
   result->events += f.events;
   result->skipped += f.skipped;
   result->truncated_bytes += f.truncated;

@@ -109,6 +109,8 @@ class ChromeFile {
     out->world_size = world_size_;
     out->local_rank = options_.local_rank;
     out->events = rows_;
+    out->first_ts = pipe_.min_ts();
+    out->last_end = pipe_.max_end();
     out->skipped = reader->skipped() + bad_;
     out->truncated = reader->truncated_bytes();
     out->unmatched = unmatched_;
