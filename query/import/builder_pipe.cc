@@ -64,7 +64,9 @@ void BuilderPipe::End(uint32_t track, int64_t ts, const engine::EventArgs* args,
 
 void BuilderPipe::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                            const engine::EventArgs* args, std::string_view json) {
-  See(ts, ts + dur);
+  int64_t end;  // saturated: a hostile file's ts + dur may not fit
+  if (__builtin_add_overflow(ts, dur, &end)) end = dur > 0 ? INT64_MAX : INT64_MIN;
+  See(ts, end);
   Cmd& c = Add(Op::kComplete, json);
   c.track = track;
   c.ts = ts;

@@ -13,6 +13,13 @@ std::string BaseName(std::string_view path) {
   return std::filesystem::path(std::string(path)).filename().string();
 }
 
+// a - b, saturated (timestamps of a hostile file can be anything).
+int64_t Diff(int64_t a, int64_t b) {
+  int64_t d;
+  if (__builtin_sub_overflow(a, b, &d)) return a > b ? INT64_MAX : INT64_MIN;
+  return d;
+}
+
 Status Conflict(const std::string& path, const std::string& what, const std::string& other) {
   return Status::InvalidArgument(path + ": not of the job already in the database: " + what +
                                  " (from " + other +
@@ -100,8 +107,8 @@ Status CheckSameJob(const JobSnapshot& before, const std::string& path, const st
   if (auto it = before.epoch_span.find(format);
       it != before.epoch_span.end() && result.first_ts <= result.last_end) {
     const auto [first, last] = it->second;
-    const int64_t gap = std::max(result.first_ts - last, first - result.last_end);
-    const int64_t longest = std::max(last - first, result.last_end - result.first_ts);
+    const int64_t gap = std::max(Diff(result.first_ts, last), Diff(first, result.last_end));
+    const int64_t longest = std::max(Diff(last, first), Diff(result.last_end, result.first_ts));
     if (gap > kUnrelatedGapNs && gap > longest) {
       std::string from = "the " + format + " events already imported";
       for (const JobSnapshot::Source& s : before.sources) {
