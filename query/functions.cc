@@ -1,6 +1,8 @@
 // SQL functions. See functions.h.
 #include "query/functions.h"
 
+#include "query/human_units.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -168,40 +170,23 @@ void Log2Bucket(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, x < 1 ? 0 : static_cast<sqlite3_int64>(std::floor(std::log2(x))));
 }
 
-void HumanDuration(sqlite3_context* ctx, int, sqlite3_value** argv) {
+// human_duration(ns) and human_bytes(n): query/human_units.h, as the shell prints them.
+void HumanDurationFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
     sqlite3_result_null(ctx);
     return;
   }
-  const double ns = sqlite3_value_double(argv[0]);
-  const double a = std::fabs(ns);
-  char buf[48];
-  if (a < 1e3)
-    std::snprintf(buf, sizeof(buf), "%.0f ns", ns);
-  else if (a < 1e6)
-    std::snprintf(buf, sizeof(buf), "%.2f us", ns / 1e3);
-  else if (a < 1e9)
-    std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
-  else
-    std::snprintf(buf, sizeof(buf), "%.3f s", ns / 1e9);
-  sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
+  const std::string s = HumanDuration(sqlite3_value_double(argv[0]));
+  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
 
-void HumanBytes(sqlite3_context* ctx, int, sqlite3_value** argv) {
+void HumanBytesFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
     sqlite3_result_null(ctx);
     return;
   }
-  double b = sqlite3_value_double(argv[0]);
-  static const char* const kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (std::fabs(b) >= 1000 && u < 5) {
-    b /= 1000;
-    ++u;
-  }
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", b, kUnits[u]);
-  sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
+  const std::string s = HumanBytes(sqlite3_value_double(argv[0]));
+  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
 
 bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
@@ -223,8 +208,8 @@ std::string_view Text(sqlite3_value* v) {
 
 // activity(source, cat, name, gpu): 'compute', 'comm' or NULL; the table is in ActivityOf().
 void Activity(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  const char* a = ActivityOf(Text(argv[0]), Text(argv[1]), Text(argv[2]),
-                             sqlite3_value_int(argv[3]) != 0);
+  const char* a =
+      ActivityOf(Text(argv[0]), Text(argv[1]), Text(argv[2]), sqlite3_value_int(argv[3]) != 0);
   if (a == nullptr) {
     sqlite3_result_null(ctx);
   } else {
@@ -275,8 +260,8 @@ int RegisterFunctions(sqlite3* db) {
   add("covered_ns", 2, nullptr, IntervalStep, CoveredFinal);
   add("overlap_ns", 3, nullptr, IntervalStep, OverlapFinal);
   add("log2_bucket", 1, Log2Bucket, nullptr, nullptr);
-  add("human_duration", 1, HumanDuration, nullptr, nullptr);
-  add("human_bytes", 1, HumanBytes, nullptr, nullptr);
+  add("human_duration", 1, HumanDurationFn, nullptr, nullptr);
+  add("human_bytes", 1, HumanBytesFn, nullptr, nullptr);
   add("activity", 4, Activity, nullptr, nullptr);
   return rc;
 }

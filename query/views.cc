@@ -77,13 +77,18 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
 -- sequence number), and imported Horovod negotiations, where rank 0's timeline holds one
 -- RANK_READY tick per rank (comm 0, seq = the NEGOTIATE_* span's id, name without NEGOTIATE_;
 -- a tick has no duration, so dur and end_ts are NULL).
+-- (The NEGOTIATE_* spans are read once into a table SQLite indexes: a join on events.id per
+-- tick would decode a block per tick.)
 CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
+  WITH n AS MATERIALIZED (
+    SELECT id, name FROM events
+    WHERE kind = 'span' AND name LIKE 'NEGOTIATE\_%' ESCAPE '\')
   SELECT rank, name, comm, seq, id, ts, dur, end_ts
   FROM events WHERE cat = 'mpi' AND seq IS NOT NULL
   UNION ALL
   SELECT t.peer, substr(n.name, 11), 0, n.id, t.id, t.ts, NULL, NULL
-  FROM events t JOIN events n ON n.id = t.parent
-  WHERE t.name = 'RANK_READY' AND t.peer IS NOT NULL AND n.name LIKE 'NEGOTIATE\_%' ESCAPE '\';
+  FROM events t JOIN n ON n.id = t.parent
+  WHERE t.name = 'RANK_READY' AND t.peer IS NOT NULL;
 
 -- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
 -- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
@@ -161,9 +166,12 @@ CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
   FROM events WHERE name = 'RANK_READY' AND parent IS NOT NULL;
 
 CREATE TEMP VIEW IF NOT EXISTS negotiations AS
+  WITH n AS MATERIALIZED (
+    SELECT id, rank, name, lane, ts, dur FROM events
+    WHERE kind = 'span' AND name LIKE 'NEGOTIATE\_%' ESCAPE '\')
   SELECT n.id, n.rank, n.name, n.lane AS tensor, n.ts, n.dur, t.ready_rank AS last_rank,
          t.ts - n.ts AS last_ready_after_ns
-  FROM negotiation_ticks t JOIN events n ON n.id = t.negotiation
+  FROM negotiation_ticks t JOIN n ON n.id = t.negotiation
   WHERE t.from_last = 1;
 
 -- Each rank's clock alignment.

@@ -177,6 +177,19 @@ int RunExport(const ExportCmdOptions& o) {
     return Fail(usage ? kExitUsage : kExitError, s.message());
   }
   if (!o.quiet) PrintSummary(o, stats, Now() - t0);
+  if (stats.events_total() == 0) {
+    // An imported mpitrace/mpiP profile is tables of totals, which a Chrome trace cannot carry.
+    auto profile_rows = (*db)->QueryInt(
+        "SELECT (SELECT count(*) FROM main.mpi_profile) + (SELECT count(*) FROM main.rank_times)",
+        0);
+    if (profile_rows.ok() && *profile_rows > 0) {
+      std::fprintf(stderr,
+                   "tracedb export: warning: %s holds no events, only MPI profile tables "
+                   "(mpi_profile, mpi_msgsize, rank_times: %s rows), which a Chrome trace "
+                   "cannot carry; see tracedb report mpi\n",
+                   o.db.c_str(), WithCommas(static_cast<uint64_t>(*profile_rows)).c_str());
+    }
+  }
   return kExitOk;
 }
 

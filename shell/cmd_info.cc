@@ -9,9 +9,9 @@
 
 #include "engine/db_schema.h"
 #include "engine/segment_dir.h"
+#include "query/export/json_text.h"
 #include "shell/commands.h"
 #include "shell/format.h"
-#include "shell/json_out.h"
 
 namespace tracedb::shell {
 namespace {
@@ -23,7 +23,7 @@ struct InfoOptions {
 
 void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   std::string out = "{";
-  out += "\"path\": " + JsonString(path);
+  out += "\"path\": " + query::json::String(path);
   out += ", \"kind\": \"segments\"";
   out += ", \"ranks\": " + std::to_string(s.ranks);
   out += ", \"events\": " + std::to_string(s.events);
@@ -40,7 +40,7 @@ void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   for (const auto& [rank, r] : s.per_rank) {
     if (!first) out += ", ";
     first = false;
-    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + JsonString(r.host) +
+    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + query::json::String(r.host) +
            ", \"files\": " + std::to_string(r.files) + ", \"events\": " + std::to_string(r.events) +
            ", \"dropped\": " + std::to_string(r.dropped) +
            ", \"bytes\": " + std::to_string(r.bytes) +
@@ -50,7 +50,7 @@ void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   out += "], \"problems\": [";
   for (size_t i = 0; i < s.problems.size(); ++i) {
     if (i) out += ", ";
-    out += JsonString(s.problems[i]);
+    out += query::json::String(s.problems[i]);
   }
   out += "]}\n";
   std::fputs(out.c_str(), stdout);
@@ -156,7 +156,7 @@ StatusOr<DbInfo> ReadDbInfo(const std::string& path) {
 }
 
 void PrintDbJson(const std::string& path, const DbInfo& d) {
-  std::string out = "{\"path\": " + JsonString(path) + ", \"kind\": \"database\"";
+  std::string out = "{\"path\": " + query::json::String(path) + ", \"kind\": \"database\"";
   out += ", \"ranks\": " + std::to_string(d.ranks.size());
   out += ", \"events\": " + std::to_string(d.events);
   out += ", \"start_ns\": " + std::to_string(d.min_ts);
@@ -175,20 +175,19 @@ void PrintDbJson(const std::string& path, const DbInfo& d) {
   for (const auto& [k, v] : d.stats) {
     if (!first) out += ", ";
     first = false;
-    out += JsonString(k) + ": " + std::to_string(v);
+    out += query::json::String(k) + ": " + std::to_string(v);
   }
   out += "}, \"per_rank\": [";
   first = true;
   for (const auto& [rank, r] : d.ranks) {
     if (!first) out += ", ";
     first = false;
-    out +=
-        "{\"rank\": " + std::to_string(rank) + ", \"host\": " + JsonString(r.host) +
-        ", \"events\": " + std::to_string(r.events) +
-        ", \"start_ns\": " + std::to_string(r.min_ts) +
-        ", \"end_ns\": " + std::to_string(r.max_end) + ", \"clock\": " + JsonString(r.method) +
-        ", \"uncertainty_ns\": " + (r.uncertainty >= 0 ? std::to_string(r.uncertainty) : "null") +
-        "}";
+    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + query::json::String(r.host) +
+           ", \"events\": " + std::to_string(r.events) +
+           ", \"start_ns\": " + std::to_string(r.min_ts) +
+           ", \"end_ns\": " + std::to_string(r.max_end) +
+           ", \"clock\": " + query::json::String(r.method) + ", \"uncertainty_ns\": " +
+           (r.uncertainty >= 0 ? std::to_string(r.uncertainty) : "null") + "}";
   }
   out += "]}\n";
   std::fputs(out.c_str(), stdout);

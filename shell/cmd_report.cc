@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "query/export/csv_text.h"
+#include "query/export/json_text.h"
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
-#include "shell/json_out.h"
 #include "shell/result_format.h"
 #include "shell/sql_runner.h"
 
@@ -60,8 +61,8 @@ void RankSection(std::string* out, const query::MpiReport& r, const query::RankM
   for (const auto& [e, which] : {std::pair{&r.min, "minimum"}, std::pair{&r.median, "median"},
                                  std::pair{&r.max, "maximum"}}) {
     if (e->rank == rank.rank) {
-      *out += Fmt("MPI task %d of %d had the %s communication time.\n", rank.rank, r.world_size,
-                  which);
+      *out +=
+          Fmt("MPI task %d of %d had the %s communication time.\n", rank.rank, r.world_size, which);
     }
   }
   *out += Fmt("total communication time = %.3f seconds.\n", Sec(rank.comm_ns));
@@ -81,10 +82,9 @@ void RankSection(std::string* out, const query::MpiReport& r, const query::RankM
         *out += Fmt("\n%-25s %6s %13s %14s   %s\n", current.c_str(), "#calls", "avg. bytes",
                     "time(sec)", "bin (bytes)");
       }
-      *out += Fmt("%32llu %13.1f %14.3f   %lld-%lld\n",
-                  static_cast<unsigned long long>(b.calls), b.calls ? b.bytes / b.calls : 0.0,
-                  Sec(b.time_ns), static_cast<long long>(b.min_bytes),
-                  static_cast<long long>(b.max_bytes));
+      *out += Fmt("%32llu %13.1f %14.3f   %lld-%lld\n", static_cast<unsigned long long>(b.calls),
+                  b.calls ? b.bytes / b.calls : 0.0, Sec(b.time_ns),
+                  static_cast<long long>(b.min_bytes), static_cast<long long>(b.max_bytes));
     }
   }
 }
@@ -122,15 +122,16 @@ std::string RenderText(const std::string& path, const query::MpiReport& r, bool 
              r.all_ranks_have_calls() ? "all ranks" : RankList(with_calls).c_str());
   // mpitrace's own lines (rank 0's "Summary for all tasks"), stated by the profile or computed.
   out += "\n";
-  for (const auto& [e, label] :
-       {std::pair{&r.min, "minimum"}, std::pair{&r.median, "median "}, std::pair{&r.max, "maximum"}}) {
+  for (const auto& [e, label] : {std::pair{&r.min, "minimum"}, std::pair{&r.median, "median "},
+                                 std::pair{&r.max, "maximum"}}) {
     if (e->rank >= 0) {
-      out += Fmt("  %s communication time = %.3f sec for task %d\n", label, Sec(e->comm_ns),
-                 e->rank);
+      out +=
+          Fmt("  %s communication time = %.3f sec for task %d\n", label, Sec(e->comm_ns), e->rank);
     } else {
-      out += Fmt("  %s communication time: unknown (the input holds %d of the job's %d ranks "
-                 "and does not state it)\n",
-                 label, static_cast<int>(r.ranks.size()), r.world_size);
+      out +=
+          Fmt("  %s communication time: unknown (the input holds %d of the job's %d ranks "
+              "and does not state it)\n",
+              label, static_cast<int>(r.ranks.size()), r.world_size);
     }
   }
   // mpiP's view: how evenly each routine's time is spread over the ranks.
@@ -169,15 +170,7 @@ std::string RenderText(const std::string& path, const query::MpiReport& r, bool 
   return out;
 }
 
-std::string Csv(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
+std::string Csv(const std::string& s) { return query::csv::Field(s); }
 
 // One table: section, rank (-1: all ranks), routine, calls, bytes, time_ns, min/max bytes.
 std::string RenderCsv(const query::MpiReport& r) {
@@ -207,8 +200,15 @@ std::string RenderCsv(const query::MpiReport& r) {
   return out;
 }
 
+// A double as an exact JSON number (null when not finite).
+std::string Num(double v) {
+  std::string s;
+  query::json::AppendNumber(&s, v);
+  return s;
+}
+
 std::string RenderJson(const query::MpiReport& r) {
-  std::string out = "{\"source\": " + JsonString(r.source) +
+  std::string out = "{\"source\": " + query::json::String(r.source) +
                     ", \"world_size\": " + std::to_string(r.world_size) +
                     ", \"ranks_with_calls\": " + std::to_string(r.ranks_with_calls);
   // The minimum, median and maximum communication time (null when unknown).
@@ -224,13 +224,13 @@ std::string RenderJson(const query::MpiReport& r) {
   for (const auto& s : query::SpreadAcrossRanks(r)) {
     out += first ? "" : ", ";
     first = false;
-    out +=
-        Fmt("{\"routine\": %s, \"calls\": %llu, \"bytes\": %.0f, \"time_ns\": %lld, "
-            "\"ranks\": %d, \"mean_ns\": %.0f, \"min_ns\": %.0f, \"min_rank\": %d, "
-            "\"max_ns\": %.0f, \"max_rank\": %d, \"cov\": %.6f}",
-            JsonString(s.routine).c_str(), static_cast<unsigned long long>(s.calls), s.bytes,
-            static_cast<long long>(s.time_ns), s.ranks, s.mean_ns, s.min_ns, s.min_rank, s.max_ns,
-            s.max_rank, s.cov);
+    out += Fmt(
+        "{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld, "
+        "\"ranks\": %d, \"mean_ns\": %s, \"min_ns\": %s, \"min_rank\": %d, "
+        "\"max_ns\": %s, \"max_rank\": %d, \"cov\": %s}",
+        query::json::String(s.routine).c_str(), static_cast<unsigned long long>(s.calls),
+        Num(s.bytes).c_str(), static_cast<long long>(s.time_ns), s.ranks, Num(s.mean_ns).c_str(),
+        Num(s.min_ns).c_str(), s.min_rank, Num(s.max_ns).c_str(), s.max_rank, Num(s.cov).c_str());
   }
   out += "], \"ranks\": [";
   first = true;
@@ -240,24 +240,25 @@ std::string RenderJson(const query::MpiReport& r) {
     out +=
         Fmt("{\"rank\": %d, \"host\": %s, \"has_calls\": %s, \"comm_ns\": %lld, "
             "\"elapsed_ns\": %lld, \"routines\": [",
-            x.rank, JsonString(x.host).c_str(), x.has_calls ? "true" : "false",
+            x.rank, query::json::String(x.host).c_str(), x.has_calls ? "true" : "false",
             static_cast<long long>(x.comm_ns), static_cast<long long>(x.elapsed_ns));
     for (size_t i = 0; i < x.routines.size(); ++i) {
       const auto& s = x.routines[i];
-      out +=
-          Fmt("%s{\"routine\": %s, \"calls\": %llu, \"bytes\": %.0f, \"time_ns\": %lld}",
-              i ? ", " : "", JsonString(s.routine).c_str(),
-              static_cast<unsigned long long>(s.calls), s.bytes, static_cast<long long>(s.time_ns));
+      out += Fmt("%s{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld}",
+                 i ? ", " : "", query::json::String(s.routine).c_str(),
+                 static_cast<unsigned long long>(s.calls), Num(s.bytes).c_str(),
+                 static_cast<long long>(s.time_ns));
     }
     out += "], \"message_sizes\": [";
     for (size_t i = 0; i < x.bins.size(); ++i) {
       const auto& b = x.bins[i];
       out +=
           Fmt("%s{\"routine\": %s, \"min_bytes\": %lld, \"max_bytes\": %lld, \"calls\": %llu, "
-              "\"bytes\": %.0f, \"time_ns\": %lld}",
-              i ? ", " : "", JsonString(b.routine).c_str(), static_cast<long long>(b.min_bytes),
-              static_cast<long long>(b.max_bytes), static_cast<unsigned long long>(b.calls),
-              b.bytes, static_cast<long long>(b.time_ns));
+              "\"bytes\": %s, \"time_ns\": %lld}",
+              i ? ", " : "", query::json::String(b.routine).c_str(),
+              static_cast<long long>(b.min_bytes), static_cast<long long>(b.max_bytes),
+              static_cast<unsigned long long>(b.calls), Num(b.bytes).c_str(),
+              static_cast<long long>(b.time_ns));
     }
     out += "]}";
   }

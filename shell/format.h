@@ -1,13 +1,13 @@
-// Human-readable numbers for the shell's text output: 1,234,567; 12.3 MB; 4.56 ms.
+// Human-readable numbers for the shell's text output: the one definition is
+// query/human_units.h, shared with the SQL functions human_duration() and human_bytes().
 #pragma once
 
-#include <cstdint>
-#include <string>
+#include "query/human_units.h"
 
 namespace tracedb::shell {
 
-std::string WithCommas(uint64_t v);
-std::string HumanBytes(double bytes);
-std::string HumanDuration(double ns);
+using query::HumanBytes;
+using query::HumanDuration;
+using query::WithCommas;
 
 }  // namespace tracedb::shell

@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "shell/json_out.h"
+#include "query/export/csv_text.h"
+#include "query/export/json_text.h"
 
 namespace tracedb::shell {
 namespace {
@@ -15,11 +16,8 @@ std::string CellText(const engine::Stmt& st, int col) {
       return "";
     case SQLITE_INTEGER:
       return std::to_string(st.Int(col));
-    case SQLITE_FLOAT: {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "%.15g", st.Double(col));
-      return buf;
-    }
+    case SQLITE_FLOAT:  // exact: the shortest form that reads back to the same double
+      return query::json::DoubleText(st.Double(col));
     case SQLITE_BLOB:
       return "<blob " + std::to_string(st.Blob(col).size()) + " bytes>";
     default:
@@ -27,15 +25,7 @@ std::string CellText(const engine::Stmt& st, int col) {
   }
 }
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+std::string CsvField(const std::string& s) { return query::csv::Field(s); }
 
 // Display width in terminal columns (UTF-8 code points; good enough for trace names).
 size_t Width(const std::string& s) {
@@ -88,18 +78,20 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, OutputFormat format, FILE* out) {
         std::string obj = rows ? ",\n{" : "\n{";
         for (int i = 0; i < ncol; ++i) {
           if (i) obj += ", ";
-          AppendJsonString(&obj, names[i]);
+          query::json::AppendString(&obj, names[i]);
           obj += ": ";
           switch (st->ColumnType(i)) {
             case SQLITE_NULL:
               obj += "null";
               break;
             case SQLITE_INTEGER:
-            case SQLITE_FLOAT:
               obj += CellText(*st, i);
               break;
+            case SQLITE_FLOAT:  // shortest exact form; NaN and infinities as null
+              query::json::AppendNumber(&obj, st->Double(i));
+              break;
             default:
-              AppendJsonString(&obj, CellText(*st, i));
+              query::json::AppendString(&obj, CellText(*st, i));
           }
         }
         obj += "}";

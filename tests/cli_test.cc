@@ -52,6 +52,23 @@ TEST(Shell, RunsAFinalStatementWithoutSemicolon) {
   EXPECT_EQ(rc, 1);
 }
 
+// .mode json prints exact numbers, and null where JSON has none (infinities); CSV the same digits.
+TEST(Shell, JsonAndCsvNumbersAreExact) {
+  TempDir tmp;
+  const std::string db = MakeDb(tmp);
+  WriteFile(tmp.Sub("s.sql"),
+            ".mode json\nSELECT 0.1 + 0.2 AS a, 1.0 / 3 AS b, 1e300 * 1e300 AS c, 1e6 AS d;\n"
+            ".mode csv\nSELECT 0.1 + 0.2 AS a, -1e300 * 1e300 AS c;\n");
+  int rc = 0;
+  const std::string out = RunCommand(
+      TracedbBin() + " shell " + ShellQuote(db) + " < " + ShellQuote(tmp.Sub("s.sql")) + " 2>&1",
+      &rc);
+  EXPECT_EQ(out,
+            "[\n{\"a\": 0.30000000000000004, \"b\": 0.3333333333333333, \"c\": null, "
+            "\"d\": 1000000}\n]\na,c\n0.30000000000000004,-inf\n");
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(Shell, ReadsStatementsDotCommandsAndReportsErrors) {
   TempDir tmp;
   const std::string db = MakeDb(tmp);

@@ -11,25 +11,17 @@
 
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
+#include "query/export/csv_text.h"
+#include "query/export/json_text.h"
+#include "tests/test_util.h"
 
 namespace tracedb::testing {
 namespace {
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+std::string CsvField(const std::string& s) { return query::csv::Field(s); }
 
-std::string Num(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
+// Counter values exactly (the shortest form that reads back to the same double).
+std::string Num(double v) { return query::json::DoubleText(v); }
 
 }  // namespace
 
@@ -156,27 +148,6 @@ std::string TablesCsv(const std::string& path) {
     }
   }
   return out;
-}
-
-int RunCommand(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
-  const int status = ::pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string SourceDir() {
-  const char* env = std::getenv("TRACEDB_SOURCE_DIR");
-  if (env && *env) return env;
-#ifdef TRACEDB_SOURCE_DIR_DEFAULT
-  return TRACEDB_SOURCE_DIR_DEFAULT;
-#else
-  return ".";
-#endif
 }
 
 }  // namespace tracedb::testing

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "engine/segment_format.h"
+#include "tests/test_util.h"
 
 namespace tracedb::testing {
 
@@ -38,10 +40,15 @@ std::string RowsCsv(const std::vector<DbRow>& rows);
 // The ranks, sources (file name only), stats and steps tables as CSV sections.
 std::string TablesCsv(const std::string& path);
 
-// Runs a shell command; returns its exit status and stores stdout+stderr in *output.
-int RunCommand(const std::string& command, std::string* output);
-
-// The source tree (TRACEDB_SOURCE_DIR, else the directory this test binary was built from).
-std::string SourceDir();
+// Expected-output files of diff tests: when TRACEDB_REWRITE_EXPECTED=1 is set, writes `actual`
+// to `path` and returns true (the caller then skips its comparison; review the diff before
+// committing); otherwise returns false. The one variable for every diff test of the project's
+// importers and reports.
+inline bool RewriteExpected(const std::string& path, const std::string& actual) {
+  const char* v = std::getenv("TRACEDB_REWRITE_EXPECTED");
+  if (v == nullptr || std::string(v) != "1") return false;
+  WriteFile(path, actual);
+  return true;
+}
 
 }  // namespace tracedb::testing

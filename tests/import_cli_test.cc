@@ -20,13 +20,10 @@
 namespace tracedb::testing {
 namespace {
 
-std::string Bin() {
-  const char* env = std::getenv("TRACEDB_BIN");
-  return env && *env ? env : TRACEDB_BIN_DEFAULT;
-}
-
 int Import(const std::string& args, std::string* out) {
-  return RunCommand(Bin() + " import " + args, out);
+  int rc = 0;
+  *out = RunCommand(TracedbBin() + " import " + args + " 2>&1", &rc);
+  return rc;
 }
 
 int64_t Query(const std::string& db, const std::string& sql) {
@@ -133,7 +130,7 @@ TEST(ImportCli, AnImportOfNothingFailsAndLeavesNoFile) {
 
   // A BytePS trace forced through the Horovod importer: no record is Horovod's.
   const std::string byteps =
-      SourceDir() + "/fixtures/import/byteps/trace_dir/input/trace/0/comm.json";
+      SourceRoot() + "/fixtures/import/byteps/trace_dir/input/trace/0/comm.json";
   EXPECT_EQ(Import("'" + byteps + "' --format horovod -o " + dir.Sub("w.tdb"), &out), 1) << out;
   EXPECT_NE(out.find("comm.json (as horovod): all "), std::string::npos) << out;
   EXPECT_NE(out.find("records skipped, none imported (is --format horovod right?)"),
@@ -216,14 +213,14 @@ TEST(ImportCli, ReimportingAFileIsSkipped) {
 TEST(ImportCli, DirectoriesExpand) {
   TempDir dir;
   // A BytePS trace directory: one rank per <n>/comm.json.
-  const std::string src = SourceDir() + "/fixtures/import/byteps/trace_dir/input/trace";
+  const std::string src = SourceRoot() + "/fixtures/import/byteps/trace_dir/input/trace";
   std::string out;
   const std::string db = dir.Sub("byteps.tdb");
   ASSERT_EQ(Import("'" + src + "' -o " + db, &out), 0) << out;
   EXPECT_EQ(Query(db, "SELECT count(*) FROM ranks WHERE source = 'byteps'"), 2);
   EXPECT_NE(out.find("byteps"), std::string::npos) << out;
   // Any other directory: every regular file in it, in name order.
-  const std::string bf = SourceDir() + "/fixtures/import/bluefog/ranks/input";
+  const std::string bf = SourceRoot() + "/fixtures/import/bluefog/ranks/input";
   ASSERT_EQ(Import("'" + bf + "' -o " + dir.Sub("bf.tdb"), &out), 0) << out;
   EXPECT_EQ(Query(dir.Sub("bf.tdb"), "SELECT count(*) FROM sources WHERE format = 'bluefog'"), 2);
   EXPECT_LT(out.find("timeline0.json"), out.find("timeline1.json")) << out;
@@ -246,8 +243,8 @@ TEST(ImportCli, SummaryNamesFormatRankEventsSkippedTruncated) {
 // --separate (each database equal to the run imported alone), merged with --merge.
 TEST(ImportCli, UnrelatedRunsAreRefusedSeparatedOrMerged) {
   TempDir dir;
-  const std::string a = SourceDir() + "/fixtures/import/horovod/new_framing/input/timeline.json";
-  const std::string b = SourceDir() + "/fixtures/import/horovod/old_framing/input/timeline.json";
+  const std::string a = SourceRoot() + "/fixtures/import/horovod/new_framing/input/timeline.json";
+  const std::string b = SourceRoot() + "/fixtures/import/horovod/old_framing/input/timeline.json";
   std::string out;
   ASSERT_EQ(Import("'" + a + "' -o " + dir.Sub("a.tdb"), &out), 0) << out;
   ASSERT_EQ(Import("'" + b + "' -o " + dir.Sub("b.tdb"), &out), 0) << out;
@@ -273,45 +270,23 @@ TEST(ImportCli, UnrelatedRunsAreRefusedSeparatedOrMerged) {
   EXPECT_EQ(Import("'" + a + "' -o x.tdb --merge --separate", &out), 2) << out;
 }
 
-// mpitrace profiles of two jobs: a rank imported twice, another world size, another job id.
-TEST(ImportCli, MpitraceProfilesOfTwoJobsAreKeptApart) {
+// Two Kineto traces (epoch clocks) of different ranks and no world size in common, 200 days
+// apart: another job, by their start times.
+TEST(ImportCli, KinetoTracesFarApartInTimeAreRefused) {
   TempDir dir;
-  auto profile = [&](const std::string& name, int rank, int world, double secs) {
-    char buf[1024];
-    std::snprintf(buf, sizeof(buf),
-                  "Data for MPI rank %d of %d:\n"
-                  "Times from MPI_Init() to MPI_Finalize().\n"
-                  "-----------------------------------------------------------------------\n"
-                  "MPI Routine                        #calls     avg. bytes      time(sec)\n"
-                  "-----------------------------------------------------------------------\n"
-                  "MPI_Allreduce                          10            8.0          %.3f\n"
-                  "-----------------------------------------------------------------------\n"
-                  "total communication time = %.3f seconds.\n"
-                  "total elapsed time       = 10.000 seconds.\n",
-                  rank, world, secs, secs);
-    WriteFile(dir.Sub(name), buf);
-    return "'" + dir.Sub(name) + "'";
-  };
-  const std::string a0 = profile("mpi_profile.100.0", 0, 2, 1);
-  const std::string a1 = profile("mpi_profile.100.1", 1, 2, 2);
-  const std::string b0 = profile("mpi_profile.200.0", 0, 2, 3);  // same rank, other job
-  const std::string c1 = profile("mpi_profile.300.1", 1, 4, 4);  // other world size
-  const std::string d1 = profile("mpi_profile.400.1", 1, 2, 5);  // other job id only
+  const std::string a =
+      SourceRoot() + "/fixtures/import/kineto/distributed_gz/input/node_worker.pt.trace.json.gz";
+  const std::string b = SourceRoot() + "/fixtures/import/kineto/older_profiler/input/rank-1.json";
   std::string out;
-  EXPECT_EQ(Import(a0 + " " + b0 + " -o " + dir.Sub("j.tdb"), &out), 1) << out;
-  EXPECT_NE(out.find("rank 0 is already imported"), std::string::npos) << out;
-  EXPECT_EQ(Query(dir.Sub("j.tdb"), "SELECT time_ns FROM mpi_profile WHERE rank = 0"), 1000000000);
-  EXPECT_EQ(Import(a0 + " " + c1 + " -o " + dir.Sub("k.tdb"), &out), 1) << out;
-  EXPECT_NE(out.find("a world of 4 ranks, the database holds one of 2"), std::string::npos) << out;
-  EXPECT_EQ(Import(a0 + " " + d1 + " -o " + dir.Sub("l.tdb"), &out), 1) << out;
-  EXPECT_NE(out.find("mpitrace job 400, the database holds job 100"), std::string::npos) << out;
-  // One job's files go in together; --separate puts the others beside them.
-  ASSERT_EQ(
-      Import(a0 + " " + a1 + " " + b0 + " " + d1 + " --separate -o " + dir.Sub("s.tdb"), &out), 0)
+  EXPECT_EQ(Import("'" + a + "' '" + b + "' -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("rank-1.json: not of the job already in the database: its events are "
+                     "17274101 s apart from the kineto events already imported (from " +
+                     a + ")"),
+            std::string::npos)
       << out;
-  EXPECT_EQ(Query(dir.Sub("s.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 3000000000);
-  EXPECT_EQ(Query(dir.Sub("s-2.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 3000000000);
-  EXPECT_EQ(Query(dir.Sub("s-3.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 5000000000);
+  EXPECT_EQ(Query(dir.Sub("k.tdb"), "SELECT count(*) FROM ranks"), 1);
+  ASSERT_EQ(Import("'" + a + "' '" + b + "' --separate -o " + dir.Sub("s.tdb"), &out), 0) << out;
+  EXPECT_EQ(Query(dir.Sub("s-2.tdb"), "SELECT rank FROM ranks"), 1);
 }
 
 TEST(ImportCli, LargeShuffledChromeFileNestsExactly) {

@@ -4,7 +4,7 @@
 // the blocks) and expected_tables.csv (ranks, sources, stats, steps, meta). The test runs the
 // real `tracedb import` on the inputs and compares. A case whose import must fail holds
 // `expected_error` instead: the import exits 1, says that text, and leaves no database behind.
-// TRACEDB_UPDATE_EXPECTED=1 rewrites the
+// TRACEDB_REWRITE_EXPECTED=1 rewrites the
 // expected files (review the diff before committing them).
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ struct Case {
 std::vector<Case> FindCases() {
   std::vector<Case> cases;
   std::error_code ec;
-  const fs::path root = fs::path(SourceDir()) / "fixtures" / "import";
+  const fs::path root = fs::path(SourceRoot()) / "fixtures" / "import";
   for (const auto& format : fs::directory_iterator(root, ec)) {
     if (!format.is_directory()) continue;
     for (const auto& c : fs::directory_iterator(format.path(), ec)) {
@@ -41,11 +41,6 @@ std::vector<Case> FindCases() {
   }
   std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.dir < b.dir; });
   return cases;
-}
-
-std::string Bin() {
-  const char* env = std::getenv("TRACEDB_BIN");
-  return env && *env ? env : TRACEDB_BIN_DEFAULT;
 }
 
 std::string Trim(std::string s) {
@@ -64,16 +59,18 @@ TEST_P(ImportDiff, MatchesExpected) {
     inputs.push_back(e.path().string());
   }
   std::sort(inputs.begin(), inputs.end());
-  std::string cmd = Bin() + " import";
+  std::string cmd = TracedbBin() + " import";
   for (const std::string& in : inputs) cmd += " '" + in + "'";
   if (fs::exists(fs::path(c.dir) / "args")) cmd += " " + Trim(ReadFile(c.dir + "/args"));
   cmd += " -o '" + db + "'";
   std::string output;
-  const int rc = RunCommand(cmd, &output);
+  int rc = 0;
+  output = RunCommand(cmd + " 2>&1", &rc);
   if (fs::exists(fs::path(c.dir) / "expected_error")) {
     EXPECT_EQ(rc, 1) << cmd << "\n" << output;
     EXPECT_NE(output.find(Trim(ReadFile(c.dir + "/expected_error"))), std::string::npos)
-        << cmd << "\n" << output;
+        << cmd << "\n"
+        << output;
     EXPECT_FALSE(fs::exists(db)) << cmd << "\n" << output;
     return;
   }
@@ -81,11 +78,8 @@ TEST_P(ImportDiff, MatchesExpected) {
 
   const std::string rows = RowsCsv(ReadDbRows(db));
   const std::string tables = TablesCsv(db);
-  if (std::getenv("TRACEDB_UPDATE_EXPECTED") != nullptr) {
-    WriteFile(c.dir + "/expected.csv", rows);
-    WriteFile(c.dir + "/expected_tables.csv", tables);
-    return;
-  }
+  const bool rewritten = RewriteExpected(c.dir + "/expected.csv", rows);
+  if (RewriteExpected(c.dir + "/expected_tables.csv", tables) || rewritten) return;
   EXPECT_EQ(rows, ReadFile(c.dir + "/expected.csv")) << cmd << "\n" << output;
   EXPECT_EQ(tables, ReadFile(c.dir + "/expected_tables.csv")) << cmd << "\n" << output;
 }

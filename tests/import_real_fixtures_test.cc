@@ -36,12 +36,7 @@ std::string Hex(const std::string& s) {
   return out;
 }
 
-std::string Bin() {
-  const char* env = std::getenv("TRACEDB_BIN");
-  return env && *env ? env : TRACEDB_BIN_DEFAULT;
-}
-
-std::string FixturesDir() { return SourceDir() + "/../shared/fixtures"; }
+std::string FixturesDir() { return SourceRoot() + "/../shared/fixtures"; }
 
 std::vector<std::string> Files(const std::string& format) {
   std::vector<std::string> files;
@@ -68,9 +63,11 @@ Summary FromDb(const std::string& db, std::map<std::string, std::string>* names)
 Summary FromPython(const std::string& format, const std::string& file) {
   Summary s;
   std::string out;
-  const std::string cmd = "python3 '" + SourceDir() + "/tests/independent_trace_summary.py' " +
+  const std::string cmd = "python3 '" + SourceRoot() + "/tests/independent_trace_summary.py' " +
                           format + " '" + file + "'";
-  EXPECT_EQ(RunCommand(cmd, &out), 0) << cmd << "\n" << out;
+  int rc = 0;
+  out = RunCommand(cmd + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << cmd << "\n" << out;
   std::istringstream in(out);
   std::string line;
   while (std::getline(in, line)) {
@@ -107,9 +104,11 @@ TEST_P(RealFixtures, EveryFileMatchesAnIndependentReading) {
     SCOPED_TRACE(file);
     TempDir tmp;
     const std::string db = tmp.Sub("job.tdb");
-    std::string out;
+    int rc = 0;
     // Auto-detection must name the right format.
-    ASSERT_EQ(RunCommand(Bin() + " import '" + file + "' -o '" + db + "'", &out), 0) << out;
+    const std::string out =
+        RunCommand(TracedbBin() + " import '" + file + "' -o '" + db + "' 2>&1", &rc);
+    ASSERT_EQ(rc, 0) << out;
     auto d = engine::Db::Open(db, engine::Db::Mode::kReadOnly);
     ASSERT_TRUE(d.ok());
     auto st = (*d)->Prepare("SELECT format FROM sources");
@@ -149,10 +148,10 @@ TEST(RealFixtures, KinetoRanksMergeIntoOneJob) {
   ASSERT_EQ(files.size(), 2u);
   TempDir tmp;
   const std::string db = tmp.Sub("job.tdb");
-  std::string out;
-  ASSERT_EQ(
-      RunCommand(Bin() + " import '" + files[0] + "' '" + files[1] + "' -o '" + db + "'", &out), 0)
-      << out;
+  int rc = 0;
+  const std::string out = RunCommand(
+      TracedbBin() + " import '" + files[0] + "' '" + files[1] + "' -o '" + db + "' 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
   auto d = engine::Db::Open(db, engine::Db::Mode::kReadOnly);
   ASSERT_TRUE(d.ok());
   auto st = (*d)->Prepare("SELECT rank, world_size, source FROM ranks ORDER BY rank");

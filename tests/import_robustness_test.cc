@@ -72,7 +72,7 @@ std::vector<std::string> SeedFiles() {
   std::vector<std::string> files;
   std::error_code ec;
   // The shared root is "" when absent (a failure under CI=true, tests/test_util.h).
-  for (const std::string& root : {SourceDir() + "/fixtures/import", SharedFixturePath()}) {
+  for (const std::string& root : {SourceRoot() + "/fixtures/import", SharedFixturePath()}) {
     if (root.empty()) continue;
     for (auto it = fs::recursive_directory_iterator(root, ec);
          it != fs::recursive_directory_iterator(); it.increment(ec)) {

@@ -103,7 +103,7 @@ std::string Expected(const std::string& source, const DbRow& r, bool gpu) {
   if (source == "horovod" || source == "byteps") return "comm";
   if (source == "bluefog") {
     return r.name == "FORWARD" || r.name == "GRADIENT COMPT." || r.name == "BACKWARD" ? "compute"
-                                                                                         : "comm";
+                                                                                      : "comm";
   }
   if (r.cat == "kernel") return Prefix(r.name, "nccl") ? "comm" : "compute";
   if (!gpu && (r.cat == "cpu_op" || r.cat == "user_annotation")) {
@@ -173,8 +173,8 @@ void CheckViews(const std::vector<std::string>& inputs, const std::string& label
              Str(total) + "|" + Str(Percentile(v, 50)) + "|" + Str(Percentile(v, 95)) + "|" +
              Str(v.back()));
   }
-  check("span_stats",
-        "SELECT rank, name, count, total_ns, p50_ns, p95_ns, max_ns FROM span_stats", e);
+  check("span_stats", "SELECT rank, name, count, total_ns, p50_ns, p95_ns, max_ns FROM span_stats",
+        e);
   e.clear();
   for (auto& [name, v] : by_name) {
     std::sort(v.first.begin(), v.first.end());
@@ -228,11 +228,12 @@ void CheckViews(const std::vector<std::string>& inputs, const std::string& label
   // step_times and step_summary: the steps table, each step lasting until the next one, the last
   // until the rank's last event ends.
   std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> steps;  // rank -> (ts, step)
-  for (const std::string& r : ViewRows(db, "SELECT rank || '|' || ts || '|' || step FROM "
-                                           "main.steps")) {
+  for (const std::string& r : ViewRows(db,
+                                       "SELECT rank || '|' || ts || '|' || step FROM "
+                                       "main.steps")) {
     const size_t a = r.find('|'), b = r.rfind('|');
     steps[std::stoi(r.substr(0, a))].emplace_back(std::stoll(r.substr(a + 1, b - a - 1)),
-                                                   std::stoll(r.substr(b + 1)));
+                                                  std::stoll(r.substr(b + 1)));
   }
   std::map<int32_t, int64_t> last_end;
   for (const DbRow& r : rows) last_end[r.rank] = std::max(last_end[r.rank], r.ts + r.dur);
@@ -352,12 +353,12 @@ std::vector<std::string> Inputs(const std::string& dir) {
 }
 
 TEST(ImportViews, EveryViewOnEveryFormatsFixtures) {
-  const std::string root = SourceDir() + "/fixtures/import/";
+  const std::string root = SourceRoot() + "/fixtures/import/";
   std::set<std::string> formats;
-  for (const char* c : {"horovod/old_framing", "horovod/new_framing", "bluefog/ranks",
-                        "byteps/trace_dir", "kineto/distributed_gz", "kineto/older_profiler",
-                        "chrome/array_form", "chrome/tracedb_export", "mpitrace/mpitrace_new",
-                        "mpitrace/hpctw_old", "mpip/v35"}) {
+  for (const char* c :
+       {"horovod/old_framing", "horovod/new_framing", "bluefog/ranks", "byteps/trace_dir",
+        "kineto/distributed_gz", "kineto/older_profiler", "chrome/array_form",
+        "chrome/tracedb_export", "mpitrace/mpitrace_new", "mpitrace/hpctw_old", "mpip/v35"}) {
     // The MPI profile cases hold their inputs beside expected.csv.
     std::vector<std::string> inputs;
     if (fs::is_directory(root + c + "/input")) {
@@ -374,7 +375,7 @@ TEST(ImportViews, EveryViewOnEveryFormatsFixtures) {
 }
 
 TEST(ImportViews, EveryViewOnTheRealFiles) {
-  const std::string dir = SourceDir() + "/../shared/fixtures";
+  const std::string dir = SourceRoot() + "/../shared/fixtures";
   if (!fs::is_directory(dir)) {
     const char* ci = std::getenv("CI");
     if (ci && std::string(ci) == "true") FAIL() << dir << " is missing and CI=true";
@@ -395,28 +396,31 @@ TEST(ImportViews, EveryViewOnTheRealFiles) {
 // FORWARD and GRADIENT COMPT. activities 120-130 µs) and the Kineto one (rank 3, a GPU rank:
 // compute is the sgemm kernel, communication the two NCCL kernels).
 TEST(ImportViews, HandDerivedTimeSplit) {
-  const std::string root = SourceDir() + "/fixtures/import/";
+  const std::string root = SourceRoot() + "/fixtures/import/";
   TempDir tmp;
   int rc = 0;
-  std::string out = RunCommand(TracedbBin() + " import " +
-                                   ShellQuote(root + "bluefog/ranks/input") + " -o " +
-                                   tmp.Sub("b.tdb") + " 2>&1",
-                               &rc);
+  std::string out =
+      RunCommand(TracedbBin() + " import " + ShellQuote(root + "bluefog/ranks/input") + " -o " +
+                     tmp.Sub("b.tdb") + " 2>&1",
+                 &rc);
   ASSERT_EQ(rc, 0) << out;
   auto db = query::OpenQueryDb(tmp.Sub("b.tdb"));
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(ViewRows(db->get(), "SELECT rank, compute_ns, comm_ns, overlap_ns, wall_ns FROM "
-                                "rank_time_split"),
+  EXPECT_EQ(ViewRows(db->get(),
+                     "SELECT rank, compute_ns, comm_ns, overlap_ns, wall_ns FROM "
+                     "rank_time_split"),
             (Rows{"0|10000|13000|0|30000", "1|0|7000|0|7000"}));
-  out = RunCommand(TracedbBin() + " import " +
-                       ShellQuote(root + "kineto/distributed_gz/input/node_worker.pt.trace.json.gz") +
-                       " -o " + tmp.Sub("k.tdb") + " 2>&1",
-                   &rc);
+  out =
+      RunCommand(TracedbBin() + " import " +
+                     ShellQuote(root + "kineto/distributed_gz/input/node_worker.pt.trace.json.gz") +
+                     " -o " + tmp.Sub("k.tdb") + " 2>&1",
+                 &rc);
   ASSERT_EQ(rc, 0) << out;
   db = query::OpenQueryDb(tmp.Sub("k.tdb"));
   ASSERT_TRUE(db.ok());
   // sgemm [31500, 43750) ns; NCCL kernels [210000, 210000 + d) and [700000, 710000).
-  const Rows split = ViewRows(db->get(), "SELECT rank, compute_ns, overlap_ns FROM rank_time_split");
+  const Rows split =
+      ViewRows(db->get(), "SELECT rank, compute_ns, overlap_ns FROM rank_time_split");
   EXPECT_EQ(split, (Rows{"3|12250|0"}));
 }
 

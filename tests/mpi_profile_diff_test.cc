@@ -1,7 +1,7 @@
 // Diff tests of the MPI text-profile importers: each case folder under fixtures/import/<format>/
 // holds hand-made input files and expected.csv; the inputs are imported in name order into a
 // fresh database, and the import outcomes plus the tables they fill (DumpImportTables) must equal
-// expected.csv byte for byte. TRACEDB_UPDATE_GOLDEN=1 rewrites expected.csv instead (review the
+// expected.csv byte for byte. TRACEDB_REWRITE_EXPECTED=1 rewrites expected.csv instead (review the
 // diff before committing it).
 // Thread safety: test code, one thread.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "query/import/mpip/mpip_importer.h"
 #include "query/import/mpitrace/mpitrace_importer.h"
+#include "tests/db_rows.h"
 #include "tests/mpi_profile_test_util.h"
 #include "tests/test_util.h"
 
@@ -51,11 +52,7 @@ void CheckCase(const std::string& format, const std::string& name) {
   const std::string dir = testing::SourceRoot() + "/fixtures/import/" + format + "/" + name;
   const std::string actual = RunCase(format, dir);
   const std::string expected_path = dir + "/expected.csv";
-  const char* update = std::getenv("TRACEDB_UPDATE_GOLDEN");
-  if (update != nullptr && *update == '1') {
-    testing::WriteFile(expected_path, actual);
-    return;
-  }
+  if (testing::RewriteExpected(expected_path, actual)) return;
   const std::string expected = testing::ReadFile(expected_path);
   ASSERT_FALSE(expected.empty()) << expected_path << " is missing";
   EXPECT_EQ(expected, actual) << "import of " << dir << " differs from expected.csv";

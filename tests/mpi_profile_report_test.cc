@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "query/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -204,6 +205,23 @@ TEST(MpiReport, EachRealJobMatchesItsOwnLines) {
   }
 }
 
+// A minimal mpitrace profile of rank `rank` of `world` whose one routine took `secs` seconds.
+std::string ProfileText(int rank, int world, double secs) {
+  char buf[1024];
+  std::snprintf(buf, sizeof(buf),
+                "Data for MPI rank %d of %d:\n"
+                "Times from MPI_Init() to MPI_Finalize().\n"
+                "-----------------------------------------------------------------------\n"
+                "MPI Routine                        #calls     avg. bytes      time(sec)\n"
+                "-----------------------------------------------------------------------\n"
+                "MPI_Allreduce                          10            8.0          %.3f\n"
+                "-----------------------------------------------------------------------\n"
+                "total communication time = %.3f seconds.\n"
+                "total elapsed time       = 10.000 seconds.\n",
+                rank, world, secs, secs);
+  return buf;
+}
+
 // The lines checked above are mpitrace's; this checks the lower median on a job that has every
 // rank but does not state its extremes (rank 0's file absent): 4 hand-written profiles whose
 // times 4, 1, 3, 2 put the lower median at 2 s (task 3), not the upper one (3 s, task 2).
@@ -212,20 +230,8 @@ TEST(MpiReport, ComputedMedianIsTheLowerOne) {
   const double secs[] = {4, 1, 3, 2};
   std::string files;
   for (int r = 0; r < 4; ++r) {
-    char buf[2048];
-    std::snprintf(buf, sizeof(buf),
-                  "Data for MPI rank %d of 4:\n"
-                  "Times from MPI_Init() to MPI_Finalize().\n"
-                  "-----------------------------------------------------------------------\n"
-                  "MPI Routine                        #calls     avg. bytes      time(sec)\n"
-                  "-----------------------------------------------------------------------\n"
-                  "MPI_Allreduce                          10            8.0          %.3f\n"
-                  "-----------------------------------------------------------------------\n"
-                  "total communication time = %.3f seconds.\n"
-                  "total elapsed time       = 10.000 seconds.\n",
-                  r, secs[r], secs[r]);
     const std::string path = tmp.Sub("mpi_profile.7." + std::to_string(r));
-    WriteFile(path, buf);
+    WriteFile(path, ProfileText(r, 4, secs[r]));
     files += " " + ShellQuote(path);
   }
   int rc = 0;
@@ -241,6 +247,52 @@ TEST(MpiReport, ComputedMedianIsTheLowerOne) {
   EXPECT_NE(out.find("  maximum communication time = 4.000 sec for task 0\n"), std::string::npos)
       << out;
   EXPECT_NE(out.find("every rank's calls together"), std::string::npos) << out;
+}
+
+int ImportArgs(const std::string& args, std::string* out) {
+  int rc = 0;
+  *out = RunCommand(TracedbBin() + " import " + args + " 2>&1", &rc);
+  return rc;
+}
+
+int64_t QueryInt(const std::string& db, const std::string& sql) {
+  auto d = query::OpenQueryDb(db);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  if (!d.ok()) return -1;
+  auto v = (*d)->QueryInt(sql, -1);
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : -1;
+}
+
+// mpitrace profiles of two jobs: a rank imported twice, another world size, another job id.
+TEST(MpiReport, ProfilesOfTwoJobsAreKeptApart) {
+  TempDir dir;
+  auto profile = [&](const std::string& name, int rank, int world, double secs) {
+    WriteFile(dir.Sub(name), ProfileText(rank, world, secs));
+    return "'" + dir.Sub(name) + "'";
+  };
+  const std::string a0 = profile("mpi_profile.100.0", 0, 2, 1);
+  const std::string a1 = profile("mpi_profile.100.1", 1, 2, 2);
+  const std::string b0 = profile("mpi_profile.200.0", 0, 2, 3);  // same rank, other job
+  const std::string c1 = profile("mpi_profile.300.1", 1, 4, 4);  // other world size
+  const std::string d1 = profile("mpi_profile.400.1", 1, 2, 5);  // other job id only
+  std::string out;
+  EXPECT_EQ(ImportArgs(a0 + " " + b0 + " -o " + dir.Sub("j.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("rank 0 is already imported"), std::string::npos) << out;
+  EXPECT_EQ(QueryInt(dir.Sub("j.tdb"), "SELECT time_ns FROM mpi_profile WHERE rank = 0"),
+            1000000000);
+  EXPECT_EQ(ImportArgs(a0 + " " + c1 + " -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("a world of 4 ranks, the database holds one of 2"), std::string::npos) << out;
+  EXPECT_EQ(ImportArgs(a0 + " " + d1 + " -o " + dir.Sub("l.tdb"), &out), 1) << out;
+  EXPECT_NE(out.find("mpitrace job 400, the database holds job 100"), std::string::npos) << out;
+  // One job's files go in together; --separate puts the others beside them.
+  ASSERT_EQ(
+      ImportArgs(a0 + " " + a1 + " " + b0 + " " + d1 + " --separate -o " + dir.Sub("s.tdb"), &out),
+      0)
+      << out;
+  EXPECT_EQ(QueryInt(dir.Sub("s.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 3000000000);
+  EXPECT_EQ(QueryInt(dir.Sub("s-2.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 3000000000);
+  EXPECT_EQ(QueryInt(dir.Sub("s-3.tdb"), "SELECT sum(time_ns) FROM mpi_profile"), 5000000000);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // Thread safety: test code, one thread.
 #include "tests/mpi_profile_test_util.h"
 
+#include "query/export/csv_text.h"
+
 #include "tests/test_util.h"
 
 #include <gtest/gtest.h>
@@ -79,13 +81,7 @@ std::string CsvField(std::string s, const std::string& strip) {
       s.erase(at, strip.size());
     }
   }
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
+  return query::csv::Field(s);
 }
 
 }  // namespace

@@ -210,7 +210,8 @@ Status ChromeExporter::LoadJob() {
     }
   }
   TRACEDB_ASSIGN_OR_RETURN(
-      Stmt st, db_->Prepare("SELECT track, rank, kind, name, tid, sort_index FROM tracks"));
+      Stmt st, db_->Prepare("SELECT track, rank, kind, name, tid, sort_index, pid, local_id "
+                            "FROM tracks"));
   for (;;) {
     TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
@@ -222,8 +223,12 @@ Status ChromeExporter::LoadJob() {
       name = std::string(st.Text(2)) + " " +
              (st.IsNull(4) ? std::to_string(id) : std::to_string(st.Int(4)));
     }
+    ChromeTraceWriter::TrackIds ids;
+    if (!st.IsNull(4)) ids.tid = st.Int(4);
+    if (!st.IsNull(6)) ids.pid = st.Int(6);
+    if (!st.IsNull(7)) ids.local_id = st.Int(7);
     writer_->AddTrack(id, static_cast<int32_t>(st.Int(1)), st.Text(2), name,
-                      st.IsNull(5) ? static_cast<int64_t>(id) : st.Int(5));
+                      st.IsNull(5) ? static_cast<int64_t>(id) : st.Int(5), ids);
   }
   return Status::Ok();
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <bit>
 #include <cstring>
 
 #include "query/export/json_text.h"
@@ -103,7 +104,7 @@ ChromeTraceWriter::RankOut* ChromeTraceWriter::Rank(int32_t rank) {
 }
 
 void ChromeTraceWriter::AddTrack(uint32_t track, int32_t rank, std::string_view kind,
-                                 std::string_view name, int64_t sort_index) {
+                                 std::string_view name, int64_t sort_index, TrackIds ids) {
   auto& slot = tracks_[track];
   slot = std::make_unique<TrackOut>();
   TrackOut& t = *slot;
@@ -113,6 +114,11 @@ void ChromeTraceWriter::AddTrack(uint32_t track, int32_t rank, std::string_view 
   t.prefix = "\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(track);
   json::AppendString(&t.name_literal, name);
   if (kind != "thread") json::AppendString(&t.kind_literal, kind);
+  for (const auto& [key, v] : {std::pair{",\"tracedb_tid\":", ids.tid},
+                               std::pair{",\"tracedb_pid\":", ids.pid},
+                               std::pair{",\"tracedb_local_id\":", ids.local_id}}) {
+    if (v >= 0) t.ids_members.append(key).append(std::to_string(v));
+  }
   t.sort_index = sort_index;
   t.rank = Rank(rank);
   last_track_ = nullptr;
@@ -122,7 +128,7 @@ void ChromeTraceWriter::AddTrack(uint32_t track, int32_t rank, std::string_view 
 ChromeTraceWriter::TrackOut* ChromeTraceWriter::Track(uint32_t id, int32_t block_rank) {
   auto it = tracks_.find(id);
   if (it != tracks_.end()) return it->second.get();
-  AddTrack(id, block_rank, "thread", "track " + std::to_string(id), id);
+  AddTrack(id, block_rank, "thread", "track " + std::to_string(id), id, TrackIds());
   return tracks_[id].get();
 }
 
@@ -308,6 +314,7 @@ char* ChromeTraceWriter::WriteMeta(char* p, TrackOut* t) {
       p = Put(p, ",\"tracedb_kind\":");
       p = Put(p, t->kind_literal);
     }
+    p = Put(p, t->ids_members);
     p = Put(p, "}}");
     p = Sep(p);
     p = Put(p, "{\"ph\":\"M\",");
@@ -346,7 +353,9 @@ char* ChromeTraceWriter::WriteFlowPair(char* p, uint64_t id, const TrackOut& fro
   return p;
 }
 
-// ,"args":{typed arguments in bit order, then the JSON arguments' members}
+// ,"args":{typed arguments in bit order, then the JSON arguments' members}. When the first JSON
+// member has the name of a typed argument, "tracedb_typed":N comes first and says how many typed
+// arguments follow, so that `tracedb import` tells them apart (docs/export.md).
 char* ChromeTraceWriter::WriteArgs(char* p, const DecodedBlock& b, size_t i, uint32_t mask,
                                    size_t json_members) {
   if ((mask & EventArgs::kAllFields) == 0 && json_members == 0) return p;
@@ -357,6 +366,16 @@ char* ChromeTraceWriter::WriteArgs(char* p, const DecodedBlock& b, size_t i, uin
     std::memcpy(q, k, n);
     return q + n;
   };
+  if (json_members) {
+    for (const char* k : {"\"bytes\":", "\"peer\":", "\"tag\":", "\"comm\":", "\"seq\":",
+                          "\"flow\":"}) {
+      if (args_json_.rfind(k, 0) == 0) {
+        p = json::WriteUint(key(p, "\"tracedb_typed\":", 16),
+                            static_cast<uint64_t>(std::popcount(mask & EventArgs::kAllFields)));
+        break;
+      }
+    }
+  }
   if (mask & EventArgs::kBytes) p = json::WriteUint(key(p, "\"bytes\":", 8), b.bytes[i]);
   if (mask & EventArgs::kPeer) p = json::WriteInt(key(p, "\"peer\":", 7), b.peer[i]);
   if (mask & EventArgs::kTag) p = json::WriteInt(key(p, "\"tag\":", 6), b.tag[i]);
@@ -418,7 +437,8 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
                    t->prefix.size() + json::kMaxDouble;
     if (plan.rank_meta) bound += 256 + t->rank->name_literal.size();
     if (plan.track_meta) {
-      bound += 256 + t->name_literal.size() + t->kind_literal.size() + 2 * t->prefix.size();
+      bound += 256 + t->name_literal.size() + t->kind_literal.size() + t->ids_members.size() +
+               2 * t->prefix.size();
     }
     if (flow_name) bound += 320 + 2 * flow_name->size() + t->prefix.size() + partner->prefix.size();
     bound += plan.extra_drawn * (320 + 2 * extra_name_literal_.size() + 128);

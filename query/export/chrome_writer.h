@@ -69,9 +69,14 @@ class ChromeTraceWriter {
 
   // Declares a process: its name is "rank R", plus " (HOST)" when `host` is not empty.
   void AddRank(int32_t rank, std::string_view host);
+  // The ids of a track in the tracks table (-1: NULL), exported so that `tracedb import` finds
+  // the same tracks again (two lanes of one name, a thread's OS id).
+  struct TrackIds {
+    int64_t tid = -1, pid = -1, local_id = -1;
+  };
   // Declares a thread. `kind` "global" puts its instants in the global scope.
   void AddTrack(uint32_t track, int32_t rank, std::string_view kind, std::string_view name,
-                int64_t sort_index);
+                int64_t sort_index, TrackIds ids);
 
   // Block columns Write() reads (DecodedBlock::Need).
   uint32_t columns() const;
@@ -110,6 +115,7 @@ class ChromeTraceWriter {
     std::string prefix;        // "pid":R,"tid":T
     std::string name_literal;  // thread_name
     std::string kind_literal;  // tracks.kind as a JSON string, when not "thread"
+    std::string ids_members;   // ,"tracedb_tid":T,… for the thread_name args
     int64_t sort_index = 0;    // thread_sort_index
     uint64_t file = kNoFile;   // the last file given this thread's metadata
     RankOut* rank = nullptr;

@@ -3,6 +3,7 @@
 #include "query/export/json_text.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 namespace tracedb::query::json {
@@ -365,6 +366,42 @@ char* WriteDouble(char* p, double v) {
     return p;
   }
   return std::to_chars(p, p + kMaxDouble, v).ptr;
+}
+
+std::string String(std::string_view s) {
+  std::string out;
+  AppendString(&out, s);
+  return out;
+}
+
+namespace {
+
+// Whole numbers up to 2^53 in integer digits (to_chars' shortest form would write 1000000 as
+// "1e+06"); everything else in the shortest exact form.
+char* WriteExactDouble(char* p, double v) {
+  constexpr double kExactInts = 9007199254740992.0;  // 2^53
+  if (std::fabs(v) < kExactInts && v == std::trunc(v)) {
+    return WriteInt(p, static_cast<int64_t>(v));
+  }
+  return WriteDouble(p, v);
+}
+
+}  // namespace
+
+void AppendNumber(std::string* out, double v) {
+  if (!std::isfinite(v)) {
+    out->append("null");
+    return;
+  }
+  char buf[kMaxDouble];
+  out->append(buf, WriteExactDouble(buf, v));
+}
+
+std::string DoubleText(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[kMaxDouble];
+  return std::string(buf, WriteExactDouble(buf, v));
 }
 
 bool AppendObjectMembers(std::string* out, std::string_view text, size_t* members) {

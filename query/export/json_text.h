@@ -1,7 +1,9 @@
-// Fast JSON text for the exporters: string literals (escaped, invalid UTF-8 replaced), integers
-// and nanosecond times as exact decimal microseconds, doubles, and a validating re-writer for the
-// JSON argument objects stored in event blocks. No iostreams, no printf: these run per event.
-// Thread safety: pure functions.
+// The project's one JSON writer (exporters, importers, the shell's JSON output and reports):
+// string literals (escaped, invalid UTF-8 replaced), integers and nanosecond times as exact
+// decimal microseconds, doubles in the shortest form that reads back exactly (std::to_chars),
+// and a validating re-writer for the JSON argument objects stored in event blocks. JSON has no
+// NaN or infinity: AppendNumber() writes them as null. No iostreams, no printf: these run per
+// event. Thread safety: pure functions.
 #pragma once
 
 #include <cstddef>
@@ -43,5 +45,16 @@ char* WriteDouble(char* p, double v);
 // of members. Returns false, leaving `out` as it was, when `text` is not a JSON object or nests
 // deeper than 64 levels.
 bool AppendObjectMembers(std::string* out, std::string_view text, size_t* members);
+
+// `s` as a JSON string literal (AppendString).
+std::string String(std::string_view s);
+
+// Appends a double as a JSON number: whole numbers below 2^53 in integer digits, others in the
+// shortest exact form (WriteDouble); NaN and ±infinity, which JSON cannot hold, as null.
+void AppendNumber(std::string* out, double v);
+
+// A double as text for tables and CSV: as AppendNumber ("0.1", "1e-07", "3", "1000000"), and
+// "nan", "inf", "-inf" for the others.
+std::string DoubleText(double v);
 
 }  // namespace tracedb::query::json

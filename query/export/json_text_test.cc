@@ -2,6 +2,8 @@
 // and the re-writer of stored JSON argument objects.
 #include "query/export/json_text.h"
 
+#include "query/export/csv_text.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -270,6 +272,48 @@ TEST(JsonText, NonObjectsAreRejected) {
       ASSERT_TRUE(ValidUtf8(out)) << s;
     }
   }
+}
+
+// The shell's and reports' numbers: exact, whole numbers in digits, non-finite as null (JSON)
+// or nan/inf (text).
+TEST(JsonNumber, ExactShortestAndNonFinite) {
+  auto num = [](double v) {
+    std::string s;
+    AppendNumber(&s, v);
+    return s;
+  };
+  EXPECT_EQ(num(0.1), "0.1");
+  EXPECT_EQ(num(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(num(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(num(1e6), "1000000");
+  EXPECT_EQ(num(-3), "-3");
+  EXPECT_EQ(num(9007199254740992.0), "9007199254740992");
+  EXPECT_EQ(num(2.5e-9), "2.5e-09");
+  EXPECT_EQ(num(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(num(-std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(num(std::nan("")), "null");
+  EXPECT_EQ(DoubleText(std::nan("")), "nan");
+  EXPECT_EQ(DoubleText(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(DoubleText(0.1 + 0.2), "0.30000000000000004");
+  // Every finite double reads back exactly.
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t bits = rng();
+    double v;
+    std::memcpy(&v, &bits, sizeof(v));
+    if (!std::isfinite(v)) continue;
+    const std::string t = num(v);
+    EXPECT_EQ(std::strtod(t.c_str(), nullptr), v) << t;
+  }
+}
+
+TEST(CsvField, QuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(csv::Field("plain"), "plain");
+  EXPECT_EQ(csv::Field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv::Field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv::Field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(csv::Field("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(csv::Field(""), "");
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ uint32_t BuilderPipe::Track(const engine::TrackSpec& spec) {
 
 void BuilderPipe::Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
                         const engine::EventArgs* args, std::string_view json) {
+  See(ts, ts);
   Cmd& c = Add(Op::kBegin, json);
   c.track = track;
   c.ts = ts;
@@ -54,6 +55,7 @@ void BuilderPipe::Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
 
 void BuilderPipe::End(uint32_t track, int64_t ts, const engine::EventArgs* args,
                       std::string_view json) {
+  See(ts, ts);
   Cmd& c = Add(Op::kEnd, json);
   c.track = track;
   c.ts = ts;
@@ -62,6 +64,9 @@ void BuilderPipe::End(uint32_t track, int64_t ts, const engine::EventArgs* args,
 
 void BuilderPipe::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                            const engine::EventArgs* args, std::string_view json) {
+  int64_t end;  // saturated: a hostile file's ts + dur may not fit
+  if (__builtin_add_overflow(ts, dur, &end)) end = dur > 0 ? INT64_MAX : INT64_MIN;
+  See(ts, end);
   Cmd& c = Add(Op::kComplete, json);
   c.track = track;
   c.ts = ts;
@@ -74,6 +79,7 @@ void BuilderPipe::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t nam
 void BuilderPipe::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
                           const engine::EventArgs* args, std::string_view json,
                           engine::RowKind kind) {
+  See(ts, ts);
   Cmd& c = Add(Op::kInstant, json);
   c.track = track;
   c.ts = ts;
@@ -84,6 +90,7 @@ void BuilderPipe::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t ca
 }
 
 void BuilderPipe::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, double value) {
+  See(ts, ts);
   Cmd& c = Add(Op::kCounter, {});
   c.track = track;
   c.ts = ts;

@@ -59,11 +59,22 @@ class BuilderPipe {
                engine::RowKind kind = engine::RowKind::kInstant);
   void Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, double value);
 
+  // The earliest ts and the latest end (ts + dur) of everything sent so far; min_ts() > max_end()
+  // when nothing was sent.
+  int64_t min_ts() const { return min_ts_; }
+  int64_t max_end() const { return max_end_; }
+
   // Sends what is buffered, waits until the writer has taken everything, and stops the thread.
   // Returns the first error of the writer or builder. After it, the writer is the caller's again.
   Status Finish();
 
  private:
+  void See(int64_t ts, int64_t end) {
+    if (ts < min_ts_) min_ts_ = ts;
+    if (end > max_end_) max_end_ = end;
+  }
+  int64_t min_ts_ = INT64_MAX;
+  int64_t max_end_ = INT64_MIN;
   enum class Op : uint8_t { kName, kTrack, kBegin, kEnd, kComplete, kInstant, kCounter };
   struct Cmd {
     Op op;

@@ -25,7 +25,9 @@
 
 namespace tracedb::query {
 
-enum class PendingOp : uint8_t { kBegin, kEnd, kComplete, kInstant, kCounter, kFlow };
+// kFlowInstant: an instant that carries a flow_phase arg (a flow end-point in tracedb's own
+// export, an instant in any other file: decided once the file's otherData is read).
+enum class PendingOp : uint8_t { kBegin, kEnd, kComplete, kInstant, kCounter, kFlow, kFlowInstant };
 
 inline constexpr int64_t kBeginEndOrder = INT64_MIN;
 

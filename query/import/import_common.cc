@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "query/export/json_text.h"
 #include "query/import/json/json_text.h"
 
 namespace tracedb::query {
@@ -83,6 +84,8 @@ void AddToResult(const FileOutcome& f, bool first, ImportResult* result) {
                          f.rank);
   }
   if (f.world_size > 0) result->world_size = f.world_size;
+  result->first_ts = std::min(result->first_ts, f.first_ts);
+  result->last_end = std::max(result->last_end, f.last_end);
   result->events += f.events;
   result->skipped += f.skipped;
   result->truncated_bytes += f.truncated;
@@ -115,7 +118,7 @@ void AddJsonMember(std::string* object, std::string_view key, std::string_view v
     object->pop_back();  // the closing brace
     object->push_back(',');
   }
-  json::AppendJsonString(key, object);
+  json::AppendString(object, key);
   object->push_back(':');
   object->append(value_json);
   object->push_back('}');
@@ -136,7 +139,7 @@ void AppendArgsJson(std::string_view raw_args, std::string* out) {
   std::string value;
   if (!json::AppendCompactJson(raw_args, &value)) {
     value.clear();
-    json::AppendJsonString(raw_args, &value);
+    json::AppendString(&value, raw_args);
   }
   std::string obj;
   AddJsonMember(&obj, "args", value);

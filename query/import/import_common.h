@@ -30,6 +30,8 @@ struct FileOutcome {
   uint64_t truncated = 0;  // bytes of a cut tail
   uint64_t unmatched = 0;  // ends without a begin, and begins never ended
   uint64_t ignored = 0;    // well-formed events of a kind this format does not import
+  int64_t first_ts = INT64_MAX;  // ns: the earliest event; > last_end when there is none
+  int64_t last_end = INT64_MIN;  // ns: the latest end of an event
 };
 
 // Writes the ranks row (source = format, clock_method "file"; not when f.rank is -1), the

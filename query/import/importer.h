@@ -36,6 +36,8 @@ struct ImportResult {
   int32_t rank = -1;             // the rank the file was imported as (-1: several, or none)
   std::vector<int32_t> ranks;    // every rank whose own data the input holds, ascending
   int32_t world_size = 0;        // the job's size as the input states it; 0: not stated
+  int64_t first_ts = INT64_MAX;  // ns, the input's clock: its earliest event (> last_end: none)
+  int64_t last_end = INT64_MIN;  // ns: the latest end of one of its events
   uint64_t events = 0;           // rows written
   uint64_t skipped = 0;          // bad records skipped
   uint64_t truncated_bytes = 0;  // bytes of an incomplete tail

@@ -13,11 +13,18 @@ std::string BaseName(std::string_view path) {
   return std::filesystem::path(std::string(path)).filename().string();
 }
 
+// a - b, saturated (timestamps of a hostile file can be anything).
+int64_t Diff(int64_t a, int64_t b) {
+  int64_t d;
+  if (__builtin_sub_overflow(a, b, &d)) return a > b ? INT64_MAX : INT64_MIN;
+  return d;
+}
+
 Status Conflict(const std::string& path, const std::string& what, const std::string& other) {
   return Status::InvalidArgument(path + ": not of the job already in the database: " + what +
-                                    " (from " + other +
-                                    "); --separate keeps it in a database of its own, --merge "
-                                    "adds it to the same ranks");
+                                 " (from " + other +
+                                 "); --separate keeps it in a database of its own, --merge "
+                                 "adds it to the same ranks");
 }
 
 }  // namespace
@@ -35,13 +42,25 @@ StatusOr<JobSnapshot> SnapshotJob(engine::Db* db) {
                                               static_cast<int32_t>(st.Int(2))});
     }
   }
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        engine::Stmt st,
+        db->Prepare("SELECT rank, world_size FROM main.ranks WHERE world_size > 0"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      s.world_size[static_cast<int32_t>(st.Int(0))] = static_cast<int32_t>(st.Int(1));
+    }
+  }
   TRACEDB_ASSIGN_OR_RETURN(
       engine::Stmt st,
-      db->Prepare("SELECT rank, world_size FROM main.ranks WHERE world_size > 0"));
+      db->Prepare("SELECT r.source, min(b.min_ts), max(b.max_end) FROM main.blocks b "
+                  "JOIN main.ranks r ON r.rank = b.rank "
+                  "WHERE r.source IN ('kineto', 'byteps') GROUP BY r.source"));
   for (;;) {
     TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    s.world_size[static_cast<int32_t>(st.Int(0))] = static_cast<int32_t>(st.Int(1));
+    s.epoch_span[std::string(st.Text(0))] = {st.Int(1), st.Int(2)};
   }
   return s;
 }
@@ -81,6 +100,23 @@ Status CheckSameJob(const JobSnapshot& before, const std::string& path, const st
       return Conflict(path,
                       "a world of " + std::to_string(result.world_size) +
                           " ranks, the database holds one of " + std::to_string(n),
+                      from);
+    }
+  }
+  // Epoch clocks: events of one job overlap in time, or nearly.
+  if (auto it = before.epoch_span.find(format);
+      it != before.epoch_span.end() && result.first_ts <= result.last_end) {
+    const auto [first, last] = it->second;
+    const int64_t gap = std::max(Diff(result.first_ts, last), Diff(first, result.last_end));
+    const int64_t longest = std::max(Diff(last, first), Diff(result.last_end, result.first_ts));
+    if (gap > kUnrelatedGapNs && gap > longest) {
+      std::string from = "the " + format + " events already imported";
+      for (const JobSnapshot::Source& s : before.sources) {
+        if (s.format == format) from = s.path;
+      }
+      return Conflict(path,
+                      "its events are " + std::to_string(gap / 1'000'000'000) +
+                          " s apart from the " + format + " events already imported",
                       from);
     }
   }

@@ -1,7 +1,8 @@
 // Keeps unrelated inputs out of one trace database: before each input is committed, what it
 // claims (its ranks, its world size, its mpitrace job id) is checked against what the database
 // already holds. Two files of one format that both hold rank R are two runs (every format writes
-// one file per rank, or one file for all ranks), as are two world sizes and two mpitrace job ids.
+// one file per rank, or one file for all ranks), as are two world sizes, two mpitrace job ids,
+// and two Kineto or BytePS traces (epoch clocks) whose events are far apart in time.
 // `tracedb import` refuses such an input unless asked to merge it or to keep it apart
 // (docs/importers.md, "Unrelated inputs").
 // Thread safety: plain functions over a Db owned by the caller.
@@ -28,7 +29,13 @@ struct JobSnapshot {
   };
   std::vector<Source> sources;
   std::map<int32_t, int32_t> world_size;  // rank -> world size, where known (> 0)
+  // Per format (ranks.source) whose timestamps are epoch times (kineto, byteps): the span of its
+  // events, ns.
+  std::map<std::string, std::pair<int64_t, int64_t>> epoch_span;
 };
+
+// Two spans of epoch-clock events further apart than this, and than either lasts, are two runs.
+inline constexpr int64_t kUnrelatedGapNs = 600'000'000'000;  // 10 minutes
 
 StatusOr<JobSnapshot> SnapshotJob(engine::Db* db);
 

@@ -43,6 +43,8 @@ class OrderedStream {
   Status Finish() { return pipe_.Finish(); }
 
   uint64_t rows() const { return rows_; }
+  int64_t min_ts() const { return pipe_.min_ts(); }
+  int64_t max_end() const { return pipe_.max_end(); }
   // Ends without a begin, plus the spans still open (never ended: their end is lost).
   uint64_t unmatched() const;
 

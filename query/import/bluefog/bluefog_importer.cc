@@ -44,6 +44,8 @@ class BluefogFile {
     out->format = "bluefog";
     out->rank = rank_;
     out->events = stream_.rows();
+    out->first_ts = stream_.min_ts();
+    out->last_end = stream_.max_end();
     out->skipped = reader->skipped() + bad_;
     out->truncated = reader->truncated_bytes();
     out->unmatched = stream_.unmatched();

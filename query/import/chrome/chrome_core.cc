@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "query/export/json_text.h"
 #include "query/import/builder_pipe.h"
 #include "query/import/event_sorter.h"
 #include "query/import/json/json_text.h"
@@ -48,6 +49,9 @@ struct ThreadInfo {
   std::string name;
   std::string tracedb_kind;  // tracedb's export: the track's kind (lane, gpu…), "" for threads
   std::optional<int64_t> sort_index;
+  // tracedb's export: the track's ids in the exported database.
+  bool tracedb_ids = false;
+  int64_t tracedb_tid = -1, tracedb_pid = -1, tracedb_local_id = -1;
 };
 
 // The args keys that tracedb's own Chrome export writes for typed arguments.
@@ -105,6 +109,8 @@ class ChromeFile {
     out->world_size = world_size_;
     out->local_rank = options_.local_rank;
     out->events = rows_;
+    out->first_ts = pipe_.min_ts();
+    out->last_end = pipe_.max_end();
     out->skipped = reader->skipped() + bad_;
     out->truncated = reader->truncated_bytes();
     out->unmatched = unmatched_;
@@ -197,8 +203,10 @@ class ChromeFile {
       case 'I':
       case 'R':
         p.op = PendingOp::kInstant;
+        // A flow end-point as tracedb's export writes it (an instant with flow_phase).
+        if (ph == 'i' && json::FindMember(ev.args, "flow_phase")) p.op = PendingOp::kFlowInstant;
         if (ev.scope == "g") {
-          p.track = SpecialTrack(TrackFacts::Type::kGlobal, JsonId(), "global");
+          p.track = GlobalTrack(ev.pid, ev.tid);
         } else if (ev.scope == "p") {
           p.track = SpecialTrack(TrackFacts::Type::kProcess, ev.pid, "");
         } else {
@@ -220,7 +228,7 @@ class ChromeFile {
         AddJsonMember(&json_, "flow_phase", phase);
         if (!ev.bp.empty()) {
           std::string bp;
-          json::AppendJsonString(ev.bp, &bp);
+          json::AppendString(&bp, ev.bp);
           AddJsonMember(&json_, "bp", bp);
         }
         break;
@@ -307,6 +315,16 @@ class ChromeFile {
         if (auto v = json::FindMember(ev.args, "tracedb_kind")) {
           t.tracedb_kind = json::AsString(*v).value_or("");
         }
+        for (const auto& [key, field] :
+             {std::pair{"tracedb_tid", &t.tracedb_tid}, std::pair{"tracedb_pid", &t.tracedb_pid},
+              std::pair{"tracedb_local_id", &t.tracedb_local_id}}) {
+          if (auto v = json::FindMember(ev.args, key)) {
+            if (auto n = json::AsInt(*v)) {
+              *field = *n;
+              t.tracedb_ids = true;
+            }
+          }
+        }
       } else if (auto v = json::FindMember(ev.args, "sort_index")) {
         t.sort_index = json::AsInt(*v);
       }
@@ -331,6 +349,17 @@ class ChromeFile {
     AppendKey(tid, &key_);
     auto [it, inserted] = other_tracks_.try_emplace(key_, 0);
     if (inserted) it->second = NewTrack(TrackFacts::Type::kThread, pid, tid, "");
+    return it->second;
+  }
+
+  // Global instants: one track per (pid, tid) here; Resolve() gives them all the one "global"
+  // track of the rank, except in tracedb's export, where a global track keeps its own name.
+  uint32_t GlobalTrack(const JsonId& pid, const JsonId& tid) {
+    key_.assign("G");
+    AppendKey(pid, &key_);
+    AppendKey(tid, &key_);
+    auto [it, inserted] = other_tracks_.try_emplace(key_, 0);
+    if (inserted) it->second = NewTrack(TrackFacts::Type::kGlobal, pid, tid, "");
     return it->second;
   }
 
@@ -399,10 +428,14 @@ class ChromeFile {
         t.process_labels = it->second.labels;
         if (it->second.sort_index) t.sort_index = *it->second.sort_index;
       }
-      if (t.type != TrackFacts::Type::kThread) continue;
+      if (t.type != TrackFacts::Type::kThread && t.type != TrackFacts::Type::kGlobal) continue;
       if (auto it = threads_.find(tkey); it != threads_.end()) {
         t.thread_name = it->second.name;
         t.tracedb_kind = it->second.tracedb_kind;
+        t.tracedb_ids = it->second.tracedb_ids;
+        t.tracedb_tid = it->second.tracedb_tid;
+        t.tracedb_pid = it->second.tracedb_pid;
+        t.tracedb_local_id = it->second.tracedb_local_id;
         if (it->second.sort_index) t.sort_index = *it->second.sort_index;
       }
     }
@@ -433,11 +466,20 @@ class ChromeFile {
           // A lane, GPU stream… of the exported database: found again by kind and name.
           spec.kind = t.tracedb_kind;
           spec.name = !t.thread_name.empty() ? t.thread_name : "track " + t.tid.text;
+          spec.tid = t.tracedb_tid;
+          spec.pid = t.tracedb_pid;
+          spec.local_id = t.tracedb_local_id;
         } else if (tracedb_export_) {
           spec.kind = "thread";
           spec.name = !t.thread_name.empty() ? t.thread_name : "thread " + t.tid.text;
-          spec.tid = t.tid.is_int ? t.tid.num : -1;
-          spec.local_id = t.tid.is_int ? t.tid.num : -1;
+          if (t.tracedb_ids) {  // the exported database's own ids
+            spec.tid = t.tracedb_tid;
+            spec.pid = t.tracedb_pid;
+            spec.local_id = t.tracedb_local_id;
+          } else {
+            spec.tid = t.tid.is_int ? t.tid.num : -1;
+            spec.local_id = t.tid.is_int ? t.tid.num : -1;
+          }
         } else if (t.pid.is_int && t.tid.is_int) {
           spec.kind = "thread";
           spec.name = !t.thread_name.empty() ? t.thread_name : "thread " + t.tid.text;
@@ -469,7 +511,9 @@ class ChromeFile {
         break;
       case TrackFacts::Type::kGlobal:
         spec.kind = "global";
-        spec.name = "global";
+        spec.name = tracedb_export_ && t.tracedb_kind == "global" && !t.thread_name.empty()
+                        ? t.thread_name
+                        : "global";
         break;
       case TrackFacts::Type::kProcess:
         spec.kind = "lane";
@@ -523,8 +567,16 @@ class ChromeFile {
           pipe_.Instant(track, ts, e.name, e.cat, args, json);
           break;
         case PendingOp::kFlow:
+          // tracedb's export draws its flows as s/f pairs beside the flow rows themselves
+          // (kFlowInstant): the drawing is not a row of the exported database.
+          if (tracedb_export_) break;
           ++rows_;
           pipe_.Instant(track, ts, e.name, e.cat, args, json, engine::RowKind::kFlow);
+          break;
+        case PendingOp::kFlowInstant:
+          ++rows_;
+          pipe_.Instant(track, ts, e.name, e.cat, args, json,
+                        tracedb_export_ ? engine::RowKind::kFlow : engine::RowKind::kInstant);
           break;
         case PendingOp::kCounter:
           ++rows_;
@@ -543,13 +595,34 @@ class ChromeFile {
 
   // Moves integer members bytes/peer/tag/comm/seq/flow of `json` into *typed; the rest into
   // *rest.
+  // tracedb's export writes the typed arguments first, in bit order (bytes, peer, tag, comm, seq,
+  // flow), then the row's own JSON members; "tracedb_typed":N first says how many typed ones there
+  // are when the JSON's first member has a typed name. So only that leading run is typed: a
+  // "bytes" among the JSON members (Kineto's memcpy) stays in the JSON.
   static void SplitTypedArgs(std::string_view json, engine::EventArgs* typed, std::string* rest) {
     std::string members;
+    bool leading = true;
+    int64_t count = -1;  // typed arguments still to take; -1: the leading run in bit order
     json::ForEachMember(json, [&](std::string_view key, std::string_view v) {
       int64_t n;
-      if (json::ParseInt64(v, &n) && TypedArgKey(key, n, typed)) return true;
+      if (leading && members.empty() && count < 0 && key == "tracedb_typed" &&
+          json::ParseInt64(v, &n) && n >= 0) {
+        count = n;
+        return true;
+      }
+      if (leading && count != 0 && json::ParseInt64(v, &n)) {
+        const uint32_t before = typed->mask;
+        engine::EventArgs trial = *typed;
+        // Bit order: a key whose bit is not above every bit taken so far ends the run.
+        if (TypedArgKey(key, n, &trial) && (trial.mask & ~before) > before) {
+          *typed = trial;
+          if (count > 0) --count;
+          return true;
+        }
+      }
+      leading = false;
       members.push_back(members.empty() ? '{' : ',');
-      json::AppendJsonString(key, &members);
+      json::AppendString(&members, key);
       members.push_back(':');
       members.append(v);
       return true;

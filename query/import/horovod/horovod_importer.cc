@@ -59,6 +59,8 @@ class HorovodFile {
     out->format = "horovod";
     out->rank = 0;
     out->events = stream_.rows();
+    out->first_ts = stream_.min_ts();
+    out->last_end = stream_.max_end();
     out->skipped = reader->skipped() + bad_;
     out->truncated = reader->truncated_bytes();
     out->unmatched = stream_.unmatched();

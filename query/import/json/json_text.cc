@@ -576,10 +576,4 @@ bool AppendCompactJson(std::string_view value, std::string* out) {
   return Walk<true>(p, end, &after, out) == Scan::kOk && SkipSpace(after, end) == end;
 }
 
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  AppendStringContent(s, /*literal=*/false, out);
-  out->push_back('"');
-}
-
 }  // namespace tracedb::query::json

@@ -74,7 +74,6 @@ std::optional<std::string_view> FindMember(std::string_view object, std::string_
 // escaped, invalid UTF-8 kept byte for byte (SQLite's json functions accept it). False (and
 // *out unspecified) when `value` is not a well-formed JSON value.
 bool AppendCompactJson(std::string_view value, std::string* out);
-// Appends `s` as a JSON string literal (quotes included).
-void AppendJsonString(std::string_view s, std::string* out);
+// (Writing a JSON string literal: AppendString in query/export/json_text.h, the one writer.)
 
 }  // namespace tracedb::query::json

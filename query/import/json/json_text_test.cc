@@ -143,11 +143,5 @@ TEST(JsonText, Members) {
   EXPECT_FALSE(ForEachElement("[1, {", [](std::string_view) { return true; }));
 }
 
-TEST(JsonText, JsonStringEscapesPlainText) {
-  std::string out;
-  AppendJsonString("a\"b\\n\x02", &out);
-  EXPECT_EQ(out, R"("a\"b\\n\u0002")");
-}
-
 }  // namespace
 }  // namespace tracedb::query::json

@@ -1,18 +1,18 @@
-// Number formatting. See format.h.
-#include "shell/format.h"
+// Human-readable numbers. See human_units.h.
+#include "query/human_units.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace tracedb::shell {
+namespace tracedb::query {
 
 std::string WithCommas(uint64_t v) {
-  std::string digits = std::to_string(v);
+  const std::string digits = std::to_string(v);
   std::string out;
-  const int n = static_cast<int>(digits.size());
-  for (int i = 0; i < n; ++i) {
-    out.push_back(digits[static_cast<size_t>(i)]);
-    if ((n - i - 1) % 3 == 0 && i != n - 1) out.push_back(',');
+  const size_t n = digits.size();
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(digits[i]);
+    if ((n - i - 1) % 3 == 0 && i + 1 != n) out.push_back(',');
   }
   return out;
 }
@@ -24,23 +24,24 @@ std::string HumanBytes(double bytes) {
     bytes /= 1000;
     ++u;
   }
-  char buf[32];
+  char buf[48];
   std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[u]);
   return buf;
 }
 
 std::string HumanDuration(double ns) {
-  char buf[32];
+  char buf[48];
   const double a = std::fabs(ns);
-  if (a < 1e3)
+  if (a < 1e3) {
     std::snprintf(buf, sizeof(buf), "%.0f ns", ns);
-  else if (a < 1e6)
+  } else if (a < 1e6) {
     std::snprintf(buf, sizeof(buf), "%.2f us", ns / 1e3);
-  else if (a < 1e9)
+  } else if (a < 1e9) {
     std::snprintf(buf, sizeof(buf), "%.2f ms", ns / 1e6);
-  else
+  } else {
     std::snprintf(buf, sizeof(buf), "%.3f s", ns / 1e9);
+  }
   return buf;
 }
 
-}  // namespace tracedb::shell
+}  // namespace tracedb::query
