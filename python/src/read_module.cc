@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "engine/event_block.h"
@@ -37,8 +38,24 @@ using tracedb::engine::EventArgs;
 
 // ---- Column: an owned buffer exposed through the buffer protocol ----
 
+// Output memory that is not zero-filled first (every item is written before it is read).
+struct Buffer {
+  std::unique_ptr<char[]> bytes;
+  size_t size = 0;
+  void resize(size_t n) {
+    if (n > size) {
+      std::unique_ptr<char[]> b(new char[n]);
+      if (size) std::memcpy(b.get(), bytes.get(), size);
+      bytes = std::move(b);
+    }
+    size = n;
+  }
+  char* data() { return bytes.get(); }
+  char& operator[](size_t i) { return bytes[i]; }
+};
+
 struct ColumnObject {
-  PyObject_HEAD std::vector<char>* data;  // owned
+  PyObject_HEAD Buffer* data;  // owned
   Py_ssize_t n;                           // items
   Py_ssize_t itemsize;
   char format[4];
@@ -79,9 +96,9 @@ struct Out {
   std::string name;
   char format[4] = {0};
   size_t itemsize = 0;
-  std::vector<char> data;
+  Buffer data;
   bool nullable = false;
-  std::vector<char> null;  // 1: NULL
+  Buffer null;  // 1: NULL
   template <typename T>
   T* As() {
     return reinterpret_cast<T*>(data.data());
@@ -308,6 +325,9 @@ void Scan(const Query& q, ScanResult* r) {
   std::mutex error_mu;
   auto work = [&] {
     DecodedBlock d;
+    std::vector<uint32_t> tl_sel;
+    std::vector<int64_t> tl_step;
+    std::vector<char> tl_step_null;
     for (;;) {
       const size_t bi = next.fetch_add(1);
       if (bi >= blocks.size() || failed.load()) return;
@@ -332,10 +352,15 @@ void Scan(const Query& q, ScanResult* r) {
       const auto steps_it = steps.find(b.rank);
       const std::vector<std::pair<int64_t, int64_t>> no_steps;
       const auto& rank_steps = steps_it == steps.end() ? no_steps : steps_it->second;
-      uint64_t o = b.offset;
+      // 1. The rows of the block that pass the filters (all of them when there is none), and
+      //    their steps.
+      std::vector<uint32_t>& sel = tl_sel;
+      std::vector<int64_t>& step_of = tl_step;
+      std::vector<char>& step_null = tl_step_null;
+      sel.clear();
+      step_of.clear();
+      step_null.clear();
       for (size_t i = 0; i < d.n; ++i) {
-        int64_t step = 0;
-        bool has_step = false;
         if (row_filter) {
           if (!q.names.empty() && !In(q.names, d.name[i])) continue;
           if (!q.cats.empty() && !In(q.cats, d.cat[i])) continue;
@@ -344,70 +369,101 @@ void Scan(const Query& q, ScanResult* r) {
           if (!q.dur.all() && !q.dur.has(d.dur[i])) continue;
         }
         if (need_steps) {
-          has_step = StepAt(rank_steps, d.ts[i], &step);
+          int64_t step = 0;
+          const bool has_step = StepAt(rank_steps, d.ts[i], &step);
           if (!q.step.all() && !(has_step && q.step.has(step))) continue;
+          step_of.push_back(step);
+          step_null.push_back(!has_step);
         }
-        const auto t = tracks.find(d.track[i]);
-        const TrackInfo ti = t == tracks.end() ? TrackInfo{b.rank, false, 0, -1} : t->second;
-        const uint32_t mask = want & tracedb::engine::kColArgs ? d.arg_mask[i] : 0;
-        auto& C = r->cols;
-        if (q.want[kRank]) C[kRank].As<int32_t>()[o] = b.rank;
-        if (q.want[kTid]) {
-          C[kTid].As<int64_t>()[o] = ti.tid;
-          C[kTid].null[o] = !ti.has_tid;
-        }
-        if (q.want[kTrack]) C[kTrack].As<uint32_t>()[o] = d.track[i];
-        if (q.want[kLane]) {
-          C[kLane].As<int32_t>()[o] = ti.lane;
-          C[kLane].null[o] = ti.lane < 0;
-        }
-        if (q.want[kId]) {
-          C[kId].As<int64_t>()[o] = static_cast<int64_t>((uint64_t{d.track[i]} << 32) | d.k[i]);
-        }
-        if (q.want[kName]) C[kName].As<uint32_t>()[o] = d.name[i];
-        if (q.want[kCat]) C[kCat].As<uint32_t>()[o] = d.cat[i];
-        if (q.want[kKind]) C[kKind].As<uint8_t>()[o] = d.kind[i];
-        if (q.want[kTs]) C[kTs].As<int64_t>()[o] = d.ts[i];
-        if (q.want[kDur]) C[kDur].As<int64_t>()[o] = d.dur[i];
-        if (q.want[kEndTs]) C[kEndTs].As<int64_t>()[o] = d.ts[i] + d.dur[i];
-        if (q.want[kDepth]) C[kDepth].As<uint32_t>()[o] = d.depth[i];
-        if (q.want[kBytes]) {
-          C[kBytes].As<int64_t>()[o] = static_cast<int64_t>(d.bytes[i]);
-          C[kBytes].null[o] = !(mask & EventArgs::kBytes);
-        }
-        if (q.want[kPeer]) {
-          C[kPeer].As<int32_t>()[o] = d.peer[i];
-          C[kPeer].null[o] = !(mask & EventArgs::kPeer);
-        }
-        if (q.want[kTag]) {
-          C[kTag].As<int32_t>()[o] = d.tag[i];
-          C[kTag].null[o] = !(mask & EventArgs::kTag);
-        }
-        if (q.want[kComm]) {
-          C[kComm].As<int64_t>()[o] = d.comm[i];
-          C[kComm].null[o] = !(mask & EventArgs::kComm);
-        }
-        if (q.want[kSeq]) {
-          C[kSeq].As<int64_t>()[o] = static_cast<int64_t>(d.seq[i]);
-          C[kSeq].null[o] = !(mask & EventArgs::kSeq);
-        }
-        if (q.want[kFlow]) {
-          C[kFlow].As<int64_t>()[o] = static_cast<int64_t>(d.flow[i]);
-          C[kFlow].null[o] = !(mask & EventArgs::kFlow);
-        }
-        if (q.want[kValue]) {
-          const bool counter =
-              d.kind[i] == static_cast<uint8_t>(tracedb::engine::RowKind::kCounter);
-          C[kValue].As<double>()[o] = counter ? d.value[i] : 0.0;
-          C[kValue].null[o] = !counter;
-        }
-        if (q.want[kStep]) {
-          C[kStep].As<int64_t>()[o] = step;
-          C[kStep].null[o] = !has_step;
-        }
-        ++o;
+        sel.push_back(static_cast<uint32_t>(i));
       }
-      kept[bi] = o - b.offset;
+      const size_t m = sel.size();
+      const bool all = m == d.n;
+      const uint64_t o = b.offset;
+      auto& C = r->cols;
+      // 2. Column by column: a copy when every row is kept, a gather otherwise.
+      auto put = [&](int col, const auto& src) {
+        using T = std::remove_const_t<std::remove_reference_t<decltype(src[0])>>;
+        T* dst = C[col].template As<T>() + o;
+        if (all) {
+          std::memcpy(dst, src.data(), m * sizeof(T));
+        } else {
+          for (size_t x = 0; x < m; ++x) dst[x] = src[sel[x]];
+        }
+      };
+      auto put_arg = [&](int col, const auto& src, uint32_t bit, auto cast) {
+        using T = decltype(cast(src[0]));
+        T* dst = C[col].template As<T>() + o;
+        char* null = C[col].null.data() + o;
+        for (size_t x = 0; x < m; ++x) {
+          const size_t i = sel[x];
+          dst[x] = cast(src[i]);
+          null[x] = !(d.arg_mask[i] & bit);
+        }
+      };
+      if (q.want[kRank]) std::fill_n(C[kRank].As<int32_t>() + o, m, b.rank);
+      if (q.want[kTid] || q.want[kLane]) {
+        uint32_t last = UINT32_MAX;
+        TrackInfo ti;
+        for (size_t x = 0; x < m; ++x) {
+          const uint32_t track = d.track[sel[x]];
+          if (track != last) {
+            const auto t = tracks.find(track);
+            ti = t == tracks.end() ? TrackInfo{b.rank, false, 0, -1} : t->second;
+            last = track;
+          }
+          if (q.want[kTid]) {
+            C[kTid].As<int64_t>()[o + x] = ti.tid;
+            C[kTid].null[o + x] = !ti.has_tid;
+          }
+          if (q.want[kLane]) {
+            C[kLane].As<int32_t>()[o + x] = ti.lane;
+            C[kLane].null[o + x] = ti.lane < 0;
+          }
+        }
+      }
+      if (q.want[kTrack]) put(kTrack, d.track);
+      if (q.want[kId]) {
+        int64_t* dst = C[kId].As<int64_t>() + o;
+        for (size_t x = 0; x < m; ++x) {
+          const size_t i = sel[x];
+          dst[x] = static_cast<int64_t>((uint64_t{d.track[i]} << 32) | d.k[i]);
+        }
+      }
+      if (q.want[kName]) put(kName, d.name);
+      if (q.want[kCat]) put(kCat, d.cat);
+      if (q.want[kKind]) put(kKind, d.kind);
+      if (q.want[kTs]) put(kTs, d.ts);
+      if (q.want[kDur]) put(kDur, d.dur);
+      if (q.want[kEndTs]) {
+        int64_t* dst = C[kEndTs].As<int64_t>() + o;
+        for (size_t x = 0; x < m; ++x) dst[x] = d.ts[sel[x]] + d.dur[sel[x]];
+      }
+      if (q.want[kDepth]) put(kDepth, d.depth);
+      auto i64 = [](auto v) { return static_cast<int64_t>(v); };
+      auto i32 = [](auto v) { return static_cast<int32_t>(v); };
+      if (q.want[kBytes]) put_arg(kBytes, d.bytes, EventArgs::kBytes, i64);
+      if (q.want[kPeer]) put_arg(kPeer, d.peer, EventArgs::kPeer, i32);
+      if (q.want[kTag]) put_arg(kTag, d.tag, EventArgs::kTag, i32);
+      if (q.want[kComm]) put_arg(kComm, d.comm, EventArgs::kComm, i64);
+      if (q.want[kSeq]) put_arg(kSeq, d.seq, EventArgs::kSeq, i64);
+      if (q.want[kFlow]) put_arg(kFlow, d.flow, EventArgs::kFlow, i64);
+      if (q.want[kValue]) {
+        double* dst = C[kValue].As<double>() + o;
+        char* null = C[kValue].null.data() + o;
+        constexpr auto kCounter = static_cast<uint8_t>(tracedb::engine::RowKind::kCounter);
+        for (size_t x = 0; x < m; ++x) {
+          const size_t i = sel[x];
+          const bool counter = d.kind[i] == kCounter;
+          dst[x] = counter ? d.value[i] : 0.0;
+          null[x] = !counter;
+        }
+      }
+      if (q.want[kStep]) {
+        std::memcpy(C[kStep].As<int64_t>() + o, step_of.data(), m * sizeof(int64_t));
+        std::memcpy(C[kStep].null.data() + o, step_null.data(), m);
+      }
+      kept[bi] = m;
     }
   };
   size_t threads = std::thread::hardware_concurrency();
@@ -443,11 +499,10 @@ void Scan(const Query& q, ScanResult* r) {
   r->n = n;
 }
 
-PyObject* MakeColumn(std::vector<char>&& data, Py_ssize_t n, Py_ssize_t itemsize,
-                     const char* format) {
+PyObject* MakeColumn(Buffer&& data, Py_ssize_t n, Py_ssize_t itemsize, const char* format) {
   auto* c = PyObject_New(ColumnObject, &ColumnType);
   if (c == nullptr) return nullptr;
-  c->data = new std::vector<char>(std::move(data));
+  c->data = new Buffer(std::move(data));
   c->n = n;
   c->itemsize = itemsize;
   std::strncpy(c->format, format, sizeof(c->format) - 1);
