@@ -249,11 +249,30 @@ void Scan(const Query& q, ScanResult* r) {
       }
     }
   }
+  // A step range is a time range on each rank: [its first marker in the range, the marker after
+  // the range). Their union bounds the blocks to read (rows are then checked one by one).
+  Range ts_bound = q.ts;
+  if (!q.step.all()) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& [rank, v] : steps) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!q.step.has(v[i].second)) continue;
+        lo = std::min(lo, v[i].first);
+        hi = std::max(hi, i + 1 < v.size() ? v[i + 1].first - 1 : INT64_MAX);
+      }
+    }
+    if (lo > hi) {  // no marker in the range: nothing can match
+      lo = 0;
+      hi = -1;
+    }
+    ts_bound.lo = std::max(ts_bound.lo, lo);
+    ts_bound.hi = std::min(ts_bound.hi, hi);
+  }
   // Candidate blocks from the zone maps.
   std::string sql = "SELECT b.block, b.rank, b.count, b.data FROM blocks b WHERE 1";
   if (!q.ranks.empty()) sql += " AND b.rank IN " + InList(q.ranks);
-  if (q.ts.hi != INT64_MAX) sql += " AND b.min_ts <= " + std::to_string(q.ts.hi);
-  if (q.ts.lo != INT64_MIN) sql += " AND b.max_end >= " + std::to_string(q.ts.lo);
+  if (ts_bound.hi != INT64_MAX) sql += " AND b.min_ts <= " + std::to_string(ts_bound.hi);
+  if (ts_bound.lo != INT64_MIN) sql += " AND b.max_end >= " + std::to_string(ts_bound.lo);
   if (q.dur.lo != INT64_MIN) sql += " AND b.max_dur >= " + std::to_string(q.dur.lo);
   if (!q.names.empty()) {
     sql += " AND b.block IN (SELECT block FROM block_names WHERE name IN " + InList(q.names);

@@ -43,6 +43,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -80,10 +81,14 @@ constexpr int kMaxLanes = 64;
 uint32_t g_lane_ids[kMaxLanes] = {0};
 uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight
 
-// Interned names, per thread (tracedb_intern takes a lock).
+// Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
 uint32_t Name(const char* s) {
-  thread_local std::unordered_map<std::string, uint32_t> cache;
-  auto it = cache.find(s);
+  thread_local std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> cache;
+  auto it = cache.find(std::string_view(s));
   if (it != cache.end()) return it->second;
   const uint32_t id = tracedb_intern(s);
   cache.emplace(s, id);

@@ -176,23 +176,27 @@ class DdpCaptureTest(unittest.TestCase):
         self.assertIn({"rank": 3, "g": 1, "size": 2, "rank_in_comm": 1}, comms)
         self.assertIn({"rank": 2, "g": 2, "size": 2, "rank_in_comm": 1}, comms)
 
-    def test_crashed_rank_is_reported_and_flushed_events_kept(self):
-        tmp = tempfile.mkdtemp(prefix="tracedb-crash-", dir=self.tmp)
+    def crash_script(self, tmp, ranks):
+        """Every rank records and flushes, then says so; rank 2 crashes once all have, the
+        others wait to be stopped by the launcher."""
         script = os.path.join(tmp, "crash.py")
         with open(script, "w") as f:
-            # Every rank records and flushes, then says so; rank 2 crashes once all have, the
-            # others wait to be stopped by `tracedb record`.
             f.write("import os, signal, sys, time, tracedb\n"
                     "with tracedb.span('before_crash'):\n"
                     "    pass\n"
                     "tracedb.flush()\n"
                     "d = os.path.dirname(sys.argv[0])\n"
                     "open(os.path.join(d, 'ready-' + os.environ['RANK']), 'w').close()\n"
-                    "while len([n for n in os.listdir(d) if n.startswith('ready-')]) < 3:\n"
+                    f"while len([n for n in os.listdir(d) if n.startswith('ready-')]) < {ranks}:\n"
                     "    time.sleep(0.01)\n"
                     "if os.environ['RANK'] == '2':\n"
                     "    os.kill(os.getpid(), signal.SIGSEGV)\n"
                     "time.sleep(60)\n")
+        return script
+
+    def test_crashed_rank_is_reported_and_flushed_events_kept(self):
+        tmp = tempfile.mkdtemp(prefix="tracedb-crash-", dir=self.tmp)
+        script = self.crash_script(tmp, 3)
         db = os.path.join(tmp, "crash.tdb")
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
@@ -203,6 +207,24 @@ class DdpCaptureTest(unittest.TestCase):
                                    r"\(Segmentation fault")
         self.assertIn("stopping the other 2 ranks", p.stderr)
         self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
+        rows = query(db, "SELECT rank FROM events WHERE name = 'before_crash' ORDER BY rank")
+        self.assertEqual([r["rank"] for r in rows], [0, 1, 2])
+
+    @unittest.skipUnless(shutil.which("mpirun"), "mpirun is not installed")
+    def test_crash_under_mpirun_names_the_rank_from_its_segments(self):
+        tmp = tempfile.mkdtemp(prefix="tracedb-crash-mpi-", dir=self.tmp)
+        script = self.crash_script(tmp, 3)
+        db = os.path.join(tmp, "crash.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--", "mpirun"] + mpi_flags() +
+                           ["-np", "3", PYTHON, script], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertNotEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"tracedb: mpirun \(pid \d+\) (exited with status \d+|"
+                                   r"was killed by signal)")
+        self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
+        self.assertIn("compacting what it flushed", p.stderr)
         rows = query(db, "SELECT rank FROM events WHERE name = 'before_crash' ORDER BY rank")
         self.assertEqual([r["rank"] for r in rows], [0, 1, 2])
 
