@@ -166,7 +166,6 @@ struct BlockRef {
   int32_t rank;
   uint64_t count;
   uint64_t offset;  // first output slot
-  std::string data;
 };
 
 struct ScanResult {
@@ -269,7 +268,7 @@ void Scan(const Query& q, ScanResult* r) {
     ts_bound.hi = std::min(ts_bound.hi, hi);
   }
   // Candidate blocks from the zone maps.
-  std::string sql = "SELECT b.block, b.rank, b.count, b.data FROM blocks b WHERE 1";
+  std::string sql = "SELECT b.block, b.rank, b.count FROM blocks b WHERE 1";
   if (!q.ranks.empty()) sql += " AND b.rank IN " + InList(q.ranks);
   if (ts_bound.hi != INT64_MAX) sql += " AND b.min_ts <= " + std::to_string(ts_bound.hi);
   if (ts_bound.lo != INT64_MIN) sql += " AND b.max_end >= " + std::to_string(ts_bound.lo);
@@ -304,7 +303,6 @@ void Scan(const Query& q, ScanResult* r) {
       b.rank = static_cast<int32_t>(st->Int(1));
       b.count = static_cast<uint64_t>(st->Int(2));
       b.offset = offset;
-      b.data.assign(st->Blob(3));
       offset += b.count;
       blocks.push_back(std::move(b));
     }
@@ -342,7 +340,18 @@ void Scan(const Query& q, ScanResult* r) {
   std::atomic<bool> failed{false};
   std::string first_error;
   std::mutex error_mu;
+  // Each thread reads the BLOBs of the blocks it takes through its own connection and decodes
+  // them in place (SQLite's copy of the row is valid until the statement moves on).
   auto work = [&] {
+    auto fail = [&](const std::string& message) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (first_error.empty()) first_error = message;
+      failed = true;
+    };
+    auto conn = Db::Open(q.path, Db::Mode::kReadOnly);
+    if (!conn.ok()) return fail(conn.status().message());
+    auto get = (*conn)->Prepare("SELECT data FROM blocks WHERE block = ?");
+    if (!get.ok()) return fail(get.status().message());
     DecodedBlock d;
     std::vector<uint32_t> tl_sel;
     std::vector<int64_t> tl_step;
@@ -351,7 +360,14 @@ void Scan(const Query& q, ScanResult* r) {
       const size_t bi = next.fetch_add(1);
       if (bi >= blocks.size() || failed.load()) return;
       const BlockRef& b = blocks[bi];
-      auto s = tracedb::engine::DecodeBlock(b.data, b.block, &d, want);
+      get->Reset();
+      get->Bind(1, b.block);
+      auto row = get->Step();
+      if (!row.ok() || !*row) {
+        return fail(q.path + ": block " + std::to_string(b.block) + ": " +
+                    (row.ok() ? std::string("gone while reading") : row.status().message()));
+      }
+      auto s = tracedb::engine::DecodeBlock(get->Blob(0), b.block, &d, want);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (first_error.empty()) first_error = q.path + ": " + s.message();
