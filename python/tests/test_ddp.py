@@ -176,6 +176,44 @@ class DdpCaptureTest(unittest.TestCase):
         self.assertIn({"rank": 3, "g": 1, "size": 2, "rank_in_comm": 1}, comms)
         self.assertIn({"rank": 2, "g": 2, "size": 2, "rank_in_comm": 1}, comms)
 
+    def test_async_collectives_numbered_in_issue_order(self):
+        db = os.path.join(self.tmp, "async.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "async_ops.py")
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--nproc", "4", "--", PYTHON,
+                            script], env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = query(db, "SELECT rank, seq, bytes FROM events WHERE name = 'gloo:all_reduce' "
+                         "ORDER BY rank, seq")
+        for rank in range(4):
+            mine = [(r["seq"], r["bytes"]) for r in rows if r["rank"] == rank]
+            self.assertEqual(mine, [(i, 4 * (i + 1)) for i in range(60)], f"rank {rank}")
+
+    def test_renumbering_restores_issue_order(self):
+        code = ("import torch, json, tracedb._tracedb_torch as t\n"
+                "cases = [\n"
+                " [('start', 10), ('start', 11), ('end', 10), ('end', 11)],\n"
+                " [('start', 11), ('start', 10), ('end', 10), ('end', 11)],\n"
+                " [('start', 12), ('start', 11), ('start', 10), ('end', 11), ('end', 12),\n"
+                "  ('end', 10)],\n"
+                " [('start', 10), ('end', 10), ('start', 12), ('start', 11), ('end', 12),\n"
+                "  ('end', 11), ('start', 13), ('end', 13)],\n"
+                "]\n"
+                "print(json.dumps([sorted(t._number_check(c).items()) for c in cases]))\n")
+        env = dict(os.environ)  # the package of the build tree the CLI belongs to
+        env["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.abspath(TRACEDB_BIN)), "python")
+        p = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout)
+        self.assertEqual(got, [
+            [[10, 0], [11, 1]],
+            [[10, 0], [11, 1]],                # 11 started first, gave its number up to 10
+            [[10, 0], [11, 1], [12, 2]],
+            [[10, 0], [11, 1], [12, 2], [13, 3]],
+        ])
+
     def crash_script(self, tmp, ranks):
         """Every rank records and flushes, then says so; rank 2 crashes once all have, the
         others wait to be stopped by the launcher."""

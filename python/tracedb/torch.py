@@ -46,8 +46,8 @@ _SYNC_GOOD_RTT_NS = 20_000
 
 # torch.distributed functions whose process group (and peer or root) the observer is told:
 # name -> (what the call issues, the parameter that holds the peer or root as a global rank).
-# "coll": one collective, which takes the group's next sequence number at the call; "p2p": one
-# send or receive (no sequence number); "outer": a call made of other calls (each numbered itself).
+# "coll": one collective; "p2p": one send or receive; "outer": a call made of other calls.
+# (Sequence numbers are taken by the observer, in issue order, for every collective.)
 _COMM_FUNCTIONS = {
     "all_reduce": ("coll", None), "all_reduce_coalesced": ("coll", None),
     "all_reduce_multigpu": ("coll", None), "broadcast": ("coll", "src"),
@@ -85,8 +85,7 @@ def _wrap_comm(name, fn):
     sig = inspect.signature(fn)
     params = list(sig.parameters)
     group_pos = params.index("group") if "group" in params else None
-    what, peer_name = _COMM_FUNCTIONS[name]
-    numbered = what == "coll"
+    _, peer_name = _COMM_FUNCTIONS[name]
     peer_pos = params.index(peer_name) if peer_name in params else None
     peer_default = None
     if peer_pos is not None:
@@ -120,7 +119,7 @@ def _wrap_comm(name, fn):
                 peer = members.index(peer) if peer in members else None
             elif not isinstance(peer, int):
                 peer = None
-        _obs.push(comm, peer, numbered)
+        _obs.push(comm, peer)
         try:
             return fn(*args, **kwargs)
         finally:
