@@ -214,6 +214,27 @@ class DdpCaptureTest(unittest.TestCase):
             [[10, 0], [11, 1], [12, 2], [13, 3]],
         ])
 
+    def test_ddp_over_sub_groups(self):
+        db = os.path.join(self.tmp, "groups.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_groups.py")
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--nproc", "4", "--", PYTHON,
+                            script], env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        world = 0x40000000
+        rows = query(db, "SELECT rank, comm - %d AS g, count(*) AS n, sum(bytes) AS b "
+                         "FROM events WHERE name = 'gloo:all_reduce' AND step IS NOT NULL "
+                         "GROUP BY rank, comm ORDER BY rank" % world)
+        param_bytes = 4 * (8 * 16 + 16 + 16 * 2 + 2)
+        self.assertEqual([(r["rank"], r["g"], r["b"]) for r in rows],
+                         [(0, 1, 3 * param_bytes), (1, 1, 3 * param_bytes),
+                          (2, 2, 3 * param_bytes), (3, 2, 3 * param_bytes)])
+        bad = query(db, "SELECT comm, seq, count(*) AS n, count(DISTINCT bytes) AS sizes "
+                        "FROM events WHERE cat = 'comm' AND seq IS NOT NULL AND comm <> %d "
+                        "GROUP BY comm, seq HAVING n <> 2 OR sizes <> 1" % world)
+        self.assertEqual(bad, [])
+
     def crash_script(self, tmp, ranks):
         """Every rank records and flushes, then says so; rank 2 crashes once all have, the
         others wait to be stopped by the launcher."""
