@@ -76,7 +76,7 @@ std::atomic<int64_t> g_step{0};
 // Set after optimizer.step (and at start): the next zero_grad or DDP forward in grad mode starts
 // the next training step, whichever order the loop calls them in.
 std::atomic<bool> g_step_pending{true};
-std::atomic<uint64_t> g_ops{0};  // communication operations recorded (for tests)
+std::atomic<uint64_t> g_ops{0};         // communication operations recorded (for tests)
 std::atomic<uint64_t> g_renumbered{0};  // operations started out of issue order, renumbered
 std::atomic<uint64_t> g_no_handle{0};   // collectives without a RecordFunction handle
 
@@ -113,8 +113,8 @@ struct Ctx : at::ObserverContext {
   int64_t ts = 0;
   uint32_t name = 0;
   uint32_t cat = TRACEDB_CAT_USER;
-  int lane_slot = -1;  // -1: the ending thread's own track
-  uint64_t handle = 0;  // RecordFunction handle: issue order (0: none, not renumbered)
+  int lane_slot = -1;      // -1: the ending thread's own track
+  uint64_t handle = 0;     // RecordFunction handle: issue order (0: none, not renumbered)
   tracedb_args args = {};  // args.seq: written under g_mu until the operation completes
 };
 
@@ -367,7 +367,8 @@ PyMethodDef kMethods[] = {
      "push(comm, peer=None, suppress=False): context of the next operations."},
     {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
     {"_number_check", NumberCheck, METH_O, "_number_check(events) -> {handle: seq} (tests)."},
-    {"stats", Stats, METH_NOARGS, "stats() -> dict: operations, steps, renumbered and no_handle counts."},
+    {"stats", Stats, METH_NOARGS,
+     "stats() -> dict: operations, steps, renumbered and no_handle counts."},
     {nullptr, nullptr, 0, nullptr},
 };
 
