@@ -14,14 +14,12 @@ import argparse
 import json
 import os
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import tempfile
 import time
 
 import tracedb
-from tracedb import read as tracedb_read
 
 
 _cpu = {}

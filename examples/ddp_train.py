@@ -13,7 +13,6 @@ MPI launcher's variables by tracedb's start-up hook). Options:
 """
 import argparse
 import json
-import os
 import time
 
 import torch
