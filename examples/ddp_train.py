@@ -13,7 +13,6 @@ MPI launcher's variables by tracedb's start-up hook). Options:
 """
 import argparse
 import json
-import os
 import time
 
 import torch
@@ -43,7 +42,7 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(1000 + rank)
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(a.steps):
         x = torch.randn(a.batch, 64, generator=gen)
         y = torch.randint(0, 10, (a.batch,), generator=gen)
@@ -53,7 +52,7 @@ def main():
         loss = loss_fn(ddp(x), y)
         loss.backward()
         opt.step()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
 
     # DDP's own account of its gradient buckets: as built at construction (logged by DDP, used
     # in the first step), and as rebuilt after the first step in the order the gradients became
@@ -70,6 +69,7 @@ def main():
             "world_size": world,
             "steps": a.steps,
             "step_s": elapsed / a.steps,
+            "step_cpu_s": cpu / a.steps,  # this process, all its threads
             "param_bytes": sum(nbytes),
             "buckets_first_step": [int(b) for b in str(info.get("bucket_sizes", "")).split(",")
                                    if b],

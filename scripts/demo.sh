@@ -15,6 +15,11 @@ steps=${STEPS:-120}
 echo "== build"
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$root/build" -j "$jobs" --target tracedb_cli tracedb tracedb_mpi logreg_mpi tracedb_sqlite
+if cmake --build "$root/build" -j "$jobs" --target tracedb_python >/dev/null 2>&1; then
+  have_python=1
+else
+  have_python=0
+fi
 tracedb="$root/build/tracedb"
 
 out="$root/demo-out"
@@ -76,5 +81,45 @@ echo
 echo "== the same database in the stock sqlite3, with the tracedb extension loaded"
 sqlite3 "$out/job.tdb" "PRAGMA integrity_check;" ".load $root/build/libtracedb_sqlite" \
   "SELECT count(*) AS events, count(DISTINCT rank) AS ranks FROM events;"
+
+# ---- PyTorch: the same questions for a DDP job recorded with no code change ----
+py=/usr/bin/python3
+if [ "$have_python" = 1 ] && "$py" -c "import torch.distributed" 2>/dev/null; then
+  echo
+  echo "== record: DDP over gloo, $ranks ranks, a small MLP on synthetic data (examples/ddp_train.py),"
+  echo "   no code change: tracedb record -- mpirun ... $py examples/ddp_train.py"
+  "$tracedb" record --force -o "$out/ddp.tdb" -- \
+    mpirun "${mpi_flags[@]}" -np "$ranks" "$py" "$root/examples/ddp_train.py" --steps 30 \
+    --straggler-ms 5
+  q2() {
+    echo
+    echo "-- $1"
+    "$tracedb" query "$out/ddp.tdb" "$2"
+  }
+  q2 "The slowest gradient allreduce buckets (DDP's Reducer, seen by the RecordFunction observer)" \
+    "SELECT rank, step, seq, human_bytes(bytes) AS bucket, human_duration(dur) AS duration
+     FROM events WHERE name = 'gloo:all_reduce' AND step IS NOT NULL ORDER BY dur DESC LIMIT 8"
+  q2 "Per step phase: forward, backward, optimizer (mean over ranks and steps)" \
+    "SELECT name, count(*) AS n, human_duration(avg(dur)) AS mean, human_duration(max(dur)) AS max
+     FROM events WHERE cat = 'compute' GROUP BY name ORDER BY avg(dur) DESC"
+  q2 "Stragglers: per collective (comm, seq), who arrived last and how late" \
+    "SELECT seq, min(name) AS name, count(*) AS ranks,
+            (SELECT rank FROM events l WHERE l.cat = 'comm' AND l.comm = e.comm AND l.seq = e.seq
+             ORDER BY l.ts DESC LIMIT 1) AS last_rank,
+            human_duration(max(ts) - min(ts)) AS skew
+     FROM events e WHERE cat = 'comm' AND seq IS NOT NULL
+     GROUP BY comm, seq ORDER BY max(ts) - min(ts) DESC LIMIT 8"
+  echo
+  echo "-- The same trace in pandas (tracedb.open(...).events(), decoded from the blocks)"
+  PYTHONPATH="$root/build/python" "$py" - "$out/ddp.tdb" <<'PYEOF'
+import sys, tracedb
+df = tracedb.open(sys.argv[1]).events(where={"cat": "comm"})
+print(df.groupby(["name", "rank"], observed=True)["dur"].agg(["count", "mean", "max"]).head(12))
+PYEOF
+else
+  echo
+  echo "(PyTorch part skipped: $py has no torch.distributed, or the Python package is not built)"
+fi
+
 echo
 echo "done: $out/job.tdb (try: $tracedb shell $out/job.tdb)"

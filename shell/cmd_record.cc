@@ -266,7 +266,6 @@ int WaitRanks(const std::vector<pid_t>& pids) {
   return first_failure;
 }
 
-
 void PrintSummary(const std::string& db_path, double seconds) {
   auto db = query::OpenQueryDb(db_path);
   if (!db.ok()) return;
@@ -428,8 +427,8 @@ int RunRecord(const RecordOptions& o) {
     }
     exit_code = ExitCodeOf(status);
     if (exit_code != 0) {
-      std::fprintf(stderr, "tracedb: %s (pid %d) %s\n", o.command[0].c_str(),
-                   static_cast<int>(pid), DescribeStatus(status).c_str());
+      std::fprintf(stderr, "tracedb: %s (pid %d) %s\n", o.command[0].c_str(), static_cast<int>(pid),
+                   DescribeStatus(status).c_str());
     }
   }
   const double seconds = Now() - t0;

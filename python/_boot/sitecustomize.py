@@ -57,12 +57,29 @@ def _chain():
             return
 
 
+def _start():
+    try:
+        import tracedb  # noqa: F401  (starts recording: TRACEDB_DIR)
+    except ImportError as e:
+        import glob
+        import importlib.machinery
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        built = [os.path.basename(p)[len("_tracedb"):]
+                 for p in glob.glob(os.path.join(here, "tracedb", "_tracedb.*"))]
+        if built and not set(built) & set(importlib.machinery.EXTENSION_SUFFIXES):
+            print(f"tracedb: no Python API and no PyTorch capture in {sys.executable} "
+                  f"({sys.version.split()[0]}): the tracedb package in {here} was built for "
+                  f"another Python ({', '.join(built)}); see docs/python.md", file=sys.stderr)
+            return
+        raise e
+    import tracedb._autotorch
+    tracedb._autotorch.install_import_hook()
+
+
 try:
     _launcher_env()
     if os.environ.get("TRACEDB_DIR"):
-        import tracedb  # noqa: F401  (starts recording: TRACEDB_DIR)
-        import tracedb._autotorch
-        tracedb._autotorch.install_import_hook()
+        _start()
 except Exception as e:  # never stop the program being recorded
     print(f"tracedb: Python start-up hook failed: {type(e).__name__}: {e}", file=sys.stderr)
 try:

@@ -1,45 +1,32 @@
-// tracedb._tracedb_read: the read path of the Python package. Decodes a trace database's event
-// blocks straight into column buffers that NumPy wraps without a copy (the buffer protocol), with
-// the zone-map pruning of the SQL path: candidate blocks are chosen from the `blocks` and
-// `block_names` tables (rank, ts range, duration, names, categories) before any is decoded, and
-// rows are then filtered inside the decoded columns. Events never go row by row through SQLite:
-// SQLite only hands over each block's BLOB.
-//
-// Decoding runs on up to TRACEDB_READ_THREADS threads (default: the machine's cores, at most 8),
-// each block written into its own slot of the output; a final pass closes the gaps left by rows
-// that a filter removed. Output order: blocks by (rank, min_ts), rows of a block by (track, k).
+// tracedb._tracedb_read: the read path of the Python package (tracedb/read.py). scan() runs the
+// scan of event_columns.h and hands each decoded column over as a Column object, an owned buffer
+// that NumPy wraps without a copy (the buffer protocol).
 // Thread safety: scan() releases the GIL while it decodes; its results belong to the caller.
-// Formats: docs/database-format.md ("Event blocks", the zone-map tables); semantics of every
-// column as in the `events` table (docs/sql.md); the Python side is tracedb/read.py.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/segment_format.h"
-#include "engine/sqlite.h"
+#include "python/src/event_columns.h"
 
 namespace {
 
-using tracedb::engine::Db;
-using tracedb::engine::DecodedBlock;
-using tracedb::engine::EventArgs;
+using tracedb::python::Buffer;
+using tracedb::python::kNumCols;
+using tracedb::python::kSpecs;
+using tracedb::python::Out;
+using tracedb::python::Query;
+using tracedb::python::Range;
+using tracedb::python::ScanResult;
 
 // ---- Column: an owned buffer exposed through the buffer protocol ----
 
 struct ColumnObject {
-  PyObject_HEAD std::vector<char>* data;  // owned
-  Py_ssize_t n;                           // items
+  PyObject_HEAD Buffer* data;  // owned
+  Py_ssize_t n;                // items
   Py_ssize_t itemsize;
   char format[4];
   Py_ssize_t shape[1];
@@ -74,380 +61,10 @@ int ColumnGetBuffer(PyObject* o, Py_buffer* view, int flags) {
 
 PyBufferProcs kColumnBuffer = {ColumnGetBuffer, nullptr};
 
-// A typed output column of capacity `cap` items.
-struct Out {
-  std::string name;
-  char format[4] = {0};
-  size_t itemsize = 0;
-  std::vector<char> data;
-  bool nullable = false;
-  std::vector<char> null;  // 1: NULL
-  template <typename T>
-  T* As() {
-    return reinterpret_cast<T*>(data.data());
-  }
-};
-
-// ---- the scan ----
-
-enum Col : int {
-  kRank, kTid, kTrack, kLane, kId, kName, kCat, kKind, kTs, kDur, kEndTs, kDepth, kBytes, kPeer,
-  kTag, kComm, kSeq, kFlow, kValue, kStep, kNumCols
-};
-struct ColSpec {
-  const char* name;
-  const char* format;
-  size_t itemsize;
-  bool nullable;
-  uint32_t needs;  // block column groups
-};
-const ColSpec kSpecs[kNumCols] = {
-    {"rank", "i", 4, false, 0},
-    {"tid", "q", 8, true, 0},
-    {"track", "I", 4, false, 0},
-    {"lane", "i", 4, true, 0},
-    {"id", "q", 8, false, tracedb::engine::kColK},
-    {"name", "I", 4, false, tracedb::engine::kColName},
-    {"cat", "I", 4, false, tracedb::engine::kColCat},
-    {"kind", "B", 1, false, tracedb::engine::kColKind},
-    {"ts", "q", 8, false, tracedb::engine::kColTs},
-    {"dur", "q", 8, false, tracedb::engine::kColDur},
-    {"end_ts", "q", 8, false, tracedb::engine::kColTs},
-    {"depth", "I", 4, false, tracedb::engine::kColDepth},
-    {"bytes", "q", 8, true, tracedb::engine::kColArgs},
-    {"peer", "i", 4, true, tracedb::engine::kColArgs},
-    {"tag", "i", 4, true, tracedb::engine::kColArgs},
-    {"comm", "q", 8, true, tracedb::engine::kColArgs},
-    {"seq", "q", 8, true, tracedb::engine::kColArgs},
-    {"flow", "q", 8, true, tracedb::engine::kColArgs},
-    {"value", "d", 8, true, tracedb::engine::kColValue},
-    {"step", "q", 8, true, tracedb::engine::kColTs},
-};
-
-struct Range {
-  int64_t lo = INT64_MIN, hi = INT64_MAX;  // [lo, hi]
-  bool all() const { return lo == INT64_MIN && hi == INT64_MAX; }
-  bool has(int64_t v) const { return v >= lo && v <= hi; }
-};
-
-struct Query {
-  std::string path;
-  bool want[kNumCols] = {false};
-  std::vector<int64_t> ranks, names, cats, kinds;  // empty: any
-  Range ts, dur, step;
-};
-
-struct TrackInfo {
-  int32_t rank = 0;
-  bool has_tid = false;
-  int64_t tid = 0;
-  int32_t lane = -1;  // index into the lane names, -1 on thread tracks
-};
-
-struct BlockRef {
-  int64_t block;
-  int32_t rank;
-  uint64_t count;
-  uint64_t offset;  // first output slot
-  std::string data;
-};
-
-struct ScanResult {
-  std::vector<Out> cols;
-  std::vector<std::string> lanes;
-  uint64_t n = 0;
-  uint64_t blocks_total = 0, blocks_read = 0;
-  std::string error;
-};
-
-std::string InList(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + ")";
-}
-
-bool In(const std::vector<int64_t>& v, int64_t x) {
-  return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
-}
-
-// Step in effect at `ts` (the last marker at or before it) on a rank, as the events table.
-bool StepAt(const std::vector<std::pair<int64_t, int64_t>>& v, int64_t ts, int64_t* step) {
-  auto p = std::upper_bound(v.begin(), v.end(), ts,
-                            [](int64_t t, const auto& e) { return t < e.first; });
-  if (p == v.begin()) return false;
-  *step = std::prev(p)->second;
-  return true;
-}
-
-void Scan(const Query& q, ScanResult* r) {
-  auto opened = Db::Open(q.path, Db::Mode::kReadOnly);
-  if (!opened.ok()) {
-    r->error = opened.status().message();
-    return;
-  }
-  Db& db = **opened;
-  if (!db.HasTable("blocks") || !db.HasTable("tracks")) {
-    r->error = q.path + ": not a tracedb database (no blocks/tracks table)";
-    return;
-  }
-  // Tracks: rank, tid, lane name.
-  std::map<uint32_t, TrackInfo> tracks;
-  {
-    auto st = db.Prepare("SELECT track, rank, kind, name, tid FROM tracks");
-    if (!st.ok()) {
-      r->error = st.status().message();
-      return;
-    }
-    std::map<std::string, int32_t> lane_ids;
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) {
-        r->error = row.status().message();
-        return;
-      }
-      if (!*row) break;
-      TrackInfo t;
-      t.rank = static_cast<int32_t>(st->Int(1));
-      t.has_tid = !st->IsNull(4);
-      t.tid = st->Int(4);
-      if (st->Text(2) == "lane") {
-        const std::string name(st->Text(3));
-        auto [it, fresh] = lane_ids.emplace(name, static_cast<int32_t>(r->lanes.size()));
-        if (fresh) r->lanes.push_back(name);
-        t.lane = it->second;
-      }
-      tracks[static_cast<uint32_t>(st->Int(0))] = t;
-    }
-  }
-  // Steps per rank, when needed.
-  const bool need_steps = q.want[kStep] || !q.step.all();
-  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> steps;
-  if (need_steps) {
-    auto st = db.Prepare("SELECT rank, ts, step FROM steps ORDER BY rank, ts");
-    if (st.ok()) {
-      for (;;) {
-        auto row = st->Step();
-        if (!row.ok() || !*row) break;
-        steps[static_cast<int32_t>(st->Int(0))].emplace_back(st->Int(1), st->Int(2));
-      }
-    }
-  }
-  // Candidate blocks from the zone maps.
-  std::string sql = "SELECT b.block, b.rank, b.count, b.data FROM blocks b WHERE 1";
-  if (!q.ranks.empty()) sql += " AND b.rank IN " + InList(q.ranks);
-  if (q.ts.hi != INT64_MAX) sql += " AND b.min_ts <= " + std::to_string(q.ts.hi);
-  if (q.ts.lo != INT64_MIN) sql += " AND b.max_end >= " + std::to_string(q.ts.lo);
-  if (q.dur.lo != INT64_MIN) sql += " AND b.max_dur >= " + std::to_string(q.dur.lo);
-  if (!q.names.empty()) {
-    sql += " AND b.block IN (SELECT block FROM block_names WHERE name IN " + InList(q.names);
-    if (q.dur.lo != INT64_MIN) sql += " AND max_dur >= " + std::to_string(q.dur.lo);
-    sql += ")";
-  }
-  if (!q.cats.empty()) {
-    sql += " AND b.block IN (SELECT block FROM block_names WHERE cat IN " + InList(q.cats) + ")";
-  }
-  sql += " ORDER BY b.rank, b.min_ts, b.block";
-  r->blocks_total = static_cast<uint64_t>(db.QueryInt("SELECT count(*) FROM blocks", 0).value());
-  std::vector<BlockRef> blocks;
-  {
-    auto st = db.Prepare(sql);
-    if (!st.ok()) {
-      r->error = st.status().message();
-      return;
-    }
-    uint64_t offset = 0;
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) {
-        r->error = row.status().message();
-        return;
-      }
-      if (!*row) break;
-      BlockRef b;
-      b.block = st->Int(0);
-      b.rank = static_cast<int32_t>(st->Int(1));
-      b.count = static_cast<uint64_t>(st->Int(2));
-      b.offset = offset;
-      b.data.assign(st->Blob(3));
-      offset += b.count;
-      blocks.push_back(std::move(b));
-    }
-  }
-  r->blocks_read = blocks.size();
-  const uint64_t cap = blocks.empty() ? 0 : blocks.back().offset + blocks.back().count;
-
-  // Column groups to decode: for the output and for the filters.
-  uint32_t want = tracedb::engine::kColTrack;
-  for (int c = 0; c < kNumCols; ++c) {
-    if (q.want[c]) want |= kSpecs[c].needs;
-  }
-  if (!q.names.empty()) want |= tracedb::engine::kColName;
-  if (!q.cats.empty()) want |= tracedb::engine::kColCat;
-  if (!q.kinds.empty()) want |= tracedb::engine::kColKind;
-  if (!q.ts.all() || !q.step.all() || need_steps) want |= tracedb::engine::kColTs;
-  if (!q.dur.all()) want |= tracedb::engine::kColDur;
-  const bool row_filter = !q.names.empty() || !q.cats.empty() || !q.kinds.empty() ||
-                          !q.ts.all() || !q.dur.all() || !q.step.all();
-
-  r->cols.resize(kNumCols);
-  for (int c = 0; c < kNumCols; ++c) {
-    if (!q.want[c]) continue;
-    Out& o = r->cols[c];
-    o.name = kSpecs[c].name;
-    std::strcpy(o.format, kSpecs[c].format);
-    o.itemsize = kSpecs[c].itemsize;
-    o.nullable = kSpecs[c].nullable;
-    o.data.resize(cap * o.itemsize);
-    if (o.nullable) o.null.resize(cap);
-  }
-
-  std::vector<uint64_t> kept(blocks.size(), 0);
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::string first_error;
-  std::mutex error_mu;
-  auto work = [&] {
-    DecodedBlock d;
-    for (;;) {
-      const size_t bi = next.fetch_add(1);
-      if (bi >= blocks.size() || failed.load()) return;
-      const BlockRef& b = blocks[bi];
-      auto s = tracedb::engine::DecodeBlock(b.data, b.block, &d, want);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (first_error.empty()) first_error = q.path + ": " + s.message();
-        failed = true;
-        return;
-      }
-      if (d.n > b.count) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (first_error.empty()) {
-          first_error = q.path + ": block " + std::to_string(b.block) + " holds " +
-                        std::to_string(d.n) + " events, its zone map says " +
-                        std::to_string(b.count);
-        }
-        failed = true;
-        return;
-      }
-      const auto steps_it = steps.find(b.rank);
-      const std::vector<std::pair<int64_t, int64_t>> no_steps;
-      const auto& rank_steps = steps_it == steps.end() ? no_steps : steps_it->second;
-      uint64_t o = b.offset;
-      for (size_t i = 0; i < d.n; ++i) {
-        int64_t step = 0;
-        bool has_step = false;
-        if (row_filter) {
-          if (!q.names.empty() && !In(q.names, d.name[i])) continue;
-          if (!q.cats.empty() && !In(q.cats, d.cat[i])) continue;
-          if (!q.kinds.empty() && !In(q.kinds, d.kind[i])) continue;
-          if (!q.ts.all() && !q.ts.has(d.ts[i])) continue;
-          if (!q.dur.all() && !q.dur.has(d.dur[i])) continue;
-        }
-        if (need_steps) {
-          has_step = StepAt(rank_steps, d.ts[i], &step);
-          if (!q.step.all() && !(has_step && q.step.has(step))) continue;
-        }
-        const auto t = tracks.find(d.track[i]);
-        const TrackInfo ti = t == tracks.end() ? TrackInfo{b.rank, false, 0, -1} : t->second;
-        const uint32_t mask = want & tracedb::engine::kColArgs ? d.arg_mask[i] : 0;
-        auto& C = r->cols;
-        if (q.want[kRank]) C[kRank].As<int32_t>()[o] = b.rank;
-        if (q.want[kTid]) {
-          C[kTid].As<int64_t>()[o] = ti.tid;
-          C[kTid].null[o] = !ti.has_tid;
-        }
-        if (q.want[kTrack]) C[kTrack].As<uint32_t>()[o] = d.track[i];
-        if (q.want[kLane]) {
-          C[kLane].As<int32_t>()[o] = ti.lane;
-          C[kLane].null[o] = ti.lane < 0;
-        }
-        if (q.want[kId]) {
-          C[kId].As<int64_t>()[o] = static_cast<int64_t>((uint64_t{d.track[i]} << 32) | d.k[i]);
-        }
-        if (q.want[kName]) C[kName].As<uint32_t>()[o] = d.name[i];
-        if (q.want[kCat]) C[kCat].As<uint32_t>()[o] = d.cat[i];
-        if (q.want[kKind]) C[kKind].As<uint8_t>()[o] = d.kind[i];
-        if (q.want[kTs]) C[kTs].As<int64_t>()[o] = d.ts[i];
-        if (q.want[kDur]) C[kDur].As<int64_t>()[o] = d.dur[i];
-        if (q.want[kEndTs]) C[kEndTs].As<int64_t>()[o] = d.ts[i] + d.dur[i];
-        if (q.want[kDepth]) C[kDepth].As<uint32_t>()[o] = d.depth[i];
-        if (q.want[kBytes]) {
-          C[kBytes].As<int64_t>()[o] = static_cast<int64_t>(d.bytes[i]);
-          C[kBytes].null[o] = !(mask & EventArgs::kBytes);
-        }
-        if (q.want[kPeer]) {
-          C[kPeer].As<int32_t>()[o] = d.peer[i];
-          C[kPeer].null[o] = !(mask & EventArgs::kPeer);
-        }
-        if (q.want[kTag]) {
-          C[kTag].As<int32_t>()[o] = d.tag[i];
-          C[kTag].null[o] = !(mask & EventArgs::kTag);
-        }
-        if (q.want[kComm]) {
-          C[kComm].As<int64_t>()[o] = d.comm[i];
-          C[kComm].null[o] = !(mask & EventArgs::kComm);
-        }
-        if (q.want[kSeq]) {
-          C[kSeq].As<int64_t>()[o] = static_cast<int64_t>(d.seq[i]);
-          C[kSeq].null[o] = !(mask & EventArgs::kSeq);
-        }
-        if (q.want[kFlow]) {
-          C[kFlow].As<int64_t>()[o] = static_cast<int64_t>(d.flow[i]);
-          C[kFlow].null[o] = !(mask & EventArgs::kFlow);
-        }
-        if (q.want[kValue]) {
-          const bool counter =
-              d.kind[i] == static_cast<uint8_t>(tracedb::engine::RowKind::kCounter);
-          C[kValue].As<double>()[o] = counter ? d.value[i] : 0.0;
-          C[kValue].null[o] = !counter;
-        }
-        if (q.want[kStep]) {
-          C[kStep].As<int64_t>()[o] = step;
-          C[kStep].null[o] = !has_step;
-        }
-        ++o;
-      }
-      kept[bi] = o - b.offset;
-    }
-  };
-  size_t threads = std::thread::hardware_concurrency();
-  if (const char* v = std::getenv("TRACEDB_READ_THREADS"); v != nullptr && std::atoi(v) > 0) {
-    threads = static_cast<size_t>(std::atoi(v));
-  }
-  threads = std::max<size_t>(1, std::min<size_t>({threads, 8, blocks.size()}));
-  if (threads == 1) {
-    work();
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < threads; ++t) pool.emplace_back(work);
-    for (auto& t : pool) t.join();
-  }
-  if (failed) {
-    r->error = first_error;
-    return;
-  }
-  // Close the gaps the filters left (blocks are in output order; slots only move down).
-  uint64_t n = 0;
-  for (size_t bi = 0; bi < blocks.size(); ++bi) {
-    const uint64_t from = blocks[bi].offset, count = kept[bi];
-    if (from != n && count > 0) {
-      for (auto& o : r->cols) {
-        if (o.itemsize == 0) continue;
-        std::memmove(o.data.data() + n * o.itemsize, o.data.data() + from * o.itemsize,
-                     count * o.itemsize);
-        if (o.nullable) std::memmove(o.null.data() + n, o.null.data() + from, count);
-      }
-    }
-    n += count;
-  }
-  r->n = n;
-}
-
-PyObject* MakeColumn(std::vector<char>&& data, Py_ssize_t n, Py_ssize_t itemsize,
-                     const char* format) {
+PyObject* MakeColumn(Buffer&& data, Py_ssize_t n, Py_ssize_t itemsize, const char* format) {
   auto* c = PyObject_New(ColumnObject, &ColumnType);
   if (c == nullptr) return nullptr;
-  c->data = new std::vector<char>(std::move(data));
+  c->data = new Buffer(std::move(data));
   c->n = n;
   c->itemsize = itemsize;
   std::strncpy(c->format, format, sizeof(c->format) - 1);
@@ -491,10 +108,10 @@ bool ReadRange(PyObject* pair, Range* r) {
 //      step=None) -> (n, {column: (values, nulls or None)}, lanes, blocks_read, blocks_total)
 // Ranges are inclusive (lo, hi) pairs with None for an open end; names/cats are string ids.
 PyObject* ScanPy(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"path", "columns", "ranks", "names", "cats", "kinds",
-                             "ts",   "dur",     "step",  nullptr};
-  PyObject *path = nullptr, *columns = nullptr, *ranks = nullptr, *names = nullptr,
-           *cats = nullptr, *kinds = nullptr, *ts = nullptr, *dur = nullptr, *step = nullptr;
+  static const char* kw[] = {"path",  "columns", "ranks", "names", "cats",
+                             "kinds", "ts",      "dur",   "step",  nullptr};
+  PyObject *path = nullptr, *columns = nullptr, *ranks = nullptr, *names = nullptr, *cats = nullptr,
+           *kinds = nullptr, *ts = nullptr, *dur = nullptr, *step = nullptr;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&O|OOOOOOO", const_cast<char**>(kw),
                                    PyUnicode_FSConverter, &path, &columns, &ranks, &names, &cats,
                                    &kinds, &ts, &dur, &step)) {
@@ -525,7 +142,7 @@ PyObject* ScanPy(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   ScanResult r;
-  Py_BEGIN_ALLOW_THREADS Scan(q, &r);
+  Py_BEGIN_ALLOW_THREADS tracedb::python::ScanEvents(q, &r);
   Py_END_ALLOW_THREADS if (!r.error.empty()) {
     PyErr_SetString(PyExc_ValueError, r.error.c_str());
     return nullptr;
@@ -561,8 +178,8 @@ PyObject* ScanPy(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   for (size_t i = 0; i < r.lanes.size(); ++i) {
-    PyObject* s = PyUnicode_DecodeUTF8(r.lanes[i].data(), static_cast<Py_ssize_t>(r.lanes[i].size()),
-                                       "replace");
+    PyObject* s = PyUnicode_DecodeUTF8(r.lanes[i].data(),
+                                       static_cast<Py_ssize_t>(r.lanes[i].size()), "replace");
     if (s == nullptr) {
       Py_DECREF(cols);
       Py_DECREF(lanes);

@@ -18,12 +18,15 @@
 // worker thread starts executing the operation (AsyncWork runs its "before" callback there, with
 // the issuing thread's ThreadLocalState: at::wrapPropagateTLSState). So tracedb/torch.py's
 // wrappers of the torch.distributed functions push a c10::ThreadLocalDebugInfo entry of our own
-// kind around each call (Push/Pop); it carries the group, the peer and a sequence number taken at
-// issue, in the issuing thread, and reaches the worker thread with the rest of the state.
-// Operations issued without one (DDP's Reducer, other C++ callers) belong to the default group
-// given to Install() and take their sequence number when they start executing: in issue order
-// unless two of them start within the same few microseconds on gloo's two worker threads
-// (docs/python.md, "Limits").
+// kind around each call (Push/Pop) with the group and the peer; it reaches the worker thread with
+// the rest of the state. Operations issued without one (DDP's Reducer, other C++ callers) belong
+// to the default group given to Install().
+// Sequence numbers follow the issue order, wherever an operation was issued from: the callback
+// asks for ids (needsIds), which RecordFunction takes from a process-wide counter when it is
+// constructed, i.e. at issue, in the issuing thread. When gloo's two worker threads start two
+// operations of a group out of issue order, the later-issued one, still in flight, gives its
+// number up to the earlier one (Renumber) before anything is written: events are written at
+// completion.
 //
 // Thread safety: the callbacks run on any thread; the per-group counters and the lane pool are
 // guarded by one mutex (held for a few instructions, once per communication operation); the
@@ -37,12 +40,15 @@
 #include <c10/core/GradMode.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -60,9 +66,7 @@ constexpr auto kCommInfoKind = static_cast<c10::DebugInfoKind>(0xA7);
 struct CommInfo : c10::DebugInfoBase {
   uint32_t comm = 0;
   int32_t peer = kNoPeer;
-  int64_t seq = -1;  // taken at issue; -1: none (p2p, or a call that issues inner calls)
   bool suppress = false;  // tracedb's own traffic (clock sync) is not recorded
-  std::atomic<bool> used{false};  // the first operation takes `seq`, later ones number themselves
 };
 
 std::atomic<bool> g_installed{false};
@@ -72,18 +76,31 @@ std::atomic<int64_t> g_step{0};
 // Set after optimizer.step (and at start): the next zero_grad or DDP forward in grad mode starts
 // the next training step, whichever order the loop calls them in.
 std::atomic<bool> g_step_pending{true};
-std::atomic<uint64_t> g_ops{0};  // communication operations recorded (for tests)
+std::atomic<uint64_t> g_ops{0};         // communication operations recorded (for tests)
+std::atomic<uint64_t> g_renumbered{0};  // operations started out of issue order, renumbered
+std::atomic<uint64_t> g_no_handle{0};   // collectives without a RecordFunction handle
 
+struct Ctx;
+// Per process group: the next collective sequence number, and the collectives started and not
+// yet completed, by RecordFunction handle (issue order). Guarded by g_mu.
+struct GroupSeq {
+  uint64_t next = 0;
+  std::map<uint64_t, Ctx*> in_flight;
+};
 std::mutex g_mu;
-std::unordered_map<uint32_t, uint64_t> g_seq;  // comm -> next collective sequence number
+std::unordered_map<uint32_t, GroupSeq> g_seq;
 constexpr int kMaxLanes = 64;
 uint32_t g_lane_ids[kMaxLanes] = {0};
 uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight
 
-// Interned names, per thread (tracedb_intern takes a lock).
+// Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
 uint32_t Name(const char* s) {
-  thread_local std::unordered_map<std::string, uint32_t> cache;
-  auto it = cache.find(s);
+  thread_local std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> cache;
+  auto it = cache.find(std::string_view(s));
   if (it != cache.end()) return it->second;
   const uint32_t id = tracedb_intern(s);
   cache.emplace(s, id);
@@ -96,9 +113,30 @@ struct Ctx : at::ObserverContext {
   int64_t ts = 0;
   uint32_t name = 0;
   uint32_t cat = TRACEDB_CAT_USER;
-  int lane_slot = -1;  // -1: the ending thread's own track
-  tracedb_args args = {};
+  int lane_slot = -1;      // -1: the ending thread's own track
+  uint64_t handle = 0;     // RecordFunction handle: issue order (0: none, not renumbered)
+  tracedb_args args = {};  // args.seq: written under g_mu until the operation completes
 };
+
+// Gives `ctx` (just started) the next sequence number of its group, then restores issue order
+// among the group's operations in flight: if some issued after it started before it, the numbers
+// they took are handed out again by handle. REQUIRES: g_mu held.
+void NumberInIssueOrder(Ctx* ctx) {
+  GroupSeq& g = g_seq[ctx->args.comm];
+  ctx->args.seq = g.next++;
+  if (ctx->handle == 0) {
+    g_no_handle.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  auto it = g.in_flight.emplace(ctx->handle, ctx).first;
+  if (std::next(it) == g.in_flight.end()) return;  // the usual case: issued last, started last
+  g_renumbered.fetch_add(1, std::memory_order_relaxed);
+  std::vector<uint64_t> seqs;
+  for (auto j = it; j != g.in_flight.end(); ++j) seqs.push_back(j->second->args.seq);
+  std::sort(seqs.begin(), seqs.end());
+  size_t x = 0;
+  for (auto j = it; j != g.in_flight.end(); ++j) j->second->args.seq = seqs[x++];
+}
 
 // "gloo:all_reduce" -> true (a c10d Work's profiling title).
 bool IsC10dTitle(const char* n) {
@@ -153,11 +191,6 @@ void ReleaseLane(int slot) {
   g_lanes_busy &= ~(uint64_t{1} << slot);
 }
 
-uint64_t NextSeq(uint32_t comm) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_seq[comm]++;
-}
-
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   if (!TRACEDB_ACTIVE()) return nullptr;
   const char* n = fn.name();
@@ -179,8 +212,9 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
     }
     if (kind != OpKind::kP2p) {
       ctx->args.fields |= TRACEDB_ARG_SEQ;
-      const bool first = info != nullptr && !info->used.exchange(true);
-      ctx->args.seq = first && info->seq >= 0 ? static_cast<uint64_t>(info->seq) : NextSeq(comm);
+      ctx->handle = fn.handle();
+      std::lock_guard<std::mutex> lock(g_mu);
+      NumberInIssueOrder(ctx.get());
     }
     ctx->lane_slot = TakeLane();
     g_ops.fetch_add(1, std::memory_order_relaxed);
@@ -209,6 +243,10 @@ void OnEnd(const at::RecordFunction&, at::ObserverContext* base) {
   auto* ctx = static_cast<Ctx*>(base);
   if (ctx == nullptr) return;
   const int64_t now = tracedb_now();
+  if (ctx->args.fields & TRACEDB_ARG_SEQ) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (ctx->handle != 0) g_seq[ctx->args.comm].in_flight.erase(ctx->handle);
+  }
   const uint32_t lane = ctx->lane_slot >= 0 ? g_lane_ids[ctx->lane_slot] : 0;
   tracedb_complete_ex(ctx->name, ctx->cat, lane, ctx->ts, now - ctx->ts,
                       ctx->args.fields ? &ctx->args : nullptr);
@@ -224,6 +262,7 @@ PyObject* Install(PyObject*, PyObject* arg) {
     try {
       g_handle = at::addGlobalCallback(at::RecordFunctionCallback(OnStart, OnEnd)
                                            .needsInputs(true)
+                                           .needsIds(true)
                                            .scopes({at::RecordScope::USER_SCOPE}));
     } catch (const std::exception& e) {
       g_installed = false;
@@ -240,16 +279,15 @@ PyObject* Remove(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// push(comm, peer=None, seq=False, suppress=False): the context of the operations this thread
-// issues until pop(); `peer` is a group rank; `seq`: the call issues one collective, which takes
-// the group's next sequence number now.
+// push(comm, peer=None, suppress=False): the context of the operations this thread issues until
+// pop(); `peer` is a group rank.
 PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"comm", "peer", "seq", "suppress", nullptr};
+  static const char* kw[] = {"comm", "peer", "suppress", nullptr};
   unsigned long comm = 0;
   PyObject* peer = Py_None;
-  int seq = 0, suppress = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Opp", const_cast<char**>(kw), &comm, &peer,
-                                   &seq, &suppress)) {
+  int suppress = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Op", const_cast<char**>(kw), &comm, &peer,
+                                   &suppress)) {
     return nullptr;
   }
   auto info = std::make_shared<CommInfo>();
@@ -260,7 +298,6 @@ PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
     info->peer = static_cast<int32_t>(v);
   }
   info->suppress = suppress != 0;
-  if (seq && !info->suppress) info->seq = static_cast<int64_t>(NextSeq(info->comm));
   c10::ThreadLocalDebugInfo::_push(kCommInfoKind, std::move(info));
   Py_RETURN_NONE;
 }
@@ -274,9 +311,51 @@ PyObject* Pop(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// _number_check([("start"|"end", handle), ...]) -> {handle: seq}: runs the numbering of one
+// group (a fresh one) on a made-up order of starts and ends, and returns the number each
+// operation had when it ended. For tests of the renumbering, which real runs rarely exercise.
+PyObject* NumberCheck(PyObject*, PyObject* events) {
+  static uint32_t test_comm = 0xFFFF0000u;
+  const uint32_t comm = test_comm++;
+  PyObject* fast = PySequence_Fast(events, "a sequence of (op, handle)");
+  if (fast == nullptr) return nullptr;
+  std::map<uint64_t, std::unique_ptr<Ctx>> live;
+  PyObject* out = PyDict_New();
+  for (Py_ssize_t i = 0; out != nullptr && i < PySequence_Fast_GET_SIZE(fast); ++i) {
+    const char* op = nullptr;
+    unsigned long long handle = 0;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "sK", &op, &handle)) {
+      Py_CLEAR(out);
+      break;
+    }
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (std::strcmp(op, "start") == 0) {
+      auto ctx = std::make_unique<Ctx>();
+      ctx->args.comm = comm;
+      ctx->handle = handle;
+      NumberInIssueOrder(ctx.get());
+      live[handle] = std::move(ctx);
+    } else if (auto it = live.find(handle); it != live.end()) {
+      g_seq[comm].in_flight.erase(handle);
+      PyObject* k = PyLong_FromUnsignedLongLong(handle);
+      PyObject* v = PyLong_FromUnsignedLongLong(it->second->args.seq);
+      if (k == nullptr || v == nullptr || PyDict_SetItem(out, k, v) < 0) Py_CLEAR(out);
+      Py_XDECREF(k);
+      Py_XDECREF(v);
+      live.erase(it);
+    }
+  }
+  Py_DECREF(fast);
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_seq.erase(comm);
+  return out;
+}
+
 PyObject* Stats(PyObject*, PyObject*) {
-  return Py_BuildValue("{sKsLsO}", "ops", static_cast<unsigned long long>(g_ops.load()), "steps",
-                       static_cast<long long>(g_step.load()), "installed",
+  return Py_BuildValue("{sKsLsKsKsO}", "ops", static_cast<unsigned long long>(g_ops.load()),
+                       "steps", static_cast<long long>(g_step.load()), "renumbered",
+                       static_cast<unsigned long long>(g_renumbered.load()), "no_handle",
+                       static_cast<unsigned long long>(g_no_handle.load()), "installed",
                        g_installed.load() ? Py_True : Py_False);
 }
 
@@ -285,9 +364,11 @@ PyMethodDef kMethods[] = {
     {"remove", Remove, METH_NOARGS, "remove(): unregister it."},
     {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Push)),
      METH_VARARGS | METH_KEYWORDS,
-     "push(comm, peer=None, seq=False, suppress=False): context of the next operations."},
+     "push(comm, peer=None, suppress=False): context of the next operations."},
     {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
-    {"stats", Stats, METH_NOARGS, "stats() -> dict: operations and steps seen."},
+    {"_number_check", NumberCheck, METH_O, "_number_check(events) -> {handle: seq} (tests)."},
+    {"stats", Stats, METH_NOARGS,
+     "stats() -> dict: operations, steps, renumbered and no_handle counts."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -187,8 +187,8 @@ PyTypeObject SpanType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 PyObject* SpanVectorcall(PyObject* type, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   PyObject* values[9] = {nullptr};  // name, cat, lane, bytes, peer, tag, comm, seq, flow
-  static const char* const kKeys[] = {"name", "cat", "lane", "bytes", "peer",
-                                      "tag",  "comm", "seq", "flow"};
+  static const char* const kKeys[] = {"name", "cat",  "lane", "bytes", "peer",
+                                      "tag",  "comm", "seq",  "flow"};
   if (nargs < 1 || nargs > 3) {
     PyErr_SetString(PyExc_TypeError, "span(name, cat=None, lane=None, **comm_args)");
     return nullptr;
@@ -236,8 +236,7 @@ PyObject* SpanEnter(PyObject* obj, PyObject*) {
   if (self->cat == TRACEDB_CAT_USER && self->lane == 0 && self->args.fields == 0) {
     tracedb_begin(self->name);
   } else {
-    tracedb_begin_ex(self->name, self->cat, self->lane,
-                     self->args.fields ? &self->args : nullptr);
+    tracedb_begin_ex(self->name, self->cat, self->lane, self->args.fields ? &self->args : nullptr);
   }
   Py_INCREF(obj);
   return obj;
@@ -265,8 +264,10 @@ PyMethodDef kSpanMethods[] = {
 PyObject* RaiseCode(int rc, const char* what, const char* dir) {
   switch (rc) {
     case TRACEDB_ERR_STATE:
-      PyErr_Format(PyExc_RuntimeError, "tracedb.%s: wrong state (already started, not started, "
-                   "or a forked child of a recording process)", what);
+      PyErr_Format(PyExc_RuntimeError,
+                   "tracedb.%s: wrong state (already started, not started, "
+                   "or a forked child of a recording process)",
+                   what);
       break;
     case TRACEDB_ERR_IO:
       PyErr_Format(PyExc_OSError, "tracedb.%s: cannot write %s", what,
@@ -354,12 +355,12 @@ enum class Kind { kBegin, kEnd, kInstant };
 
 template <Kind kKind>
 PyObject* Mark(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"name", "cat", "lane", "bytes", "peer", "tag", "comm", "seq", "flow",
-                             nullptr};
+  static const char* kw[] = {"name", "cat",  "lane", "bytes", "peer",
+                             "tag",  "comm", "seq",  "flow",  nullptr};
   PyObject *name, *cat = nullptr, *lane = nullptr, *bytes = nullptr, *peer = nullptr,
                   *tag = nullptr, *comm = nullptr, *seq = nullptr, *flow = nullptr;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO$OOOOOO", const_cast<char**>(kw), &name,
-                                   &cat, &lane, &bytes, &peer, &tag, &comm, &seq, &flow)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO$OOOOOO", const_cast<char**>(kw), &name, &cat,
+                                   &lane, &bytes, &peer, &tag, &comm, &seq, &flow)) {
     return nullptr;
   }
   const int64_t id = NameId(name);
@@ -375,8 +376,8 @@ PyObject* Mark(PyObject*, PyObject* args, PyObject* kwargs) {
 
 // complete(name, ts, dur, cat=None, lane=None, *, bytes, peer, tag, comm, seq, flow)
 PyObject* Complete(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"name", "ts", "dur", "cat", "lane", "bytes", "peer", "tag",
-                             "comm", "seq", "flow", nullptr};
+  static const char* kw[] = {"name", "ts",  "dur",  "cat", "lane", "bytes",
+                             "peer", "tag", "comm", "seq", "flow", nullptr};
   PyObject *name, *cat = nullptr, *lane = nullptr, *bytes = nullptr, *peer = nullptr,
                   *tag = nullptr, *comm = nullptr, *seq = nullptr, *flow = nullptr;
   long long ts = 0, dur = 0;
@@ -479,9 +480,9 @@ PyObject* CommDefine(PyObject*, PyObject* args) {
 PyObject* Counters(PyObject*, PyObject*) {
   tracedb_counters c = {};
   tracedb_get_counters(&c);
-  return Py_BuildValue("{sKsKsKsKsK}", "written", c.written, "dropped", c.dropped,
-                       "flushed_bytes", c.flushed_bytes, "write_errors", c.write_errors,
-                       "flusher_cpu_ns", c.flusher_cpu_ns);
+  return Py_BuildValue("{sKsKsKsKsK}", "written", c.written, "dropped", c.dropped, "flushed_bytes",
+                       c.flushed_bytes, "write_errors", c.write_errors, "flusher_cpu_ns",
+                       c.flusher_cpu_ns);
 }
 
 PyMethodDef kMethods[] = {

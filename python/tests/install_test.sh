@@ -31,4 +31,17 @@ esac
 "$tracedb" compact "$tmp/seg" -o "$tmp/job.tdb" >/dev/null
 n=$("$tracedb" query --format csv "$tmp/job.tdb" "SELECT count(*) FROM events WHERE name = 'installed'" | tail -1)
 [ "$n" = "1" ] || { echo "FAIL: expected 1 event, got $n"; exit 1; }
-echo "OK: installed into $pkg and recorded one span"
+# The installed read path: db.sql through the installed SQLite extension, db.events when NumPy is
+# there.
+env -u PYTHONPATH -u LD_LIBRARY_PATH PYTHONPATH="$tmp/root$site" "$python" -c '
+import sys, tracedb
+db = tracedb.open(sys.argv[1])
+assert db.sql("SELECT count(*) FROM events WHERE name = ?", ("installed",)) == [(1,)]
+try:
+    import numpy
+except ImportError:
+    sys.exit(0)
+cols = db.events(columns=["name"], pandas=False)
+assert list(cols["name"]) == ["installed"], cols
+' "$tmp/job.tdb"
+echo "OK: installed into $pkg, recorded one span and read it back"

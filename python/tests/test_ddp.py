@@ -176,23 +176,86 @@ class DdpCaptureTest(unittest.TestCase):
         self.assertIn({"rank": 3, "g": 1, "size": 2, "rank_in_comm": 1}, comms)
         self.assertIn({"rank": 2, "g": 2, "size": 2, "rank_in_comm": 1}, comms)
 
-    def test_crashed_rank_is_reported_and_flushed_events_kept(self):
-        tmp = tempfile.mkdtemp(prefix="tracedb-crash-", dir=self.tmp)
+    def test_async_collectives_numbered_in_issue_order(self):
+        db = os.path.join(self.tmp, "async.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "async_ops.py")
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--nproc", "4", "--", PYTHON,
+                            script], env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = query(db, "SELECT rank, seq, bytes FROM events WHERE name = 'gloo:all_reduce' "
+                         "ORDER BY rank, seq")
+        for rank in range(4):
+            mine = [(r["seq"], r["bytes"]) for r in rows if r["rank"] == rank]
+            self.assertEqual(mine, [(i, 4 * (i + 1)) for i in range(60)], f"rank {rank}")
+
+    def test_renumbering_restores_issue_order(self):
+        code = ("import torch, json, tracedb._tracedb_torch as t\n"
+                "cases = [\n"
+                " [('start', 10), ('start', 11), ('end', 10), ('end', 11)],\n"
+                " [('start', 11), ('start', 10), ('end', 10), ('end', 11)],\n"
+                " [('start', 12), ('start', 11), ('start', 10), ('end', 11), ('end', 12),\n"
+                "  ('end', 10)],\n"
+                " [('start', 10), ('end', 10), ('start', 12), ('start', 11), ('end', 12),\n"
+                "  ('end', 11), ('start', 13), ('end', 13)],\n"
+                "]\n"
+                "print(json.dumps([sorted(t._number_check(c).items()) for c in cases]))\n")
+        env = dict(os.environ)  # the package of the build tree the CLI belongs to
+        env["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.abspath(TRACEDB_BIN)), "python")
+        p = subprocess.run([PYTHON, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout)
+        self.assertEqual(got, [
+            [[10, 0], [11, 1]],
+            [[10, 0], [11, 1]],                # 11 started first, gave its number up to 10
+            [[10, 0], [11, 1], [12, 2]],
+            [[10, 0], [11, 1], [12, 2], [13, 3]],
+        ])
+
+    def test_ddp_over_sub_groups(self):
+        db = os.path.join(self.tmp, "groups.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_groups.py")
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--nproc", "4", "--", PYTHON,
+                            script], env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        world = 0x40000000
+        rows = query(db, "SELECT rank, comm - %d AS g, count(*) AS n, sum(bytes) AS b "
+                         "FROM events WHERE name = 'gloo:all_reduce' AND step IS NOT NULL "
+                         "GROUP BY rank, comm ORDER BY rank" % world)
+        param_bytes = 4 * (8 * 16 + 16 + 16 * 2 + 2)
+        self.assertEqual([(r["rank"], r["g"], r["b"]) for r in rows],
+                         [(0, 1, 3 * param_bytes), (1, 1, 3 * param_bytes),
+                          (2, 2, 3 * param_bytes), (3, 2, 3 * param_bytes)])
+        bad = query(db, "SELECT comm, seq, count(*) AS n, count(DISTINCT bytes) AS sizes "
+                        "FROM events WHERE cat = 'comm' AND seq IS NOT NULL AND comm <> %d "
+                        "GROUP BY comm, seq HAVING n <> 2 OR sizes <> 1" % world)
+        self.assertEqual(bad, [])
+
+    def crash_script(self, tmp, ranks):
+        """Every rank records and flushes, then says so; rank 2 crashes once all have, the
+        others wait to be stopped by the launcher."""
         script = os.path.join(tmp, "crash.py")
         with open(script, "w") as f:
-            # Every rank records and flushes, then says so; rank 2 crashes once all have, the
-            # others wait to be stopped by `tracedb record`.
             f.write("import os, signal, sys, time, tracedb\n"
                     "with tracedb.span('before_crash'):\n"
                     "    pass\n"
                     "tracedb.flush()\n"
                     "d = os.path.dirname(sys.argv[0])\n"
                     "open(os.path.join(d, 'ready-' + os.environ['RANK']), 'w').close()\n"
-                    "while len([n for n in os.listdir(d) if n.startswith('ready-')]) < 3:\n"
+                    f"while len([n for n in os.listdir(d) if n.startswith('ready-')]) < {ranks}:\n"
                     "    time.sleep(0.01)\n"
                     "if os.environ['RANK'] == '2':\n"
                     "    os.kill(os.getpid(), signal.SIGSEGV)\n"
                     "time.sleep(60)\n")
+        return script
+
+    def test_crashed_rank_is_reported_and_flushed_events_kept(self):
+        tmp = tempfile.mkdtemp(prefix="tracedb-crash-", dir=self.tmp)
+        script = self.crash_script(tmp, 3)
         db = os.path.join(tmp, "crash.tdb")
         env = dict(os.environ)
         env.pop("PYTHONPATH", None)
@@ -203,6 +266,24 @@ class DdpCaptureTest(unittest.TestCase):
                                    r"\(Segmentation fault")
         self.assertIn("stopping the other 2 ranks", p.stderr)
         self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
+        rows = query(db, "SELECT rank FROM events WHERE name = 'before_crash' ORDER BY rank")
+        self.assertEqual([r["rank"] for r in rows], [0, 1, 2])
+
+    @unittest.skipUnless(shutil.which("mpirun"), "mpirun is not installed")
+    def test_crash_under_mpirun_names_the_rank_from_its_segments(self):
+        tmp = tempfile.mkdtemp(prefix="tracedb-crash-mpi-", dir=self.tmp)
+        script = self.crash_script(tmp, 3)
+        db = os.path.join(tmp, "crash.tdb")
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--", "mpirun"] + mpi_flags() +
+                           ["-np", "3", PYTHON, script], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertNotEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"tracedb: mpirun \(pid \d+\) (exited with status \d+|"
+                                   r"was killed by signal)")
+        self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
+        self.assertIn("compacting what it flushed", p.stderr)
         rows = query(db, "SELECT rank FROM events WHERE name = 'before_crash' ORDER BY rank")
         self.assertEqual([r["rank"] for r in rows], [0, 1, 2])
 

@@ -189,9 +189,5 @@ class ReadTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "broken.tdb"):
             tracedb.open(broken).events()
 
-
-if HAVE_NUMPY:
-    import numpy
-
 if __name__ == "__main__":
     unittest.main()

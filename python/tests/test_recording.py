@@ -177,5 +177,76 @@ class RecordingTest(unittest.TestCase):
         self.assertEqual(rows, [{"n": 40000, "threads": 4}])
 
 
+class RecordStartupHookTest(unittest.TestCase):
+    """`tracedb record` runs Python ranks with the package's start-up hook (python/_boot)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tracedb-boot-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def record(self, code, nproc=2, env_extra=None):
+        script = os.path.join(self.tmp, "prog.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(code))
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        env.pop("TRACEDB_DIR", None)
+        env.update(env_extra or {})
+        db = os.path.join(self.tmp, "job.tdb")
+        p = subprocess.run([TRACEDB_BIN, "record", "-o", db, "--nproc", str(nproc), "--",
+                            PYTHON, script], env=env, capture_output=True, text=True,
+                           timeout=120, cwd=self.tmp)
+        return p, db
+
+    def test_package_found_recording_on_torch_not_imported_site_hook_chained(self):
+        site = os.path.join(self.tmp, "site")
+        os.makedirs(site)
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write("import os\nos.environ['USER_SITECUSTOMIZE_RAN'] = '1'\n")
+        p, db = self.record("""
+            import os, sys
+            import tracedb
+            assert tracedb.enabled(), "recording is not on"
+            assert "torch" not in sys.modules, "the start-up hook imported torch"
+            assert os.environ.get("USER_SITECUSTOMIZE_RAN") == "1", "user sitecustomize skipped"
+            assert os.environ["RANK"] == str(tracedb.rank())
+            assert os.environ["WORLD_SIZE"] == "2" and os.environ["MASTER_ADDR"] == "127.0.0.1"
+            assert int(os.environ["MASTER_PORT"]) > 0
+            with tracedb.span("in_rank"):
+                pass
+        """, env_extra={"PYTHONPATH": site})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = compact_and_query_db(db, "SELECT rank, count(*) AS n FROM events "
+                                        "WHERE name = 'in_rank' GROUP BY rank")
+        self.assertEqual(rows, [{"rank": 0, "n": 1}, {"rank": 1, "n": 1}])
+
+    def test_failing_rank_exit_status_is_reported(self):
+        p, db = self.record("""
+            import os, sys, time, tracedb
+            with tracedb.span("ran"):
+                pass
+            tracedb.flush()
+            open("ready-" + os.environ["RANK"], "w").close()
+            while not (os.path.exists("ready-0") and os.path.exists("ready-1")):
+                time.sleep(0.01)
+            sys.exit(3 if os.environ["RANK"] == "1" else 0)
+        """)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertRegex(p.stderr, r"rank 1 \(pid \d+\) exited with status 3")
+        self.assertIn("the job failed (exit code 3); compacting what it flushed", p.stderr)
+        rows = compact_and_query_db(db, "SELECT count(*) AS n FROM events WHERE name = 'ran'")
+        self.assertEqual(rows, [{"n": 2}])
+
+
+def compact_and_query_db(db, sql):
+    q = subprocess.run([TRACEDB_BIN, "query", "--format", "json", db, sql], capture_output=True,
+                       text=True, timeout=120)
+    if q.returncode != 0:
+        raise AssertionError(f"query failed: {q.stderr}")
+    return json.loads(q.stdout) if q.stdout.strip() else []
+
+
 if __name__ == "__main__":
     unittest.main()

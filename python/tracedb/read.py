@@ -134,11 +134,8 @@ class Database:
             self.path, cols, **kw)
 
         if pandas is None:
-            try:
-                import pandas as pd  # noqa: F401
-                pandas = True
-            except ImportError:
-                pandas = False
+            import importlib.util
+            pandas = importlib.util.find_spec("pandas") is not None
         out = {}
         for c in cols:
             buf, nulls = raw[c]

@@ -46,8 +46,8 @@ _SYNC_GOOD_RTT_NS = 20_000
 
 # torch.distributed functions whose process group (and peer or root) the observer is told:
 # name -> (what the call issues, the parameter that holds the peer or root as a global rank).
-# "coll": one collective, which takes the group's next sequence number at the call; "p2p": one
-# send or receive (no sequence number); "outer": a call made of other calls (each numbered itself).
+# "coll": one collective; "p2p": one send or receive; "outer": a call made of other calls.
+# (Sequence numbers are taken by the observer, in issue order, for every collective.)
 _COMM_FUNCTIONS = {
     "all_reduce": ("coll", None), "all_reduce_coalesced": ("coll", None),
     "all_reduce_multigpu": ("coll", None), "broadcast": ("coll", "src"),
@@ -85,8 +85,7 @@ def _wrap_comm(name, fn):
     sig = inspect.signature(fn)
     params = list(sig.parameters)
     group_pos = params.index("group") if "group" in params else None
-    what, peer_name = _COMM_FUNCTIONS[name]
-    numbered = what == "coll"
+    _, peer_name = _COMM_FUNCTIONS[name]
     peer_pos = params.index(peer_name) if peer_name in params else None
     peer_default = None
     if peer_pos is not None:
@@ -120,7 +119,7 @@ def _wrap_comm(name, fn):
                 peer = members.index(peer) if peer in members else None
             elif not isinstance(peer, int):
                 peer = None
-        _obs.push(comm, peer, numbered)
+        _obs.push(comm, peer)
         try:
             return fn(*args, **kwargs)
         finally:
@@ -239,9 +238,60 @@ def _wrap_destroy(fn):
     return destroy_process_group
 
 
+# The process group of the DDP module whose forward ran last on this thread: its Reducer issues
+# the bucket allreduces from C++ during the backward pass that follows, on this thread (CPU).
+_ddp_comm = threading.local()
+
+
+def _call_in_group(comm, fn, *args, **kwargs):
+    """fn(*args, **kwargs) with the operations it issues labelled as group `comm` (None or the
+    default group: as they are)."""
+    if comm is None or comm == WORLD_COMM or not _initialised:
+        return fn(*args, **kwargs)
+    _obs.push(comm)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _obs.pop()
+
+
+def _patch_ddp():
+    """DDP over a sub-group: its construction, forward and (through backward) bucket
+    allreduces are labelled with that group."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    if getattr(DDP.__init__, "__tracedb_wrapped__", None) is not None:
+        return
+    real_init, real_forward = DDP.__init__, DDP.forward
+    params = list(inspect.signature(real_init).parameters)  # self, module, ..., process_group
+    pg_pos = params.index("process_group") if "process_group" in params else None
+
+    def comm_of(group):
+        info = _group_info(group)
+        return info[0] if info else None
+
+    @functools.wraps(real_init)
+    def __init__(self, *args, **kwargs):
+        group = kwargs.get("process_group")
+        if group is None and pg_pos is not None and len(args) >= pg_pos:
+            group = args[pg_pos - 1]
+        return _call_in_group(comm_of(group), real_init, self, *args, **kwargs)
+
+    @functools.wraps(real_forward)
+    def forward(self, *args, **kwargs):
+        comm = comm_of(getattr(self, "process_group", None))
+        _ddp_comm.value = comm
+        return _call_in_group(comm, real_forward, self, *args, **kwargs)
+
+    __init__.__tracedb_wrapped__ = real_init
+    forward.__tracedb_wrapped__ = real_forward
+    DDP.__init__ = __init__
+    DDP.forward = forward
+
+
 def _patch_training():
-    """backward spans (forward and the optimizer come from the observer)."""
+    """backward spans (forward and the optimizer come from the observer); DDP's group."""
     import torch.autograd
+    _patch_ddp()
     if getattr(torch.autograd.backward, "__tracedb_wrapped__", None) is not None:
         return
     real_backward = torch.autograd.backward
@@ -249,7 +299,8 @@ def _patch_training():
     @functools.wraps(real_backward)
     def backward(*args, **kwargs):
         with tracedb.span("backward", "compute"):
-            return real_backward(*args, **kwargs)
+            return _call_in_group(getattr(_ddp_comm, "value", None), real_backward, *args,
+                                  **kwargs)
 
     backward.__tracedb_wrapped__ = real_backward
     torch.autograd.backward = backward
