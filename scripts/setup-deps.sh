@@ -9,12 +9,14 @@ packages=(
   libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev
   chromium time
+  libcpp-httplib-dev
   python3-dev python3-numpy python3-pandas python3-torch libtorch-dev pybind11-dev
   clang-14 libclang-rt-14-dev
 )
 # chromium: headless, loads exported traces in the speedscope viewer (tests/export_viewer_test);
 # python3-*/libtorch-dev: the Python package and the PyTorch capture, built for Debian's
 # /usr/bin/python3, the Python python3-torch installs into (python/, docs/python.md);
+# libcpp-httplib-dev: the HTTP server of `tracedb view` (view/).
 # time: GNU time, peak RSS of exports (tests, bench/run_export_bench.sh). The speedscope npm
 # package itself is installed by tests/viewers/setup-speedscope.sh when the test runs, with npm
 # (Debian packages nodejs and npm, unless a node with npm is already on the PATH, e.g. from

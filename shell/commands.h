@@ -21,5 +21,6 @@ void SetupReport(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
 void SetupImport(CLI::App& app, int* exit_code);
 void SetupExport(CLI::App& app, int* exit_code);
+void SetupView(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   tracedb::shell::SetupInfo(app, &exit_code);
   tracedb::shell::SetupImport(app, &exit_code);
   tracedb::shell::SetupExport(app, &exit_code);
+  tracedb::shell::SetupView(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,7 @@
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/version.h"
+#include "query/export/block_select.h"
 #include "query/export/chrome_writer.h"
 #include "query/export/json_text.h"
 
@@ -31,19 +32,8 @@ int64_t SatAdd(int64_t a, int64_t b) {
   return r;
 }
 
-// The time window of one rank: [lo, hi).
-struct Window {
-  int64_t lo = INT64_MIN;
-  int64_t hi = INT64_MAX;
-  bool Empty() const { return lo >= hi; }
-  bool All() const { return lo == INT64_MIN && hi == INT64_MAX; }
-  // A block may hold an event overlapping the window.
-  bool MayOverlap(int64_t min_ts, int64_t max_end) const { return min_ts < hi && max_end >= lo; }
-  // A span overlaps [lo, hi); an instant (or empty span) lies in it.
-  bool Overlaps(int64_t ts, int64_t dur) const {
-    return ts < hi && (SatAdd(ts, dur) > lo || ts >= lo);
-  }
-};
+// The time window of one rank: [lo, hi) (block_select.h).
+using Window = TimeWindow;
 
 std::string BoundText(const ChromeTimeBound& b) {
   if (!b.text.empty()) return b.text;
@@ -423,32 +413,24 @@ void ChromeExporter::Progress() {
 }
 
 Status ChromeExporter::ExportBlocks() {
-  // Rank by rank, in time order: the blocks_by_rank index gives this order without a sort.
-  TRACEDB_ASSIGN_OR_RETURN(Stmt list,
-                           db_->Prepare("SELECT block, rank, min_ts, max_end, count FROM blocks "
-                                        "ORDER BY rank, min_ts, block"));
-  for (;;) {
-    TRACEDB_ASSIGN_OR_RETURN(bool row, list.Step());
-    if (!row) break;
-    const int64_t block = list.Int(0);
-    const int64_t rank = list.Int(1);
-    const auto count = static_cast<uint64_t>(std::max<int64_t>(0, list.Int(4)));
+  // Rank by rank, in time order (block_select.h).
+  return ForEachBlockZone(db_, nullptr, [&](const BlockZoneRow& z) -> Status {
     stats_->blocks_total++;
-    bool take = RankSelected(rank) &&
-                WindowOf(static_cast<int32_t>(rank)).MayOverlap(list.Int(2), list.Int(3));
+    bool take = RankSelected(z.rank) &&
+                WindowOf(static_cast<int32_t>(z.rank)).MayOverlap(z.min_ts, z.max_end);
     if (take && by_name_)
-      take = std::binary_search(name_blocks_.begin(), name_blocks_.end(), block);
+      take = std::binary_search(name_blocks_.begin(), name_blocks_.end(), z.block);
     if (!take) {
-      stats_->events_filtered += count;
+      stats_->events_filtered += z.count;
     } else {
-      TRACEDB_RETURN_IF_ERROR(ExportBlock(block, static_cast<int32_t>(rank), count));
+      TRACEDB_RETURN_IF_ERROR(ExportBlock(z.block, static_cast<int32_t>(z.rank), z.count));
     }
     if (++blocks_since_progress_ >= 64) {
       blocks_since_progress_ = 0;
       Progress();
     }
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Status ChromeExporter::ExportBlock(int64_t block, int32_t rank, uint64_t count) {

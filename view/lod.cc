@@ -1,0 +1,432 @@
+// Level of detail for `tracedb view`. See lod.h; the JSON is documented in docs/view.md.
+#include "view/lod.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "engine/event_block.h"
+#include "query/export/block_select.h"
+#include "query/export/json_text.h"
+
+namespace tracedb::view {
+namespace {
+
+using engine::DecodedBlock;
+using engine::RowKind;
+using query::BlockZoneRow;
+using query::TimeWindow;
+
+constexpr uint32_t kMaxDepth = 63;  // deeper rows are drawn at this depth
+
+// A small event waiting to be merged, or a whole one.
+struct Small {
+  int64_t ts, end;
+  int64_t id;
+  uint32_t depth, name;
+  uint8_t kind;
+};
+
+struct TrackWork {
+  int32_t rank = 0;
+  uint64_t events = 0;
+  std::vector<LodEvent> whole;
+  std::vector<Small> small;
+  // counter name -> per pixel (x -> min, max, last, last ts)
+  struct Px {
+    double min, max, last;
+    int64_t last_ts;
+  };
+  std::map<std::pair<uint32_t, int32_t>, Px> counters;
+};
+
+class WindowBuilder {
+ public:
+  WindowBuilder(const WindowRequest& req, WindowResult* out)
+      : req_(req), out_(out), w_{req.t0, req.t1} {
+    span_ = static_cast<double>(req.t1 - req.t0);
+    ns_per_px_ = span_ / req.px;
+    min_dur_ = static_cast<int64_t>(std::ceil(ns_per_px_ * req.min_px));
+    for (uint32_t t : req.tracks) only_.insert(t);
+  }
+
+  Status Run(engine::Db* db);
+
+ private:
+  int32_t PixelOf(int64_t ts) const {
+    const double x = static_cast<double>(ts - req_.t0) / ns_per_px_;
+    return static_cast<int32_t>(std::clamp(x, 0.0, static_cast<double>(req_.px - 1)));
+  }
+  bool Cancelled() const { return req_.cancelled && req_.cancelled(); }
+  Status Decode(engine::Db* db, engine::Stmt* data, const BlockZoneRow& z, bool big_only);
+  void AddDensity(const BlockZoneRow& z);
+  void Finish();
+  void FinishTrack(uint32_t track, TrackWork& w, TrackLod* t);
+
+  const WindowRequest& req_;
+  WindowResult* out_;
+  TimeWindow w_;
+  double span_ = 0, ns_per_px_ = 1;
+  int64_t min_dur_ = 1;
+  std::unordered_set<uint32_t> only_;
+  std::map<uint32_t, TrackWork> work_;
+  std::map<int32_t, std::vector<float>> density_;
+  DecodedBlock block_;
+};
+
+Status WindowBuilder::Run(engine::Db* db) {
+  std::vector<BlockZoneRow> zones;
+  TRACEDB_RETURN_IF_ERROR(query::ForEachBlockZone(db, &w_, [&](const BlockZoneRow& z) {
+    zones.push_back(z);
+    return Status::Ok();
+  }));
+  out_->blocks = zones.size();
+  for (const BlockZoneRow& z : zones) out_->events_in_blocks += z.count;
+  out_->coarse = out_->events_in_blocks > req_.decode_budget;
+  TRACEDB_ASSIGN_OR_RETURN(engine::Stmt data,
+                           db->Prepare("SELECT data FROM blocks WHERE block = ?1"));
+  if (!out_->coarse) {
+    for (const BlockZoneRow& z : zones) {
+      if (Cancelled()) return Status::Aborted("superseded by a newer request");
+      TRACEDB_RETURN_IF_ERROR(Decode(db, &data, z, false));
+    }
+  } else {
+    // Density from every zone map; then the blocks that may hold an event wide enough to
+    // see, the widest first, while the budget lasts.
+    std::vector<const BlockZoneRow*> big;
+    for (const BlockZoneRow& z : zones) {
+      AddDensity(z);
+      if (z.max_dur >= min_dur_) big.push_back(&z);
+    }
+    std::stable_sort(big.begin(), big.end(), [](const BlockZoneRow* a, const BlockZoneRow* b) {
+      return a->max_dur > b->max_dur;
+    });
+    uint64_t decoded = 0;
+    for (const BlockZoneRow* z : big) {
+      if (decoded + z->count > req_.decode_budget) break;
+      if (Cancelled()) return Status::Aborted("superseded by a newer request");
+      decoded += z->count;
+      TRACEDB_RETURN_IF_ERROR(Decode(db, &data, *z, true));
+    }
+  }
+  if (Cancelled()) return Status::Aborted("superseded by a newer request");
+  Finish();
+  return Status::Ok();
+}
+
+void WindowBuilder::AddDensity(const BlockZoneRow& z) {
+  std::vector<float>& d = density_[static_cast<int32_t>(z.rank)];
+  if (d.empty()) d.assign(req_.px, 0.f);
+  const int64_t lo = std::max(z.min_ts, req_.t0);
+  const int64_t hi = std::min(z.max_end, req_.t1 - 1);
+  if (hi < lo) return;
+  // The block's events spread evenly over the part of its time range in the window.
+  const double in = static_cast<double>(hi - lo + 1);
+  const double full = static_cast<double>(z.max_end - z.min_ts + 1);
+  const double events = static_cast<double>(z.count) * std::min(1.0, in / full);
+  const int32_t x0 = PixelOf(lo), x1 = PixelOf(hi);
+  const float per = static_cast<float>(events / (x1 - x0 + 1));
+  for (int32_t x = x0; x <= x1; ++x) d[x] += per;
+}
+
+Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZoneRow& z,
+                             bool big_only) {
+  data->Reset();
+  data->Bind(1, z.block);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, data->Step());
+  const uint32_t cols = engine::kColTrack | engine::kColK | engine::kColDepth |
+                        engine::kColKind | engine::kColName | engine::kColTs |
+                        engine::kColDur | engine::kColValue;
+  Status s = row ? engine::DecodeBlock(data->Blob(0), z.block, &block_, cols)
+                 : Status::Corruption("block " + std::to_string(z.block) + " vanished");
+  if (!s.ok()) {
+    out_->blocks_corrupt++;  // one damaged block is skipped; the rest still shows
+    return Status::Ok();
+  }
+  out_->blocks_decoded++;
+  const DecodedBlock& b = block_;
+  uint32_t last_track = UINT32_MAX;
+  TrackWork* tw = nullptr;
+  for (size_t i = 0; i < b.n; ++i) {
+    if (!w_.Overlaps(b.ts[i], b.dur[i])) continue;
+    if (big_only && b.dur[i] < min_dur_) continue;
+    const uint32_t track = b.track[i];
+    if (track != last_track) {
+      last_track = track;
+      tw = nullptr;
+      if (only_.empty() || only_.count(track)) {
+        tw = &work_[track];
+        tw->rank = static_cast<int32_t>(z.rank);
+      }
+    }
+    if (tw == nullptr) continue;
+    tw->events++;
+    const auto kind = static_cast<RowKind>(b.kind[i]);
+    const int64_t id = (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(b.k[i]);
+    const uint32_t depth = std::min(b.depth[i], kMaxDepth);
+    if (kind == RowKind::kCounter) {
+      auto [it, fresh] = tw->counters.try_emplace({b.name[i], PixelOf(b.ts[i])});
+      TrackWork::Px& p = it->second;
+      const double v = b.value[i];
+      if (fresh) {
+        p = {v, v, v, b.ts[i]};
+      } else {
+        p.min = std::min(p.min, v);
+        p.max = std::max(p.max, v);
+        if (b.ts[i] >= p.last_ts) p.last = v, p.last_ts = b.ts[i];
+      }
+      continue;
+    }
+    if (kind == RowKind::kSpan && b.dur[i] >= min_dur_) {
+      tw->whole.push_back({id, b.ts[i], b.dur[i], b.name[i], depth, b.kind[i]});
+    } else {
+      tw->small.push_back({b.ts[i], b.ts[i] + std::max<int64_t>(b.dur[i], 0), id, depth,
+                           b.name[i], b.kind[i]});
+    }
+  }
+  return Status::Ok();
+}
+
+void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
+  t->track = track;
+  t->rank = w.rank;
+  t->events = w.events;
+  // Small events, per depth in time order, merge while less than a pixel apart.
+  std::sort(w.small.begin(), w.small.end(), [](const Small& a, const Small& b) {
+    return a.depth != b.depth ? a.depth < b.depth : a.ts < b.ts;
+  });
+  const double gap = ns_per_px_;
+  size_t i = 0;
+  while (i < w.small.size()) {
+    size_t j = i + 1;
+    int64_t end = w.small[i].end;
+    size_t longest = i;
+    while (j < w.small.size() && w.small[j].depth == w.small[i].depth &&
+           static_cast<double>(w.small[j].ts - end) < gap) {
+      end = std::max(end, w.small[j].end);
+      if (w.small[j].end - w.small[j].ts > w.small[longest].end - w.small[longest].ts) longest = j;
+      ++j;
+    }
+    const Small& s = w.small[i];
+    if (j == i + 1) {
+      t->items.push_back({s.id, s.ts, s.end - s.ts, s.name, s.depth, s.kind});
+    } else {
+      t->runs.push_back({s.ts, end, s.depth, static_cast<uint64_t>(j - i), w.small[longest].name});
+    }
+    i = j;
+  }
+  t->items.insert(t->items.end(), w.whole.begin(), w.whole.end());
+  for (const auto& [key, p] : w.counters) {
+    t->counters.push_back({key.first, key.second, p.min, p.max, p.last});
+  }
+  if (t->items.size() + t->runs.size() <= req_.max_items) {
+    std::sort(t->items.begin(), t->items.end(),
+              [](const LodEvent& a, const LodEvent& b) { return a.ts < b.ts; });
+    return;
+  }
+  // Too busy to draw item by item: occupancy per depth, and the widest events.
+  uint32_t depths = 0;
+  for (const LodEvent& e : t->items) depths = std::max(depths, e.depth + 1);
+  for (const LodRun& r : t->runs) depths = std::max(depths, r.depth + 1);
+  std::vector<std::vector<double>> cover(depths, std::vector<double>(req_.px, 0.0));
+  auto add = [&](uint32_t depth, int64_t ts, int64_t end) {
+    const double a = std::max(0.0, static_cast<double>(ts - req_.t0) / ns_per_px_);
+    const double b = std::min<double>(req_.px, static_cast<double>(end - req_.t0) / ns_per_px_);
+    if (b <= a) {  // an instant: marks its pixel
+      cover[depth][PixelOf(ts)] += 1.0;
+      return;
+    }
+    for (int32_t x = static_cast<int32_t>(a); x < req_.px && x < b; ++x) {
+      cover[depth][x] += std::min<double>(b, x + 1) - std::max<double>(a, x);
+    }
+  };
+  for (const LodEvent& e : t->items) add(e.depth, e.ts, e.ts + e.dur);
+  for (const Small& s : w.small) add(s.depth, s.ts, s.end);
+  t->occupancy.resize(depths);
+  for (uint32_t d = 0; d < depths; ++d) {
+    t->occupancy[d].resize(req_.px);
+    for (int32_t x = 0; x < req_.px; ++x) {
+      t->occupancy[d][x] = static_cast<uint8_t>(std::lround(std::min(1.0, cover[d][x]) * 255));
+    }
+  }
+  t->runs.clear();
+  std::vector<LodEvent> keep;
+  for (const LodEvent& e : t->items) {
+    if (e.kind == static_cast<uint8_t>(RowKind::kSpan) && e.dur >= min_dur_) keep.push_back(e);
+  }
+  std::sort(keep.begin(), keep.end(),
+            [](const LodEvent& a, const LodEvent& b) { return a.dur > b.dur; });
+  if (keep.size() > req_.max_items / 2) keep.resize(req_.max_items / 2);
+  std::sort(keep.begin(), keep.end(),
+            [](const LodEvent& a, const LodEvent& b) { return a.ts < b.ts; });
+  t->items = std::move(keep);
+}
+
+void WindowBuilder::Finish() {
+  for (auto& [track, w] : work_) {
+    out_->tracks.emplace_back();
+    FinishTrack(track, w, &out_->tracks.back());
+    w = TrackWork();  // frees the work as it goes
+  }
+  for (auto& [rank, d] : density_) out_->ranks.push_back({rank, std::move(d)});
+}
+
+void AppendInt(std::string* s, int64_t v) { s->append(std::to_string(v)); }
+
+void AppendDouble(std::string* s, double v) {
+  if (!std::isfinite(v)) {
+    s->append("null");
+    return;
+  }
+  char buf[40];
+  char* e = query::json::WriteDouble(buf, v);
+  s->append(buf, e);
+}
+
+}  // namespace
+
+Status ComputeWindow(engine::Db* db, const WindowRequest& req, WindowResult* out) {
+  *out = WindowResult();
+  if (req.t1 <= req.t0) {
+    return Status::InvalidArgument("empty window: t1 (" + std::to_string(req.t1) +
+                                   ") must be after t0 (" + std::to_string(req.t0) + ")");
+  }
+  if (req.px < 1 || req.px > 20000) {
+    return Status::InvalidArgument("px " + std::to_string(req.px) + " not in 1..20000");
+  }
+  WindowBuilder b(req, out);
+  return b.Run(db);
+}
+
+std::string WindowJson(const WindowResult& r, const WindowRequest& req,
+                       const std::function<std::string(uint32_t)>& name_of) {
+  // Times are sent as ns after `origin` (the request's t0), which doubles hold exactly.
+  std::string s;
+  s.reserve(1 << 16);
+  std::unordered_map<uint32_t, bool> names;
+  s += "{\"t0\":\"";
+  AppendInt(&s, req.t0);
+  s += "\",\"t1\":\"";
+  AppendInt(&s, req.t1);
+  s += "\",\"px\":";
+  AppendInt(&s, req.px);
+  s += ",\"coarse\":";
+  s += r.coarse ? "true" : "false";
+  s += ",\"blocks\":";
+  AppendInt(&s, static_cast<int64_t>(r.blocks));
+  s += ",\"blocks_decoded\":";
+  AppendInt(&s, static_cast<int64_t>(r.blocks_decoded));
+  s += ",\"blocks_corrupt\":";
+  AppendInt(&s, static_cast<int64_t>(r.blocks_corrupt));
+  s += ",\"events_in_blocks\":";
+  AppendInt(&s, static_cast<int64_t>(r.events_in_blocks));
+  s += ",\"tracks\":[";
+  bool first = true;
+  for (const TrackLod& t : r.tracks) {
+    if (!first) s += ',';
+    first = false;
+    s += "{\"track\":";
+    AppendInt(&s, t.track);
+    s += ",\"rank\":";
+    AppendInt(&s, t.rank);
+    s += ",\"events\":";
+    AppendInt(&s, static_cast<int64_t>(t.events));
+    // items: [id (string), ts - t0, dur, name id, depth, kind]
+    s += ",\"items\":[";
+    for (size_t i = 0; i < t.items.size(); ++i) {
+      const LodEvent& e = t.items[i];
+      if (i) s += ',';
+      s += "[\"";
+      AppendInt(&s, e.id);
+      s += "\",";
+      AppendInt(&s, e.ts - req.t0);
+      s += ',';
+      AppendInt(&s, e.dur);
+      s += ',';
+      AppendInt(&s, e.name);
+      s += ',';
+      AppendInt(&s, e.depth);
+      s += ',';
+      AppendInt(&s, e.kind);
+      s += ']';
+      names[e.name] = true;
+    }
+    // runs: [ts - t0, end - t0, depth, count, name id]
+    s += "],\"runs\":[";
+    for (size_t i = 0; i < t.runs.size(); ++i) {
+      const LodRun& u = t.runs[i];
+      if (i) s += ',';
+      s += '[';
+      AppendInt(&s, u.ts - req.t0);
+      s += ',';
+      AppendInt(&s, u.end - req.t0);
+      s += ',';
+      AppendInt(&s, u.depth);
+      s += ',';
+      AppendInt(&s, static_cast<int64_t>(u.count));
+      s += ',';
+      AppendInt(&s, u.name);
+      s += ']';
+      names[u.name] = true;
+    }
+    // counters: [name id, x, min, max, last]
+    s += "],\"counters\":[";
+    for (size_t i = 0; i < t.counters.size(); ++i) {
+      const LodCounter& c = t.counters[i];
+      if (i) s += ',';
+      s += '[';
+      AppendInt(&s, c.name);
+      s += ',';
+      AppendInt(&s, c.x);
+      s += ',';
+      AppendDouble(&s, c.min);
+      s += ',';
+      AppendDouble(&s, c.max);
+      s += ',';
+      AppendDouble(&s, c.last);
+      s += ']';
+      names[c.name] = true;
+    }
+    // occupancy: per depth, px values 0..255 as lowercase hex pairs
+    s += "],\"occupancy\":[";
+    static const char kHex[] = "0123456789abcdef";
+    for (size_t d = 0; d < t.occupancy.size(); ++d) {
+      if (d) s += ',';
+      s += '"';
+      for (uint8_t v : t.occupancy[d]) {
+        s += kHex[v >> 4];
+        s += kHex[v & 15];
+      }
+      s += '"';
+    }
+    s += "]}";
+  }
+  s += "],\"ranks\":[";
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    if (i) s += ',';
+    s += "{\"rank\":";
+    AppendInt(&s, r.ranks[i].rank);
+    s += ",\"density\":[";
+    const std::vector<float>& d = r.ranks[i].events_per_px;
+    for (size_t x = 0; x < d.size(); ++x) {
+      if (x) s += ',';
+      AppendDouble(&s, std::round(d[x] * 100) / 100);
+    }
+    s += "]}";
+  }
+  s += "],\"names\":{";
+  first = true;
+  for (const auto& [id, unused] : names) {
+    if (!first) s += ',';
+    first = false;
+    s += '"';
+    AppendInt(&s, id);
+    s += "\":";
+    query::json::AppendString(&s, name_of(id));
+  }
+  s += "}}";
+  return s;
+}
+
+}  // namespace tracedb::view

@@ -1,0 +1,744 @@
+// The `tracedb view` server. See view_server.h; the API is documented in docs/view.md.
+#include "view/view_server.h"
+
+#include <httplib.h>
+#include <sys/random.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/db_schema.h"
+#include "engine/event_block.h"
+#include "query/export/block_select.h"
+#include "query/export/json_text.h"
+#include "query/query_db.h"
+#include "view/assets.h"
+#include "view/lod.h"
+
+namespace tracedb::view {
+namespace {
+
+using engine::Db;
+using engine::Stmt;
+
+constexpr size_t kMaxSqlRows = 5000;
+constexpr size_t kMaxSearchRows = 2000;
+constexpr size_t kMaxFlows = 4000;
+constexpr size_t kMaxSteps = 100000;
+
+std::string RandomToken() {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    const ssize_t n = getrandom(b + got, sizeof b - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string t;
+  for (unsigned char c : b) {
+    t += kHex[c >> 4];
+    t += kHex[c & 15];
+  }
+  return t;
+}
+
+bool SameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out;
+  query::json::AppendString(&out, s);
+  return out;
+}
+
+void Error(httplib::Response& res, int status, std::string_view msg) {
+  res.status = status;
+  res.set_content("{\"error\":" + Quote(msg) + "}", "application/json");
+}
+
+// A request parameter that must be an integer: false (and a 400 answer) when it is not.
+bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name,
+              int64_t* out, bool required, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+  if (!req.has_param(name)) {
+    if (!required) return true;
+    Error(res, 400, std::string("missing parameter '") + name + "'");
+    return false;
+  }
+  const std::string v = req.get_param_value(name);
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE) {
+    Error(res, 400, std::string("parameter '") + name + "' is not an integer: '" +
+                        v.substr(0, 64) + "'");
+    return false;
+  }
+  if (x < lo || x > hi) {
+    Error(res, 400, std::string("parameter '") + name + "' = " + v + " is out of range [" +
+                        std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+// The value of column `c` of `st` as JSON (integers as numbers when doubles hold them
+// exactly, else as strings).
+void AppendColumn(std::string* s, const Stmt& st, int c) {
+  switch (sqlite3_column_type(st.raw(), c)) {
+    case SQLITE_NULL:
+      s->append("null");
+      break;
+    case SQLITE_INTEGER: {
+      const int64_t v = st.Int(c);
+      const bool exact = v <= (int64_t{1} << 53) && v >= -(int64_t{1} << 53);
+      if (!exact) s->push_back('"');
+      s->append(std::to_string(v));
+      if (!exact) s->push_back('"');
+      break;
+    }
+    case SQLITE_FLOAT: {
+      const double v = sqlite3_column_double(st.raw(), c);
+      if (!std::isfinite(v)) {
+        s->append("null");
+      } else {
+        char buf[40];
+        s->append(buf, query::json::WriteDouble(buf, v));
+      }
+      break;
+    }
+    case SQLITE_BLOB:
+      s->append("\"<blob " + std::to_string(st.Blob(c).size()) + " bytes>\"");
+      break;
+    default:
+      query::json::AppendString(s, st.Text(c));
+  }
+}
+
+}  // namespace
+
+struct ViewServer::Impl {
+  ViewServerOptions o;
+  httplib::Server http;
+  int port = 0;
+
+  // Job facts, read once.
+  int64_t origin = 0, end = 0;
+  std::string meta_json;
+
+  // Database connections, one per concurrent request.
+  std::mutex pool_mu;
+  std::vector<std::unique_ptr<Db>> pool;
+
+  // The newest window request of each client: older ones still running give up.
+  std::mutex seq_mu;
+  std::unordered_map<std::string, std::shared_ptr<std::atomic<int64_t>>> latest;
+
+  // Interned strings (name ids of window answers).
+  std::mutex names_mu;
+  std::unordered_map<uint32_t, std::string> names;
+
+  Status Init();
+  StatusOr<std::unique_ptr<Db>> Acquire();
+  void Release(std::unique_ptr<Db> db);
+  void Routes();
+  bool Authorized(const httplib::Request& req) const;
+
+  void Meta(const httplib::Request& req, httplib::Response& res);
+  void Window(const httplib::Request& req, httplib::Response& res);
+  void Event(const httplib::Request& req, httplib::Response& res);
+  void Search(const httplib::Request& req, httplib::Response& res);
+  void Sql(const httplib::Request& req, httplib::Response& res);
+  void Flows(const httplib::Request& req, httplib::Response& res);
+  Status EventJson(Db* db, int64_t id, int64_t ts, std::string* out, int64_t* parent,
+                   int64_t* rank);
+  StatusOr<int64_t> FindTs(Db* db, int64_t rank, int64_t id, int64_t start_before,
+                           int64_t end_after);
+  // Runs `sql` (one statement) into {"columns":[…],"rows":[[…]…],"truncated":b}.
+  Status RunSql(Db* db, const std::string& sql, const std::vector<std::string>& args,
+                size_t max_rows, std::string* out);
+};
+
+namespace {
+
+// Interrupts a connection's SQL after a deadline (sqlite3_progress_handler).
+struct Deadline {
+  std::chrono::steady_clock::time_point until;
+  static int Check(void* p) {
+    return std::chrono::steady_clock::now() > static_cast<Deadline*>(p)->until ? 1 : 0;
+  }
+};
+
+class ScopedDeadline {
+ public:
+  ScopedDeadline(Db* db, int ms) : db_(db) {
+    d_.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    sqlite3_progress_handler(db_->raw(), 10000, &Deadline::Check, &d_);
+  }
+  ~ScopedDeadline() { sqlite3_progress_handler(db_->raw(), 0, nullptr, nullptr); }
+
+ private:
+  Db* db_;
+  Deadline d_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Db>> ViewServer::Impl::Acquire() {
+  {
+    std::lock_guard<std::mutex> l(pool_mu);
+    if (!pool.empty()) {
+      std::unique_ptr<Db> db = std::move(pool.back());
+      pool.pop_back();
+      return db;
+    }
+  }
+  TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, query::OpenQueryDb(o.db_path, false));
+  TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA query_only = ON"));
+  return db;
+}
+
+void ViewServer::Impl::Release(std::unique_ptr<Db> db) {
+  std::lock_guard<std::mutex> l(pool_mu);
+  pool.push_back(std::move(db));
+}
+
+Status ViewServer::Impl::Init() {
+  TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, Acquire());
+  Db* d = db.get();
+  TRACEDB_ASSIGN_OR_RETURN(origin, d->QueryInt("SELECT coalesce(min(min_ts), 0) FROM blocks"));
+  TRACEDB_ASSIGN_OR_RETURN(end, d->QueryInt("SELECT coalesce(max(max_end), 0) FROM blocks"));
+  TRACEDB_ASSIGN_OR_RETURN(int64_t events,
+                           d->QueryInt("SELECT coalesce(sum(count), 0) FROM blocks"));
+  std::string m = "{\"db\":" + Quote(o.db_path) + ",\"origin\":\"" + std::to_string(origin) +
+                  "\",\"duration\":" + std::to_string(std::max<int64_t>(0, end - origin)) +
+                  ",\"events\":" + std::to_string(events) + ",\"ranks\":[";
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, d->Prepare("SELECT DISTINCT b.rank, r.host FROM blocks b "
+                            "LEFT JOIN ranks r ON r.rank = b.rank ORDER BY 1"));
+    bool first = true;
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      if (!first) m += ',';
+      first = false;
+      m += "{\"rank\":" + std::to_string(st.Int(0)) + ",\"host\":" + Quote(st.Text(1)) + "}";
+    }
+  }
+  m += "],\"tracks\":[";
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, d->Prepare("SELECT track, rank, kind, name, tid, sort_index FROM tracks "
+                            "ORDER BY rank, sort_index, track"));
+    bool first = true;
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      if (!first) m += ',';
+      first = false;
+      std::string name(st.Text(3));
+      if (name.empty()) {
+        name = std::string(st.Text(2)) + " " +
+               (st.IsNull(4) ? std::to_string(st.Int(0)) : std::to_string(st.Int(4)));
+      }
+      m += "{\"track\":" + std::to_string(st.Int(0)) + ",\"rank\":" + std::to_string(st.Int(1)) +
+           ",\"kind\":" + Quote(st.Text(2)) + ",\"name\":" + Quote(name) + "}";
+    }
+  }
+  // Step markers of the lowest rank that has them, for the time axis.
+  m += "],\"steps\":[";
+  {
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, d->Prepare("SELECT ts, step FROM steps WHERE rank = "
+                            "(SELECT min(rank) FROM steps) ORDER BY ts LIMIT ?1"));
+    st.Bind(1, static_cast<int64_t>(kMaxSteps));
+    bool first = true;
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      if (!first) m += ',';
+      first = false;
+      m += "[" + std::to_string(st.Int(0) - origin) + "," + std::to_string(st.Int(1)) + "]";
+    }
+  }
+  m += "]}";
+  meta_json = std::move(m);
+  Release(std::move(db));
+  return Status::Ok();
+}
+
+bool ViewServer::Impl::Authorized(const httplib::Request& req) const {
+  if (req.has_header("X-Tracedb-Token")) {
+    return SameToken(req.get_header_value("X-Tracedb-Token"), o.token);
+  }
+  return req.has_param("token") && SameToken(req.get_param_value("token"), o.token);
+}
+
+void ViewServer::Impl::Routes() {
+  http.set_payload_max_length(64 * 1024);
+  http.set_read_timeout(10, 0);
+  http.set_keep_alive_max_count(1000);
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req)) {
+      Error(res, 403, "missing or wrong token: use the URL that `tracedb view` printed");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        Error(res, 500, what);
+      });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler's own JSON error
+    Error(res, res.status, res.status == 404 ? "no such page: " + req.path.substr(0, 200)
+                                             : "bad request (HTTP " +
+                                                   std::to_string(res.status) + ")");
+  });
+  auto asset = [this](const httplib::Request& req, httplib::Response& res) {
+    const Asset* a = FindAsset(req.path == "/" ? "/index.html" : req.path);
+    if (a == nullptr) {
+      Error(res, 404, "no such page: " + req.path.substr(0, 200));
+      return;
+    }
+    std::string body(reinterpret_cast<const char*>(a->data), a->size);
+    if (std::strcmp(a->path, "/index.html") == 0) {
+      // The page's own scripts and API calls carry the token.
+      for (size_t p; (p = body.find("__TOKEN__")) != std::string::npos;) {
+        body.replace(p, 9, o.token);
+      }
+    }
+    res.set_content(std::move(body), a->content_type);
+  };
+  http.Get("/", asset);
+  http.Get("/index.html", asset);
+  http.Get("/app.js", asset);
+  http.Get("/app.css", asset);
+  http.Get("/api/meta", [this](const auto& q, auto& r) { Meta(q, r); });
+  http.Get("/api/window", [this](const auto& q, auto& r) { Window(q, r); });
+  http.Get("/api/event", [this](const auto& q, auto& r) { Event(q, r); });
+  http.Get("/api/search", [this](const auto& q, auto& r) { Search(q, r); });
+  http.Get("/api/sql", [this](const auto& q, auto& r) { Sql(q, r); });
+  http.Get("/api/flows", [this](const auto& q, auto& r) { Flows(q, r); });
+}
+
+void ViewServer::Impl::Meta(const httplib::Request&, httplib::Response& res) {
+  res.set_content(meta_json, "application/json");
+}
+
+void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& res) {
+  // t0, t1: ns after the job's first event (meta.origin).
+  int64_t t0 = 0, t1 = 0, px = 1000, seq = 0;
+  if (!IntParam(req, res, "t0", &t0, true) || !IntParam(req, res, "t1", &t1, true) ||
+      !IntParam(req, res, "px", &px, false, 1, 20000) ||
+      !IntParam(req, res, "seq", &seq, false, 0)) {
+    return;
+  }
+  if (t1 <= t0) {
+    Error(res, 400, "empty window: t1 (" + std::to_string(t1) + ") must be after t0 (" +
+                        std::to_string(t0) + ")");
+    return;
+  }
+  WindowRequest w;
+  w.t0 = SatAdd(origin, t0);
+  w.t1 = SatAdd(origin, t1);
+  if (w.t1 <= w.t0) {
+    Error(res, 400, "window out of range");
+    return;
+  }
+  w.px = static_cast<int>(px);
+  if (req.has_param("tracks") && !req.get_param_value("tracks").empty()) {
+    const std::string list = req.get_param_value("tracks");
+    size_t p = 0;
+    while (p <= list.size()) {
+      const size_t c = std::min(list.find(',', p), list.size());
+      const std::string one = list.substr(p, c - p);
+      char* e = nullptr;
+      errno = 0;
+      const unsigned long long v = std::strtoull(one.c_str(), &e, 10);
+      if (one.empty() || *e != '\0' || errno == ERANGE || v > UINT32_MAX) {
+        Error(res, 400, "parameter 'tracks': not a track id: '" + one.substr(0, 64) + "'");
+        return;
+      }
+      w.tracks.push_back(static_cast<uint32_t>(v));
+      p = c + 1;
+    }
+    if (w.tracks.size() > 100000) {
+      Error(res, 400, "parameter 'tracks': too many tracks");
+      return;
+    }
+  }
+  std::shared_ptr<std::atomic<int64_t>> newest;
+  if (req.has_param("client")) {
+    const std::string client = req.get_param_value("client").substr(0, 64);
+    std::lock_guard<std::mutex> l(seq_mu);
+    if (latest.size() > 10000) latest.clear();  // bounded; a cleared client just restarts
+    auto& slot = latest[client];
+    if (!slot) slot = std::make_shared<std::atomic<int64_t>>(seq);
+    int64_t cur = slot->load();
+    while (cur < seq && !slot->compare_exchange_weak(cur, seq)) {
+    }
+    newest = slot;
+    w.cancelled = [newest, seq] { return newest->load() > seq; };
+  }
+  auto db = Acquire();
+  if (!db.ok()) {
+    Error(res, 500, db.status().message());
+    return;
+  }
+  // Unknown tracks are an error, not an empty answer.
+  if (!w.tracks.empty()) {
+    auto st = (*db)->Prepare("SELECT 1 FROM tracks WHERE track = ?1");
+    if (!st.ok()) {
+      Error(res, 500, st.status().message());
+      Release(std::move(*db));
+      return;
+    }
+    for (uint32_t t : w.tracks) {
+      st->Reset();
+      st->Bind(1, t);
+      auto row = st->Step();
+      if (!row.ok() || !*row) {
+        Error(res, 404, "unknown track " + std::to_string(t));
+        Release(std::move(*db));
+        return;
+      }
+    }
+  }
+  WindowResult r;
+  Status s = ComputeWindow(db->get(), w, &r);
+  if (!s.ok()) {
+    Release(std::move(*db));
+    const int code = s.code() == Status::Code::kAborted           ? 409
+                     : s.code() == Status::Code::kInvalidArgument ? 400
+                                                                  : 500;
+    Error(res, code, s.message());
+    return;
+  }
+  // Names of the answer.
+  std::unordered_map<uint32_t, std::string> local;
+  auto name_of = [&](uint32_t id) -> std::string {
+    {
+      std::lock_guard<std::mutex> l(names_mu);
+      auto it = names.find(id);
+      if (it != names.end()) return it->second;
+    }
+    std::string text;
+    auto st = (*db)->Prepare("SELECT s FROM strings WHERE id = ?1");
+    if (st.ok()) {
+      st->Bind(1, static_cast<int64_t>(id));
+      auto row = st->Step();
+      if (row.ok() && *row) text = std::string(st->Text(0));
+    }
+    std::lock_guard<std::mutex> l(names_mu);
+    if (names.size() < 1000000) names[id] = text;
+    return text;
+  };
+  std::string body = WindowJson(r, w, name_of);
+  Release(std::move(*db));
+  // Times in the answer are relative to t0; say which t0 that is in the request's terms.
+  body.insert(body.size() - 1, ",\"origin_t0\":" + std::to_string(t0));
+  res.set_content(std::move(body), "application/json");
+}
+
+StatusOr<int64_t> ViewServer::Impl::FindTs(Db* db, int64_t rank, int64_t id,
+                                           int64_t start_before, int64_t end_after) {
+  // The blocks of the rank that may hold an event starting by `start_before` and ending at or
+  // after `end_after` (the zone maps), decoded until the event is found.
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt st, db->Prepare("SELECT block FROM blocks WHERE rank = ?1 AND min_ts <= ?2 AND "
+                           "max_end >= ?3 ORDER BY min_ts DESC"));
+  st.Bind(1, rank);
+  st.Bind(2, start_before);
+  st.Bind(3, end_after);
+  TRACEDB_ASSIGN_OR_RETURN(Stmt data, db->Prepare("SELECT data FROM blocks WHERE block = ?1"));
+  engine::DecodedBlock b;
+  const auto track = static_cast<uint32_t>(static_cast<uint64_t>(id) >> 32);
+  const auto k = static_cast<uint64_t>(id) & 0xffffffffu;
+  for (;;) {
+    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    data.Reset();
+    data.Bind(1, st.Int(0));
+    TRACEDB_ASSIGN_OR_RETURN(bool found, data.Step());
+    if (!found) continue;
+    if (!engine::DecodeBlock(data.Blob(0), st.Int(0), &b,
+                             engine::kColTrack | engine::kColK | engine::kColTs)
+             .ok()) {
+      continue;
+    }
+    for (size_t i = 0; i < b.n; ++i) {
+      if (b.track[i] == track && b.k[i] == k) return b.ts[i];
+    }
+  }
+  return Status::NotFound("event " + std::to_string(id) + " not found");
+}
+
+Status ViewServer::Impl::EventJson(Db* db, int64_t id, int64_t ts, std::string* out,
+                                   int64_t* parent, int64_t* rank) {
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt tr, db->Prepare("SELECT rank FROM tracks WHERE track = ?1"));
+  tr.Bind(1, static_cast<int64_t>(static_cast<uint64_t>(id) >> 32));
+  TRACEDB_ASSIGN_OR_RETURN(bool known, tr.Step());
+  if (!known) return Status::NotFound("unknown track in event id " + std::to_string(id));
+  *rank = tr.Int(0);
+  const std::string sql = "SELECT * FROM events WHERE rank = " + std::to_string(*rank) +
+                          " AND ts = " + std::to_string(ts) + " AND id = " + std::to_string(id);
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
+  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return Status::NotFound("no event " + std::to_string(id) + " at ts " +
+                                    std::to_string(ts));
+  *out = "{\"sql\":" + Quote(sql) + ",\"fields\":{";
+  *parent = -1;
+  for (int c = 0; c < sqlite3_column_count(st.raw()); ++c) {
+    if (c) *out += ',';
+    const std::string name = st.ColumnName(c);
+    query::json::AppendString(out, name);
+    *out += ':';
+    AppendColumn(out, st, c);
+    if (name == "parent" && !st.IsNull(c)) *parent = st.Int(c);
+  }
+  *out += "}}";
+  return Status::Ok();
+}
+
+void ViewServer::Impl::Event(const httplib::Request& req, httplib::Response& res) {
+  // id: the event id; ts: its start, ns since the epoch (the window answer gives both).
+  int64_t id = 0, ts = 0;
+  if (!IntParam(req, res, "id", &id, true, 0) || !IntParam(req, res, "ts", &ts, true)) return;
+  auto db = Acquire();
+  if (!db.ok()) {
+    Error(res, 500, db.status().message());
+    return;
+  }
+  ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
+  std::string ev, body;
+  int64_t parent = -1, rank = 0;
+  Status s = EventJson(db->get(), id, ts, &ev, &parent, &rank);
+  if (!s.ok()) {
+    Release(std::move(*db));
+    Error(res, s.code() == Status::Code::kNotFound ? 404 : 500, s.message());
+    return;
+  }
+  body = "{\"event\":" + ev + ",\"parents\":[";
+  // The parent chain, innermost first (bounded by the depth limit of the format).
+  int64_t child_ts = ts;
+  for (int n = 0; parent >= 0 && n < 256; ++n) {
+    auto pts = FindTs(db->get(), rank, parent, child_ts, child_ts);
+    if (!pts.ok()) break;
+    int64_t next = -1, r = 0;
+    std::string p;
+    if (!EventJson(db->get(), parent, *pts, &p, &next, &r).ok()) break;
+    if (n) body += ',';
+    body += p;
+    parent = next;
+    child_ts = *pts;
+  }
+  body += "]}";
+  Release(std::move(*db));
+  res.set_content(std::move(body), "application/json");
+}
+
+Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
+                                const std::vector<std::string>& args, size_t max_rows,
+                                std::string* out) {
+  size_t used = 0;
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->PrepareFirst(sql, &used));
+  if (st.raw() == nullptr) return Status::InvalidArgument("no SQL statement given");
+  if (sql.find_first_not_of(" \t\r\n;", used) != std::string::npos) {
+    return Status::InvalidArgument("one statement at a time, please");
+  }
+  if (!sqlite3_stmt_readonly(st.raw())) {
+    return Status::InvalidArgument("the viewer's database is read-only");
+  }
+  for (size_t i = 0; i < args.size(); ++i) st.Bind(static_cast<int>(i + 1), args[i]);
+  const int cols = sqlite3_column_count(st.raw());
+  *out = "{\"columns\":[";
+  for (int c = 0; c < cols; ++c) {
+    if (c) *out += ',';
+    query::json::AppendString(out, st.ColumnName(c));
+  }
+  *out += "],\"rows\":[";
+  size_t n = 0;
+  bool truncated = false;
+  for (;;) {
+    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    if (n == max_rows) {
+      truncated = true;
+      break;
+    }
+    if (n++) *out += ',';
+    *out += '[';
+    for (int c = 0; c < cols; ++c) {
+      if (c) *out += ',';
+      AppendColumn(out, st, c);
+    }
+    *out += ']';
+  }
+  *out += "],\"truncated\":";
+  *out += truncated ? "true" : "false";
+  *out += '}';
+  return Status::Ok();
+}
+
+void ViewServer::Impl::Sql(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("q")) {
+    Error(res, 400, "missing parameter 'q' (the SQL)");
+    return;
+  }
+  auto db = Acquire();
+  if (!db.ok()) {
+    Error(res, 500, db.status().message());
+    return;
+  }
+  std::string body;
+  Status s;
+  {
+    ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
+    s = RunSql(db->get(), req.get_param_value("q"), {}, kMaxSqlRows, &body);
+  }
+  Release(std::move(*db));
+  if (!s.ok()) {
+    Error(res, 400, s.message());
+    return;
+  }
+  res.set_content(std::move(body), "application/json");
+}
+
+void ViewServer::Impl::Search(const httplib::Request& req, httplib::Response& res) {
+  // glob: a name pattern (SQLite GLOB: * ? [...]); t0, t1 as for /api/window (optional).
+  int64_t t0 = INT64_MIN / 2, t1 = INT64_MAX / 2;
+  if (!IntParam(req, res, "t0", &t0, false) || !IntParam(req, res, "t1", &t1, false)) return;
+  if (!req.has_param("glob") || req.get_param_value("glob").empty()) {
+    Error(res, 400, "missing parameter 'glob' (a name pattern such as MPI_*)");
+    return;
+  }
+  auto db = Acquire();
+  if (!db.ok()) {
+    Error(res, 500, db.status().message());
+    return;
+  }
+  std::string body;
+  Status s;
+  {
+    ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
+    s = RunSql(db->get(),
+               "SELECT id, rank, track, name, ts - " + std::to_string(origin) +
+                   " AS rel_ts, dur, ts FROM events WHERE name IN "
+                   "(SELECT s FROM strings WHERE s GLOB ?1) AND ts < ?2 + " +
+                   std::to_string(origin) + " AND end_ts >= ?3 + " + std::to_string(origin) +
+                   " ORDER BY dur DESC LIMIT " + std::to_string(kMaxSearchRows + 1),
+               {req.get_param_value("glob"), std::to_string(t1), std::to_string(t0)},
+               kMaxSearchRows, &body);
+  }
+  Release(std::move(*db));
+  if (!s.ok()) {
+    Error(res, 400, s.message());
+    return;
+  }
+  res.set_content(std::move(body), "application/json");
+}
+
+void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res) {
+  // Matched point-to-point messages (p2p_messages) and, per collective, each rank's call to
+  // the last rank's (collective_arrivals), that start in [t0, t1).
+  int64_t t0 = 0, t1 = 0;
+  if (!IntParam(req, res, "t0", &t0, true) || !IntParam(req, res, "t1", &t1, true)) return;
+  if (t1 <= t0) {
+    Error(res, 400, "empty window");
+    return;
+  }
+  auto db = Acquire();
+  if (!db.ok()) {
+    Error(res, 500, db.status().message());
+    return;
+  }
+  const std::string lo = std::to_string(SatAdd(origin, t0));
+  const std::string hi = std::to_string(SatAdd(origin, t1));
+  const std::string org = std::to_string(origin);
+  std::string msgs, colls;
+  Status s;
+  {
+    ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
+    s = RunSql(db->get(),
+               "SELECT 'message' AS kind, send_id, send_ts - " + org + ", recv_id, recv_end_ts - " +
+                   org + ", bytes FROM p2p_messages WHERE send_ts < " + hi +
+                   " AND recv_end_ts >= " + lo + " LIMIT " + std::to_string(kMaxFlows),
+               {}, kMaxFlows, &msgs);
+    if (s.ok()) {
+      s = RunSql(db->get(),
+                 "SELECT a.name, a.id, a.ts - " + org + ", b.id, b.ts - " + org +
+                     ", a.wait_ns FROM collective_arrivals a JOIN collective_arrivals b "
+                     "ON b.comm = a.comm AND b.seq = a.seq AND b.rank = a.last_rank "
+                     "WHERE a.rank <> a.last_rank AND a.ts < " + hi + " AND a.ts >= " + lo +
+                     " LIMIT " + std::to_string(kMaxFlows),
+                 {}, kMaxFlows, &colls);
+    }
+  }
+  Release(std::move(*db));
+  if (!s.ok()) {
+    Error(res, 400, s.message());
+    return;
+  }
+  res.set_content("{\"messages\":" + msgs + ",\"collectives\":" + colls + "}",
+                  "application/json");
+}
+
+ViewServer::ViewServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ViewServer::~ViewServer() { Stop(); }
+
+StatusOr<std::unique_ptr<ViewServer>> ViewServer::Start(const ViewServerOptions& o) {
+  auto impl = std::make_unique<Impl>();
+  impl->o = o;
+  if (impl->o.token.empty()) impl->o.token = RandomToken();
+  TRACEDB_RETURN_IF_ERROR(impl->Init());
+  impl->Routes();
+  if (o.port == 0) {
+    impl->port = impl->http.bind_to_any_port(o.host);
+  } else {
+    impl->port = impl->http.bind_to_port(o.host, o.port) ? o.port : -1;
+  }
+  if (impl->port <= 0) {
+    return Status::IOError("cannot listen on " + o.host + ":" + std::to_string(o.port) + ": " +
+                           std::strerror(errno));
+  }
+  return std::unique_ptr<ViewServer>(new ViewServer(std::move(impl)));
+}
+
+int ViewServer::port() const { return impl_->port; }
+const std::string& ViewServer::token() const { return impl_->o.token; }
+std::string ViewServer::url() const {
+  return "http://" + impl_->o.host + ":" + std::to_string(impl_->port) +
+         "/?token=" + impl_->o.token;
+}
+bool ViewServer::Run() { return impl_->http.listen_after_bind(); }
+void ViewServer::Stop() {
+  if (impl_) impl_->http.stop();
+}
+
+}  // namespace tracedb::view

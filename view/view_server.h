@@ -1,0 +1,47 @@
+// The HTTP server of `tracedb view`: serves the embedded web UI and a JSON API over one trace
+// database, opened read-only. It listens on 127.0.0.1 only, and every request must carry the
+// server's random token (`?token=` or the `X-Tracedb-Token` header), so that other local users
+// cannot read the trace. Bad requests get a 4xx answer with {"error": "..."}; a window request
+// is cancelled when a newer one from the same client arrives.
+// Thread safety: Start/Stop from one thread; requests are served by cpp-httplib's thread pool,
+// each on a database connection of its own.
+// API: docs/view.md.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/status.h"
+
+namespace tracedb::view {
+
+struct ViewServerOptions {
+  std::string db_path;
+  std::string host = "127.0.0.1";
+  int port = 0;       // 0: a free port chosen by the system
+  std::string token;  // empty: 32 random hex digits
+  int sql_timeout_ms = 10000;  // SQL of the UI's boxes is interrupted after this
+};
+
+class ViewServer {
+ public:
+  // Opens the database (read-only) and checks it; binds the port.
+  static StatusOr<std::unique_ptr<ViewServer>> Start(const ViewServerOptions& o);
+  ~ViewServer();
+
+  int port() const;
+  const std::string& token() const;
+  std::string url() const;  // http://127.0.0.1:PORT/?token=TOKEN
+
+  // Serves until Stop() (blocks). Returns false when listening failed.
+  bool Run();
+  void Stop();
+
+  struct Impl;
+
+ private:
+  explicit ViewServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tracedb::view

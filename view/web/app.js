@@ -1,0 +1,486 @@
+// tracedb view: the timeline page. It asks the server (view/view_server.cc) for what the current
+// window shows at the screen's detail (/api/window) and draws it on one canvas: a row per rank
+// (and host) that collapses, a row per track with its spans by depth, merged runs, occupancy,
+// counters as area charts, flows, step markers on the time axis. API: docs/view.md.
+"use strict";
+(() => {
+const TOKEN = window.TRACEDB_TOKEN;
+const LABEL_W = 190, AXIS_H = 22, ROW_H = 14, HDR_H = 16, COUNTER_H = 32;
+const canvas = document.getElementById("tl");
+const ctx = canvas.getContext("2d");
+const statusEl = document.getElementById("status");
+const detailsEl = document.getElementById("details");
+const resultsEl = document.getElementById("results");
+
+// State, also read by the browser tests (window.__tdb).
+const S = {
+  meta: null, v0: 0, v1: 1, win: null, flows: null, hits: [], selected: null,
+  collapsedRank: new Set(), collapsedHost: new Set(), depthOf: new Map(),
+  rows: [], seq: 0, client: Math.random().toString(36).slice(2), ctrl: null,
+  paints: 0, requests: 0, answered: 0, cancelled: 0, lastMs: 0, timings: [], errors: [],
+  names: new Map(), scrollY: 0,
+};
+window.__tdb = S;
+
+function api(path, params, signal) {
+  const q = new URLSearchParams(params);
+  return fetch(`${path}?${q}`, { headers: { "X-Tracedb-Token": TOKEN }, signal })
+    .then(async (r) => {
+      const body = await r.json().catch(() => ({ error: `HTTP ${r.status}` }));
+      if (!r.ok) { const e = new Error(body.error || `HTTP ${r.status}`); e.status = r.status; throw e; }
+      return body;
+    });
+}
+
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+function fmtNs(ns) {
+  const a = Math.abs(ns);
+  if (a >= 1e9) return (ns / 1e9).toFixed(a >= 1e10 ? 2 : 3) + " s";
+  if (a >= 1e6) return (ns / 1e6).toFixed(a >= 1e7 ? 2 : 3) + " ms";
+  if (a >= 1e3) return (ns / 1e3).toFixed(a >= 1e4 ? 2 : 3) + " µs";
+  return Math.round(ns) + " ns";
+}
+function color(name) {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
+  return `hsl(${((h >>> 0) % 360)},55%,${62 + ((h >>> 9) % 14)}%)`;
+}
+const plotW = () => Math.max(1, canvas.clientWidth - LABEL_W);
+const xOf = (t) => LABEL_W + ((t - S.v0) / (S.v1 - S.v0)) * plotW();
+const tOf = (x) => S.v0 + ((x - LABEL_W) / plotW()) * (S.v1 - S.v0);
+
+// ---- layout: hosts > ranks > tracks ----
+function layout() {
+  const rows = [];
+  let y = AXIS_H - S.scrollY;
+  const byRank = new Map();
+  for (const t of S.meta.tracks) {
+    if (!byRank.has(t.rank)) byRank.set(t.rank, []);
+    byRank.get(t.rank).push(t);
+  }
+  const hosts = new Map();
+  for (const r of S.meta.ranks) {
+    const h = r.host || "";
+    if (!hosts.has(h)) hosts.set(h, []);
+    hosts.get(h).push(r);
+  }
+  const manyHosts = hosts.size > 1;
+  for (const [host, ranks] of hosts) {
+    if (manyHosts) {
+      rows.push({ kind: "host", host, y, h: HDR_H });
+      y += HDR_H;
+      if (S.collapsedHost.has(host)) continue;
+    }
+    for (const r of ranks) {
+      rows.push({ kind: "rank", rank: r.rank, host, y, h: HDR_H });
+      y += HDR_H;
+      if (S.collapsedRank.has(r.rank)) continue;
+      for (const t of byRank.get(r.rank) || []) {
+        const lod = S.win && S.win.byTrack.get(t.track);
+        const counter = lod && lod.counters.length > 0 && lod.items.length === 0;
+        const depths = Math.max(1, S.depthOf.get(t.track) || 1);
+        const h = counter ? COUNTER_H : depths * ROW_H + 2;
+        rows.push({ kind: "track", track: t.track, rank: t.rank, name: t.name, y, h, counter });
+        y += h;
+      }
+    }
+  }
+  S.rows = rows;
+  S.contentH = y + S.scrollY;
+}
+
+// ---- drawing ----
+function draw() {
+  const dpr = window.devicePixelRatio || 1;
+  const W = canvas.clientWidth, H = canvas.clientHeight;
+  if (canvas.width !== W * dpr || canvas.height !== H * dpr) {
+    canvas.width = W * dpr; canvas.height = H * dpr;
+  }
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, H);
+  if (!S.meta) return;
+  layout();
+  const win = S.win;
+  // The answer was for [w0, w1): shift it into the current view (pan/zoom before it arrives).
+  const wx = (rel) => win ? xOf(win.base + rel) : 0;
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
+  for (const row of S.rows) {
+    if (row.y + row.h < AXIS_H || row.y > H) continue;
+    if (row.kind === "host" || row.kind === "rank") {
+      ctx.fillStyle = row.kind === "host" ? "#dde3ec" : "#eef1f5";
+      ctx.fillRect(0, row.y, W, row.h);
+      ctx.fillStyle = "#223";
+      const open = row.kind === "host" ? !S.collapsedHost.has(row.host) : !S.collapsedRank.has(row.rank);
+      const label = row.kind === "host" ? `host ${row.host}` : `rank ${row.rank}${row.host ? " (" + row.host + ")" : ""}`;
+      ctx.fillText(`${open ? "▾" : "▸"} ${label}`, 4, row.y + row.h / 2);
+      if (row.kind === "rank" && win && win.byRank.has(row.rank)) {
+        // Zone-map density of the rank (coarse answers).
+        const d = win.byRank.get(row.rank).density;
+        let max = 0;
+        for (const v of d) max = Math.max(max, v);
+        ctx.fillStyle = "#7a8fb0";
+        const step = (win.w1 - win.base) / d.length;
+        for (let x = 0; x < d.length; x++) {
+          if (!d[x]) continue;
+          const h = Math.max(1, (row.h - 2) * Math.sqrt(d[x] / max));
+          const x0 = wx(x * step), x1 = wx((x + 1) * step);
+          ctx.fillRect(Math.max(LABEL_W, x0), row.y + row.h - 1 - h, Math.max(1, x1 - x0), h);
+        }
+      }
+      continue;
+    }
+    // a track
+    ctx.fillStyle = "#fafbfc";
+    ctx.fillRect(LABEL_W, row.y, W - LABEL_W, row.h);
+    ctx.strokeStyle = "#eee";
+    ctx.beginPath(); ctx.moveTo(0, row.y + row.h - 0.5); ctx.lineTo(W, row.y + row.h - 0.5); ctx.stroke();
+    ctx.fillStyle = "#334";
+    ctx.fillText(`  ${row.name}`, 8, row.y + Math.min(row.h, ROW_H) / 2 + 1);
+    const lod = win && win.byTrack.get(row.track);
+    if (!lod) continue;
+    ctx.save();
+    ctx.beginPath(); ctx.rect(LABEL_W, row.y, W - LABEL_W, row.h); ctx.clip();
+    if (row.counter) drawCounters(lod, row, win, wx);
+    // occupancy (a busy track), then runs, then whole events
+    lod.occupancy.forEach((hex, depth) => {
+      const n = hex.length / 2, step = (win.w1 - win.base) / n;
+      for (let x = 0; x < n; x++) {
+        const v = parseInt(hex.substr(2 * x, 2), 16);
+        if (!v) continue;
+        ctx.fillStyle = `rgba(70,90,140,${(0.25 + 0.75 * v / 255).toFixed(2)})`;
+        const x0 = wx(x * step), x1 = wx((x + 1) * step);
+        ctx.fillRect(x0, row.y + 1 + depth * ROW_H, Math.max(1, x1 - x0), ROW_H - 1);
+      }
+    });
+    // merged runs: the colour of their longest event, lighter, with a count when wide
+    ctx.globalAlpha = 0.6;
+    for (const [ts, end, depth, count, nameId] of lod.runs) {
+      const x0 = wx(ts), x1 = wx(end), y = row.y + 1 + depth * ROW_H;
+      ctx.fillStyle = color(win.names[nameId] ?? "");
+      ctx.fillRect(x0, y + 2, Math.max(1, x1 - x0), ROW_H - 5);
+      if (x1 - x0 > 60) {
+        ctx.fillStyle = "#111";
+        const cx = Math.max(x0, LABEL_W) + 2;
+        ctx.fillText(fit(`${count} × ${win.names[nameId] ?? ""}…`, Math.min(x1, canvas.clientWidth) - cx - 2), cx, y + ROW_H / 2);
+      }
+    }
+    ctx.globalAlpha = 1;
+    for (const it of lod.items) {
+      const [, ts, dur, nameId, depth, kind] = it;
+      const name = win.names[nameId] ?? "";
+      const x0 = wx(ts), x1 = wx(ts + dur), y = row.y + 1 + depth * ROW_H;
+      if (kind === 0) {
+        ctx.fillStyle = color(name);
+        const w = Math.max(1, x1 - x0);
+        ctx.fillRect(x0, y, w, ROW_H - 1);
+        if (w > 24) {
+          ctx.fillStyle = "#111";
+          const cx = Math.max(x0, LABEL_W) + 2;
+          ctx.fillText(fit(name, Math.min(x1, W) - cx - 2), cx, y + ROW_H / 2);
+        }
+      } else {
+        ctx.fillStyle = kind === 3 ? "#c60" : "#333";
+        ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + 4, y + ROW_H / 2); ctx.lineTo(x0, y + ROW_H - 1);
+        ctx.lineTo(x0 - 4, y + ROW_H / 2); ctx.fill();
+      }
+    }
+    ctx.restore();
+  }
+  drawHighlights();
+  drawFlows();
+  drawAxis(W);
+  S.paints++;
+}
+
+function fit(text, w) {
+  if (w <= 0) return "";
+  if (ctx.measureText(text).width <= w) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) {
+    const m = (lo + hi + 1) >> 1;
+    if (ctx.measureText(text.slice(0, m) + "…").width <= w) lo = m; else hi = m - 1;
+  }
+  return lo ? text.slice(0, lo) + "…" : "";
+}
+
+function drawCounters(lod, row, win, wx) {
+  // One area chart per counter name: per pixel max (fill) and last (line).
+  const series = new Map();
+  for (const c of lod.counters) {
+    if (!series.has(c[0])) series.set(c[0], []);
+    series.get(c[0]).push(c);
+  }
+  const step = (win.w1 - win.base) / win.px;
+  for (const [nameId, pts] of series) {
+    let lo = Infinity, hi = -Infinity;
+    for (const p of pts) { lo = Math.min(lo, p[2]); hi = Math.max(hi, p[3]); }
+    lo = Math.min(lo, 0);
+    const scale = hi > lo ? (row.h - 4) / (hi - lo) : 0;
+    const name = win.names[nameId] ?? "";
+    ctx.fillStyle = color(name).replace("hsl", "hsla").replace(")", ",0.6)");
+    ctx.beginPath();
+    ctx.moveTo(wx(pts[0][1] * step), row.y + row.h - 2);
+    for (const p of pts) {
+      const y = row.y + row.h - 2 - (p[3] - lo) * scale;
+      ctx.lineTo(wx(p[1] * step), y); ctx.lineTo(wx((p[1] + 1) * step), y);
+    }
+    ctx.lineTo(wx((pts[pts.length - 1][1] + 1) * step), row.y + row.h - 2);
+    ctx.fill();
+    ctx.fillStyle = "#223";
+    ctx.fillText(`${name} ≤ ${hi.toPrecision(4)}`, LABEL_W + 4, row.y + 8);
+  }
+}
+
+function rowOfTrack(track) { return S.rows.find((r) => r.kind === "track" && r.track === track); }
+function trackOfId(id) { return Number(BigInt(id) >> 32n); }
+
+function drawHighlights() {
+  ctx.strokeStyle = "#e00"; ctx.lineWidth = 2;
+  for (const h of S.hits) {
+    const row = rowOfTrack(h.track);
+    if (!row) continue;
+    const x0 = xOf(h.ts), x1 = xOf(h.ts + (h.dur || 0));
+    if (x1 < LABEL_W || x0 > canvas.clientWidth) continue;
+    ctx.strokeRect(Math.max(LABEL_W, x0) - 1, row.y, Math.max(3, x1 - x0) + 2, row.h - 1);
+  }
+  if (S.selected) {
+    const row = rowOfTrack(S.selected.track);
+    if (row) {
+      ctx.strokeStyle = "#000";
+      const x0 = xOf(S.selected.ts), x1 = xOf(S.selected.ts + S.selected.dur);
+      ctx.strokeRect(x0 - 1, row.y + 1 + S.selected.depth * ROW_H, Math.max(3, x1 - x0) + 2, ROW_H);
+    }
+  }
+  ctx.lineWidth = 1;
+}
+
+function drawFlows() {
+  if (!S.flows) return;
+  const arrow = (idA, tA, idB, tB, style) => {
+    const ra = rowOfTrack(trackOfId(idA)), rb = rowOfTrack(trackOfId(idB));
+    if (!ra || !rb) return;
+    const xa = xOf(tA), xb = xOf(tB), ya = ra.y + ROW_H / 2, yb = rb.y + ROW_H / 2;
+    if (Math.max(xa, xb) < LABEL_W || Math.min(xa, xb) > canvas.clientWidth) return;
+    ctx.strokeStyle = style;
+    ctx.beginPath(); ctx.moveTo(xa, ya);
+    ctx.bezierCurveTo(xa + 20, ya, xb - 20, yb, xb, yb); ctx.stroke();
+    ctx.fillStyle = style;
+    ctx.beginPath(); ctx.arc(xb, yb, 2, 0, 7); ctx.fill();
+  };
+  for (const r of S.flows.messages.rows) arrow(r[1], r[2], r[3], r[4], "rgba(200,80,0,.7)");
+  for (const r of S.flows.collectives.rows) arrow(r[1], r[2], r[3], r[4], "rgba(0,120,60,.5)");
+}
+
+function drawAxis(W) {
+  ctx.fillStyle = "#f4f6f9"; ctx.fillRect(0, 0, W, AXIS_H);
+  ctx.fillStyle = "#223";
+  ctx.fillText(`${fmtNs(S.v1 - S.v0)} shown`, 4, AXIS_H / 2);
+  const span = S.v1 - S.v0;
+  let step = Math.pow(10, Math.floor(Math.log10(span / 8)));
+  if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
+  ctx.strokeStyle = "#ccd";
+  for (let t = Math.ceil(S.v0 / step) * step; t < S.v1; t += step) {
+    const x = xOf(t);
+    ctx.beginPath(); ctx.moveTo(x, AXIS_H - 6); ctx.lineTo(x, AXIS_H); ctx.stroke();
+    ctx.fillText(fmtNs(t), x + 2, AXIS_H / 2 - 2);
+  }
+  // Step markers (the lowest rank that has them).
+  const steps = S.meta.steps;
+  let lo = 0, hi = steps.length;
+  while (lo < hi) { const m = (lo + hi) >> 1; if (steps[m][0] < S.v0) lo = m + 1; else hi = m; }
+  let lastX = -1e9;
+  ctx.strokeStyle = "rgba(160,0,160,.35)";
+  for (let i = lo; i < steps.length && steps[i][0] <= S.v1; i++) {
+    const x = xOf(steps[i][0]);
+    if (x - lastX < 3) continue;
+    ctx.beginPath(); ctx.moveTo(x, AXIS_H); ctx.lineTo(x, canvas.clientHeight); ctx.stroke();
+    if (x - lastX > 40) { ctx.fillStyle = "#808"; ctx.fillText(`step ${steps[i][1]}`, x + 2, AXIS_H - 5); }
+    lastX = x;
+  }
+}
+
+// ---- fetching the window ----
+let timer = 0;
+function request() {
+  clearTimeout(timer);
+  timer = setTimeout(fetchWindow, 15);
+}
+function fetchWindow() {
+  if (S.ctrl) { S.ctrl.abort(); }
+  const ctrl = new AbortController();
+  S.ctrl = ctrl;
+  const seq = ++S.seq;
+  const v0 = Math.floor(S.v0), v1 = Math.max(Math.ceil(S.v1), Math.floor(S.v0) + 1);
+  const px = Math.max(1, Math.min(20000, Math.round(plotW())));
+  const t = performance.now();
+  S.requests++;
+  api("api/window", { t0: v0, t1: v1, px, client: S.client, seq }, ctrl.signal).then((w) => {
+    if (seq !== S.seq) return;
+    w.base = v0; w.w1 = v1;
+    w.byTrack = new Map(w.tracks.map((x) => [x.track, x]));
+    w.byRank = new Map(w.ranks.map((x) => [x.rank, x]));
+    for (const tr of w.tracks) {
+      let d = tr.occupancy.length;
+      for (const it of tr.items) d = Math.max(d, it[4] + 1);
+      for (const r of tr.runs) d = Math.max(d, r[2] + 1);
+      if (d > (S.depthOf.get(tr.track) || 0)) S.depthOf.set(tr.track, d);
+    }
+    S.win = w;
+    S.answered++;
+    draw();
+    S.lastMs = performance.now() - t;
+    S.timings.push(S.lastMs);
+    const items = w.tracks.reduce((n, x) => n + x.items.length + x.runs.length, 0);
+    statusEl.textContent = `${fmtNs(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
+      `${items} items · ${w.blocks_decoded}/${w.blocks} blocks · ${S.lastMs.toFixed(0)} ms`;
+    fetchFlows(v0, v1, seq);
+  }).catch((e) => {
+    if (e.name === "AbortError" || e.status === 409) { S.cancelled++; return; }
+    S.errors.push(String(e.message));
+    statusEl.innerHTML = `<span class="err">${esc(e.message)}</span>`;
+  });
+}
+function fetchFlows(v0, v1, seq) {
+  if (v1 - v0 > S.meta.duration / 4 && S.meta.events > 2e6) { S.flows = null; return; }
+  api("api/flows", { t0: v0, t1: v1 }).then((f) => {
+    if (seq !== S.seq) return;
+    S.flows = f; draw();
+  }).catch(() => { S.flows = null; });
+}
+
+// ---- interaction ----
+function zoom(factor, atX) {
+  const t = tOf(atX);
+  const span = Math.max(100, (S.v1 - S.v0) * factor);
+  const f = (t - S.v0) / (S.v1 - S.v0);
+  S.v0 = t - f * span; S.v1 = S.v0 + span;
+  draw(); request();
+}
+function pan(dx) {
+  const dt = (dx / plotW()) * (S.v1 - S.v0);
+  S.v0 += dt; S.v1 += dt;
+  draw(); request();
+}
+canvas.addEventListener("wheel", (e) => {
+  e.preventDefault();
+  if (e.shiftKey) { S.scrollY = Math.max(0, S.scrollY + e.deltaY); draw(); return; }
+  zoom(Math.pow(1.0015, e.deltaY), e.offsetX);
+}, { passive: false });
+let drag = null;
+canvas.addEventListener("mousedown", (e) => { drag = { x: e.offsetX, y: e.offsetY, moved: false }; });
+window.addEventListener("mouseup", (e) => {
+  if (drag && !drag.moved) click(drag.x, drag.y);
+  drag = null;
+});
+canvas.addEventListener("mousemove", (e) => {
+  if (!drag) return;
+  const dx = e.offsetX - drag.x, dy = e.offsetY - drag.y;
+  if (Math.abs(dx) + Math.abs(dy) > 2) drag.moved = true;
+  if (!drag.moved) return;
+  drag.x = e.offsetX; drag.y = e.offsetY;
+  S.scrollY = Math.max(0, S.scrollY - dy);
+  pan(-dx);
+});
+canvas.addEventListener("keydown", (e) => {
+  const k = e.key.toLowerCase(), mid = LABEL_W + plotW() / 2;
+  if (k === "w") zoom(0.8, mid);
+  else if (k === "s") zoom(1.25, mid);
+  else if (k === "a") pan(-plotW() * 0.1);
+  else if (k === "d") pan(plotW() * 0.1);
+  else return;
+  e.preventDefault();
+});
+window.addEventListener("resize", () => { draw(); request(); });
+
+function click(x, y) {
+  canvas.focus();
+  const row = S.rows.find((r) => y >= r.y && y < r.y + r.h);
+  if (!row) return;
+  if (row.kind === "host") { toggle(S.collapsedHost, row.host); return; }
+  if (row.kind === "rank") { toggle(S.collapsedRank, row.rank); return; }
+  if (x < LABEL_W || !S.win) return;
+  const lod = S.win.byTrack.get(row.track);
+  if (!lod) return;
+  const depth = Math.floor((y - row.y - 1) / ROW_H);
+  const t = tOf(x) - S.win.base, slack = 3 * (S.v1 - S.v0) / plotW();
+  let best = null;
+  for (const it of lod.items) {
+    if (it[4] !== depth) continue;
+    if (t >= it[1] - slack && t <= it[1] + it[2] + slack) {
+      if (!best || Math.abs(it[1] - t) < Math.abs(best[1] - t) || (t >= it[1] && t <= it[1] + it[2])) best = it;
+    }
+  }
+  if (!best) { detailsEl.innerHTML = ""; S.selected = null; draw(); return; }
+  select(best[0], S.win.base + best[1], best[2], row.track, best[4]);
+}
+function toggle(set, key) { if (set.has(key)) set.delete(key); else set.add(key); draw(); }
+
+function select(id, relTs, dur, track, depth) {
+  S.selected = { id, ts: relTs, dur, track, depth };
+  draw();
+  const abs = (BigInt(S.meta.origin) + BigInt(Math.round(relTs))).toString();
+  api("api/event", { id, ts: abs }).then((ev) => {
+    S.lastEvent = ev;
+    const f = ev.event.fields;
+    let h = `<h3>${esc(f.name)}</h3><table>`;
+    for (const [k, v] of Object.entries(f)) h += `<tr><td>${esc(k)}</td><td>${esc(v === null ? "NULL" : v)}</td></tr>`;
+    h += `</table><h3>SQL</h3><pre>${esc(ev.event.sql)}</pre>`;
+    if (ev.parents.length) {
+      h += "<h3>parents</h3><table>";
+      for (const p of ev.parents) h += `<tr><td>${esc(p.fields.depth)}</td><td>${esc(p.fields.name)}</td><td>${fmtNs(p.fields.dur)}</td></tr>`;
+      h += "</table>";
+    }
+    detailsEl.innerHTML = h;
+  }).catch((e) => { detailsEl.innerHTML = `<span class="err">${esc(e.message)}</span>`; });
+}
+
+function showResults(title, res, idCol, tsCol, durCol) {
+  S.hits = [];
+  let h = `<h3>${esc(title)}${res.truncated ? " (first rows)" : ""}</h3><table><tr>`;
+  for (const c of res.columns) h += `<th>${esc(c)}</th>`;
+  h += "</tr>";
+  res.rows.forEach((r, i) => {
+    const hit = idCol >= 0 && tsCol >= 0 && r[idCol] !== null && r[tsCol] !== null;
+    if (hit) {
+      const rel = Number(BigInt(r[tsCol]) - BigInt(S.meta.origin));
+      S.hits.push({ id: String(r[idCol]), track: trackOfId(r[idCol]), ts: rel, dur: durCol >= 0 ? Number(r[durCol]) : 0 });
+    }
+    h += `<tr class="${hit ? "hit" : ""}" data-i="${hit ? S.hits.length - 1 : -1}">` +
+      r.map((v) => `<td>${esc(v === null ? "NULL" : v)}</td>`).join("") + "</tr>";
+  });
+  resultsEl.innerHTML = h + "</table>";
+  draw();
+}
+resultsEl.addEventListener("click", (e) => {
+  const tr = e.target.closest("tr.hit");
+  if (!tr) return;
+  const hit = S.hits[Number(tr.dataset.i)];
+  const span = Math.max(hit.dur * 4, 2000);
+  S.v0 = hit.ts - span / 2 + hit.dur / 2; S.v1 = S.v0 + span;
+  draw(); request();
+});
+document.getElementById("search").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter") return;
+  api("api/search", { glob: e.target.value }).then((res) => {
+    S.lastSearch = res;
+    showResults(`search ${e.target.value}: ${res.rows.length} events (longest first)`, res, 0, 6, 5);
+  }).catch((err) => { resultsEl.innerHTML = `<span class="err">${esc(err.message)}</span>`; });
+});
+document.getElementById("sql").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter") return;
+  api("api/sql", { q: e.target.value }).then((res) => {
+    S.lastSql = res;
+    showResults(`${res.rows.length} rows`, res, res.columns.indexOf("id"), res.columns.indexOf("ts"), res.columns.indexOf("dur"));
+  }).catch((err) => { resultsEl.innerHTML = `<span class="err">${esc(err.message)}</span>`; });
+});
+
+// ---- start ----
+api("api/meta", {}).then((m) => {
+  S.meta = m;
+  document.getElementById("dbname").textContent = `${m.db} · ${m.ranks.length} ranks · ${m.events} events`;
+  S.v0 = 0; S.v1 = Math.max(1000, m.duration);
+  draw();
+  fetchWindow();
+}).catch((e) => { statusEl.innerHTML = `<span class="err">${esc(e.message)}</span>`; S.errors.push(e.message); });
+})();
