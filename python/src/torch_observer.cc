@@ -2,9 +2,10 @@
 //
 // One global callback restricted to RecordScope::USER_SCOPE sees
 //   - every c10d Work: ProcessGroupGloo (and NCCL, MPI, UCC) open a RecordFunction titled
-//     "gloo:all_reduce", "gloo:send", ... with the input tensors when the operation is issued, and
-//     end it from Work::finish() when it completes, possibly on a worker thread. Recorded as one
-//     span, issue to completion, cat "comm", with bytes (the inputs' numel x element size), the
+//     "gloo:all_reduce", "gloo:send", ... with the input tensors (gloo's asynchronous work: when a
+//     worker thread starts it), and end it from Work::finish() when it completes. Recorded as one
+//     span, cat "comm", from the issuing torch.distributed call (when there is one; else from the
+//     start of execution) to completion, with bytes (the inputs' numel x element size), the
 //     process group (`comm`), a per-group sequence number (`seq`, collectives only) and the peer
 //     (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its bucket
 //     allreduces from C++, so they are seen the same way. Each operation in flight holds one of
@@ -66,6 +67,7 @@ constexpr auto kCommInfoKind = static_cast<c10::DebugInfoKind>(0xA7);
 struct CommInfo : c10::DebugInfoBase {
   uint32_t comm = 0;
   int32_t peer = kNoPeer;
+  int64_t issue_ts = 0;   // ns: when the call that issues one operation began (0: not such a call)
   bool suppress = false;  // tracedb's own traffic (clock sync) is not recorded
 };
 
@@ -196,9 +198,11 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   const char* n = fn.name();
   if (n == nullptr) return nullptr;
   auto ctx = std::make_unique<Ctx>();
+  int64_t issued = 0;  // the issue time, when known (a torch.distributed call around it)
   if (IsC10dTitle(n)) {
     auto* info = static_cast<CommInfo*>(c10::ThreadLocalDebugInfo::get(kCommInfoKind));
     if (info != nullptr && info->suppress) return nullptr;
+    if (info != nullptr) issued = info->issue_ts;
     const OpKind kind = KindOf(n);
     const uint32_t comm = info != nullptr ? info->comm : g_default_comm.load();
     ctx->name = Name(n);
@@ -235,7 +239,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   } else {
     ctx->name = Name(n);
   }
-  ctx->ts = tracedb_now();
+  ctx->ts = issued > 0 ? issued : tracedb_now();
   return ctx;
 }
 
@@ -279,15 +283,16 @@ PyObject* Remove(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// push(comm, peer=None, suppress=False): the context of the operations this thread issues until
-// pop(); `peer` is a group rank.
+// push(comm, peer=None, issue=False, suppress=False): the context of the operations this thread
+// issues until pop(); `peer` is a group rank; `issue`: the call issues one operation, which starts
+// now (gloo only starts executing it later, on a worker thread).
 PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"comm", "peer", "suppress", nullptr};
+  static const char* kw[] = {"comm", "peer", "issue", "suppress", nullptr};
   unsigned long comm = 0;
   PyObject* peer = Py_None;
-  int suppress = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Op", const_cast<char**>(kw), &comm, &peer,
-                                   &suppress)) {
+  int issue = 0, suppress = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Opp", const_cast<char**>(kw), &comm, &peer,
+                                   &issue, &suppress)) {
     return nullptr;
   }
   auto info = std::make_shared<CommInfo>();
@@ -298,6 +303,7 @@ PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
     info->peer = static_cast<int32_t>(v);
   }
   info->suppress = suppress != 0;
+  if (issue) info->issue_ts = tracedb_now();
   c10::ThreadLocalDebugInfo::_push(kCommInfoKind, std::move(info));
   Py_RETURN_NONE;
 }
@@ -364,7 +370,7 @@ PyMethodDef kMethods[] = {
     {"remove", Remove, METH_NOARGS, "remove(): unregister it."},
     {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Push)),
      METH_VARARGS | METH_KEYWORDS,
-     "push(comm, peer=None, suppress=False): context of the next operations."},
+     "push(comm, peer=None, issue=False, suppress=False): context of the next operations."},
     {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
     {"_number_check", NumberCheck, METH_O, "_number_check(events) -> {handle: seq} (tests)."},
     {"stats", Stats, METH_NOARGS,
