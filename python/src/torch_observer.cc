@@ -94,6 +94,7 @@ std::unordered_map<uint32_t, GroupSeq> g_seq;
 constexpr int kMaxLanes = 64;
 uint32_t g_lane_ids[kMaxLanes] = {0};
 uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight
+int64_t g_lane_free_since[kMaxLanes] = {0};  // ns: end of the last span on lane i
 
 // Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.
 struct NameHash {
@@ -171,10 +172,11 @@ uint64_t InputBytes(const at::RecordFunction& fn) {
   return bytes;
 }
 
-int TakeLane() {
+// A lane free since before `ts` (a span starting at `ts` overlaps nothing on it).
+int TakeLane(int64_t ts) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (int i = 0; i < kMaxLanes; ++i) {
-    if (!(g_lanes_busy & (uint64_t{1} << i))) {
+    if (!(g_lanes_busy & (uint64_t{1} << i)) && g_lane_free_since[i] <= ts) {
       if (g_lane_ids[i] == 0) {
         const std::string lane = "c10d " + std::to_string(i);
         g_lane_ids[i] = tracedb_lane(lane.c_str());
@@ -187,10 +189,11 @@ int TakeLane() {
   return -1;  // more than 64 in flight: the ending thread's track
 }
 
-void ReleaseLane(int slot) {
+void ReleaseLane(int slot, int64_t end) {
   if (slot < 0) return;
   std::lock_guard<std::mutex> lock(g_mu);
   g_lanes_busy &= ~(uint64_t{1} << slot);
+  g_lane_free_since[slot] = std::max(g_lane_free_since[slot], end);
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
@@ -220,7 +223,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
       std::lock_guard<std::mutex> lock(g_mu);
       NumberInIssueOrder(ctx.get());
     }
-    ctx->lane_slot = TakeLane();
+    ctx->lane_slot = TakeLane(issued > 0 ? issued : tracedb_now());
     g_ops.fetch_add(1, std::memory_order_relaxed);
   } else if (std::strcmp(n, "DistributedDataParallel.forward") == 0) {
     if (c10::GradMode::is_enabled() && g_step_pending.exchange(false)) {
@@ -254,7 +257,7 @@ void OnEnd(const at::RecordFunction&, at::ObserverContext* base) {
   const uint32_t lane = ctx->lane_slot >= 0 ? g_lane_ids[ctx->lane_slot] : 0;
   tracedb_complete_ex(ctx->name, ctx->cat, lane, ctx->ts, now - ctx->ts,
                       ctx->args.fields ? &ctx->args : nullptr);
-  ReleaseLane(ctx->lane_slot);
+  ReleaseLane(ctx->lane_slot, now);
 }
 
 // install(default_comm): registers the observer (idempotent).
