@@ -2,9 +2,10 @@
 //
 // One global callback restricted to RecordScope::USER_SCOPE sees
 //   - every c10d Work: ProcessGroupGloo (and NCCL, MPI, UCC) open a RecordFunction titled
-//     "gloo:all_reduce", "gloo:send", ... with the input tensors when the operation is issued, and
-//     end it from Work::finish() when it completes, possibly on a worker thread. Recorded as one
-//     span, issue to completion, cat "comm", with bytes (the inputs' numel x element size), the
+//     "gloo:all_reduce", "gloo:send", ... with the input tensors (gloo's asynchronous work: when a
+//     worker thread starts it), and end it from Work::finish() when it completes. Recorded as one
+//     span, cat "comm", from the issuing torch.distributed call (when there is one; else from the
+//     start of execution) to completion, with bytes (the inputs' numel x element size), the
 //     process group (`comm`), a per-group sequence number (`seq`, collectives only) and the peer
 //     (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its bucket
 //     allreduces from C++, so they are seen the same way. Each operation in flight holds one of
@@ -66,6 +67,7 @@ constexpr auto kCommInfoKind = static_cast<c10::DebugInfoKind>(0xA7);
 struct CommInfo : c10::DebugInfoBase {
   uint32_t comm = 0;
   int32_t peer = kNoPeer;
+  int64_t issue_ts = 0;   // ns: when the call that issues one operation began (0: not such a call)
   bool suppress = false;  // tracedb's own traffic (clock sync) is not recorded
 };
 
@@ -92,6 +94,7 @@ std::unordered_map<uint32_t, GroupSeq> g_seq;
 constexpr int kMaxLanes = 64;
 uint32_t g_lane_ids[kMaxLanes] = {0};
 uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight
+int64_t g_lane_free_since[kMaxLanes] = {0};  // ns: end of the last span on lane i
 
 // Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.
 struct NameHash {
@@ -169,10 +172,11 @@ uint64_t InputBytes(const at::RecordFunction& fn) {
   return bytes;
 }
 
-int TakeLane() {
+// A lane free since before `ts` (a span starting at `ts` overlaps nothing on it).
+int TakeLane(int64_t ts) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (int i = 0; i < kMaxLanes; ++i) {
-    if (!(g_lanes_busy & (uint64_t{1} << i))) {
+    if (!(g_lanes_busy & (uint64_t{1} << i)) && g_lane_free_since[i] <= ts) {
       if (g_lane_ids[i] == 0) {
         const std::string lane = "c10d " + std::to_string(i);
         g_lane_ids[i] = tracedb_lane(lane.c_str());
@@ -185,10 +189,11 @@ int TakeLane() {
   return -1;  // more than 64 in flight: the ending thread's track
 }
 
-void ReleaseLane(int slot) {
+void ReleaseLane(int slot, int64_t end) {
   if (slot < 0) return;
   std::lock_guard<std::mutex> lock(g_mu);
   g_lanes_busy &= ~(uint64_t{1} << slot);
+  g_lane_free_since[slot] = std::max(g_lane_free_since[slot], end);
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
@@ -196,9 +201,11 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   const char* n = fn.name();
   if (n == nullptr) return nullptr;
   auto ctx = std::make_unique<Ctx>();
+  int64_t issued = 0;  // the issue time, when known (a torch.distributed call around it)
   if (IsC10dTitle(n)) {
     auto* info = static_cast<CommInfo*>(c10::ThreadLocalDebugInfo::get(kCommInfoKind));
     if (info != nullptr && info->suppress) return nullptr;
+    if (info != nullptr) issued = info->issue_ts;
     const OpKind kind = KindOf(n);
     const uint32_t comm = info != nullptr ? info->comm : g_default_comm.load();
     ctx->name = Name(n);
@@ -216,7 +223,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
       std::lock_guard<std::mutex> lock(g_mu);
       NumberInIssueOrder(ctx.get());
     }
-    ctx->lane_slot = TakeLane();
+    ctx->lane_slot = TakeLane(issued > 0 ? issued : tracedb_now());
     g_ops.fetch_add(1, std::memory_order_relaxed);
   } else if (std::strcmp(n, "DistributedDataParallel.forward") == 0) {
     if (c10::GradMode::is_enabled() && g_step_pending.exchange(false)) {
@@ -235,7 +242,7 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
   } else {
     ctx->name = Name(n);
   }
-  ctx->ts = tracedb_now();
+  ctx->ts = issued > 0 ? issued : tracedb_now();
   return ctx;
 }
 
@@ -250,7 +257,7 @@ void OnEnd(const at::RecordFunction&, at::ObserverContext* base) {
   const uint32_t lane = ctx->lane_slot >= 0 ? g_lane_ids[ctx->lane_slot] : 0;
   tracedb_complete_ex(ctx->name, ctx->cat, lane, ctx->ts, now - ctx->ts,
                       ctx->args.fields ? &ctx->args : nullptr);
-  ReleaseLane(ctx->lane_slot);
+  ReleaseLane(ctx->lane_slot, now);
 }
 
 // install(default_comm): registers the observer (idempotent).
@@ -279,15 +286,16 @@ PyObject* Remove(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
-// push(comm, peer=None, suppress=False): the context of the operations this thread issues until
-// pop(); `peer` is a group rank.
+// push(comm, peer=None, issue=False, suppress=False): the context of the operations this thread
+// issues until pop(); `peer` is a group rank; `issue`: the call issues one operation, which starts
+// now (gloo only starts executing it later, on a worker thread).
 PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"comm", "peer", "suppress", nullptr};
+  static const char* kw[] = {"comm", "peer", "issue", "suppress", nullptr};
   unsigned long comm = 0;
   PyObject* peer = Py_None;
-  int suppress = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Op", const_cast<char**>(kw), &comm, &peer,
-                                   &suppress)) {
+  int issue = 0, suppress = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "k|Opp", const_cast<char**>(kw), &comm, &peer,
+                                   &issue, &suppress)) {
     return nullptr;
   }
   auto info = std::make_shared<CommInfo>();
@@ -298,6 +306,7 @@ PyObject* Push(PyObject*, PyObject* args, PyObject* kwargs) {
     info->peer = static_cast<int32_t>(v);
   }
   info->suppress = suppress != 0;
+  if (issue) info->issue_ts = tracedb_now();
   c10::ThreadLocalDebugInfo::_push(kCommInfoKind, std::move(info));
   Py_RETURN_NONE;
 }
@@ -364,7 +373,7 @@ PyMethodDef kMethods[] = {
     {"remove", Remove, METH_NOARGS, "remove(): unregister it."},
     {"push", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(Push)),
      METH_VARARGS | METH_KEYWORDS,
-     "push(comm, peer=None, suppress=False): context of the next operations."},
+     "push(comm, peer=None, issue=False, suppress=False): context of the next operations."},
     {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
     {"_number_check", NumberCheck, METH_O, "_number_check(events) -> {handle: seq} (tests)."},
     {"stats", Stats, METH_NOARGS,

@@ -113,6 +113,11 @@ class DdpCaptureTest(unittest.TestCase):
                             "GROUP BY comm, seq HAVING n <> 4 OR ranks <> 4 OR names <> 1 "
                             "OR sizes <> 1")
             self.assertEqual(bad, [])
+            # Overlapping operations sit on lanes of their own: nothing mis-nested or unmatched.
+            damage = query(db, "SELECT name, rank, value FROM stats WHERE name IN "
+                               "('improper_nesting', 'unmatched_end', 'negative_duration', "
+                               "'dropped') AND value > 0")
+            self.assertEqual(damage, [])
             seqs = query(db, "SELECT rank, count(*) AS n, max(seq) AS top FROM events "
                              "WHERE cat = 'comm' AND seq IS NOT NULL GROUP BY rank")
             for r in seqs:

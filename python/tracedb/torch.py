@@ -85,7 +85,8 @@ def _wrap_comm(name, fn):
     sig = inspect.signature(fn)
     params = list(sig.parameters)
     group_pos = params.index("group") if "group" in params else None
-    _, peer_name = _COMM_FUNCTIONS[name]
+    what, peer_name = _COMM_FUNCTIONS[name]
+    single = what != "outer"  # the call issues one operation: the span starts at the call
     peer_pos = params.index(peer_name) if peer_name in params else None
     peer_default = None
     if peer_pos is not None:
@@ -119,7 +120,7 @@ def _wrap_comm(name, fn):
                 peer = members.index(peer) if peer in members else None
             elif not isinstance(peer, int):
                 peer = None
-        _obs.push(comm, peer)
+        _obs.push(comm, peer, single)
         try:
             return fn(*args, **kwargs)
         finally:
