@@ -3,6 +3,7 @@
 
 #include "query/events_vtab.h"
 #include "query/functions.h"
+#include "query/gpu_views.h"
 
 namespace tracedb::query {
 
@@ -73,8 +74,9 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
 
 -- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
 
--- Every rank's arrival at every collective: recorded MPI calls (matched by communicator and
--- sequence number), and imported Horovod negotiations, where rank 0's timeline holds one
+-- Every rank's arrival at every collective: recorded MPI calls, PyTorch collectives (cat
+-- 'comm') and NCCL collectives (their issue instants), matched by communicator and sequence
+-- number; and imported Horovod negotiations, where rank 0's timeline holds one
 -- RANK_READY tick per rank (comm 0, seq = the NEGOTIATE_* span's id, name without NEGOTIATE_;
 -- a tick has no duration, so dur and end_ts are NULL).
 -- (The NEGOTIATE_* spans are read once into a table SQLite indexes: a join on events.id per
@@ -84,7 +86,8 @@ CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
     SELECT id, name FROM events
     WHERE kind = 'span' AND name LIKE 'NEGOTIATE\_%' ESCAPE '\')
   SELECT rank, name, comm, seq, id, ts, dur, end_ts
-  FROM events WHERE cat = 'mpi' AND seq IS NOT NULL
+  FROM events
+  WHERE (cat IN ('mpi', 'comm') OR (cat = 'nccl' AND kind = 'instant')) AND seq IS NOT NULL
   UNION ALL
   SELECT t.peer, substr(n.name, 11), 0, n.id, t.id, t.ts, NULL, NULL
   FROM events t JOIN n ON n.id = t.parent
@@ -260,7 +263,9 @@ int InstallSqlSurface(sqlite3* db, char** err) {
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));
     return rc;
   }
-  return sqlite3_exec(db, ViewsSql(), nullptr, nullptr, err);
+  rc = sqlite3_exec(db, ViewsSql(), nullptr, nullptr, err);
+  if (rc == SQLITE_OK) rc = InstallGpuViews(db, err);
+  return rc;
 }
 
 }  // namespace tracedb::query

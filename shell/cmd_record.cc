@@ -39,6 +39,7 @@
 #include "engine/segment_reader.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
+#include "recorder/cuda/record_env.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 
@@ -56,6 +57,8 @@ struct RecordOptions {
   bool keep_segments = false;
   bool force = false;
   int nproc = 0;  // > 0: launch this many local ranks of the command
+  bool nccl = false, cuda = false, nvtx = false;  // GPU capture (docs/gpu-capture.md)
+  std::string nccl_events;                        // TRACEDB_NCCL_EVENTS for the NCCL plugin
   std::vector<std::string> command;
 };
 
@@ -369,6 +372,15 @@ int RunRecord(const RecordOptions& o) {
     }
     vars.emplace_back("PYTHONPATH", path);
   }
+  if (o.nccl || o.cuda || o.nvtx || !o.nccl_events.empty()) {
+    std::string error;
+    if (!tracedb::gpu::GpuRecordEnv({o.nccl || !o.nccl_events.empty(), o.cuda, o.nvtx,
+                                     o.nccl_events},
+                                    SelfDir(), &vars, &error)) {
+      std::fprintf(stderr, "tracedb record: %s\n", error.c_str());
+      return kExitError;
+    }
+  }
   const std::string master_port = std::to_string(FreePort());
   const std::string master_addr = o.nproc > 0 ? "127.0.0.1" : HostName();
   vars.emplace_back("TRACEDB_MASTER_ADDR", master_addr);
@@ -482,6 +494,12 @@ void SetupRecord(CLI::App& app, int* exit_code) {
                   "Launch N local ranks of the command (RANK, WORLD_SIZE, MASTER_ADDR... set, as "
                   "torchrun does)")
       ->check(CLI::Range(1, 4096));
+  sub->add_flag("--nccl", o->nccl,
+                "Load the NCCL profiler plugin: collectives, p2p, proxy ops (docs/gpu-capture.md)");
+  sub->add_option("--nccl-events", o->nccl_events,
+                  "NCCL event kinds to record (TRACEDB_NCCL_EVENTS; implies --nccl)");
+  sub->add_flag("--cuda", o->cuda, "Record CUDA kernels, copies and syncs through CUPTI");
+  sub->add_flag("--nvtx", o->nvtx, "Turn the program's NVTX ranges and marks into spans");
   sub->add_option("command", o->command, "The command to run, after --")->required();
   sub->callback([o, exit_code] { *exit_code = RunRecord(*o); });
 }

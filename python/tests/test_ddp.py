@@ -144,7 +144,6 @@ class DdpCaptureTest(unittest.TestCase):
             for r in rows:
                 self.assertGreaterEqual(r["n"], 2)  # init_process_group and destroy
 
-    @unittest.expectedFailure  # until query/views.cc matches cat 'comm' (see docs/python.md)
     def test_stragglers_report_matches_across_ranks(self):
         for db, _, _ in self.each_run():
             rows = query(db, "SELECT ranks, count(*) AS n FROM collectives GROUP BY ranks")
