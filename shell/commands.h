@@ -21,5 +21,7 @@ void SetupReport(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
 void SetupImport(CLI::App& app, int* exit_code);
 void SetupExport(CLI::App& app, int* exit_code);
+void SetupDiff(CLI::App& app, int* exit_code);
+void SetupTop(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

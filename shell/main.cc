@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   tracedb::shell::SetupInfo(app, &exit_code);
   tracedb::shell::SetupImport(app, &exit_code);
   tracedb::shell::SetupExport(app, &exit_code);
+  tracedb::shell::SetupDiff(app, &exit_code);
+  tracedb::shell::SetupTop(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
