@@ -306,18 +306,85 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
   return out;
 }
 
+StatusOr<CollectiveData> BuildCollectives(Db* db) {
+  struct Call {
+    int32_t rank;
+    size_t coll;
+    int64_t ts;
+  };
+  std::vector<Call> calls;
+  std::map<std::pair<int64_t, int64_t>, size_t> index;  // (comm, seq) -> collective
+  CollectiveData out;
+  std::vector<int64_t> last_ts;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT rank, comm, seq, ts FROM "
+                                                  "collective_calls"));
+    while (true) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      const int32_t rank = static_cast<int32_t>(st.Int(0));
+      const int64_t ts = st.Int(3);
+      auto [it, fresh] = index.emplace(std::pair{st.Int(1), st.Int(2)}, out.collectives.size());
+      if (fresh) {
+        CollectiveSkew c;
+        c.first_arrival = ts;
+        c.last_rank = rank;
+        out.collectives.push_back(c);
+        last_ts.push_back(ts);
+      }
+      CollectiveSkew& c = out.collectives[it->second];
+      int64_t& last = last_ts[it->second];
+      ++c.ranks;
+      c.first_arrival = std::min(c.first_arrival, ts);
+      if (ts > last || (ts == last && rank < c.last_rank)) {
+        last = ts;
+        c.last_rank = rank;
+      }
+      calls.push_back({rank, it->second, ts});
+    }
+  }
+  std::map<int32_t, RankCollectives> ranks;
+  for (size_t i = 0; i < out.collectives.size(); ++i) {
+    CollectiveSkew& c = out.collectives[i];
+    c.skew_ns = last_ts[i] - c.first_arrival;
+    if (c.ranks > 1) {
+      RankCollectives& r = ranks[c.last_rank];
+      r.rank = c.last_rank;
+      ++r.times_last;
+      r.caused_wait_ns += c.skew_ns;
+      r.max_skew_ns = std::max(r.max_skew_ns, c.skew_ns);
+    }
+  }
+  for (const Call& call : calls) {
+    RankCollectives& r = ranks[call.rank];
+    r.rank = call.rank;
+    ++r.collectives;
+    r.waited_ns += last_ts[call.coll] - call.ts;
+    r.late_ns += call.ts - out.collectives[call.coll].first_arrival;
+  }
+  for (auto& [rank, r] : ranks) out.ranks.push_back(r);
+  std::sort(out.collectives.begin(), out.collectives.end(),
+            [](const CollectiveSkew& a, const CollectiveSkew& b) {
+              return a.first_arrival < b.first_arrival;
+            });
+  return out;
+}
+
 StatusOr<std::vector<int32_t>> FindStragglers(Db* db, int limit, std::string* basis) {
   std::vector<int32_t> out;
   basis->clear();
   {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db->Prepare("SELECT rank FROM stragglers WHERE times_last > 0 "
-                             "ORDER BY caused_wait_ns DESC, rank LIMIT ?1"));
-    st.Bind(1, limit);
-    while (true) {
-      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      out.push_back(static_cast<int32_t>(st.Int(0)));
+    TRACEDB_ASSIGN_OR_RETURN(CollectiveData cd, BuildCollectives(db));
+    std::vector<const RankCollectives*> order;
+    for (const auto& r : cd.ranks) {
+      if (r.times_last > 0) order.push_back(&r);
+    }
+    std::sort(order.begin(), order.end(), [](const RankCollectives* a, const RankCollectives* b) {
+      return a->caused_wait_ns != b->caused_wait_ns ? a->caused_wait_ns > b->caused_wait_ns
+                                                    : a->rank < b->rank;
+    });
+    for (size_t i = 0; i < order.size() && static_cast<int>(i) < limit; ++i) {
+      out.push_back(order[i]->rank);
     }
   }
   if (!out.empty()) {

@@ -95,6 +95,30 @@ struct RunSummary {
 };
 StatusOr<RunSummary> BuildRunSummary(engine::Db* db, const std::string& path);
 
+// The collectives matched across ranks by (comm, seq), from collective_calls in one pass: the
+// same numbers as the collectives, stragglers and collective_wait views (docs/sql.md), which
+// compute them with window functions.
+struct CollectiveSkew {
+  int64_t first_arrival = 0;  // ns
+  int64_t skew_ns = 0;        // last arrival - first arrival
+  int32_t ranks = 0;
+  int32_t last_rank = -1;     // the latest to arrive (the lowest rank among equal arrivals)
+};
+struct RankCollectives {
+  int32_t rank = 0;
+  uint64_t collectives = 0;
+  int64_t waited_ns = 0;     // sum over its calls of (last arrival - its arrival)
+  int64_t late_ns = 0;       // sum of (its arrival - first arrival)
+  uint64_t times_last = 0;   // collectives of more than one rank where it arrived last
+  int64_t caused_wait_ns = 0;  // sum of their skews (stragglers.caused_wait_ns)
+  int64_t max_skew_ns = 0;
+};
+struct CollectiveData {
+  std::vector<CollectiveSkew> collectives;  // by first arrival
+  std::vector<RankCollectives> ranks;       // by rank
+};
+StatusOr<CollectiveData> BuildCollectives(engine::Db* db);
+
 // The straggler ranks, worst first (at most `limit`): the ranks that others waited for in
 // collectives (stragglers view), else the ranks most often slowest in a step. *basis says which.
 StatusOr<std::vector<int32_t>> FindStragglers(engine::Db* db, int limit, std::string* basis);

@@ -145,6 +145,26 @@ TEST(ReportDataTest, AggregatesMatchTheViews) {
     for (double v : n.per_step) sum += v;
     EXPECT_NEAR(sum * 3, static_cast<double>(n.total_ns), 1.0 * n.per_step.size());
   }
+  // Collectives in one pass equal the window-function views.
+  auto cd = BuildCollectives(d);
+  ASSERT_TRUE(cd.ok()) << cd.status().message();
+  EXPECT_EQ(static_cast<int64_t>(cd->collectives.size()),
+            *d->QueryInt("SELECT count(*) FROM collectives"));
+  int64_t max_skew = 0;
+  for (const auto& c : cd->collectives) max_skew = std::max(max_skew, c.skew_ns);
+  EXPECT_EQ(max_skew, *d->QueryInt("SELECT max(skew_ns) FROM collectives"));
+  ASSERT_EQ(cd->ranks.size(), 3u);
+  for (const auto& r : cd->ranks) {
+    const std::string w = " WHERE rank = " + std::to_string(r.rank);
+    EXPECT_EQ(r.waited_ns, *d->QueryInt("SELECT waited_ns FROM collective_wait" + w));
+    EXPECT_EQ(r.late_ns, *d->QueryInt("SELECT late_ns FROM collective_wait" + w));
+    EXPECT_EQ(static_cast<int64_t>(r.collectives),
+              *d->QueryInt("SELECT collectives FROM collective_wait" + w));
+    EXPECT_EQ(static_cast<int64_t>(r.times_last),
+              *d->QueryInt("SELECT times_last FROM stragglers" + w, 0));
+    EXPECT_EQ(r.caused_wait_ns, *d->QueryInt("SELECT caused_wait_ns FROM stragglers" + w, 0));
+    EXPECT_EQ(r.max_skew_ns, *d->QueryInt("SELECT max_skew_ns FROM stragglers" + w, 0));
+  }
   std::string basis;
   auto s = FindStragglers(d, 3, &basis);
   ASSERT_TRUE(s.ok());

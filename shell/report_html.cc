@@ -104,8 +104,7 @@ class PageData {
     Overview(ov);
     TRACEDB_RETURN_IF_ERROR(Names());
     TRACEDB_RETURN_IF_ERROR(Slowest());
-    TRACEDB_RETURN_IF_ERROR(RankComm(ov));
-    TRACEDB_RETURN_IF_ERROR(Skew(ov.t0));
+    TRACEDB_RETURN_IF_ERROR(Collectives(ov));
     TRACEDB_RETURN_IF_ERROR(MessageSizes());
     TRACEDB_RETURN_IF_ERROR(Steps());
     TRACEDB_RETURN_IF_ERROR(Rows("clock",
@@ -169,46 +168,44 @@ class PageData {
     return Status::Ok();
   }
 
-  Status RankComm(const query::Overview& ov) {
-    std::map<int64_t, std::pair<int64_t, int64_t>> wait;  // rank -> (waited, late)
-    {
-      TRACEDB_ASSIGN_OR_RETURN(
-          engine::Stmt st, db_->Prepare("SELECT rank, waited_ns, late_ns FROM collective_wait"));
-      while (true) {
-        TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-        if (!row) break;
-        wait[st.Int(0)] = {st.Int(1), st.Int(2)};
-      }
-    }
+  Status Collectives(const query::Overview& ov) {
+    TRACEDB_ASSIGN_OR_RETURN(query::CollectiveData cd, query::BuildCollectives(db_));
+    std::map<int32_t, const query::RankCollectives*> by_rank;
+    for (const auto& r : cd.ranks) by_rank[r.rank] = &r;
     out_ += ",\"rank_comm\":[";
     for (size_t i = 0; i < ov.ranks.size(); ++i) {
       const auto& r = ov.ranks[i];
-      auto it = wait.find(r.rank);
+      auto it = by_rank.find(r.rank);
+      const bool has = it != by_rank.end() && it->second->collectives > 0;
       out_ += (i ? "," : "");
       out_ += "{\"rank\":" + Num(int64_t{r.rank}) + ",\"compute_ns\":" + Num(r.compute_ns) +
               ",\"comm_ns\":" + Num(r.comm_ns) + ",\"wall_ns\":" + Num(r.wall_ns) +
-              ",\"wait_ns\":" + (it == wait.end() ? "null" : Num(it->second.first)) +
-              ",\"late_ns\":" + (it == wait.end() ? "null" : Num(it->second.second)) + "}";
+              ",\"wait_ns\":" + (has ? Num(it->second->waited_ns) : "null") +
+              ",\"late_ns\":" + (has ? Num(it->second->late_ns) : "null") + "}";
+    }
+    // The stragglers, worst first (as the stragglers view ordered by caused_wait_ns).
+    std::vector<const query::RankCollectives*> order;
+    for (const auto& r : cd.ranks) {
+      if (r.times_last > 0) order.push_back(&r);
+    }
+    std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+      return a->caused_wait_ns != b->caused_wait_ns ? a->caused_wait_ns > b->caused_wait_ns
+                                                    : a->rank < b->rank;
+    });
+    out_ += "],\"stragglers\":[";
+    for (size_t i = 0; i < order.size() && i < 20; ++i) {
+      const auto* r = order[i];
+      out_ += (i ? "," : "");
+      out_ += "{\"rank\":" + Num(int64_t{r->rank}) +
+              ",\"times_last\":" + Num(static_cast<int64_t>(r->times_last)) +
+              ",\"caused_wait_ns\":" + Num(r->caused_wait_ns) +
+              ",\"max_skew_ns\":" + Num(r->max_skew_ns) + "}";
     }
     out_ += "]";
-    return Rows("stragglers",
-                "SELECT rank, times_last, caused_wait_ns, max_skew_ns FROM stragglers "
-                "ORDER BY caused_wait_ns DESC, rank LIMIT 20");
-  }
-
-  // Collective skew, binned over time: per bin the maximum and mean skew.
-  Status Skew(int64_t t0) {
+    // Skew over time, binned: per bin the maximum and mean skew.
     std::vector<std::pair<int64_t, int64_t>> points;
-    {
-      TRACEDB_ASSIGN_OR_RETURN(
-          engine::Stmt st,
-          db_->Prepare("SELECT first_arrival, skew_ns FROM collectives WHERE ranks > 1 AND "
-                       "skew_ns IS NOT NULL ORDER BY first_arrival"));
-      while (true) {
-        TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-        if (!row) break;
-        points.push_back({st.Int(0) - t0, st.Int(1)});
-      }
+    for (const auto& c : cd.collectives) {
+      if (c.ranks > 1) points.push_back({c.first_arrival - ov.t0, c.skew_ns});
     }
     out_ += ",\"skew\":[";
     if (!points.empty()) {
