@@ -234,13 +234,15 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
   TRACEDB_ASSIGN_OR_RETURN(auto sources, RankSources(db));
   const std::string source = sources.empty() ? "" : sources.begin()->second;
   TRACEDB_ASSIGN_OR_RETURN(
-      Stmt st, db->Prepare("SELECT name, coalesce(cat, ''), rank, step, dur FROM events "
+      Stmt st, db->Prepare("SELECT name, coalesce(cat, ''), rank, step, dur, bytes FROM events "
                            "WHERE kind = 'span'"));
   std::map<std::pair<std::string, std::string>, size_t> index;
   std::vector<NameStats> out;
   std::vector<std::vector<double>> durs;
+  std::vector<std::map<int, uint64_t>> sizes;
   // (name index, step, rank) -> ns in that step.
   std::map<std::tuple<size_t, int64_t, int32_t>, int64_t> per_step;
+  auto last_entry = per_step.end();
   std::pair<std::string, std::string> key;
   size_t last = SIZE_MAX;
   while (true) {
@@ -261,6 +263,7 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
         s.routine = a != nullptr && std::string_view(a) == "comm";
         out.push_back(std::move(s));
         durs.emplace_back();
+        sizes.emplace_back();
       }
       i = it->second;
       last = i;
@@ -270,7 +273,15 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
     ++s.count;
     s.total_ns += dur;
     durs[i].push_back(static_cast<double>(dur));
-    if (!st.IsNull(3)) per_step[{i, st.Int(3), static_cast<int32_t>(st.Int(2))}] += dur;
+    const int64_t bytes = st.Int(5);  // NULL reads 0
+    if (bytes > 0) ++sizes[i][63 - __builtin_clzll(static_cast<uint64_t>(bytes))];
+    if (st.IsNull(3)) continue;
+    // Rows of a block share rank and mostly step: remember the last entry.
+    const std::tuple<size_t, int64_t, int32_t> k{i, st.Int(3), static_cast<int32_t>(st.Int(2))};
+    if (last_entry == per_step.end() || last_entry->first != k) {
+      last_entry = per_step.try_emplace(k, 0).first;
+    }
+    last_entry->second += dur;
   }
   for (size_t i = 0; i < out.size(); ++i) {
     NameStats& s = out[i];
@@ -278,6 +289,7 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
     s.p50_ns = static_cast<int64_t>(Percentile(&durs[i], 50));
     s.p99_ns = static_cast<int64_t>(Percentile(&durs[i], 99));
     std::vector<double>().swap(durs[i]);
+    s.size_buckets.assign(sizes[i].begin(), sizes[i].end());
   }
   // Per (name, step): the mean over the ranks that ran that name in that step.
   size_t cur_name = SIZE_MAX;

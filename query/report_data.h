@@ -79,6 +79,8 @@ struct NameStats {
   int64_t p50_ns = 0;
   int64_t p99_ns = 0;
   std::vector<double> per_step;  // ns, one value per step, in step order
+  // Message sizes of its spans with bytes > 0: (floor(log2(bytes)), spans), by bucket.
+  std::vector<std::pair<int, uint64_t>> size_buckets;
 };
 StatusOr<std::vector<NameStats>> BuildNameStats(engine::Db* db);
 

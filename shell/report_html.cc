@@ -105,7 +105,6 @@ class PageData {
     TRACEDB_RETURN_IF_ERROR(Names());
     TRACEDB_RETURN_IF_ERROR(Slowest());
     TRACEDB_RETURN_IF_ERROR(Collectives(ov));
-    TRACEDB_RETURN_IF_ERROR(MessageSizes());
     TRACEDB_RETURN_IF_ERROR(Steps());
     TRACEDB_RETURN_IF_ERROR(Rows("clock",
                                  "SELECT rank, host, clock_method, offset_ns, drift_ppm, "
@@ -146,6 +145,7 @@ class PageData {
               ",\"p50_ns\":" + Num(n.p50_ns) + ",\"p99_ns\":" + Num(n.p99_ns) + "}";
     }
     out_ += "]";
+    MessageSizes(names);
     return Status::Ok();
   }
 
@@ -234,30 +234,26 @@ class PageData {
     return Status::Ok();
   }
 
-  Status MessageSizes() {
-    TRACEDB_ASSIGN_OR_RETURN(
-        engine::Stmt st,
-        db_->Prepare("SELECT name, log2_bucket(bytes) AS b, count(*) FROM events "
-                     "WHERE kind = 'span' AND bytes > 0 GROUP BY name, b ORDER BY name, b"));
-    out_ += ",\"msgsize\":[";
-    std::string current;
-    bool any = false;
-    while (true) {
-      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      const std::string_view name = st.Text(0);
-      if (!any || name != current) {
-        out_ += any ? "]}," : "";
-        current.assign(name);
-        out_ += "{\"routine\":" + JsonString(name) + ",\"buckets\":[";
-        any = true;
-      } else {
-        out_ += ",";
-      }
-      out_ += "[" + Num(st.Int(1)) + "," + Num(st.Int(2)) + "]";
+  // Message-size histograms of every name with byte counts, by name.
+  void MessageSizes(const std::vector<query::NameStats>& names) {
+    std::vector<const query::NameStats*> with;
+    for (const auto& n : names) {
+      if (!n.size_buckets.empty()) with.push_back(&n);
     }
-    out_ += any ? "]}]" : "]";
-    return Status::Ok();
+    std::sort(with.begin(), with.end(), [](const auto* x, const auto* y) {
+      return x->name != y->name ? x->name < y->name : x->cat < y->cat;
+    });
+    out_ += ",\"msgsize\":[";
+    for (size_t i = 0; i < with.size(); ++i) {
+      out_ += (i ? "," : "");
+      out_ += "{\"routine\":" + JsonString(with[i]->name) + ",\"buckets\":[";
+      for (size_t k = 0; k < with[i]->size_buckets.size(); ++k) {
+        const auto& [bucket, n] = with[i]->size_buckets[k];
+        out_ += (k ? ",[" : "[") + Num(int64_t{bucket}) + "," + Num(static_cast<int64_t>(n)) + "]";
+      }
+      out_ += "]}";
+    }
+    out_ += "]";
   }
 
   Status Steps() {
