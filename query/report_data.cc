@@ -462,8 +462,8 @@ void CompareRuns(RunSummary a, RunSummary b, RunDiff* out) {
     d.has_change = d.a->mean_ns > 0;
     if (d.has_change) d.mean_change = (d.b->mean_ns - d.a->mean_ns) / d.a->mean_ns;
     if (d.a->total_ns > 0) {
-      d.total_change = static_cast<double>(d.b->total_ns - d.a->total_ns) /
-                       static_cast<double>(d.a->total_ns);
+      d.total_change =
+          static_cast<double>(d.b->total_ns - d.a->total_ns) / static_cast<double>(d.a->total_ns);
     }
     d.has_test = !d.a->per_step.empty() && !d.b->per_step.empty();
     if (d.has_test) d.test = MannWhitneyU(d.a->per_step, d.b->per_step);

@@ -90,8 +90,8 @@ struct RunSummary {
   int32_t ranks = 0;
   uint64_t events = 0;
   std::vector<NameStats> names;
-  std::vector<double> step_ns;  // per step: the slowest rank's time
-  double comm_share = 0;        // communication time / wall time, summed over ranks
+  std::vector<double> step_ns;      // per step: the slowest rank's time
+  double comm_share = 0;            // communication time / wall time, summed over ranks
   std::vector<int32_t> stragglers;  // ranks, worst first (docs/diff.md)
   std::string straggler_basis;      // "collectives" or "steps" or "" (none found)
 };
@@ -104,14 +104,14 @@ struct CollectiveSkew {
   int64_t first_arrival = 0;  // ns
   int64_t skew_ns = 0;        // last arrival - first arrival
   int32_t ranks = 0;
-  int32_t last_rank = -1;     // the latest to arrive (the lowest rank among equal arrivals)
+  int32_t last_rank = -1;  // the latest to arrive (the lowest rank among equal arrivals)
 };
 struct RankCollectives {
   int32_t rank = 0;
   uint64_t collectives = 0;
-  int64_t waited_ns = 0;     // sum over its calls of (last arrival - its arrival)
-  int64_t late_ns = 0;       // sum of (its arrival - first arrival)
-  uint64_t times_last = 0;   // collectives of more than one rank where it arrived last
+  int64_t waited_ns = 0;       // sum over its calls of (last arrival - its arrival)
+  int64_t late_ns = 0;         // sum of (its arrival - first arrival)
+  uint64_t times_last = 0;     // collectives of more than one rank where it arrived last
   int64_t caused_wait_ns = 0;  // sum of their skews (stragglers.caused_wait_ns)
   int64_t max_skew_ns = 0;
 };
@@ -131,8 +131,8 @@ StatusOr<std::vector<int32_t>> FindStragglers(engine::Db* db, int limit, std::st
 struct MannWhitney {
   double u_a = 0;  // U of a: the number of pairs (x in a, y in b) with x > y (ties count 1/2)
   double u_b = 0;
-  double z = 0;    // 0 with the exact method
-  double p = 1;    // two-sided
+  double z = 0;  // 0 with the exact method
+  double p = 1;  // two-sided
   bool exact = false;
   // Probability that a value of b exceeds a value of a (u_b / (n_a n_b)); 0.5 means no shift.
   double effect = 0.5;

@@ -105,8 +105,8 @@ TEST(ReportDataTest, AggregatesMatchTheViews) {
   ASSERT_EQ(ov->ranks.size(), 3u);
   for (const auto& r : ov->ranks) {
     auto q = [&](const std::string& col) {
-      return *d->QueryInt("SELECT " + col + " FROM rank_time_split WHERE rank = " +
-                          std::to_string(r.rank));
+      return *d->QueryInt("SELECT " + col +
+                          " FROM rank_time_split WHERE rank = " + std::to_string(r.rank));
     };
     EXPECT_EQ(r.compute_ns, q("compute_ns"));
     EXPECT_EQ(r.comm_ns, q("comm_ns"));

@@ -59,25 +59,24 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
              Ranks(d.b.stragglers).c_str(),
              d.a.straggler_basis.empty() ? "-" : d.a.straggler_basis.c_str(),
              d.b.straggler_basis.empty() ? "-" : d.b.straggler_basis.c_str());
-  out += Fmt("%-28s %-7s %9s %9s %11s %11s %8s %11s %11s %11s %9s %s\n", "name", "kind",
-             "count A", "count B", "mean A", "mean B", "change", "p50 B", "p99 B", "total B", "p",
-             "");
+  out += Fmt("%-28s %-7s %9s %9s %11s %11s %8s %11s %11s %11s %9s %s\n", "name", "kind", "count A",
+             "count B", "mean A", "mean B", "change", "p50 B", "p99 B", "total B", "p", "");
   int shown = 0;
   for (const auto& n : d.names) {
     if (shown++ >= o.limit) break;
     const bool sig = n.has_test && n.test.p < o.alpha;
-    out += Fmt("%-28.28s %-7s %9llu %9llu %11s %11s %8s %11s %11s %11s %9s %s\n", n.name.c_str(),
-               n.routine ? "routine" : "phase",
-               static_cast<unsigned long long>(n.a ? n.a->count : 0),
-               static_cast<unsigned long long>(n.b ? n.b->count : 0),
-               n.a ? HumanDuration(n.a->mean_ns).c_str() : "-",
-               n.b ? HumanDuration(n.b->mean_ns).c_str() : "-",
-               n.has_change ? Change(n.mean_change).c_str() : (n.a ? "gone" : "new"),
-               n.b ? HumanDuration(static_cast<double>(n.b->p50_ns)).c_str() : "-",
-               n.b ? HumanDuration(static_cast<double>(n.b->p99_ns)).c_str() : "-",
-               n.b ? HumanDuration(static_cast<double>(n.b->total_ns)).c_str() : "-",
-               n.has_test ? Fmt("%.3g", n.test.p).c_str() : "-",
-               sig ? (n.mean_change > 0 ? "slower" : "faster") : "");
+    out +=
+        Fmt("%-28.28s %-7s %9llu %9llu %11s %11s %8s %11s %11s %11s %9s %s\n", n.name.c_str(),
+            n.routine ? "routine" : "phase", static_cast<unsigned long long>(n.a ? n.a->count : 0),
+            static_cast<unsigned long long>(n.b ? n.b->count : 0),
+            n.a ? HumanDuration(n.a->mean_ns).c_str() : "-",
+            n.b ? HumanDuration(n.b->mean_ns).c_str() : "-",
+            n.has_change ? Change(n.mean_change).c_str() : (n.a ? "gone" : "new"),
+            n.b ? HumanDuration(static_cast<double>(n.b->p50_ns)).c_str() : "-",
+            n.b ? HumanDuration(static_cast<double>(n.b->p99_ns)).c_str() : "-",
+            n.b ? HumanDuration(static_cast<double>(n.b->total_ns)).c_str() : "-",
+            n.has_test ? Fmt("%.3g", n.test.p).c_str() : "-",
+            sig ? (n.mean_change > 0 ? "slower" : "faster") : "");
   }
   if (static_cast<int>(d.names.size()) > o.limit) {
     out += Fmt("(%zu more names; -n to show them)\n", d.names.size() - o.limit);
@@ -114,25 +113,24 @@ std::string RenderCsv(const query::RunDiff& d, double alpha) {
     out += Opt(a, a ? a->p50_ns : 0, "%.0f") + "," + Opt(b, b ? b->p50_ns : 0, "%.0f") + ",";
     out += Opt(a, a ? a->p99_ns : 0, "%.0f") + "," + Opt(b, b ? b->p99_ns : 0, "%.0f") + ",";
     out += Opt(a, a ? a->total_ns : 0, "%.0f") + "," + Opt(b, b ? b->total_ns : 0, "%.0f") + ",";
-    out += Opt(n.has_change, n.mean_change) + "," +
-           Opt(a && b && a->total_ns > 0, n.total_change) + ",";
+    out += Opt(n.has_change, n.mean_change) + "," + Opt(a && b && a->total_ns > 0, n.total_change) +
+           ",";
     out += Opt(n.has_test, n.test.u_b, "%.1f") + "," + Opt(n.has_test, n.test.p) + ",";
     out += (n.has_test && n.test.p < alpha) ? "1\n" : "0\n";
   }
-  out += Fmt(",step,,%zu,%zu,%.1f,%.1f,,,,,,,%s,,%s,%s,%d\n", d.a.step_ns.size(),
-             d.b.step_ns.size(), d.step_mean_a, d.step_mean_b,
-             Opt(d.step_mean_a > 0, d.step_change).c_str(),
-             Opt(d.has_step_test, d.step_test.u_b, "%.1f").c_str(),
-             Opt(d.has_step_test, d.step_test.p).c_str(),
-             d.has_step_test && d.step_test.p < alpha ? 1 : 0);
+  out +=
+      Fmt(",step,,%zu,%zu,%.1f,%.1f,,,,,,,%s,,%s,%s,%d\n", d.a.step_ns.size(), d.b.step_ns.size(),
+          d.step_mean_a, d.step_mean_b, Opt(d.step_mean_a > 0, d.step_change).c_str(),
+          Opt(d.has_step_test, d.step_test.u_b, "%.1f").c_str(),
+          Opt(d.has_step_test, d.step_test.p).c_str(),
+          d.has_step_test && d.step_test.p < alpha ? 1 : 0);
   out += Fmt(",comm_share,,,,%.6f,%.6f,,,,,,,,,,,\n", d.a.comm_share, d.b.comm_share);
   return out;
 }
 
 int RunDiffCmd(const DiffOptions& o) {
   if (o.format != "text" && o.format != "csv" && o.format != "json") {
-    std::fprintf(stderr, "tracedb diff: unknown format '%s' (text, csv, json)\n",
-                 o.format.c_str());
+    std::fprintf(stderr, "tracedb diff: unknown format '%s' (text, csv, json)\n", o.format.c_str());
     return kExitUsage;
   }
   query::RunSummary a, b;

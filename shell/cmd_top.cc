@@ -57,8 +57,7 @@ std::string Fmt(const char* fmt, ...) {
 }
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 bool IsDir(const std::string& p) {
@@ -69,15 +68,15 @@ bool IsDir(const std::string& p) {
 // Per rank, what one frame shows.
 struct RankRow {
   int32_t rank = 0;
-  int64_t steps = 0;      // step markers so far
+  int64_t steps = 0;  // step markers so far
   int64_t last_step = -1;
-  double step_ns = 0;     // mean step time in the window (0: fewer than two steps in it)
+  double step_ns = 0;  // mean step time in the window (0: fewer than two steps in it)
   double last_step_ns = 0;
   double compute_share = 0;
   double comm_share = 0;
   int64_t compute_ns = 0;
   double events_per_s = 0;
-  int64_t dropped = 0;     // so far
+  int64_t dropped = 0;      // so far
   double drops_per_s = -1;  // -1: not known yet (first frame)
 };
 
@@ -99,8 +98,7 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
   const double now = WallNow();
   TRACEDB_ASSIGN_OR_RETURN(int64_t total, db->QueryInt("SELECT sum(count) FROM main.blocks", 0));
   TRACEDB_ASSIGN_OR_RETURN(int64_t t_end, db->QueryInt("SELECT max(max_end) FROM main.blocks", 0));
-  TRACEDB_ASSIGN_OR_RETURN(int64_t t_first,
-                           db->QueryInt("SELECT min(min_ts) FROM main.blocks", 0));
+  TRACEDB_ASSIGN_OR_RETURN(int64_t t_first, db->QueryInt("SELECT min(min_ts) FROM main.blocks", 0));
   const int64_t window = std::max<int64_t>(1, static_cast<int64_t>(o.window_s * 1e9));
   const int64_t t0 = std::max(t_first, t_end - window);
   const double span_s = std::max(1e-9, static_cast<double>(t_end - t0) / 1e9);
@@ -209,25 +207,25 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
     ev_rate += r.events_per_s;
   }
   std::string out = title + "\n";
-  out += Fmt("%zu ranks, %s events, %s of trace, %s dropped; last %.0f s of trace time: "
-             "%s events/s\n\n",
-             rows.size(), WithCommas(static_cast<uint64_t>(total)).c_str(),
-             HumanDuration(static_cast<double>(t_end - t_first)).c_str(),
-             WithCommas(static_cast<uint64_t>(dropped)).c_str(),
-             static_cast<double>(t_end - t0) / 1e9,
-             WithCommas(static_cast<uint64_t>(ev_rate + 0.5)).c_str());
-  out += Fmt("%6s %8s %8s %11s %11s %9s %7s %12s %9s %8s\n", "rank", "steps", "step",
-             "step time", "last step", "compute", "comm", "events/s", "dropped", "drops/s");
+  out +=
+      Fmt("%zu ranks, %s events, %s of trace, %s dropped; last %.0f s of trace time: "
+          "%s events/s\n\n",
+          rows.size(), WithCommas(static_cast<uint64_t>(total)).c_str(),
+          HumanDuration(static_cast<double>(t_end - t_first)).c_str(),
+          WithCommas(static_cast<uint64_t>(dropped)).c_str(), static_cast<double>(t_end - t0) / 1e9,
+          WithCommas(static_cast<uint64_t>(ev_rate + 0.5)).c_str());
+  out += Fmt("%6s %8s %8s %11s %11s %9s %7s %12s %9s %8s\n", "rank", "steps", "step", "step time",
+             "last step", "compute", "comm", "events/s", "dropped", "drops/s");
   for (const auto& [rank, r] : rows) {
-    out += Fmt("%6d %8lld %8s %11s %11s %8.1f%% %6.1f%% %12s %9s %8s\n", rank,
-               static_cast<long long>(r.steps),
-               r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
-               r.step_ns > 0 ? HumanDuration(r.step_ns).c_str() : "-",
-               r.last_step_ns > 0 ? HumanDuration(r.last_step_ns).c_str() : "-",
-               100 * r.compute_share, 100 * r.comm_share,
-               WithCommas(static_cast<uint64_t>(r.events_per_s + 0.5)).c_str(),
-               WithCommas(static_cast<uint64_t>(r.dropped)).c_str(),
-               r.drops_per_s < 0 ? "-" : Fmt("%.0f", r.drops_per_s).c_str());
+    out +=
+        Fmt("%6d %8lld %8s %11s %11s %8.1f%% %6.1f%% %12s %9s %8s\n", rank,
+            static_cast<long long>(r.steps),
+            r.last_step >= 0 ? std::to_string(r.last_step).c_str() : "-",
+            r.step_ns > 0 ? HumanDuration(r.step_ns).c_str() : "-",
+            r.last_step_ns > 0 ? HumanDuration(r.last_step_ns).c_str() : "-", 100 * r.compute_share,
+            100 * r.comm_share, WithCommas(static_cast<uint64_t>(r.events_per_s + 0.5)).c_str(),
+            WithCommas(static_cast<uint64_t>(r.dropped)).c_str(),
+            r.drops_per_s < 0 ? "-" : Fmt("%.0f", r.drops_per_s).c_str());
   }
   out += stragglers.empty() ? "\nstragglers: none\n" : "\nstragglers:\n" + stragglers;
   return out;
@@ -357,10 +355,11 @@ int RunTop(const TopOptions& o) {
       std::tm tm{};
       localtime_r(&t, &tm);
       std::strftime(when, sizeof(when), "%H:%M:%S", &tm);
-      const std::string title =
-          Fmt("tracedb top %s   %s%s", o.input.c_str(), when,
-              o.once ? "" : Fmt("   (every %g s; %s)", o.interval_s,
-                                tty ? "q to quit" : "Ctrl-C to stop").c_str());
+      const std::string title = Fmt(
+          "tracedb top %s   %s%s", o.input.c_str(), when,
+          o.once ? ""
+                 : Fmt("   (every %g s; %s)", o.interval_s, tty ? "q to quit" : "Ctrl-C to stop")
+                       .c_str());
       auto f = Frame(db->get(), o, title, &prev);
       if (!f.ok()) {
         std::fprintf(stderr, "tracedb top: %s: %s\n", db_path.c_str(),

@@ -56,18 +56,18 @@ std::string Array(const std::vector<T>& v) {
 
 std::string NameStatsJson(const query::NameStats* s) {
   if (s == nullptr) return "null";
-  return "{\"count\":" + Num(static_cast<int64_t>(s->count)) + ",\"total_ns\":" +
-         Num(s->total_ns) + ",\"mean_ns\":" + Num(s->mean_ns) + ",\"p50_ns\":" + Num(s->p50_ns) +
-         ",\"p99_ns\":" + Num(s->p99_ns) + ",\"steps\":" +
-         Num(static_cast<int64_t>(s->per_step.size())) + "}";
+  return "{\"count\":" + Num(static_cast<int64_t>(s->count)) + ",\"total_ns\":" + Num(s->total_ns) +
+         ",\"mean_ns\":" + Num(s->mean_ns) + ",\"p50_ns\":" + Num(s->p50_ns) +
+         ",\"p99_ns\":" + Num(s->p99_ns) +
+         ",\"steps\":" + Num(static_cast<int64_t>(s->per_step.size())) + "}";
 }
 
 std::string RunJson(const query::RunSummary& r, double step_mean) {
   std::string out = "{\"path\":" + JsonString(r.path) + ",\"ranks\":" + Num(int64_t{r.ranks}) +
                     ",\"events\":" + Num(static_cast<int64_t>(r.events)) +
                     ",\"steps\":" + Num(static_cast<int64_t>(r.step_ns.size())) +
-                    ",\"step_mean_ns\":" + Num(step_mean) +
-                    ",\"comm_share\":" + Num(r.comm_share) + ",\"stragglers\":[";
+                    ",\"step_mean_ns\":" + Num(step_mean) + ",\"comm_share\":" + Num(r.comm_share) +
+                    ",\"stragglers\":[";
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
     out += (i ? "," : "") + Num(int64_t{r.stragglers[i]});
   }
@@ -85,11 +85,12 @@ class PageData {
     TRACEDB_ASSIGN_OR_RETURN(int64_t events,
                              db_->QueryInt("SELECT sum(count) FROM main.blocks", 0));
     TRACEDB_ASSIGN_OR_RETURN(int64_t nranks, db_->QueryInt("SELECT count(*) FROM (SELECT DISTINCT "
-                                                           "rank FROM main.blocks)", 0));
+                                                           "rank FROM main.blocks)",
+                                                           0));
     if (bins <= 0) {
       // About 2M numbers for the overview at most, between 50 and 600 bins.
-      bins = static_cast<int>(std::clamp<int64_t>(2000000 / (3 * std::max<int64_t>(1, nranks)),
-                                                  50, 600));
+      bins = static_cast<int>(
+          std::clamp<int64_t>(2000000 / (3 * std::max<int64_t>(1, nranks)), 50, 600));
     }
     TRACEDB_ASSIGN_OR_RETURN(query::Overview ov, query::BuildOverview(db_, bins));
     char when[64];
@@ -97,9 +98,9 @@ class PageData {
     std::tm tm{};
     gmtime_r(&now, &tm);
     std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    out_ = "{\"db\":" + JsonString(path) + ",\"version\":" +
-           JsonString(engine::kTracedbVersion) + ",\"generated\":" + JsonString(when) +
-           ",\"events\":" + Num(events) + ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) +
+    out_ = "{\"db\":" + JsonString(path) + ",\"version\":" + JsonString(engine::kTracedbVersion) +
+           ",\"generated\":" + JsonString(when) + ",\"events\":" + Num(events) +
+           ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) +
            ",\"duration_ns\":" + Num(ov.ranks.empty() ? int64_t{0} : ov.t1 - ov.t0);
     Overview(ov);
     TRACEDB_RETURN_IF_ERROR(Names());
@@ -119,8 +120,7 @@ class PageData {
  private:
   void Overview(const query::Overview& ov) {
     out_ += ",\"overview\":{\"t0\":" + Num(ov.t0) + ",\"t1\":" + Num(ov.t1) +
-            ",\"bin_ns\":" + Num(ov.bin_ns) + ",\"bins\":" + Num(int64_t{ov.bins}) +
-            ",\"ranks\":[";
+            ",\"bin_ns\":" + Num(ov.bin_ns) + ",\"bins\":" + Num(int64_t{ov.bins}) + ",\"ranks\":[";
     for (size_t i = 0; i < ov.ranks.size(); ++i) {
       const auto& r = ov.ranks[i];
       out_ += (i ? "," : "");
@@ -161,8 +161,8 @@ class PageData {
       out_ += (first ? "" : ",");
       out_ += "{\"rank\":" + Num(st.Int(0)) + ",\"name\":" + JsonString(st.Text(1)) +
               ",\"cat\":" + JsonString(st.Text(2)) + ",\"ts\":" + Num(st.Int(3)) +
-              ",\"dur\":" + Num(st.Int(4)) + ",\"step\":" +
-              (st.IsNull(5) ? std::string("null") : Num(st.Int(5))) + "}";
+              ",\"dur\":" + Num(st.Int(4)) +
+              ",\"step\":" + (st.IsNull(5) ? std::string("null") : Num(st.Int(5))) + "}";
     }
     out_ += "]";
     return Status::Ok();
@@ -295,10 +295,18 @@ class PageData {
       for (int c = 0; c < st.ColumnCount(); ++c) {
         out_ += (c ? "," : "") + JsonString(st.ColumnName(c)) + ":";
         switch (st.ColumnType(c)) {
-          case SQLITE_NULL: out_ += "null"; break;
-          case SQLITE_INTEGER: out_ += Num(st.Int(c)); break;
-          case SQLITE_FLOAT: out_ += Num(st.Double(c)); break;
-          default: out_ += JsonString(st.Text(c)); break;
+          case SQLITE_NULL:
+            out_ += "null";
+            break;
+          case SQLITE_INTEGER:
+            out_ += Num(st.Int(c));
+            break;
+          case SQLITE_FLOAT:
+            out_ += Num(st.Double(c));
+            break;
+          default:
+            out_ += JsonString(st.Text(c));
+            break;
         }
       }
       out_ += "}";
@@ -333,7 +341,8 @@ int RunReportHtml(const HtmlOptions& o) {
   }
   std::string json = data.Finish();
   // Inside a <script> element, "</" must not appear.
-  for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3) json.replace(p, 2, "<\\/");
+  for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3)
+    json.replace(p, 2, "<\\/");
   std::string page = kReportPage;
   const std::string marker = "/*TRACEDB_DATA*/";
   const size_t at = page.find(marker);
@@ -377,11 +386,10 @@ bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary*
 }
 
 std::string DiffJson(const query::RunDiff& d, double alpha) {
-  std::string out = "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
-                    ",\"b\":" + RunJson(d.b, d.step_mean_b) +
-                    ",\"step_change\":" + Num(d.step_change) +
-                    ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") +
-                    ",\"names\":[";
+  std::string out =
+      "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
+      ",\"b\":" + RunJson(d.b, d.step_mean_b) + ",\"step_change\":" + Num(d.step_change) +
+      ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") + ",\"names\":[";
   for (size_t i = 0; i < d.names.size(); ++i) {
     const auto& n = d.names[i];
     out += (i ? "," : "");

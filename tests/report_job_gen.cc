@@ -146,15 +146,15 @@ int main(int argc, char** argv) {
       int64_t now = step_start;
       tw->AddStep(r, now, step);
       for (auto [name, base] : {std::pair{n_fwd, kFwd}, std::pair{n_bwd, kBwd}}) {
-        const int64_t dur = static_cast<int64_t>(
-            base * jitter(rng) * rf * factor(name == n_fwd ? "forward" : "backward"));
+        const int64_t dur = static_cast<int64_t>(base * jitter(rng) * rf *
+                                                 factor(name == n_fwd ? "forward" : "backward"));
         CHECK_OK(b.Complete(tr, now, dur, name, c_compute, nullptr));
         ++events;
         const int64_t layer = layers ? dur / layers : 0;
         for (int l = 0; l < layers; ++l) {
           const int64_t ld = static_cast<int64_t>(layer * 0.9 * factor("layer"));
-          CHECK_OK(b.Complete(tr, now + l * layer, std::min(ld, layer), n_layer, c_compute,
-                              nullptr));
+          CHECK_OK(
+              b.Complete(tr, now + l * layer, std::min(ld, layer), n_layer, c_compute, nullptr));
           ++events;
         }
         now += dur + kGap;
