@@ -208,11 +208,12 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
   }
   std::string out = title + "\n";
   out +=
-      Fmt("%zu ranks, %s events, %s of trace, %s dropped; last %.0f s of trace time: "
+      Fmt("%zu ranks, %s events, %s of trace, %s dropped; last %s of trace time: "
           "%s events/s\n\n",
           rows.size(), WithCommas(static_cast<uint64_t>(total)).c_str(),
           HumanDuration(static_cast<double>(t_end - t_first)).c_str(),
-          WithCommas(static_cast<uint64_t>(dropped)).c_str(), static_cast<double>(t_end - t0) / 1e9,
+          WithCommas(static_cast<uint64_t>(dropped)).c_str(),
+          HumanDuration(static_cast<double>(t_end - t0)).c_str(),
           WithCommas(static_cast<uint64_t>(ev_rate + 0.5)).c_str());
   out += Fmt("%6s %8s %8s %11s %11s %9s %7s %12s %9s %8s\n", "rank", "steps", "step", "step time",
              "last step", "compute", "comm", "events/s", "dropped", "drops/s");

@@ -225,6 +225,19 @@ def test(o, work):
     check(diff["forward"]["a"]["count"] == 320, "forward count in A")
     check(d["diff"]["b"]["stragglers"][0] == 2, "B's straggler")
 
+    # Bad input: one line naming the file, exit 1, no page left behind.
+    bad, out = os.path.join(work, "bad.tdb"), os.path.join(work, "bad.html")
+    with open(bad, "w") as f:
+        f.write("not a database " * 20)
+    r = subprocess.run([T, "report", "html", bad, "-o", out], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check(r.returncode == 1 and "bad.tdb" in r.stderr and r.stderr.count("\n") == 1,
+          "corrupt input named: " + r.stderr)
+    check(not os.path.exists(out) and not os.path.exists(out + ".tmp"), "no page for bad input")
+    r = subprocess.run([T, "report", "html", b, "-o", os.path.join(work, "no/such/dir.html")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(r.returncode == 1 and "no/such/dir.html" in r.stderr, "unwritable output: " + r.stderr)
+
     chromium = find_chromium()
     if chromium is None:
         if os.environ.get("CI") == "true":
