@@ -84,6 +84,12 @@ def test(o, work):
     top_tmp = os.path.join(work, "toptmp")
     os.makedirs(top_tmp)
     env = dict(os.environ, TRACEDB_FLUSH_MS="100", TMPDIR=top_tmp)
+    # Before the job has written anything: an empty frame, not an error.
+    os.makedirs(job)
+    r0 = subprocess.run([o.tracedb, "top", job, "--once"], env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, timeout=30)
+    check(r0.returncode == 0 and "0 ranks, 0 events" in r0.stdout,
+          "empty directory: %s %s" % (r0.stdout, r0.stderr))
     steps = 300  # rank 1 runs about 4.5 s; the recorder anchors its clock every second
     # rank 0: 4 ms compute + 2 ms communication per step; rank 1: 12 ms + 2 ms.
     procs = [subprocess.Popen([o.job, job, str(r), str(steps), c, "2"], env=env,
