@@ -16,6 +16,7 @@
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
+#include "shell/report_html.h"
 #include "shell/result_format.h"
 #include "shell/sql_runner.h"
 
@@ -350,6 +351,8 @@ void SetupReport(CLI::App& app, int* exit_code) {
   st->add_option("-f,--format", so->format, "text, csv, json or markdown");
   st->add_option("-n,--limit", so->limit, "Collectives to list");
   st->callback([so, exit_code] { *exit_code = RunStragglers(*so); });
+
+  SetupReportHtml(report, exit_code);  // report html: shell/report_html.cc
 }
 
 }  // namespace tracedb::shell

@@ -23,4 +23,7 @@ void SetupImport(CLI::App& app, int* exit_code);
 void SetupExport(CLI::App& app, int* exit_code);
 void SetupView(CLI::App& app, int* exit_code);
 
+void SetupDiff(CLI::App& app, int* exit_code);
+void SetupTop(CLI::App& app, int* exit_code);
+
 }  // namespace tracedb::shell

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   tracedb::shell::SetupImport(app, &exit_code);
   tracedb::shell::SetupExport(app, &exit_code);
   tracedb::shell::SetupView(app, &exit_code);
+
+  tracedb::shell::SetupDiff(app, &exit_code);
+  tracedb::shell::SetupTop(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,423 @@
+// `tracedb report html`: gathers the aggregates of a trace database (query/report_data.h and a
+// few views), writes them as JSON into the page template (shell/report_page.html, embedded at
+// build time as kReportPage), and writes the page. The page holds aggregates only, so its size
+// depends on the number of ranks, names and steps, not on the number of events. docs/report.md.
+#include "shell/report_html.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <memory>
+
+#include "engine/version.h"
+#include "query/query_db.h"
+#include "shell/commands.h"
+#include "query/export/json_text.h"
+
+namespace tracedb::shell {
+
+extern const char kReportPage[];  // report_page.html, generated into the build tree
+
+namespace {
+
+struct HtmlOptions {
+  std::string db;
+  std::string output;
+  std::string baseline;
+  int bins = 0;  // 0: chosen from the number of ranks
+  double alpha = 0.01;
+};
+
+std::string Num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 9e15) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+  }
+  return buf;
+}
+std::string Num(int64_t v) { return std::to_string(v); }
+
+template <typename T>
+std::string Array(const std::vector<T>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += Num(v[i]);
+  }
+  return out + "]";
+}
+
+std::string NameStatsJson(const query::NameStats* s) {
+  if (s == nullptr) return "null";
+  return "{\"count\":" + Num(static_cast<int64_t>(s->count)) + ",\"total_ns\":" + Num(s->total_ns) +
+         ",\"mean_ns\":" + Num(s->mean_ns) + ",\"p50_ns\":" + Num(s->p50_ns) +
+         ",\"p99_ns\":" + Num(s->p99_ns) +
+         ",\"steps\":" + Num(static_cast<int64_t>(s->per_step.size())) + "}";
+}
+
+std::string RunJson(const query::RunSummary& r, double step_mean) {
+  std::string out = "{\"path\":" + query::json::String(r.path) + ",\"ranks\":" + Num(int64_t{r.ranks}) +
+                    ",\"events\":" + Num(static_cast<int64_t>(r.events)) +
+                    ",\"steps\":" + Num(static_cast<int64_t>(r.step_ns.size())) +
+                    ",\"step_mean_ns\":" + Num(step_mean) + ",\"comm_share\":" + Num(r.comm_share) +
+                    ",\"stragglers\":[";
+  for (size_t i = 0; i < r.stragglers.size(); ++i) {
+    out += (i ? "," : "") + Num(int64_t{r.stragglers[i]});
+  }
+  return out + "],\"straggler_basis\":" + query::json::String(r.straggler_basis) + "}";
+}
+
+// Steps of the page, at most this many points (consecutive steps grouped beyond).
+constexpr size_t kMaxStepPoints = 5000;
+
+class PageData {
+ public:
+  explicit PageData(engine::Db* db) : db_(db) {}
+
+  Status Build(const std::string& path, int bins) {
+    TRACEDB_ASSIGN_OR_RETURN(int64_t events,
+                             db_->QueryInt("SELECT sum(count) FROM main.blocks", 0));
+    TRACEDB_ASSIGN_OR_RETURN(int64_t nranks, db_->QueryInt("SELECT count(*) FROM (SELECT DISTINCT "
+                                                           "rank FROM main.blocks)",
+                                                           0));
+    if (bins <= 0) {
+      // About 2M numbers for the overview at most, between 50 and 600 bins.
+      bins = static_cast<int>(
+          std::clamp<int64_t>(2000000 / (3 * std::max<int64_t>(1, nranks)), 50, 600));
+    }
+    TRACEDB_ASSIGN_OR_RETURN(query::Overview ov, query::BuildOverview(db_, bins));
+    char when[64];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    out_ = "{\"db\":" + query::json::String(path) + ",\"version\":" + query::json::String(engine::kTracedbVersion) +
+           ",\"generated\":" + query::json::String(when) + ",\"events\":" + Num(events) +
+           ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) +
+           ",\"duration_ns\":" + Num(ov.ranks.empty() ? int64_t{0} : ov.t1 - ov.t0);
+    Overview(ov);
+    TRACEDB_RETURN_IF_ERROR(Names());
+    TRACEDB_RETURN_IF_ERROR(Slowest());
+    TRACEDB_RETURN_IF_ERROR(Collectives(ov));
+    TRACEDB_RETURN_IF_ERROR(Steps());
+    TRACEDB_RETURN_IF_ERROR(Rows("clock",
+                                 "SELECT rank, host, clock_method, offset_ns, drift_ppm, "
+                                 "uncertainty_ns, sync_points FROM clock_alignment ORDER BY rank"));
+    TRACEDB_RETURN_IF_ERROR(
+        Rows("stats", "SELECT name, rank, value FROM main.stats ORDER BY name, rank"));
+    return Status::Ok();
+  }
+  void AddDiff(const query::RunDiff& d, double alpha) { out_ += ",\"diff\":" + DiffJson(d, alpha); }
+  std::string Finish() { return out_ + "}"; }
+
+ private:
+  void Overview(const query::Overview& ov) {
+    out_ += ",\"overview\":{\"t0\":" + Num(ov.t0) + ",\"t1\":" + Num(ov.t1) +
+            ",\"bin_ns\":" + Num(ov.bin_ns) + ",\"bins\":" + Num(int64_t{ov.bins}) + ",\"ranks\":[";
+    for (size_t i = 0; i < ov.ranks.size(); ++i) {
+      const auto& r = ov.ranks[i];
+      out_ += (i ? "," : "");
+      out_ += "{\"rank\":" + Num(int64_t{r.rank}) + ",\"compute_ns\":" + Num(r.compute_ns) +
+              ",\"comm_ns\":" + Num(r.comm_ns) + ",\"busy_ns\":" + Num(r.busy_ns) +
+              ",\"wall_ns\":" + Num(r.wall_ns) + ",\"compute\":" + Array(r.compute_bins) +
+              ",\"comm\":" + Array(r.comm_bins) + ",\"busy\":" + Array(r.busy_bins) + "}";
+    }
+    out_ += "]}";
+  }
+
+  Status Names() {
+    TRACEDB_ASSIGN_OR_RETURN(auto names, query::BuildNameStats(db_));
+    out_ += ",\"names\":[";
+    for (size_t i = 0; i < names.size() && i < 50; ++i) {
+      const auto& n = names[i];
+      out_ += (i ? "," : "");
+      out_ += "{\"name\":" + query::json::String(n.name) + ",\"cat\":" + query::json::String(n.cat) +
+              ",\"routine\":" + (n.routine ? "true" : "false") +
+              ",\"count\":" + Num(static_cast<int64_t>(n.count)) +
+              ",\"total_ns\":" + Num(n.total_ns) + ",\"mean_ns\":" + Num(n.mean_ns) +
+              ",\"p50_ns\":" + Num(n.p50_ns) + ",\"p99_ns\":" + Num(n.p99_ns) + "}";
+    }
+    out_ += "]";
+    MessageSizes(names);
+    return Status::Ok();
+  }
+
+  Status Slowest() {
+    TRACEDB_ASSIGN_OR_RETURN(
+        engine::Stmt st,
+        db_->Prepare("SELECT rank, name, coalesce(cat, ''), ts, dur, step FROM events "
+                     "WHERE kind = 'span' ORDER BY dur DESC LIMIT 20"));
+    out_ += ",\"slowest\":[";
+    for (bool first = true;; first = false) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      out_ += (first ? "" : ",");
+      out_ += "{\"rank\":" + Num(st.Int(0)) + ",\"name\":" + query::json::String(st.Text(1)) +
+              ",\"cat\":" + query::json::String(st.Text(2)) + ",\"ts\":" + Num(st.Int(3)) +
+              ",\"dur\":" + Num(st.Int(4)) +
+              ",\"step\":" + (st.IsNull(5) ? std::string("null") : Num(st.Int(5))) + "}";
+    }
+    out_ += "]";
+    return Status::Ok();
+  }
+
+  Status Collectives(const query::Overview& ov) {
+    TRACEDB_ASSIGN_OR_RETURN(query::CollectiveData cd, query::BuildCollectives(db_));
+    std::map<int32_t, const query::RankCollectives*> by_rank;
+    for (const auto& r : cd.ranks) by_rank[r.rank] = &r;
+    out_ += ",\"rank_comm\":[";
+    for (size_t i = 0; i < ov.ranks.size(); ++i) {
+      const auto& r = ov.ranks[i];
+      auto it = by_rank.find(r.rank);
+      const bool has = it != by_rank.end() && it->second->collectives > 0;
+      out_ += (i ? "," : "");
+      out_ += "{\"rank\":" + Num(int64_t{r.rank}) + ",\"compute_ns\":" + Num(r.compute_ns) +
+              ",\"comm_ns\":" + Num(r.comm_ns) + ",\"wall_ns\":" + Num(r.wall_ns) +
+              ",\"wait_ns\":" + (has ? Num(it->second->waited_ns) : "null") +
+              ",\"late_ns\":" + (has ? Num(it->second->late_ns) : "null") + "}";
+    }
+    // The stragglers, worst first (as the stragglers view ordered by caused_wait_ns).
+    std::vector<const query::RankCollectives*> order;
+    for (const auto& r : cd.ranks) {
+      if (r.times_last > 0) order.push_back(&r);
+    }
+    std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+      return a->caused_wait_ns != b->caused_wait_ns ? a->caused_wait_ns > b->caused_wait_ns
+                                                    : a->rank < b->rank;
+    });
+    out_ += "],\"stragglers\":[";
+    for (size_t i = 0; i < order.size() && i < 20; ++i) {
+      const auto* r = order[i];
+      out_ += (i ? "," : "");
+      out_ += "{\"rank\":" + Num(int64_t{r->rank}) +
+              ",\"times_last\":" + Num(static_cast<int64_t>(r->times_last)) +
+              ",\"caused_wait_ns\":" + Num(r->caused_wait_ns) +
+              ",\"max_skew_ns\":" + Num(r->max_skew_ns) + "}";
+    }
+    out_ += "]";
+    // Skew over time, binned: per bin the maximum and mean skew.
+    std::vector<std::pair<int64_t, int64_t>> points;
+    for (const auto& c : cd.collectives) {
+      if (c.ranks > 1) points.push_back({c.first_arrival - ov.t0, c.skew_ns});
+    }
+    out_ += ",\"skew\":[";
+    if (!points.empty()) {
+      constexpr int64_t kBins = 500;
+      const int64_t lo = points.front().first, hi = points.back().first + 1;
+      const int64_t width = std::max<int64_t>(1, (hi - lo + kBins - 1) / kBins);
+      bool first = true;
+      for (size_t i = 0; i < points.size();) {
+        const int64_t bin = (points[i].first - lo) / width;
+        int64_t max = 0, sum = 0, n = 0;
+        size_t j = i;
+        for (; j < points.size() && (points[j].first - lo) / width == bin; ++j) {
+          max = std::max(max, points[j].second);
+          sum += points[j].second;
+          ++n;
+        }
+        out_ += (first ? "" : ",");
+        first = false;
+        out_ += "{\"t\":" + Num(lo + bin * width + width / 2) + ",\"max_ns\":" + Num(max) +
+                ",\"mean_ns\":" + Num(static_cast<double>(sum) / static_cast<double>(n)) +
+                ",\"collectives\":" + Num(n) + "}";
+        i = j;
+      }
+    }
+    out_ += "]";
+    return Status::Ok();
+  }
+
+  // Message-size histograms of every name with byte counts, by name.
+  void MessageSizes(const std::vector<query::NameStats>& names) {
+    std::vector<const query::NameStats*> with;
+    for (const auto& n : names) {
+      if (!n.size_buckets.empty()) with.push_back(&n);
+    }
+    std::sort(with.begin(), with.end(), [](const auto* x, const auto* y) {
+      return x->name != y->name ? x->name < y->name : x->cat < y->cat;
+    });
+    out_ += ",\"msgsize\":[";
+    for (size_t i = 0; i < with.size(); ++i) {
+      out_ += (i ? "," : "");
+      out_ += "{\"routine\":" + query::json::String(with[i]->name) + ",\"buckets\":[";
+      for (size_t k = 0; k < with[i]->size_buckets.size(); ++k) {
+        const auto& [bucket, n] = with[i]->size_buckets[k];
+        out_ += (k ? ",[" : "[") + Num(int64_t{bucket}) + "," + Num(static_cast<int64_t>(n)) + "]";
+      }
+      out_ += "]}";
+    }
+    out_ += "]";
+  }
+
+  Status Steps() {
+    TRACEDB_ASSIGN_OR_RETURN(auto steps, query::BuildStepSeries(db_));
+    const size_t group = std::max<size_t>(1, (steps.size() + kMaxStepPoints - 1) / kMaxStepPoints);
+    out_ += ",\"steps_total\":" + Num(static_cast<int64_t>(steps.size())) +
+            ",\"steps_grouped\":" + Num(static_cast<int64_t>(group)) + ",\"steps\":[";
+    for (size_t i = 0; i < steps.size(); i += group) {
+      query::StepPoint p = steps[i];
+      int64_t sum = 0;
+      size_t n = 0;
+      for (size_t j = i; j < steps.size() && j < i + group; ++j, ++n) {
+        if (steps[j].max_ns > p.max_ns) {
+          p.max_ns = steps[j].max_ns;
+          p.slowest_rank = steps[j].slowest_rank;
+        }
+        p.outlier = p.outlier || steps[j].outlier;
+        sum += steps[j].mean_ns;
+      }
+      p.mean_ns = sum / static_cast<int64_t>(n);
+      out_ += (i ? "," : "");
+      out_ += "{\"step\":" + Num(p.step) + ",\"ranks\":" + Num(int64_t{p.ranks}) +
+              ",\"max_ns\":" + Num(p.max_ns) + ",\"mean_ns\":" + Num(p.mean_ns) +
+              ",\"slowest_rank\":" + Num(int64_t{p.slowest_rank}) +
+              ",\"outlier\":" + (p.outlier ? "true" : "false") + "}";
+    }
+    out_ += "]";
+    return Status::Ok();
+  }
+
+  // The rows of `sql` as an array of objects named by the columns.
+  Status Rows(const char* key, const char* sql) {
+    TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st, db_->Prepare(sql));
+    out_ += ",\"" + std::string(key) + "\":[";
+    for (bool first = true;; first = false) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      out_ += first ? "{" : ",{";
+      for (int c = 0; c < st.ColumnCount(); ++c) {
+        out_ += (c ? "," : "") + query::json::String(st.ColumnName(c)) + ":";
+        switch (st.ColumnType(c)) {
+          case SQLITE_NULL:
+            out_ += "null";
+            break;
+          case SQLITE_INTEGER:
+            out_ += Num(st.Int(c));
+            break;
+          case SQLITE_FLOAT:
+            out_ += Num(st.Double(c));
+            break;
+          default:
+            out_ += query::json::String(st.Text(c));
+            break;
+        }
+      }
+      out_ += "}";
+    }
+    out_ += "]";
+    return Status::Ok();
+  }
+
+  engine::Db* db_;
+  std::string out_;
+};
+
+int RunReportHtml(const HtmlOptions& o) {
+  const char* cmd = "report html";
+  auto db = query::OpenQueryDb(o.db);
+  if (!db.ok()) {
+    std::fprintf(stderr, "tracedb %s: %s\n", cmd, db.status().message().c_str());
+    return kExitError;
+  }
+  PageData data(db->get());
+  Status s = data.Build(o.db, o.bins);
+  if (!s.ok()) {
+    std::fprintf(stderr, "tracedb %s: %s: %s\n", cmd, o.db.c_str(), s.message().c_str());
+    return kExitError;
+  }
+  if (!o.baseline.empty()) {
+    query::RunSummary a, b;
+    if (!LoadRunSummary(cmd, o.baseline, &a) || !LoadRunSummary(cmd, o.db, &b)) return kExitError;
+    query::RunDiff d;
+    query::CompareRuns(std::move(a), std::move(b), &d);
+    data.AddDiff(d, o.alpha);
+  }
+  std::string json = data.Finish();
+  // Inside a <script> element, "</" must not appear.
+  for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3)
+    json.replace(p, 2, "<\\/");
+  std::string page = kReportPage;
+  const std::string marker = "/*TRACEDB_DATA*/";
+  const size_t at = page.find(marker);
+  if (at == std::string::npos) {
+    std::fprintf(stderr, "tracedb %s: the built-in page template has no data marker\n", cmd);
+    return kExitError;
+  }
+  page.replace(at, marker.size(), json);
+  const std::string tmp = o.output + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, tmp.c_str(),
+                 std::strerror(errno));
+    return kExitError;
+  }
+  const bool wrote = std::fwrite(page.data(), 1, page.size(), f) == page.size();
+  if (std::fclose(f) != 0 || !wrote || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, o.output.c_str(),
+                 std::strerror(errno));
+    std::remove(tmp.c_str());
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary* out) {
+  auto db = query::OpenQueryDb(path);
+  if (!db.ok()) {
+    std::fprintf(stderr, "tracedb %s: %s\n", cmd, db.status().message().c_str());
+    return false;
+  }
+  auto r = query::BuildRunSummary(db->get(), path);
+  if (!r.ok()) {
+    std::fprintf(stderr, "tracedb %s: %s: %s\n", cmd, path.c_str(), r.status().message().c_str());
+    return false;
+  }
+  *out = std::move(*r);
+  return true;
+}
+
+std::string DiffJson(const query::RunDiff& d, double alpha) {
+  std::string out =
+      "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
+      ",\"b\":" + RunJson(d.b, d.step_mean_b) + ",\"step_change\":" + Num(d.step_change) +
+      ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") + ",\"names\":[";
+  for (size_t i = 0; i < d.names.size(); ++i) {
+    const auto& n = d.names[i];
+    out += (i ? "," : "");
+    out += "{\"name\":" + query::json::String(n.name) + ",\"cat\":" + query::json::String(n.cat) +
+           ",\"kind\":" + (n.routine ? "\"routine\"" : "\"phase\"") +
+           ",\"a\":" + NameStatsJson(n.a) + ",\"b\":" + NameStatsJson(n.b) +
+           ",\"mean_change\":" + (n.has_change ? Num(n.mean_change) : "null") +
+           ",\"total_change\":" + (n.a && n.b && n.a->total_ns > 0 ? Num(n.total_change) : "null") +
+           ",\"u\":" + (n.has_test ? Num(n.test.u_b) : "null") +
+           ",\"p\":" + (n.has_test ? Num(n.test.p) : "null") +
+           ",\"significant\":" + (n.has_test && n.test.p < alpha ? "true" : "false") + "}";
+  }
+  return out + "]}";
+}
+
+void SetupReportHtml(CLI::App* report, int* exit_code) {
+  auto o = std::make_shared<HtmlOptions>();
+  CLI::App* html = report->add_subcommand(
+      "html", "One self-contained HTML page with plots of the job (aggregates, not events)");
+  html->add_option("db", o->db, "Trace database (.tdb)")->required();
+  html->add_option("-o,--output", o->output, "The HTML file to write")->required();
+  html->add_option("--baseline", o->baseline,
+                   "A baseline run's database: adds a comparison section (as tracedb diff)");
+  html->add_option("--bins", o->bins, "Time bins of the rank x time overview (default: by ranks)")
+      ->check(CLI::Range(1, 100000));
+  html->add_option("--alpha", o->alpha, "Significance level of the comparison (default 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
+  html->callback([o, exit_code] { *exit_code = RunReportHtml(*o); });
+}
+
+}  // namespace tracedb::shell
