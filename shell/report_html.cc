@@ -32,15 +32,11 @@ struct HtmlOptions {
   double alpha = 0.01;
 };
 
+// Exact (shortest round-trip) numbers, null for NaN and infinities: the project's JSON writer.
 std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  if (v == std::floor(v) && std::fabs(v) < 9e15) {
-    std::snprintf(buf, sizeof(buf), "%.0f", v);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.6g", v);
-  }
-  return buf;
+  std::string out;
+  query::json::AppendNumber(&out, v);
+  return out;
 }
 std::string Num(int64_t v) { return std::to_string(v); }
 
