@@ -191,6 +191,11 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
            EXISTS (SELECT 1 FROM main.steps) AS steps,
            EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
                    WHERE c.s = 'mpi') AS mpi,
+           EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+                   WHERE c.s IN ('mpi', 'comm', 'nccl')) AS coll,
+           EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+                   WHERE c.s IN ('mpi', 'comm', 'nccl')
+                   GROUP BY ns.name HAVING count(DISTINCT ns.rank) > 1) AS multi,
            EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings n ON n.id = ns.name
                    WHERE n.s = 'RANK_READY') AS ticks,
            EXISTS (SELECT 1 FROM main.mpi_profile UNION ALL SELECT 1 FROM main.rank_times)
@@ -206,8 +211,9 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
     SELECT CASE WHEN profile THEN 'mpitrace and mpiP profiles hold per-routine totals, not events: '
                                   || 'see mpi_profile, mpi_msgsize, rank_times, tracedb report mpi'
                 ELSE 'no events' END AS no_events,
-           'no MPI events with sequence numbers (recorded by tracedb''s MPI interposer); '
-             || 'imported Horovod timelines answer through their RANK_READY ticks' AS no_seq,
+           'no collective events with sequence numbers (recorded by tracedb''s MPI, PyTorch '
+             || 'or NCCL capture); imported Horovod timelines answer through their RANK_READY '
+             || 'ticks' AS no_seq,
            'no training steps: imports have them only from Kineto ProfilerStep#N spans'
              AS no_steps, *
     FROM f)
@@ -235,8 +241,10 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
       FROM why
     UNION ALL SELECT 'step_summary', steps, CASE WHEN steps THEN '' ELSE no_steps END, formats
       FROM why
-    UNION ALL SELECT v.name, mpi OR ticks,
-      CASE WHEN mpi THEN '' WHEN ticks THEN 'from Horovod RANK_READY ticks: arrival times only '
+    UNION ALL SELECT v.name, coll OR ticks,
+      CASE WHEN coll AND (multi OR v.name <> 'stragglers') THEN ''
+           WHEN coll THEN 'no collective was called on more than one rank: nobody waited'
+           WHEN ticks THEN 'from Horovod RANK_READY ticks: arrival times only '
                                             || '(dur, end_ts and exit_spread_ns are NULL)'
            ELSE no_seq END, formats
       FROM why, (SELECT 'collective_calls' AS name UNION ALL SELECT 'collective_arrivals'

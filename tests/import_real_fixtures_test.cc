@@ -36,7 +36,7 @@ std::string Hex(const std::string& s) {
   return out;
 }
 
-std::string FixturesDir() { return SourceRoot() + "/../shared/fixtures"; }
+std::string FixturesDir() { return SharedFixtures(); }
 
 std::vector<std::string> Files(const std::string& format) {
   std::vector<std::string> files;
