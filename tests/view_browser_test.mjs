@@ -6,9 +6,10 @@
 // the SQL box highlights its rows; a screenshot (OUT_DIR/view.png) is not blank; a request
 // without the token is refused.
 import { createRequire } from "node:module";
+import path from "node:path";
 
 const [pwDir, chromium, url, outDir] = process.argv.slice(2);
-const require = createRequire(pwDir + "/");
+const require = createRequire(path.resolve(pwDir) + "/");
 const { chromium: launcher } = require(pwDir);
 
 const out = { steps: [] };
