@@ -78,3 +78,4 @@ sqlite3 "$out/job.tdb" "PRAGMA integrity_check;" ".load $root/build/libtracedb_s
   "SELECT count(*) AS events, count(DISTINCT rank) AS ranks FROM events;"
 echo
 echo "done: $out/job.tdb (try: $tracedb shell $out/job.tdb)"
+echo "browse it: $tracedb view $out/job.tdb   (prints a 127.0.0.1 URL with its token; docs/view.md)"
