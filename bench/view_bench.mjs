@@ -69,7 +69,7 @@ async function benchView() {
         const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
         poll();
       });
-      return [performance.now() - t, S.lastMs, S.win.coarse, S.win.w1 - S.win.base];
+      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base];
     }, k);
     lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]);
   }
@@ -83,6 +83,7 @@ async function benchView() {
     viewer: "tracedb view", events: meta, first_paint_ms: firstPaint,
     zoom_pan_p50_ms: +pct(lat, 50).toFixed(1), zoom_pan_p95_ms: +pct(lat, 95).toFixed(1),
     zoom_pan_max_ms: +Math.max(...lat).toFixed(1), interactions: lat.length,
+    server_p50_ms: +pct(server, 50).toFixed(1), server_p95_ms: +pct(server, 95).toFixed(1),
     overview_answers: coarse.filter(Boolean).length,
     js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), errors,
   };

@@ -430,6 +430,7 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
     }
   }
   WindowResult r;
+  const auto started = std::chrono::steady_clock::now();
   Status s = ComputeWindow(db->get(), w, &r);
   if (!s.ok()) {
     Release(std::move(*db));
@@ -461,7 +462,10 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
   std::string body = WindowJson(r, w, name_of);
   Release(std::move(*db));
   // Times in the answer are relative to t0; say which t0 that is in the request's terms.
-  body.insert(body.size() - 1, ",\"origin_t0\":" + std::to_string(t0));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            started).count();
+  body.insert(body.size() - 1, ",\"origin_t0\":" + std::to_string(t0) +
+                                   ",\"server_ms\":" + std::to_string(ms));
   res.set_content(std::move(body), "application/json");
 }
 
