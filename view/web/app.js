@@ -346,9 +346,11 @@ function fetchWindow() {
   });
 }
 function fetchFlows(v0, v1, seq) {
-  if (v1 - v0 > S.meta.duration / 4 && S.meta.events > 2e6) { S.flows = null; return; }
+  // Arrows only in detail windows; the server matches them once over the job (pending meanwhile).
+  if (S.win.coarse) { S.flows = null; return; }
   api("api/flows", { t0: v0, t1: v1 }).then((f) => {
     if (seq !== S.seq) return;
+    if (f.pending) { setTimeout(() => { if (seq === S.seq) fetchFlows(v0, v1, seq); }, 1000); return; }
     S.flows = f; draw();
   }).catch(() => { S.flows = null; });
 }
