@@ -5,6 +5,7 @@
 # JSON and loaded in speedscope, the viewer of tests/viewers. Prints one JSON line per viewer
 # and size, then the ratios.
 # Usage: bench/run_view_bench.sh [BUILD_DIR] [WORK_DIR] [SIZES...]   (default sizes: 2M 10M)
+#        PEER=0 skips speedscope.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -34,7 +35,11 @@ for n in "${sizes[@]}"; do
   for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
   url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log")
   echo "== $n events: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON" >&2
-  node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" | tee "$work/result-$n.jsonl"
+  if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
+    node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" | tee "$work/result-$n.jsonl"
+  else
+    node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$n.jsonl"
+  fi
   kill "$pid"
   wait "$pid" 2>/dev/null || true
 done
