@@ -49,6 +49,9 @@ const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 async function benchView() {
   const browser = await launcher.launch({ executablePath: chromium, headless: true, args: ARGS });
   const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  await page.goto("about:blank");
+  await page.waitForTimeout(500);
+  const blank = treeRssMb(browserPid());  // the browser itself, before the page
   const t0 = Date.now();
   await page.goto(viewUrl);
   await page.waitForFunction(() => window.__tdb && window.__tdb.answered >= 1, null, { timeout: 60000 });
@@ -85,7 +88,7 @@ async function benchView() {
     zoom_pan_max_ms: +Math.max(...lat).toFixed(1), interactions: lat.length,
     server_p50_ms: +pct(server, 50).toFixed(1), server_p95_ms: +pct(server, 95).toFixed(1),
     overview_answers: coarse.filter(Boolean).length,
-    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), errors,
+    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0), errors,
   };
 }
 

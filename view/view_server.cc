@@ -707,6 +707,16 @@ Status ViewServer::Impl::BuildFlows(Db* db) {
     }
     return Status::Ok();
   };
+  // The views read only MPI events (and Horovod's RANK_READY ticks): the zone maps say
+  // whether there are any, without decoding.
+  TRACEDB_ASSIGN_OR_RETURN(
+      int64_t candidates,
+      db->QueryInt("SELECT count(*) FROM block_names WHERE cat IN (SELECT id FROM strings "
+                   "WHERE s = 'mpi') OR name IN (SELECT id FROM strings WHERE s = 'RANK_READY')"));
+  if (candidates == 0) {
+    flows.clear();
+    return Status::Ok();
+  }
   TRACEDB_RETURN_IF_ERROR(run("SELECT 'message', send_id, send_ts, recv_id, recv_end_ts, bytes "
                               "FROM p2p_messages",
                               false));
