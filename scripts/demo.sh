@@ -123,3 +123,4 @@ fi
 
 echo
 echo "done: $out/job.tdb (try: $tracedb shell $out/job.tdb)"
+echo "browse it: $tracedb view $out/job.tdb   (prints a 127.0.0.1 URL with its token; docs/view.md)"

@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -22,11 +24,9 @@ struct ViewOptions {
   double exit_after = 0;
 };
 
-view::ViewServer* g_server = nullptr;
+std::atomic<bool> g_stop{false};
 
-void OnSignal(int) {
-  if (g_server != nullptr) g_server->Stop();
-}
+void OnSignal(int) { g_stop = true; }  // the watcher thread stops the server
 
 int RunView(const ViewOptions& o) {
   if (::access(o.path.c_str(), R_OK) != 0) {
@@ -45,18 +45,24 @@ int RunView(const ViewOptions& o) {
   std::printf("tracedb view: serving %s\n  %s\n(Ctrl-C stops it)\n", o.path.c_str(),
               s->url().c_str());
   std::fflush(stdout);
-  g_server = s.get();
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  std::thread timer;
-  if (o.exit_after > 0) {
-    timer = std::thread([&s, secs = o.exit_after] {
-      ::usleep(static_cast<useconds_t>(secs * 1e6));
-      s->Stop();
-    });
-  }
+  // Stops the server on SIGINT/SIGTERM or after --exit-after seconds; ends with the server.
+  std::atomic<bool> done{false};
+  std::thread watcher([&s, &done, secs = o.exit_after] {
+    const auto start = std::chrono::steady_clock::now();
+    while (!done) {
+      const double ran =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (g_stop || (secs > 0 && ran >= secs)) {
+        s->Stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
   if (o.open) {
     const std::string cmd = "xdg-open '" + s->url() + "' >/dev/null 2>&1 &";
     if (std::system(cmd.c_str()) != 0) {
@@ -64,8 +70,8 @@ int RunView(const ViewOptions& o) {
     }
   }
   const bool ok = s->Run();
-  if (timer.joinable()) timer.join();
-  g_server = nullptr;
+  done = true;
+  watcher.join();
   if (!ok) {
     std::fprintf(stderr, "tracedb view: the server stopped with an error\n");
     return kExitError;

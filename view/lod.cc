@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "engine/event_block.h"
@@ -19,6 +20,9 @@ using query::BlockZoneRow;
 using query::TimeWindow;
 
 constexpr uint32_t kMaxDepth = 63;  // deeper rows are drawn at this depth
+// Pixel bins of small events per request at most (about 80 bytes each): a window of more
+// tracks x depths x pixels than this is answered as an overview.
+constexpr uint64_t kMaxPixelSlots = uint64_t{4} << 20;
 
 // A small event waiting to be merged, or a whole one.
 struct Small {
@@ -28,11 +32,25 @@ struct Small {
   uint8_t kind;
 };
 
+// The small events of one depth of a track, binned by pixel (no sort: O(events + px)).
+struct PixelRow {
+  explicit PixelRow(int px)
+      : count(px, 0), occupied(px, 0), first(px), lo(px, INT64_MAX), hi(px, INT64_MIN),
+        longest_name(px, 0), longest_dur(px, -1), cover(px, 0.f) {}
+  std::vector<uint32_t> count;    // events starting in the pixel
+  std::vector<uint8_t> occupied;  // some small event covers the pixel
+  std::vector<Small> first;       // the first event starting there
+  std::vector<int64_t> lo, hi;    // earliest start, latest end of the events starting there
+  std::vector<uint32_t> longest_name;
+  std::vector<int64_t> longest_dur;
+  std::vector<float> cover;  // fraction of the pixel covered (instants: 1)
+};
+
 struct TrackWork {
   int32_t rank = 0;
   uint64_t events = 0;
   std::vector<LodEvent> whole;
-  std::vector<Small> small;
+  std::vector<std::unique_ptr<PixelRow>> small;  // by depth
   // counter name -> per pixel (x -> min, max, last, last ts)
   struct Px {
     double min, max, last;
@@ -60,6 +78,7 @@ class WindowBuilder {
   }
   bool Cancelled() const { return req_.cancelled && req_.cancelled(); }
   Status Decode(engine::Db* db, engine::Stmt* data, const BlockZoneRow& z, bool big_only);
+  void AddSmall(TrackWork* tw, const Small& s);
   void AddDensity(const BlockZoneRow& z);
   void Finish();
   void FinishTrack(uint32_t track, TrackWork& w, TrackLod* t);
@@ -73,6 +92,8 @@ class WindowBuilder {
   std::map<uint32_t, TrackWork> work_;
   std::map<int32_t, std::vector<float>> density_;
   DecodedBlock block_;
+  uint64_t pixel_slots_ = 0;
+  bool too_many_rows_ = false;
 };
 
 Status WindowBuilder::Run(engine::Db* db) {
@@ -90,8 +111,16 @@ Status WindowBuilder::Run(engine::Db* db) {
     for (const BlockZoneRow& z : zones) {
       if (Cancelled()) return Status::Aborted("superseded by a newer request");
       TRACEDB_RETURN_IF_ERROR(Decode(db, &data, z, false));
+      if (too_many_rows_) break;
     }
-  } else {
+    if (too_many_rows_) {  // too many tracks and depths for this width: an overview
+      work_.clear();
+      out_->coarse = true;
+      out_->blocks_decoded = 0;
+      out_->blocks_corrupt = 0;
+    }
+  }
+  if (out_->coarse) {
     // Density from every zone map; then the blocks that may hold an event wide enough to
     // see, the widest first, while the budget lasts.
     std::vector<const BlockZoneRow*> big;
@@ -181,40 +210,84 @@ Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZone
     if (kind == RowKind::kSpan && b.dur[i] >= min_dur_) {
       tw->whole.push_back({id, b.ts[i], b.dur[i], b.name[i], depth, b.kind[i]});
     } else {
-      tw->small.push_back({b.ts[i], b.ts[i] + std::max<int64_t>(b.dur[i], 0), id, depth,
-                           b.name[i], b.kind[i]});
+      AddSmall(tw, {b.ts[i], b.ts[i] + std::max<int64_t>(b.dur[i], 0), id, depth, b.name[i],
+                    b.kind[i]});
     }
   }
   return Status::Ok();
+}
+
+void WindowBuilder::AddSmall(TrackWork* tw, const Small& s) {
+  if (tw->small.size() <= s.depth) tw->small.resize(s.depth + 1);
+  std::unique_ptr<PixelRow>& row = tw->small[s.depth];
+  if (!row) {
+    pixel_slots_ += static_cast<uint64_t>(req_.px);
+    if (pixel_slots_ > kMaxPixelSlots) {
+      too_many_rows_ = true;
+      return;
+    }
+    row = std::make_unique<PixelRow>(req_.px);
+  }
+  PixelRow& r = *row;
+  const int32_t x0 = PixelOf(s.ts);
+  const int32_t x1 = s.end > s.ts ? PixelOf(s.end - 1) : x0;
+  if (r.count[x0]++ == 0) r.first[x0] = s;
+  r.lo[x0] = std::min(r.lo[x0], s.ts);
+  r.hi[x0] = std::max(r.hi[x0], s.end);
+  if (s.end - s.ts > r.longest_dur[x0]) {
+    r.longest_dur[x0] = s.end - s.ts;
+    r.longest_name[x0] = s.name;
+  }
+  if (x1 == x0) {
+    r.occupied[x0] = 1;
+    r.cover[x0] += s.end > s.ts ? static_cast<float>((s.end - s.ts) / ns_per_px_) : 1.f;
+    return;
+  }
+  for (int32_t x = x0; x <= x1; ++x) {
+    r.occupied[x] = 1;
+    const double a = std::max(static_cast<double>(s.ts - req_.t0) / ns_per_px_, double(x));
+    const double b = std::min(static_cast<double>(s.end - req_.t0) / ns_per_px_, x + 1.0);
+    if (b > a) r.cover[x] += static_cast<float>(b - a);
+  }
 }
 
 void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
   t->track = track;
   t->rank = w.rank;
   t->events = w.events;
-  // Small events, per depth in time order, merge while less than a pixel apart.
-  std::sort(w.small.begin(), w.small.end(), [](const Small& a, const Small& b) {
-    return a.depth != b.depth ? a.depth < b.depth : a.ts < b.ts;
-  });
-  const double gap = ns_per_px_;
-  size_t i = 0;
-  while (i < w.small.size()) {
-    size_t j = i + 1;
-    int64_t end = w.small[i].end;
-    size_t longest = i;
-    while (j < w.small.size() && w.small[j].depth == w.small[i].depth &&
-           static_cast<double>(w.small[j].ts - end) < gap) {
-      end = std::max(end, w.small[j].end);
-      if (w.small[j].end - w.small[j].ts > w.small[longest].end - w.small[longest].ts) longest = j;
-      ++j;
+  // Small events: neighbouring occupied pixels of a depth merge into one run; a run of one
+  // event is sent as the event.
+  for (uint32_t depth = 0; depth < w.small.size(); ++depth) {
+    if (!w.small[depth]) continue;
+    const PixelRow& r = *w.small[depth];
+    int32_t x = 0;
+    while (x < req_.px) {
+      if (!r.occupied[x]) {
+        ++x;
+        continue;
+      }
+      uint64_t n = 0;
+      int64_t lo = INT64_MAX, hi = INT64_MIN, ldur = -1;
+      uint32_t lname = 0;
+      int32_t single = -1;
+      for (; x < req_.px && r.occupied[x]; ++x) {
+        if (r.count[x] == 0) continue;
+        n += r.count[x];
+        single = x;
+        lo = std::min(lo, r.lo[x]);
+        hi = std::max(hi, r.hi[x]);
+        if (r.longest_dur[x] > ldur) {
+          ldur = r.longest_dur[x];
+          lname = r.longest_name[x];
+        }
+      }
+      if (n == 1) {
+        const Small& s = r.first[single];
+        t->items.push_back({s.id, s.ts, s.end - s.ts, s.name, s.depth, s.kind});
+      } else if (n > 1) {
+        t->runs.push_back({lo, hi, depth, n, lname});
+      }
     }
-    const Small& s = w.small[i];
-    if (j == i + 1) {
-      t->items.push_back({s.id, s.ts, s.end - s.ts, s.name, s.depth, s.kind});
-    } else {
-      t->runs.push_back({s.ts, end, s.depth, static_cast<uint64_t>(j - i), w.small[longest].name});
-    }
-    i = j;
   }
   t->items.insert(t->items.end(), w.whole.begin(), w.whole.end());
   for (const auto& [key, p] : w.counters) {
@@ -228,7 +301,7 @@ void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
   // Too busy to draw item by item: occupancy per depth, and the widest events.
   uint32_t depths = 0;
   for (const LodEvent& e : t->items) depths = std::max(depths, e.depth + 1);
-  for (const LodRun& r : t->runs) depths = std::max(depths, r.depth + 1);
+  depths = std::max<uint32_t>(depths, static_cast<uint32_t>(w.small.size()));
   std::vector<std::vector<double>> cover(depths, std::vector<double>(req_.px, 0.0));
   auto add = [&](uint32_t depth, int64_t ts, int64_t end) {
     const double a = std::max(0.0, static_cast<double>(ts - req_.t0) / ns_per_px_);
@@ -241,8 +314,15 @@ void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
       cover[depth][x] += std::min<double>(b, x + 1) - std::max<double>(a, x);
     }
   };
-  for (const LodEvent& e : t->items) add(e.depth, e.ts, e.ts + e.dur);
-  for (const Small& s : w.small) add(s.depth, s.ts, s.end);
+  for (const LodEvent& e : t->items) {
+    if (e.kind == static_cast<uint8_t>(RowKind::kSpan) && e.dur >= min_dur_) {
+      add(e.depth, e.ts, e.ts + e.dur);  // the small ones are in the pixel rows
+    }
+  }
+  for (uint32_t d = 0; d < w.small.size(); ++d) {
+    if (!w.small[d]) continue;
+    for (int32_t x = 0; x < req_.px; ++x) cover[d][x] += w.small[d]->cover[x];
+  }
   t->occupancy.resize(depths);
   for (uint32_t d = 0; d < depths; ++d) {
     t->occupancy[d].resize(req_.px);

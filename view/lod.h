@@ -32,7 +32,7 @@ struct WindowRequest {
   std::vector<uint32_t> tracks;  // only these tracks (empty: every track)
   double min_px = 2;             // a span this many pixels wide is sent whole
   size_t max_items = 4000;       // per track
-  uint64_t decode_budget = 1500000;  // events decoded at most per request
+  uint64_t decode_budget = 500000;  // events decoded at most per request
   // Polled between blocks: true stops the work with Status::Cancelled-like Aborted error.
   std::function<bool()> cancelled;
 };

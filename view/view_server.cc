@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -164,6 +165,19 @@ struct ViewServer::Impl {
   void Search(const httplib::Request& req, httplib::Response& res);
   void Sql(const httplib::Request& req, httplib::Response& res);
   void Flows(const httplib::Request& req, httplib::Response& res);
+  // Flow pairs, matched once over the whole job (the first /api/flows request builds them).
+  struct FlowPair {
+    uint32_t label = 0;  // index into flow_labels ("message", or the collective's name)
+    int64_t a_id = 0, a_ts = 0, b_id = 0, b_ts = 0, extra = 0;
+  };
+  std::mutex flows_mu;
+  bool flows_built = false;
+  std::string flows_error;
+  std::vector<FlowPair> flows;  // by a_ts
+  std::vector<std::string> flow_labels;
+  int64_t flow_longest = 0;
+  Status BuildFlows(Db* db);
+
   Status EventJson(Db* db, int64_t id, int64_t ts, std::string* out, int64_t* parent,
                    int64_t* rank);
   StatusOr<int64_t> FindTs(Db* db, int64_t rank, int64_t id, int64_t start_before,
@@ -430,6 +444,7 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
     }
   }
   WindowResult r;
+  const auto started = std::chrono::steady_clock::now();
   Status s = ComputeWindow(db->get(), w, &r);
   if (!s.ok()) {
     Release(std::move(*db));
@@ -461,7 +476,10 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
   std::string body = WindowJson(r, w, name_of);
   Release(std::move(*db));
   // Times in the answer are relative to t0; say which t0 that is in the request's terms.
-  body.insert(body.size() - 1, ",\"origin_t0\":" + std::to_string(t0));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            started).count();
+  body.insert(body.size() - 1, ",\"origin_t0\":" + std::to_string(t0) +
+                                   ",\"server_ms\":" + std::to_string(ms));
   res.set_content(std::move(body), "application/json");
 }
 
@@ -664,48 +682,124 @@ void ViewServer::Impl::Search(const httplib::Request& req, httplib::Response& re
   res.set_content(std::move(body), "application/json");
 }
 
+Status ViewServer::Impl::BuildFlows(Db* db) {
+  // Once per server: the views match messages and collectives over the whole job (their
+  // numbering needs every event), so their pairs are kept, sorted by the first end's time.
+  std::vector<FlowPair> out;
+  std::vector<std::string> labels;
+  std::unordered_map<std::string, uint32_t> label_ids;
+  auto run = [&](const std::string& sql, bool collective) -> Status {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      FlowPair f;
+      const std::string label = collective ? std::string(st.Text(0)) : "message";
+      auto [it, fresh] = label_ids.try_emplace(label, static_cast<uint32_t>(labels.size()));
+      if (fresh) labels.push_back(label);
+      f.label = it->second;
+      f.a_id = st.Int(1);
+      f.a_ts = st.Int(2);
+      f.b_id = st.Int(3);
+      f.b_ts = st.Int(4);
+      f.extra = st.Int(5);
+      out.push_back(f);
+    }
+    return Status::Ok();
+  };
+  // The views read only MPI events (and Horovod's RANK_READY ticks): the zone maps say
+  // whether there are any, without decoding.
+  TRACEDB_ASSIGN_OR_RETURN(
+      int64_t candidates,
+      db->QueryInt("SELECT count(*) FROM block_names WHERE cat IN (SELECT id FROM strings "
+                   "WHERE s = 'mpi') OR name IN (SELECT id FROM strings WHERE s = 'RANK_READY')"));
+  if (candidates == 0) {
+    flows.clear();
+    return Status::Ok();
+  }
+  TRACEDB_RETURN_IF_ERROR(run("SELECT 'message', send_id, send_ts, recv_id, recv_end_ts, bytes "
+                              "FROM p2p_messages",
+                              false));
+  TRACEDB_RETURN_IF_ERROR(
+      run("SELECT a.name, a.id, a.ts, b.id, b.ts, a.wait_ns FROM collective_arrivals a "
+          "JOIN collective_arrivals b ON b.comm = a.comm AND b.seq = a.seq AND "
+          "b.rank = a.last_rank WHERE a.rank <> a.last_rank",
+          true));
+  std::sort(out.begin(), out.end(),
+            [](const FlowPair& x, const FlowPair& y) { return x.a_ts < y.a_ts; });
+  int64_t longest = 0;
+  for (const FlowPair& f : out) longest = std::max(longest, f.b_ts - f.a_ts);
+  flows = std::move(out);
+  flow_labels = std::move(labels);
+  flow_longest = longest;
+  return Status::Ok();
+}
+
 void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res) {
-  // Matched point-to-point messages (p2p_messages) and, per collective, each rank's call to
-  // the last rank's (collective_arrivals), that start in [t0, t1).
+  // Matched point-to-point messages (p2p_messages: send -> receive) and, per collective, each
+  // rank's call -> the last rank's (collective_arrivals), that overlap [t0, t1).
   int64_t t0 = 0, t1 = 0;
   if (!IntParam(req, res, "t0", &t0, true) || !IntParam(req, res, "t1", &t1, true)) return;
   if (t1 <= t0) {
     Error(res, 400, "empty window");
     return;
   }
-  auto db = Acquire();
-  if (!db.ok()) {
-    Error(res, 500, db.status().message());
+  std::unique_lock<std::mutex> lock(flows_mu, std::try_to_lock);
+  if (!lock.owns_lock()) {  // another request is matching them: ask again later
+    res.set_content("{\"pending\":true}", "application/json");
     return;
   }
-  const std::string lo = std::to_string(SatAdd(origin, t0));
-  const std::string hi = std::to_string(SatAdd(origin, t1));
-  const std::string org = std::to_string(origin);
-  std::string msgs, colls;
-  Status s;
-  {
-    ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
-    s = RunSql(db->get(),
-               "SELECT 'message' AS kind, send_id, send_ts - " + org + ", recv_id, recv_end_ts - " +
-                   org + ", bytes FROM p2p_messages WHERE send_ts < " + hi +
-                   " AND recv_end_ts >= " + lo + " LIMIT " + std::to_string(kMaxFlows),
-               {}, kMaxFlows, &msgs);
-    if (s.ok()) {
-      s = RunSql(db->get(),
-                 "SELECT a.name, a.id, a.ts - " + org + ", b.id, b.ts - " + org +
-                     ", a.wait_ns FROM collective_arrivals a JOIN collective_arrivals b "
-                     "ON b.comm = a.comm AND b.seq = a.seq AND b.rank = a.last_rank "
-                     "WHERE a.rank <> a.last_rank AND a.ts < " + hi + " AND a.ts >= " + lo +
-                     " LIMIT " + std::to_string(kMaxFlows),
-                 {}, kMaxFlows, &colls);
+  if (!flows_built) {
+    auto db = Acquire();
+    if (!db.ok()) {
+      Error(res, 500, db.status().message());
+      return;
     }
+    Status s;
+    {
+      ScopedDeadline deadline(db->get(), 300000);
+      s = BuildFlows(db->get());
+    }
+    Release(std::move(*db));
+    flows_built = true;
+    if (!s.ok()) flows_error = s.message();
   }
-  Release(std::move(*db));
-  if (!s.ok()) {
-    Error(res, 400, s.message());
+  if (!flows_error.empty()) {
+    Error(res, 500, "flows: " + flows_error);
     return;
   }
-  res.set_content("{\"messages\":" + msgs + ",\"collectives\":" + colls + "}",
+  const int64_t lo = SatAdd(origin, t0), hi = SatAdd(origin, t1);
+  auto it = std::lower_bound(flows.begin(), flows.end(), SatAdd(lo, -flow_longest),
+                             [](const FlowPair& f, int64_t ts) { return f.a_ts < ts; });
+  std::string m = "{\"messages\":{\"rows\":[", c = "{\"rows\":[";
+  size_t nm = 0, nc = 0;
+  bool truncated = false;
+  auto id = [](std::string* s, int64_t v) {
+    const bool exact = v <= (int64_t{1} << 53) && v >= -(int64_t{1} << 53);
+    if (!exact) s->push_back('"');
+    s->append(std::to_string(v));
+    if (!exact) s->push_back('"');
+  };
+  for (; it != flows.end() && it->a_ts < hi; ++it) {
+    if (it->b_ts < lo && it->a_ts < lo) continue;
+    const bool message = flow_labels[it->label] == "message" && it->label == 0;
+    std::string* s = message ? &m : &c;
+    size_t& n = message ? nm : nc;
+    if (n == kMaxFlows) {
+      truncated = true;
+      continue;
+    }
+    if (n++) s->push_back(',');
+    s->push_back('[');
+    query::json::AppendString(s, flow_labels[it->label]);
+    s->push_back(',');
+    id(s, it->a_id);
+    s->append("," + std::to_string(it->a_ts - origin) + ",");
+    id(s, it->b_id);
+    s->append("," + std::to_string(it->b_ts - origin) + "," + std::to_string(it->extra) + "]");
+  }
+  res.set_content(m + "]},\"collectives\":" + c + "]},\"truncated\":" +
+                      (truncated ? "true" : "false") + "}",
                   "application/json");
 }
 

@@ -212,23 +212,27 @@ function drawCounters(lod, row, win, wx) {
     series.get(c[0]).push(c);
   }
   const step = (win.w1 - win.base) / win.px;
+  let k = 0;
   for (const [nameId, pts] of series) {
     let lo = Infinity, hi = -Infinity;
     for (const p of pts) { lo = Math.min(lo, p[2]); hi = Math.max(hi, p[3]); }
     lo = Math.min(lo, 0);
     const scale = hi > lo ? (row.h - 4) / (hi - lo) : 0;
+    const yOf = (v) => row.y + row.h - 2 - (v - lo) * scale;
     const name = win.names[nameId] ?? "";
-    ctx.fillStyle = color(name).replace("hsl", "hsla").replace(")", ",0.6)");
+    // A step chart: each pixel's max holds until the next sample.
+    ctx.fillStyle = color(name).replace("hsl", "hsla").replace(")", ",0.45)");
     ctx.beginPath();
     ctx.moveTo(wx(pts[0][1] * step), row.y + row.h - 2);
-    for (const p of pts) {
-      const y = row.y + row.h - 2 - (p[3] - lo) * scale;
-      ctx.lineTo(wx(p[1] * step), y); ctx.lineTo(wx((p[1] + 1) * step), y);
+    for (let i = 0; i < pts.length; i++) {
+      const y = yOf(pts[i][3]);
+      const xEnd = i + 1 < pts.length ? wx(pts[i + 1][1] * step) : wx((pts[i][1] + 1) * step);
+      ctx.lineTo(wx(pts[i][1] * step), y); ctx.lineTo(xEnd, y);
     }
     ctx.lineTo(wx((pts[pts.length - 1][1] + 1) * step), row.y + row.h - 2);
     ctx.fill();
     ctx.fillStyle = "#223";
-    ctx.fillText(`${name} ≤ ${hi.toPrecision(4)}`, LABEL_W + 4, row.y + 8);
+    ctx.fillText(`${name} ≤ ${hi.toPrecision(4)}`, LABEL_W + 4 + 130 * k++, row.y + 8);
   }
 }
 
@@ -342,9 +346,11 @@ function fetchWindow() {
   });
 }
 function fetchFlows(v0, v1, seq) {
-  if (v1 - v0 > S.meta.duration / 4 && S.meta.events > 2e6) { S.flows = null; return; }
+  // Arrows only in detail windows; the server matches them once over the job (pending meanwhile).
+  if (S.win.coarse) { S.flows = null; return; }
   api("api/flows", { t0: v0, t1: v1 }).then((f) => {
     if (seq !== S.seq) return;
+    if (f.pending) { setTimeout(() => { if (seq === S.seq) fetchFlows(v0, v1, seq); }, 1000); return; }
     S.flows = f; draw();
   }).catch(() => { S.flows = null; });
 }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The `tracedb view` benchmark (docs/bench-view.md): for each size, a Horovod-like job from
+# bench/db_bench_gen compacted into a DB, served by `tracedb view`, opened in headless Chromium
+# (first paint, zoom/pan latency, browser memory); beside it the same trace exported as Chrome
+# JSON and loaded in speedscope, the viewer of tests/viewers. Prints one JSON line per viewer
+# and size, then the ratios.
+# Usage: bench/run_view_bench.sh [BUILD_DIR] [WORK_DIR] [SIZES...]   (default sizes: 2M 10M)
+#        PEER=0 skips speedscope.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+work=${2:-/tmp/tracedb-view-bench}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+shift 2 || true
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(2000000 10000000)
+chromium=${CHROMIUM:-/usr/bin/chromium}
+mkdir -p "$work"
+pw=$("$root/tests/viewers/setup-playwright.sh" "$build/viewers/playwright" | tail -n1)
+ss=$("$root/tests/viewers/setup-speedscope.sh" "$build/viewers" | tail -n1)
+for n in "${sizes[@]}"; do
+  db="$work/job-$n.tdb"
+  if [ ! -f "$db" ]; then
+    rm -rf "$work/gen-$n"
+    "$build/bench/db_bench_gen" "$work/gen-$n" "$n" 8 --no-csv >&2
+    "$build/tracedb" compact "$work/gen-$n/trace" -o "$db" -q
+    rm -rf "$work/gen-$n"
+  fi
+  json="$work/job-$n.json"
+  [ -f "$json" ] || "$build/tracedb" export --chrome "$db" -o "$json" -q
+  log="$work/view-$n.log"
+  "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
+  url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log")
+  echo "== $n events: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON" >&2
+  if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
+    node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" | tee "$work/result-$n.jsonl"
+  else
+    node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$n.jsonl"
+  fi
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+done

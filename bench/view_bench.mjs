@@ -1,0 +1,138 @@
+// The `tracedb view` benchmark's browser half: opens a running `tracedb view` URL in headless
+// Chromium (Debian's, through playwright-core) and measures first paint, zoom/pan latency and
+// the browser's memory; then loads the same trace, exported as Chrome JSON, in speedscope (the
+// viewer of tests/viewers) in a fresh browser and measures the same. Prints one JSON line per
+// viewer. Run through bench/run_view_bench.sh (docs/bench-view.md).
+// Usage: node view_bench.mjs PLAYWRIGHT_CORE_DIR CHROMIUM VIEW_URL [SPEEDSCOPE_APP JSON_FILE]
+import { createRequire } from "node:module";
+import { execFileSync } from "node:child_process";
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+
+const [pwDir, chromium, viewUrl, ssApp, jsonFile] = process.argv.slice(2);
+const require = createRequire(path.resolve(pwDir) + "/");
+const { chromium: launcher } = require(pwDir);
+const MARK = `--tracedb-bench=${process.pid}-${Date.now()}`;  // finds the browser's main process
+const ARGS = ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info", MARK];
+
+function browserPid() {
+  const ps = execFileSync("ps", ["-e", "-o", "pid=,args="]).toString().split("\n");
+  for (const l of ps) {
+    const m = l.trim().match(/^(\d+)\s+(.*)$/);
+    if (m && m[2].includes(MARK) && !m[2].includes("--type=")) return Number(m[1]);
+  }
+  return -1;
+}
+
+// Memory of the browser: the proportional set size (PSS: shared pages split between the
+// processes that share them) summed over every process of its tree.
+function pssMb(pid) {
+  try {
+    const m = fs.readFileSync(`/proc/${pid}/smaps_rollup`, "utf8").match(/^Pss:\s+(\d+) kB/m);
+    return m ? Number(m[1]) : 0;
+  } catch { return 0; }
+}
+function treeRssMb(pid) {
+  const ps = execFileSync("ps", ["-e", "-o", "pid=,ppid=,rss="]).toString().trim().split("\n")
+    .map((l) => l.trim().split(/\s+/).map(Number));
+  const kids = new Map();
+  for (const [p, pp] of ps) { if (!kids.has(pp)) kids.set(pp, []); kids.get(pp).push(p); }
+  const rss = new Map(ps.map(([p, , r]) => [p, r]));
+  let total = 0;
+  const stack = [pid];
+  while (stack.length) { const p = stack.pop(); total += rss.has(p) ? pssMb(p) : 0; stack.push(...(kids.get(p) || [])); }
+  return total / 1024;
+}
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil(p / 100 * s.length) - 1)]; };
+
+async function benchView() {
+  const browser = await launcher.launch({ executablePath: chromium, headless: true, args: ARGS });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  await page.goto("about:blank");
+  await page.waitForTimeout(500);
+  const blank = treeRssMb(browserPid());  // the browser itself, before the page
+  const t0 = Date.now();
+  await page.goto(viewUrl);
+  await page.waitForFunction(() => window.__tdb && window.__tdb.answered >= 1, null, { timeout: 60000 });
+  const firstPaint = Date.now() - t0;
+  await page.focus("#tl");
+  // Zoom in step by step into the middle (W), pan (A/D) at several depths, zoom out (S).
+  const keys = [];
+  for (let i = 0; i < 30; i++) keys.push("w", i % 3 === 0 ? "d" : "a");
+  for (let i = 0; i < 30; i++) keys.push("s", i % 2 ? "a" : "d");
+  const lat = [], server = [], coarse = [];
+  for (const k of keys) {
+    const lat1 = await page.evaluate(async (key) => {
+      const S = window.__tdb;
+      const n = S.answered + S.cancelled + S.errors.length;
+      const t = performance.now();
+      document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+      await new Promise((resolve) => {
+        const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
+        poll();
+      });
+      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base];
+    }, k);
+    lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]);
+  }
+  const errors = await page.evaluate(() => window.__tdb.errors);
+  const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  const rss = treeRssMb(browserPid());
+  const meta = await page.evaluate(() => window.__tdb.meta.events);
+  await page.screenshot({ path: "/tmp/view_bench_last.png" });
+  await browser.close();
+  return {
+    viewer: "tracedb view", events: meta, first_paint_ms: firstPaint,
+    zoom_pan_p50_ms: +pct(lat, 50).toFixed(1), zoom_pan_p95_ms: +pct(lat, 95).toFixed(1),
+    zoom_pan_max_ms: +Math.max(...lat).toFixed(1), interactions: lat.length,
+    server_p50_ms: +pct(server, 50).toFixed(1), server_p95_ms: +pct(server, 95).toFixed(1),
+    overview_answers: coarse.filter(Boolean).length,
+    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0), errors,
+  };
+}
+
+async function benchSpeedscope() {
+  // speedscope's app and the JSON from one loopback server; #profileURL= loads the file.
+  const name = path.basename(jsonFile);
+  const srv = http.createServer((req, res) => {
+    const u = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
+    const file = u === `/trace/${name}` ? jsonFile : path.join(ssApp, u === "/" ? "index.html" : u);
+    if (!file.startsWith(ssApp) && file !== jsonFile) { res.statusCode = 404; res.end(); return; }
+    fs.stat(file, (err, st) => {
+      if (err) { res.statusCode = 404; res.end(); return; }
+      res.setHeader("Content-Length", st.size);
+      fs.createReadStream(file).pipe(res);
+    });
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const port = srv.address().port;
+  const browser = await launcher.launch({ executablePath: chromium, headless: true, args: ARGS });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  let crashed = false;
+  page.on("crash", () => { crashed = true; });
+  let peakRss = 0;
+  const sampler = setInterval(() => { try { peakRss = Math.max(peakRss, treeRssMb(browserPid())); } catch {} }, 250);
+  const t0 = Date.now();
+  let ok = false, err = "";
+  try {
+    await page.goto(`http://127.0.0.1:${port}/index.html#profileURL=/trace/${name}`);
+    await page.waitForFunction((n) => document.title.startsWith(n) ||
+      /error|Something went wrong|Failed/i.test(document.body.innerText), name, { timeout: 180000, polling: 250 });
+  } catch (e) { err = String(e.message || e).split("\n")[0]; }
+  const loadMs = Date.now() - t0;
+  let title = "";
+  try { title = await page.title(); ok = title.startsWith(name); } catch { ok = false; }
+  if (crashed) err = "the page crashed (out of memory)";
+  clearInterval(sampler);
+  const size = fs.statSync(jsonFile).size;
+  await browser.close();
+  srv.close();
+  return {
+    viewer: "speedscope (Chrome JSON)", json_mb: +(size / 1e6).toFixed(0), loaded: ok,
+    first_paint_ms: loadMs, peak_browser_pss_mb: +peakRss.toFixed(0), error: ok ? "" : (err || title),
+  };
+}
+
+console.log(JSON.stringify(await benchView()));
+if (ssApp && jsonFile) console.log(JSON.stringify(await benchSpeedscope()));

@@ -1,0 +1,130 @@
+// Drives the `tracedb view` page in headless Chromium (Debian's, through playwright-core) and
+// prints what it saw as one JSON object; tests/view_browser_test.cc checks it against SQL.
+// Usage: node view_browser_test.mjs PLAYWRIGHT_CORE_DIR CHROMIUM URL OUT_DIR
+// Steps: the page loads and paints; the rows of every rank appear; W zooms in (the window the
+// server answered changes); a click on an event shows its fields; a search outlines matches;
+// the SQL box highlights its rows; a screenshot (OUT_DIR/view.png) is not blank; a request
+// without the token is refused.
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const [pwDir, chromium, url, outDir] = process.argv.slice(2);
+const require = createRequire(path.resolve(pwDir) + "/");
+const { chromium: launcher } = require(pwDir);
+
+const out = { steps: [] };
+const fail = (msg) => { out.error = msg; console.log(JSON.stringify(out)); process.exit(1); };
+
+const browser = await launcher.launch({
+  executablePath: chromium, headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 700 } });
+  const consoleErrors = [];
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+  const t0 = Date.now();
+  await page.goto(url);
+  await page.waitForFunction(() => window.__tdb && window.__tdb.answered >= 1, null, { timeout: 20000 });
+  out.first_paint_ms = Date.now() - t0;
+  const st = () => page.evaluate(() => {
+    const S = window.__tdb;
+    return {
+      v0: S.v0, v1: S.v1, answered: S.answered, paints: S.paints,
+      win: S.win && { t0: S.win.t0, t1: S.win.t1, coarse: S.win.coarse, tracks: S.win.tracks.map((t) => t.track) },
+      rankRows: S.rows.filter((r) => r.kind === "rank").map((r) => r.rank),
+      trackRows: S.rows.filter((r) => r.kind === "track").map((r) => r.track),
+      ranks: S.meta.ranks.map((r) => r.rank), errors: S.errors,
+    };
+  });
+  const first = await st();
+  out.ranks = first.ranks;
+  out.rank_rows = first.rankRows;
+  out.track_rows = first.trackRows;
+  out.first_window = first.win;
+
+  // Zoom in with W (four times), around the middle; the server's answer follows.
+  await page.focus("#tl");
+  for (let i = 0; i < 4; i++) await page.keyboard.press("w");
+  await page.waitForFunction((n) => window.__tdb.answered > n && window.__tdb.win.t1 !== undefined &&
+    window.__tdb.win.w1 - window.__tdb.win.base < (window.__tdb.meta.duration * 0.6), first.answered, { timeout: 20000 });
+  const zoomed = await st();
+  out.zoomed_window = zoomed.win;
+  out.zoomed_view = [zoomed.v0, zoomed.v1];
+
+  // Zoom onto one step of rank 0's main track, then click its `backward` span.
+  const target = await page.evaluate(() => {
+    const S = window.__tdb;
+    S.v0 = 100 * 100000 + 40000; S.v1 = S.v0 + 60000;   // backward of step 100 lies inside
+    return true;
+  });
+  if (!target) fail("could not set the view");
+  const before = (await st()).answered;
+  await page.keyboard.press("d");
+  await page.keyboard.press("a");
+  await page.waitForFunction((n) => window.__tdb.answered > n + 0 && window.__tdb.ctrl && window.__tdb.win, before, { timeout: 20000 });
+  await page.waitForTimeout(200);
+  const pick = await page.evaluate(() => {
+    const S = window.__tdb;
+    const row = S.rows.find((r) => r.kind === "track" && r.track === 1);
+    const lod = S.win.byTrack.get(1);
+    if (!row || !lod) return null;
+    const it = lod.items.find((x) => S.win.names[x[3]] === "backward");
+    if (!it) return null;
+    const rect = document.getElementById("tl").getBoundingClientRect();
+    const plotW = rect.width - 190;
+    const mid = S.win.base + it[1] + it[2] / 2;
+    const x = 190 + (mid - S.v0) / (S.v1 - S.v0) * plotW;
+    const y = row.y + 1 + it[4] * 14 + 7;
+    return { id: it[0], ts: it[1] + S.win.base, dur: it[2], x: rect.left + x, y: rect.top + y };
+  });
+  if (!pick) fail("no backward span drawn on track 1 after zooming in");
+  await page.mouse.click(pick.x, pick.y);
+  await page.waitForFunction((id) => window.__tdb.lastEvent && window.__tdb.lastEvent.event.fields.id !== undefined &&
+    String(window.__tdb.lastEvent.event.fields.id) === id, pick.id, { timeout: 20000 });
+  out.clicked = await page.evaluate(() => window.__tdb.lastEvent);
+  out.clicked_pick = pick;
+  out.details_text = await page.textContent("#details");
+
+  // Search and SQL box.
+  await page.fill("#search", "MPI_Send");
+  await page.press("#search", "Enter");
+  await page.waitForFunction(() => window.__tdb.lastSearch, null, { timeout: 20000 });
+  out.search_rows = await page.evaluate(() => window.__tdb.lastSearch.rows.length);
+  await page.fill("#sql", "SELECT id, ts, dur, name FROM events WHERE name = 'MPI_Allreduce' AND rank = 1 AND step < 3");
+  await page.press("#sql", "Enter");
+  await page.waitForFunction(() => window.__tdb.lastSql, null, { timeout: 20000 });
+  out.sql_rows = await page.evaluate(() => window.__tdb.lastSql.rows.length);
+  out.highlights = await page.evaluate(() => window.__tdb.hits.length);
+
+  // A screenshot of the whole-job view, and how many colours the canvas holds.
+  await page.evaluate(() => { const S = window.__tdb; S.v0 = 0; S.v1 = S.meta.duration; S.hits = []; });
+  const n0 = (await st()).answered;
+  await page.focus("#tl");
+  await page.keyboard.press("s");
+  await page.waitForFunction((n) => window.__tdb.answered > n, n0, { timeout: 20000 });
+  await page.evaluate(() => { const S = window.__tdb; S.v0 = 5 * 100000; S.v1 = 9 * 100000; });
+  await page.keyboard.press("a");
+  await page.keyboard.press("d");
+  await page.waitForTimeout(600);
+  await page.screenshot({ path: `${outDir}/view.png` });
+  out.colours = await page.evaluate(() => {
+    const c = document.getElementById("tl");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set();
+    for (let i = 0; i < d.length; i += 4 * 7) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    return seen.size;
+  });
+  out.js_heap_mb = await page.evaluate(() => performance.memory ? performance.memory.usedJSHeapSize / 1e6 : -1);
+
+  // Without the token: refused.
+  const u = new URL(url);
+  const noToken = await page.evaluate(async (base) => (await fetch(base + "api/meta")).status, `${u.origin}/`);
+  out.no_token_status = noToken;
+  out.page_errors = consoleErrors.concat((await st()).errors);
+  console.log(JSON.stringify(out));
+} catch (e) {
+  fail(String(e && e.stack || e));
+} finally {
+  await browser.close();
+}
