@@ -3,13 +3,15 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string>
 
 #include "engine/version.h"
 #include "shell/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"tracedb: record, compact, query and export traces of distributed training jobs"};
-  app.set_version_flag("--version", tracedb::engine::kTracedbVersion);
+  app.set_version_flag("--version", std::string("tracedb ") + tracedb::engine::kTracedbVersion,
+                       "Print the version (tracedb X.Y.Z) and exit");
   app.require_subcommand(1);
   int exit_code = 0;
   tracedb::shell::SetupRecord(app, &exit_code);
