@@ -29,6 +29,8 @@ libdir=$(dirname "$(cd "$prefix" && find . -name 'libtracedb.so' | head -n 1)")
 [ -n "$libdir" ] && [ "$libdir" != "." ] || fail "no libtracedb.so installed"
 libdir="$prefix/${libdir#./}"
 [ -x "$prefix/bin/tracedb" ] || fail "no bin/tracedb"
+[ -f "$prefix/share/bash-completion/completions/tracedb" ] || fail "no bash completion"
+[ -f "$prefix/share/zsh/site-functions/_tracedb" ] || fail "no zsh completion"
 [ -f "$libdir/cmake/tracedb/tracedbConfig.cmake" ] || fail "no tracedbConfig.cmake"
 [ -f "$libdir/pkgconfig/tracedb.pc" ] || fail "no tracedb.pc"
 [ -f "$libdir/tracedb/libtracedb_sqlite.so" ] || fail "no sqlite extension in lib/tracedb"

@@ -109,6 +109,18 @@ cmp "$tmp/original.dump" "$tmp/copy.dump" || { diff "$tmp/original.dump" "$tmp/c
 printf '.dump meta\n' | "$bin" shell "$db" >"$tmp/meta.sql"
 [ "$(grep '^CREATE TABLE' "$tmp/meta.sql" | wc -l)" -eq 1 ] || fail ".dump meta: $(cat "$tmp/meta.sql")"
 
+# ---- the bash completion script (reads the subcommands and options from --help) ----
+got=$(bash -c '
+  source "$1/shell/completions/tracedb.bash"
+  comp() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tracedb; echo "${COMPREPLY[*]}"; }
+  comp "$2" co; comp "$2" query --fo; comp "$2" query x.tdb -f b; comp "$2" report s
+  comp "$2" report mpi --al' _ "$src" "$bin")
+expect "bash completion" "$got" "compact
+--format
+box
+stragglers
+--all-ranks"
+
 # ---- no pager when the output is not a terminal ----
 PAGER="touch $tmp/pager-ran" "$bin" shell "$db" <<<"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 500) SELECT i FROM c;" >/dev/null
 [ ! -e "$tmp/pager-ran" ] || fail "the pager ran on a pipe"
