@@ -36,6 +36,20 @@ expect "exit: bad SQL" "$(code "$bin" query "$db" "SELEC 1")" 1
 expect "exit: ok" "$(code "$bin" query "$db" "SELECT 1")" 0
 expect "exit: -q -v" "$(code "$bin" -q -v query "$db" "SELECT 1")" 2
 
+# ---- docs/cli.md names every subcommand and every long option of each ----
+subcommands() { "$bin" "$@" --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'; }
+check_doc() {  # subcommand words...
+  local opt
+  grep -q "tracedb $*" "$src/docs/cli.md" || fail "docs/cli.md does not describe 'tracedb $*'"
+  for opt in $("$bin" "$@" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+    [ "$opt" = --help ] && continue
+    grep -qF -- "$opt" "$src/docs/cli.md" || fail "docs/cli.md does not document 'tracedb $* $opt'"
+  done
+  local sub
+  for sub in $(subcommands "$@"); do check_doc "$@" "$sub"; done
+}
+for sub in $(subcommands); do check_doc "$sub"; done
+
 # ---- output modes ----
 got=$(printf '.mode box\n%s\n' "$q" | "$bin" shell "$db")
 expect "box" "$got" "┌─────────────┬───┬────────┬───┐
@@ -114,12 +128,13 @@ got=$(bash -c '
   source "$1/shell/completions/tracedb.bash"
   comp() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tracedb; echo "${COMPREPLY[*]}"; }
   comp "$2" co; comp "$2" query --fo; comp "$2" query x.tdb -f b; comp "$2" report s
-  comp "$2" report mpi --al' _ "$src" "$bin")
+  comp "$2" report mpi --al; comp "$2" import --format hor' _ "$src" "$bin")
 expect "bash completion" "$got" "compact
 --format
 box
 stragglers
---all-ranks"
+--all-ranks
+horovod"
 
 # ---- no pager when the output is not a terminal ----
 PAGER="touch $tmp/pager-ran" "$bin" shell "$db" <<<"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 500) SELECT i FROM c;" >/dev/null

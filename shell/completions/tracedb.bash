@@ -30,6 +30,8 @@ _tracedb() {
     if grep -qx -- "$word" <<<"$subs"; then path+=("$word"); else break; fi
   done
   # Option values with a fixed set of choices.
+  # import's --format names an input format (the other subcommands' --format, an output one).
+  [[ ${path[0]} == import && $prev == --format ]] && prev=--input-format
   case $prev in
     -f|--format)
       COMPREPLY=($(compgen -W "table box line csv json markdown text" -- "$cur"))
