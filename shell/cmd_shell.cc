@@ -338,11 +338,12 @@ class Shell {
         const long w = std::strtol(a.c_str(), &end, 10);
         if (end == a.c_str() || *end != '\0' || w < 0 || w > 10000) {
           std::fprintf(stderr, ".width: '%s' is not a width (0 to 10000)\n", a.c_str());
-          return good = false, *ok = false, true;
+          good = false;
+          break;
         }
         widths.push_back(static_cast<int>(w));
       }
-      print_.widths = widths;
+      if (good) print_.widths = widths;
     } else if (cmd == ".output") {
       good = SetOutput(rest);
     } else if (cmd == ".read") {

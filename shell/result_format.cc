@@ -162,8 +162,8 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
   std::vector<size_t> w(static_cast<size_t>(ncol));
   const bool headers = options.headers || format == OutputFormat::kMarkdown;
   for (int i = 0; i < ncol; ++i) {
-    w[i] = std::max<size_t>(headers ? Width(names[i]) : 0,
-                            format == OutputFormat::kMarkdown ? 3 : 1);
+    w[i] =
+        std::max<size_t>(headers ? Width(names[i]) : 0, format == OutputFormat::kMarkdown ? 3 : 1);
     if (format != OutputFormat::kMarkdown && static_cast<size_t>(i) < options.widths.size() &&
         options.widths[i] > 0) {
       w[i] = std::max(w[i], static_cast<size_t>(options.widths[i]));

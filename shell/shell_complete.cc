@@ -14,19 +14,19 @@ namespace {
 
 engine::Db* g_db = nullptr;
 
-const char* const kDotCommands[] = {
-    ".dump", ".exit", ".headers", ".help", ".mode", ".nullvalue", ".output", ".pager",
-    ".quit", ".read", ".schema", ".show", ".tables", ".timer", ".width"};
+const char* const kDotCommands[] = {".dump",      ".exit",   ".headers", ".help",  ".mode",
+                                    ".nullvalue", ".output", ".pager",   ".quit",  ".read",
+                                    ".schema",    ".show",   ".tables",  ".timer", ".width"};
 
 const char* const kKeywords[] = {
-    "ABS",      "ALL",    "AND",     "AS",      "ASC",       "AVG",      "BETWEEN", "BY",
-    "CASE",     "CAST",   "COUNT",   "CREATE",  "DELETE",    "DESC",     "DISTINCT", "DROP",
-    "ELSE",     "END",    "EXCEPT",  "EXISTS",  "EXPLAIN",   "FROM",     "GLOB",    "GROUP",
-    "HAVING",   "IN",     "INDEX",   "INNER",   "INSERT",    "INTERSECT", "INTO",   "IS",
-    "JOIN",     "LEFT",   "LIKE",    "LIMIT",   "MAX",       "MIN",      "NOT",     "NULL",
-    "OFFSET",   "ON",     "OR",      "ORDER",   "OVER",      "PARTITION", "PRAGMA", "QUERY",
-    "PLAN",     "SELECT", "SET",     "SUM",     "TABLE",     "THEN",     "UNION",   "UPDATE",
-    "USING",    "VALUES", "VIEW",    "WHEN",    "WHERE",     "WINDOW",   "WITH"};
+    "ABS",    "ALL",    "AND",    "AS",     "ASC",     "AVG",       "BETWEEN",  "BY",
+    "CASE",   "CAST",   "COUNT",  "CREATE", "DELETE",  "DESC",      "DISTINCT", "DROP",
+    "ELSE",   "END",    "EXCEPT", "EXISTS", "EXPLAIN", "FROM",      "GLOB",     "GROUP",
+    "HAVING", "IN",     "INDEX",  "INNER",  "INSERT",  "INTERSECT", "INTO",     "IS",
+    "JOIN",   "LEFT",   "LIKE",   "LIMIT",  "MAX",     "MIN",       "NOT",      "NULL",
+    "OFFSET", "ON",     "OR",     "ORDER",  "OVER",    "PARTITION", "PRAGMA",   "QUERY",
+    "PLAN",   "SELECT", "SET",    "SUM",    "TABLE",   "THEN",      "UNION",    "UPDATE",
+    "USING",  "VALUES", "VIEW",   "WHEN",   "WHERE",   "WINDOW",    "WITH"};
 
 // Case-insensitive prefix test.
 bool HasPrefix(const std::string& s, const std::string& prefix) {
@@ -78,7 +78,8 @@ std::vector<std::string> CompletionCandidates(engine::Db* db, const std::string&
   }
   if (first != std::string::npos && line_start[first] == '.') {
     // Arguments of dot-commands: modes, on/off, and table names for .schema and .dump.
-    const std::string cmd = line_start.substr(first, line_start.find_first_of(" \t", first) - first);
+    const std::string cmd =
+        line_start.substr(first, line_start.find_first_of(" \t", first) - first);
     if (cmd == ".mode") {
       for (const char* m : {"table", "box", "line", "csv", "json", "markdown"}) {
         if (HasPrefix(m, word)) out.insert(m);

@@ -76,6 +76,13 @@ it's quoted   1      5000  (null)
 allreduce,2,50000,(null)
 forward,2,110000,(null)
 it's quoted,1,5000,(null)"
+# A width that is no number is refused, and the widths stay as they were.
+set +e
+printf '.width 5 x\n.show\n' | "$bin" shell "$db" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+expect ".width x: exit" "$rc" 1
+grep -q "'x' is not a width" "$tmp/err" && grep -q "width: $" "$tmp/out" || fail ".width x"
 # A mode that does not exist is refused, never replaced by another.
 set +e
 printf '.mode html\nSELECT 1;\n' | "$bin" shell "$db" >"$tmp/out" 2>"$tmp/err"
