@@ -8,7 +8,7 @@ packages=(
   liblz4-dev libsqlite3-dev sqlite3 libcli11-dev zlib1g-dev libedit-dev
   libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev
-  chromium time
+  chromium time tmux
   libcpp-httplib-dev
   python3-dev python3-numpy python3-pandas python3-torch libtorch-dev pybind11-dev
   clang-14 libclang-rt-14-dev
@@ -17,6 +17,7 @@ packages=(
 # python3-*/libtorch-dev: the Python package and the PyTorch capture, built for Debian's
 # /usr/bin/python3, the Python python3-torch installs into (python/, docs/python.md);
 # libcpp-httplib-dev: the HTTP server of `tracedb view` (view/).
+# tmux: drives `tracedb shell` on a terminal (tab completion, pager) in tests/shell_test.sh.
 # time: GNU time, peak RSS of exports (tests, bench/run_export_bench.sh). The speedscope npm
 # package itself is installed by tests/viewers/setup-speedscope.sh when the test runs, with npm
 # (Debian packages nodejs and npm, unless a node with npm is already on the PATH, e.g. from

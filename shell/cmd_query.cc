@@ -20,8 +20,8 @@ struct QueryOptions {
 int RunQuery(const QueryOptions& o) {
   OutputFormat format;
   if (!ParseOutputFormat(o.format, &format)) {
-    std::fprintf(stderr, "tracedb query: unknown format '%s' (table, csv, json, markdown)\n",
-                 o.format.c_str());
+    std::fprintf(stderr, "tracedb query: unknown format '%s' (%s)\n", o.format.c_str(),
+                 kOutputFormatNames);
     return kExitUsage;
   }
   auto db = query::OpenQueryDb(o.db);
@@ -45,7 +45,7 @@ void SetupQuery(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand("query", "Run SQL against a trace database");
   sub->add_option("db", o->db, "Trace database (.tdb)")->required();
   sub->add_option("sql", o->sql, "SQL statement(s)")->required();
-  sub->add_option("-f,--format", o->format, "table, csv, json or markdown");
+  sub->add_option("-f,--format", o->format, "table, box, line, csv, json or markdown");
   sub->callback([o, exit_code] { *exit_code = RunQuery(*o); });
 }
 

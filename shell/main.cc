@@ -1,34 +1,75 @@
 // The tracedb command-line program: declares the subcommands (one file each) and runs the one
-// the user named. CLI11 parse errors exit with code 2 and a usage message.
+// the user named. Exit codes (shell/commands.h, docs/cli.md): 0 ok, 1 the work failed, 2 bad
+// arguments (printed on one line, as "tracedb SUB: what is wrong (see tracedb SUB --help)").
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
+#include <string>
 
 #include "engine/version.h"
 #include "shell/commands.h"
+#include "shell/verbosity.h"
+
+namespace {
+
+// "tracedb" followed by the subcommands that were recognised before the error.
+std::string CommandPath(const CLI::App& app) {
+  std::string path = "tracedb";
+  const CLI::App* cur = &app;
+  while (!cur->get_subcommands().empty()) {
+    cur = cur->get_subcommands().front();
+    path += " " + cur->get_name();
+  }
+  return path;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  namespace ts = tracedb::shell;
   CLI::App app{"tracedb: record, compact, query and export traces of distributed training jobs"};
-  app.set_version_flag("--version", tracedb::engine::kTracedbVersion);
+  app.set_version_flag("--version", std::string("tracedb ") + tracedb::engine::kTracedbVersion,
+                       "Print the version (tracedb X.Y.Z) and exit");
   app.require_subcommand(1);
+  bool quiet = false, verbose = false;
+  auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "Print nothing but results and errors");
+  app.add_flag("-v,--verbose", verbose, "Say what is being done (on stderr)")->excludes(quiet_flag);
+  // The global flags are parsed before the subcommand runs (its callback runs at the end).
+  app.parse_complete_callback([&] {
+    ts::SetVerbosity(quiet     ? ts::Verbosity::kQuiet
+                     : verbose ? ts::Verbosity::kVerbose
+                               : ts::Verbosity::kNormal);
+  });
   int exit_code = 0;
-  tracedb::shell::SetupRecord(app, &exit_code);
-  tracedb::shell::SetupCompact(app, &exit_code);
-  tracedb::shell::SetupQuery(app, &exit_code);
-  tracedb::shell::SetupShell(app, &exit_code);
-  tracedb::shell::SetupReport(app, &exit_code);
-  tracedb::shell::SetupInfo(app, &exit_code);
-  tracedb::shell::SetupImport(app, &exit_code);
-  tracedb::shell::SetupExport(app, &exit_code);
-  tracedb::shell::SetupView(app, &exit_code);
-
-  tracedb::shell::SetupDiff(app, &exit_code);
-  tracedb::shell::SetupTop(app, &exit_code);
+  ts::SetupRecord(app, &exit_code);
+  ts::SetupCompact(app, &exit_code);
+  ts::SetupQuery(app, &exit_code);
+  ts::SetupShell(app, &exit_code);
+  ts::SetupReport(app, &exit_code);
+  ts::SetupInfo(app, &exit_code);
+  ts::SetupImport(app, &exit_code);
+  ts::SetupExport(app, &exit_code);
+  ts::SetupView(app, &exit_code);
+  ts::SetupDiff(app, &exit_code);
+  ts::SetupTop(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with code 0; every real parse error is a usage error.
-    return app.exit(e) == 0 ? tracedb::shell::kExitOk : tracedb::shell::kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? ts::kExitOk : ts::kExitUsage;
+    const std::string where = CommandPath(app);
+    std::string what = e.what();
+    // CLI11 says "A subcommand is required" for a word that names no subcommand.
+    if (where == "tracedb" && argc > 1 && argv[1][0] != '-') {
+      what = std::string("unknown subcommand '") + argv[1] + "'";
+    }
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", where.c_str(), what.c_str(), where.c_str());
+    return ts::kExitUsage;
+  } catch (const std::exception& e) {
+    // The subcommands return Status; this is for what escapes them (out of memory, a bug).
+    std::fprintf(stderr, "%s: %s\n", CommandPath(app).c_str(), e.what());
+    return ts::kExitError;
   }
   return exit_code;
 }

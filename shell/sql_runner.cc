@@ -3,7 +3,7 @@
 
 namespace tracedb::shell {
 
-Status RunSql(engine::Db* db, std::string_view sql, OutputFormat format, FILE* out) {
+Status RunSql(engine::Db* db, std::string_view sql, const PrintOptions& options, FILE* out) {
   while (!sql.empty()) {
     size_t used = 0;
     TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st, db->PrepareFirst(sql, &used));
@@ -12,7 +12,7 @@ Status RunSql(engine::Db* db, std::string_view sql, OutputFormat format, FILE* o
       if (used == 0) break;
       continue;
     }
-    StatusOr<uint64_t> rows = PrintRows(&st, format, out);
+    StatusOr<uint64_t> rows = PrintRows(&st, options, out);
     if (!rows.ok()) return rows.status();
   }
   return Status::Ok();

@@ -12,6 +12,11 @@
 namespace tracedb::shell {
 
 // Returns the first error; statements before it have run and printed.
-Status RunSql(engine::Db* db, std::string_view sql, OutputFormat format, FILE* out);
+Status RunSql(engine::Db* db, std::string_view sql, const PrintOptions& options, FILE* out);
+inline Status RunSql(engine::Db* db, std::string_view sql, OutputFormat format, FILE* out) {
+  PrintOptions options;
+  options.format = format;
+  return RunSql(db, sql, options, out);
+}
 
 }  // namespace tracedb::shell

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# `tracedb shell` and the program's exit codes, through the real binary: output modes (box, line,
+# headers, nullvalue, width), .output/.read, .dump checked against the stock sqlite3 (a copy
+# loaded from our dump must .dump exactly as the original does), the pager and tab completion on
+# a terminal (tmux; skipped without tmux, a failure when CI=true).
+# Environment: TRACEDB_BIN, TRACEDB_SOURCE_DIR, TRACEDB_TEST_TMP.
+set -euo pipefail
+bin="${TRACEDB_BIN:?}"
+src="${TRACEDB_SOURCE_DIR:?}"
+tmp="${TRACEDB_TEST_TMP:-/tmp}/shell-$$"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+session="tracedb-shell-test-$$"
+cleanup() { tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect() {  # name got want
+  [ "$2" = "$3" ] || { printf '%s: got\n%s\nwant\n%s\n' "$1" "$2" "$3"; fail "$1"; }
+}
+
+db="$tmp/small.tdb"
+"$bin" import "$src/fixtures/shell/small.json" -o "$db" --format chrome -q >/dev/null 2>&1 ||
+  "$bin" import "$src/fixtures/shell/small.json" -o "$db" --format chrome >/dev/null
+q="SELECT name, count(*) AS n, sum(dur) AS total, max(bytes) AS b FROM events GROUP BY name ORDER BY name;"
+
+# ---- exit codes: 0 ok, 1 the work failed, 2 usage ----
+code() { set +e; "$@" >/dev/null 2>"$tmp/err"; echo $?; set -e; }
+expect "--version" "$("$bin" --version)" "tracedb $(sed -n 's/.*kTracedbVersion = "\(.*\)".*/\1/p' "$src/engine/version.h")"
+expect "exit: no subcommand" "$(code "$bin")" 2
+expect "exit: unknown subcommand" "$(code "$bin" frobnicate)" 2
+grep -q "^tracedb: unknown subcommand 'frobnicate' (see tracedb --help)$" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+expect "exit: missing argument" "$(code "$bin" query "$db")" 2
+grep -q "^tracedb query: .* (see tracedb query --help)$" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+expect "exit: missing db" "$(code "$bin" query "$tmp/none.tdb" "SELECT 1")" 1
+expect "exit: bad SQL" "$(code "$bin" query "$db" "SELEC 1")" 1
+expect "exit: ok" "$(code "$bin" query "$db" "SELECT 1")" 0
+expect "exit: -q -v" "$(code "$bin" -q -v query "$db" "SELECT 1")" 2
+
+# ---- docs/cli.md names every subcommand and every long option of each ----
+subcommands() { "$bin" "$@" --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'; }
+check_doc() {  # subcommand words...
+  local opt
+  grep -q "tracedb $*" "$src/docs/cli.md" || fail "docs/cli.md does not describe 'tracedb $*'"
+  for opt in $("$bin" "$@" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+    [ "$opt" = --help ] && continue
+    grep -qF -- "$opt" "$src/docs/cli.md" || fail "docs/cli.md does not document 'tracedb $* $opt'"
+  done
+  local sub
+  for sub in $(subcommands "$@"); do check_doc "$@" "$sub"; done
+}
+for sub in $(subcommands); do check_doc "$sub"; done
+
+# ---- output modes ----
+got=$(printf '.mode box\n%s\n' "$q" | "$bin" shell "$db")
+expect "box" "$got" "┌─────────────┬───┬────────┬───┐
+│ name        │ n │  total │ b │
+├─────────────┼───┼────────┼───┤
+│ allreduce   │ 2 │  50000 │   │
+│ forward     │ 2 │ 110000 │   │
+│ it's quoted │ 1 │   5000 │   │
+└─────────────┴───┴────────┴───┘"
+got=$(printf '.mode line\n%s\n' "SELECT name, dur AS duration, bytes FROM events ORDER BY ts LIMIT 2;" |
+      "$bin" shell "$db")
+expect "line" "$got" "    name = forward
+duration = 50000
+   bytes = 
+
+    name = forward
+duration = 60000
+   bytes = "
+got=$(printf '.headers off\n.nullvalue (null)\n.width 12 0 8\n%s\n.mode csv\n%s\n' "$q" "$q" |
+      "$bin" shell "$db")
+expect "headers off, nullvalue, width" "$got" "allreduce     2     50000  (null)
+forward       2    110000  (null)
+it's quoted   1      5000  (null)
+allreduce,2,50000,(null)
+forward,2,110000,(null)
+it's quoted,1,5000,(null)"
+# A width that is no number is refused, and the widths stay as they were.
+set +e
+printf '.width 5 x\n.show\n' | "$bin" shell "$db" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+expect ".width x: exit" "$rc" 1
+grep -q "'x' is not a width" "$tmp/err" && grep -q "width: $" "$tmp/out" || fail ".width x"
+# A mode that does not exist is refused, never replaced by another.
+set +e
+printf '.mode html\nSELECT 1;\n' | "$bin" shell "$db" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+expect "unknown mode: exit" "$rc" 1
+grep -q "unknown mode 'html' (table, box, line, csv, json, markdown)" "$tmp/err" || fail "$(cat "$tmp/err")"
+
+# ---- .output and .read (nested), .show ----
+cat >"$tmp/inner.sql" <<SQL
+.mode csv
+SELECT count(*) AS n
+  FROM events;
+SQL
+cat >"$tmp/outer.sql" <<SQL
+.output $tmp/result.csv
+.read $tmp/inner.sql
+SELECT 'after' AS x
+SQL
+got=$(printf '.read %s\n.output\nSELECT 42 AS back;\n.show\n' "$tmp/outer.sql" | "$bin" shell "$db")
+# outer.sql's last statement had no ';': it ran at the end of that file, into the file.
+expect ".output file" "$(cat "$tmp/result.csv")" "n
+5
+x
+after"
+# `.output` alone: back to stdout (in the mode inner.sql set, which lasts, as in sqlite3).
+echo "$got" | grep -qx "42" || fail "after .output: $got"
+echo "$got" | grep -q "output: stdout" || fail ".show: $got"
+echo "$got" | grep -q "mode: csv" || fail ".show: $got"
+set +e
+printf '.read %s/missing.sql\n' "$tmp" | "$bin" shell "$db" 2>"$tmp/err"
+rc=$?
+set -e
+expect ".read missing: exit" "$rc" 1
+grep -q "cannot open $tmp/missing.sql" "$tmp/err" || fail "$(cat "$tmp/err")"
+
+# ---- .dump: the stock sqlite3 loads it into a database that it dumps exactly as the original ----
+printf '.output %s\n.dump\n' "$tmp/dump.sql" | "$bin" shell "$db"
+sqlite3 "$tmp/copy.db" <"$tmp/dump.sql"
+sqlite3 "$db" .dump >"$tmp/original.dump"
+sqlite3 "$tmp/copy.db" .dump >"$tmp/copy.dump"
+cmp "$tmp/original.dump" "$tmp/copy.dump" || { diff "$tmp/original.dump" "$tmp/copy.dump" | head; fail ".dump"; }
+[ "$(grep -c '^INSERT' "$tmp/dump.sql")" -gt 5 ] || fail ".dump wrote no rows"
+# A pattern dumps only the matching tables.
+printf '.dump meta\n' | "$bin" shell "$db" >"$tmp/meta.sql"
+[ "$(grep '^CREATE TABLE' "$tmp/meta.sql" | wc -l)" -eq 1 ] || fail ".dump meta: $(cat "$tmp/meta.sql")"
+
+# ---- the bash completion script (reads the subcommands and options from --help) ----
+got=$(bash -c '
+  source "$1/shell/completions/tracedb.bash"
+  comp() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _tracedb; echo "${COMPREPLY[*]}"; }
+  comp "$2" co; comp "$2" query --fo; comp "$2" query x.tdb -f b; comp "$2" report s
+  comp "$2" report mpi --al; comp "$2" import --format hor' _ "$src" "$bin")
+expect "bash completion" "$got" "compact
+--format
+box
+stragglers
+--all-ranks
+horovod"
+
+# ---- no pager when the output is not a terminal ----
+PAGER="touch $tmp/pager-ran" "$bin" shell "$db" <<<"WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 500) SELECT i FROM c;" >/dev/null
+[ ! -e "$tmp/pager-ran" ] || fail "the pager ran on a pipe"
+
+# ---- on a terminal: tab completion and the pager (tmux) ----
+if ! command -v tmux >/dev/null; then
+  [ "${CI:-}" != true ] || fail "tmux is missing (scripts/setup-deps.sh installs it)"
+  echo "SKIP: no tmux: completion and pager not checked"
+  echo ok
+  exit 0
+fi
+screen() { tmux capture-pane -p -t "$session"; }
+wait_for() {  # text
+  for _ in $(seq 100); do screen | grep -qF -- "$1" && return 0; sleep 0.1; done
+  screen
+  fail "the terminal never showed '$1'"
+}
+tmux new-session -d -s "$session" -x 120 -y 30 \
+  "env HOME=$tmp PAGER='cat > $tmp/paged.txt' $bin shell $db"
+wait_for "tracedb>"
+tmux send-keys -t "$session" "SELECT trac" Tab
+wait_for "SELECT track"          # columns: track, track_name
+tmux send-keys -t "$session" C-u "SELECT count(*) FROM span_st" Tab
+wait_for "FROM span_stats"       # a view
+tmux send-keys -t "$session" C-u "SELECT human_by" Tab
+wait_for "SELECT human_bytes"    # tracedb's own SQL function
+tmux send-keys -t "$session" C-u ".mo" Tab
+wait_for ".mode"
+tmux send-keys -t "$session" "bo" Tab  # ".mo" completed to ".mode "
+wait_for ".mode box"
+tmux send-keys -t "$session" Enter
+# A short result prints on the terminal; a long one goes to the pager.
+type_line() {  # literal text (tmux would take a trailing ';' as its own separator), then Enter
+  tmux send-keys -t "$session" -l "$1 "
+  tmux send-keys -t "$session" Enter
+}
+type_line "SELECT 'short' || 'result' AS s;"
+wait_for "shortresult"
+type_line "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 200) SELECT i FROM c;"
+for _ in $(seq 100); do [ -s "$tmp/paged.txt" ] && break; sleep 0.1; done
+[ "$(grep -c '│' "$tmp/paged.txt")" -eq 201 ] || fail "paged: $(wc -l <"$tmp/paged.txt") lines"
+grep -q "shortresult" "$tmp/paged.txt" && fail "the short result went to the pager"
+type_line ".quit"
+echo ok
