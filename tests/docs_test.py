@@ -121,20 +121,56 @@ def check_reference(args, db):
     return failures
 
 
+USER_DOCS = ["index.md", "guide.md", "cookbook.md", "sql-reference.md", "for-timeline-users.md",
+             "for-mpitrace-mpip-users.md", "for-nsight-users.md"]
+
+
+def heading_anchor(title):
+    # GitHub's rule: lower case, drop punctuation except '-' and '_', spaces become '-'.
+    return re.sub(r"[^a-z0-9 _-]", "", title.strip().lower()).replace(" ", "-")
+
+
+def check_links():
+    """Every relative link of the user docs names a file that exists (and a heading in it)."""
+    failures = 0
+    docs = os.path.join(ROOT, "docs")
+    for name in USER_DOCS:
+        path = os.path.join(docs, name)
+        with open(path) as f:
+            text = f.read()
+        for m in re.finditer(r"\]\(([^)#:]*)(#[^)]*)?\)", text):
+            target, anchor = m.group(1) or name, m.group(2)
+            line = text.count("\n", 0, m.start()) + 1
+            full = os.path.join(docs, target)
+            if not os.path.isfile(full):
+                failures += 1
+                print(f"FAIL {path}:{line}: link to missing file {target}")
+                continue
+            if anchor:
+                with open(full) as f:
+                    anchors = {heading_anchor(l.lstrip("#")) for l in f if l.startswith("#")}
+                if anchor[1:] not in anchors:
+                    failures += 1
+                    print(f"FAIL {path}:{line}: no heading {anchor} in {target}")
+    print(f"links: {len(USER_DOCS)} pages, {failures} broken")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tracedb", required=True)
     p.add_argument("--logreg", required=True)
     p.add_argument("--tmp", required=True)
     args = p.parse_args()
+    failures = check_links()
     if shutil.which("mpirun") is None:
         if os.environ.get("CI") == "true":
             print("FAIL: mpirun not found")
             return 1
         print("skip: mpirun not found")
-        return 77
+        return 1 if failures else 77
     db = record_demo(args)
-    failures = check_cookbook(args, db) + check_reference(args, db)
+    failures += check_cookbook(args, db) + check_reference(args, db)
     return 1 if failures else 0
 
 
