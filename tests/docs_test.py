@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COOKBOOK = os.path.join(ROOT, "docs", "cookbook.md")
 REFERENCE = os.path.join(ROOT, "docs", "sql-reference.md")
 # One ```sql block, blank lines, then one ```text block.
-BLOCK_RE = re.compile(r"```sql\n(.*?)```\n\n```text\n(.*?)```\n", re.S)
+BLOCK_RE = re.compile(r"```sql\n((?:(?!```).)*)```\n\n```text\n((?:(?!```).)*)```\n", re.S)
 
 
 def run(cmd, **kw):
@@ -72,6 +72,16 @@ def check_cookbook(args, db):
         pieces.append(got)
         last = m.end(2)
     pieces.append(text[last:])
+    # The timing questions: ```sql blocks with no output block; they must run and return rows.
+    timed = 0
+    for m in re.finditer(r"```sql\n((?:(?!```).)*)```\n(?!\n```text)", text, re.S):
+        timed += 1
+        got = query(args, db, m.group(1))
+        if len(got.splitlines()) < 3:
+            failures += 1
+            line = text.count("\n", 0, m.start()) + 1
+            print(f"FAIL {COOKBOOK}:{line}: no rows:\n{got}")
+    print(f"cookbook: {timed} timing queries run")
     if rewrite:
         with open(COOKBOOK, "w") as f:
             f.write("".join(pieces))
