@@ -72,8 +72,13 @@ std::atomic<bool> g_producer_fence{false};
 bool g_membarrier = false;  // guarded by g_mu
 
 // Shared sentinel of threads without a buffer (out of memory): permanently "busy", so that the
-// hot path's reentrancy branch catches it.
-constinit ThreadBuffer g_nobuf;
+// hot path's reentrancy branch catches it. A function-local static, built on first use: the
+// load-time constructor may run before any dynamic initialiser of this library, and not every
+// compiler can constant-initialise its std::string member (clang 14 with libstdc++ 12 cannot).
+ThreadBuffer& NoBuf() noexcept {
+  static ThreadBuffer b;
+  return b;
+}
 pthread_key_t g_thread_key;
 std::once_flag g_init_once;
 
@@ -83,7 +88,7 @@ __attribute__((tls_model("initial-exec"))) thread_local bool tls_attaching = fal
 void OnThreadExit(void* p) {
   auto* b = static_cast<ThreadBuffer*>(p);
   tls_buffer = nullptr;
-  if (b != nullptr && b != &g_nobuf) b->retired.store(true, std::memory_order_release);
+  if (b != nullptr && b != &NoBuf()) b->retired.store(true, std::memory_order_release);
 }
 
 inline bool Active() noexcept { return __atomic_load_n(&tracedb_active_, __ATOMIC_RELAXED) != 0; }
@@ -97,8 +102,8 @@ __attribute__((noinline)) ThreadBuffer* AttachThread() noexcept {
   tls_attaching = true;
   ThreadBuffer* b = Catalog::Get().AttachThread(static_cast<uint32_t>(::syscall(SYS_gettid)));
   if (b == nullptr) {
-    b = &g_nobuf;
-    g_nobuf.busy.store(1, std::memory_order_relaxed);  // never recorded into
+    b = &NoBuf();
+    NoBuf().busy.store(1, std::memory_order_relaxed);  // never recorded into
   } else {
     pthread_setspecific(g_thread_key, b);
   }
@@ -112,7 +117,7 @@ __attribute__((noinline)) ThreadBuffer* AttachThread() noexcept {
 __attribute__((noinline)) void DropBusy(ThreadBuffer* b) noexcept {
   if (b == nullptr) {
     if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
-  } else if (b == &g_nobuf) {
+  } else if (b == &NoBuf()) {
     if (Active()) g_nobuf_dropped.fetch_add(1, std::memory_order_relaxed);
   } else if (Active()) {
     b->reentry_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -314,7 +319,7 @@ void ForkParent() {
 void ForkChild() {
   // Only this thread exists in the child. The parent's flusher thread is gone; its file and its
   // buffered events belong to the parent, and so do its chunks (the child's copy is dropped).
-  Catalog::Get().ResetInChild(tls_buffer != &g_nobuf ? tls_buffer : nullptr);
+  Catalog::Get().ResetInChild(tls_buffer != &NoBuf() ? tls_buffer : nullptr);
   Catalog::Get().UnlockAfterFork();
   if (g_flusher != nullptr) {
     g_flusher->AbandonInChild();  // closes the inherited segment descriptor
@@ -481,7 +486,7 @@ void tracedb_thread_name(const char* name) noexcept {
   if (name == nullptr) return;
   ThreadBuffer* b = tls_buffer;
   if (b == nullptr) b = AttachThread();
-  if (b == &g_nobuf) return;
+  if (b == &NoBuf()) return;
   Catalog::Get().SetThreadName(b, name);
 }
 
