@@ -34,6 +34,7 @@ void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   out += ", \"corrupt_blocks\": " + std::to_string(s.corrupt_blocks);
   out += ", \"torn_tails\": " + std::to_string(s.torn_tails);
   out += ", \"open_files\": " + std::to_string(s.open_files);
+  out += ", \"dead_writer_files\": " + std::to_string(s.dead_writer_files);
   out += ", \"unreadable_files\": " + std::to_string(s.unreadable_files);
   out += ", \"per_rank\": [";
   bool first = true;
@@ -79,12 +80,13 @@ void PrintDirText(const std::string& path, const engine::DirSummary& s) {
   if (s.corrupt_blocks || s.torn_tails || s.unreadable_files || s.open_files) {
     std::printf(
         "\n  damage: %llu corrupt blocks skipped, %llu torn tails (%llu bytes), %llu "
-        "unreadable files, %llu files not closed\n",
+        "unreadable files, %llu files not closed (%llu of them by a writer that died)\n",
         static_cast<unsigned long long>(s.corrupt_blocks),
         static_cast<unsigned long long>(s.torn_tails),
         static_cast<unsigned long long>(s.torn_bytes),
         static_cast<unsigned long long>(s.unreadable_files),
-        static_cast<unsigned long long>(s.open_files));
+        static_cast<unsigned long long>(s.open_files),
+        static_cast<unsigned long long>(s.dead_writer_files));
   }
   for (const std::string& p : s.problems) std::printf("  problem: %s\n", p.c_str());
 }

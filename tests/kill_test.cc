@@ -203,6 +203,11 @@ TEST(KillTest, LiveWriterIsFollowedAndAKilledOneIsTakenWhole) {
   const std::string info = RunCommand(TracedbBin() + " info " + ShellQuote(db) + " 2>&1", &rc);
   EXPECT_EQ(rc, 0) << info;
   EXPECT_NE(info.find("dead_writer_files"), std::string::npos) << info;
+  // The segment directory's own summary says the same.
+  const std::string dir_info =
+      RunCommand(TracedbBin() + " info --json " + ShellQuote(trace) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << dir_info;
+  EXPECT_NE(dir_info.find("\"dead_writer_files\": 1"), std::string::npos) << dir_info;
 }
 
 // `compact --watch` follows the live writer, takes the killed writer's file whole, and ends by
