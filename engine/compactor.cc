@@ -241,7 +241,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
 // Writes every rank's clock columns into `ranks`. `stored` holds the ranks whose row this run
 // has already updated (clocks do not change during a run): they are skipped, so that calling
 // this after every file costs O(ranks) comparisons, not O(ranks) UPDATEs (O(ranks^2) in all:
-// 20 s of 23 at 4,096 ranks). A rank whose row does not exist yet stays out of `stored`.
+// 26.6 -> 15 s of CPU at 4,096 ranks). A rank whose row does not exist yet stays out of
+// `stored`.
 Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks,
                        std::set<int32_t>* stored) {
   TRACEDB_ASSIGN_OR_RETURN(
