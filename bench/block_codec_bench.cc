@@ -153,8 +153,7 @@ int main(int argc, char** argv) {
       col[3][i] = b.kind[i];
       col[4][i] = b.name[i];
       col[5][i] = b.cat[i];
-      const int64_t ref =
-          run_start ? base : (b.depth[i] > prev_depth ? prev_ts : prev_end);
+      const int64_t ref = run_start ? base : (b.depth[i] > prev_depth ? prev_ts : prev_end);
       col[6][i] = ZigZag(WrapSub(b.ts[i], ref));
       col[7][i] = static_cast<uint64_t>(b.dur[i]);
       col[8][i] = b.arg_mask[i];
