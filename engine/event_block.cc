@@ -15,7 +15,10 @@
 namespace tracedb::engine {
 namespace {
 
-constexpr uint8_t kBlockFormat = 1;
+// 1: every integer column in varints. 2 (current): the dur column in bit-length coding
+// (docs/database-format.md "Event blocks"); the other columns as in 1. Both are read.
+constexpr uint8_t kBlockFormat = 2;
+constexpr uint8_t kBlockFormatVarint = 1;
 constexpr uint8_t kCodecRaw = 0;
 constexpr uint8_t kCodecLz4 = 1;
 constexpr size_t kMaxRows = 65536;
@@ -81,9 +84,55 @@ class DenseIds {
   std::vector<uint32_t> list_;
 };
 
-void PutColumn(const ByteBuf& col, std::string* dst) {
+void PutColumn(std::string_view col, std::string* dst) {
   PutVarint64(dst, col.size());
   dst->append(col.data(), col.size());
+}
+void PutColumn(const ByteBuf& col, std::string* dst) { PutColumn(col.view(), dst); }
+
+// Bit-length coding of unsigned values (block format 2's dur column): a byte `lmin` (the
+// smallest bit length), a byte `w` (the width of a length field), then per value its bit length
+// minus lmin in w bits followed by the value's bits under its leading one (none for 0 and 1),
+// in one LSB-first bit stream padded with zeros to a byte. Log-uniform values such as durations
+// take a few bits less than in varints, and no value is wider than its own length.
+void PutBitLengthColumn(const std::vector<uint64_t>& v, std::string* dst) {
+  int lmin = 64, lmax = 0;
+  for (uint64_t x : v) {
+    const int l = BitLength(x);
+    lmin = std::min(lmin, l);
+    lmax = std::max(lmax, l);
+  }
+  const int w = BitLength(static_cast<uint64_t>(lmax - lmin));
+  dst->push_back(static_cast<char>(lmin));
+  dst->push_back(static_cast<char>(w));
+  BitWriter bits(dst);
+  for (uint64_t x : v) {
+    const int l = BitLength(x);
+    bits.Put(static_cast<uint64_t>(l - lmin), w);
+    if (l >= 2) bits.Put(x & (~0ull >> (65 - l)), l - 1);
+  }
+  bits.Finish();
+}
+
+// Reads PutBitLengthColumn's n values; false on a malformed or over-long column.
+bool GetBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
+  if (col.size() < 2) return false;
+  const int lmin = static_cast<unsigned char>(col[0]);
+  const int w = static_cast<unsigned char>(col[1]);
+  if (lmin > 64 || w > 7) return false;
+  BitReader bits(col.substr(2));
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t dl, m;
+    if (!bits.Get(w, &dl) || dl > static_cast<uint64_t>(64 - lmin)) return false;
+    const int l = lmin + static_cast<int>(dl);
+    if (l <= 1) {
+      out[i] = static_cast<uint64_t>(l);
+      continue;
+    }
+    if (!bits.Get(l - 1, &m)) return false;
+    out[i] = (1ull << (l - 1)) | m;
+  }
+  return bits.at_end();
 }
 
 // The time a row's ts is coded against (docs/database-format.md "Event blocks"): the block's
@@ -176,13 +225,15 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
     info.hist[static_cast<size_t>(DurationBucket(r.dur))]++;
   }
 
-  thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, tsc, durc, masks, args,
-      values, json;
-  for (ByteBuf* b : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &durc, &masks,
-                     &args, &values, &json}) {
+  thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, tsc, masks, args, values,
+      json;
+  for (ByteBuf* b : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &masks, &args,
+                     &values, &json}) {
     b->Clear();
   }
-  for (ByteBuf* b : {&ks, &parents, &tsc, &durc}) b->Reserve(n * 10);
+  for (ByteBuf* b : {&ks, &parents, &tsc}) b->Reserve(n * 10);
+  thread_local std::vector<uint64_t> durs;
+  durs.resize(n);
   for (ByteBuf* b : {&depths, &namec, &catc, &masks}) b->Reserve(n * 5);
   kinds.Reserve(n);
   const auto iscale = static_cast<int64_t>(scale);
@@ -220,8 +271,7 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
     const int64_t ref = TsReference(run_start, base, prev_ts, prev_end, r.depth, prev_depth);
     // (A 64-bit division costs tens of cycles: skip it for ns data, whose scale is 1.)
     tsc.PutVarint(ZigZag(scale == 1 ? WrapSub(r.ts, ref) : WrapSub(r.ts, ref) / iscale));
-    durc.PutVarint(scale == 1 ? static_cast<uint64_t>(r.dur)
-                              : static_cast<uint64_t>(r.dur) / scale);
+    durs[j] = scale == 1 ? static_cast<uint64_t>(r.dur) : static_cast<uint64_t>(r.dur) / scale;
     prev_ts = r.ts;
     prev_end = WrapAdd(r.ts, r.dur);
     prev_depth = r.depth;
@@ -267,10 +317,14 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
   for (uint32_t id : names.list()) PutVarint64(&raw, id);
   PutVarint64(&raw, ncats);
   for (uint32_t id : cats.list()) PutVarint64(&raw, id);
-  for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &durc,
-                           &masks, &args, &values, &json}) {
+  thread_local std::string durc;
+  durc.clear();
+  PutBitLengthColumn(durs, &durc);
+  for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc}) {
     PutColumn(*c, &raw);
   }
+  PutColumn(durc, &raw);
+  for (const ByteBuf* c : {&masks, &args, &values, &json}) PutColumn(*c, &raw);
 
   out->clear();
   thread_local std::string compressed;
@@ -334,7 +388,10 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint
   uint8_t format;
   uint64_t n, scale, nnames, ncats;
   int64_t base;
-  if (!r.GetU8(&format) || format != kBlockFormat) return Bad(block, "unknown block format");
+  if (!r.GetU8(&format) || (format != kBlockFormat && format != kBlockFormatVarint)) {
+    return Bad(block, "unknown block format");
+  }
+  out->format_ = format;
   if (!r.GetVarint64(&n) || n > kMaxRows || !r.GetVarsigned(&base) || !r.GetVarint64(&scale) ||
       scale == 0 || scale > static_cast<uint64_t>(INT64_MAX) || !r.GetVarint64(&nnames) ||
       nnames > n) {
@@ -422,14 +479,25 @@ Status DecodedBlock::Need(uint32_t want) {
     if (!c.empty()) return bad("cat");
   }
   if (want & kColDur) {
-    Reader c(cols_[8]);
     dur.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t x;
-      if (!c.GetVarint64(&x) || x > static_cast<uint64_t>(INT64_MAX) / scale_) return bad("dur");
-      dur[i] = static_cast<int64_t>(x * scale_);
+    const uint64_t max = static_cast<uint64_t>(INT64_MAX) / scale_;
+    if (format_ == kBlockFormatVarint) {
+      Reader c(cols_[8]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t x;
+        if (!c.GetVarint64(&x) || x > max) return bad("dur");
+        dur[i] = static_cast<int64_t>(x * scale_);
+      }
+      if (!c.empty()) return bad("dur");
+    } else {
+      // Decoded in place: int64 and uint64 have the same size and representation.
+      auto* u = reinterpret_cast<uint64_t*>(dur.data());
+      if (!GetBitLengthColumn(cols_[8], n, u)) return bad("dur");
+      for (size_t i = 0; i < n; ++i) {
+        if (u[i] > max) return bad("dur");
+        dur[i] = static_cast<int64_t>(u[i] * scale_);
+      }
     }
-    if (!c.empty()) return bad("dur");
   }
   if (want & kColTs) {
     Reader c(cols_[7]);

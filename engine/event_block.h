@@ -121,6 +121,7 @@ class DecodedBlock {
   int64_t block_ = 0;
   int64_t base_ = 0;
   uint64_t scale_ = 1;
+  uint8_t format_ = 0;  // the block format (1 or 2)
   std::vector<uint32_t> names_, cats_;
   std::string_view cols_[13];
   uint32_t decoded_ = 0;

@@ -146,5 +146,35 @@ TEST(EventBlock, ExtremeTimestampsRoundTripWithoutOverflow) {
   }
 }
 
+TEST(EventBlock, DurationsOfEveryBitLengthRoundTrip) {
+  // Format 2 codes dur by bit length: 0, 1, and 2^b - 1, 2^b, 2^b + 1 for every b up to 62,
+  // and INT64_MAX, in one block (lengths 0 to 63: the widest length field).
+  std::vector<int64_t> durs = {0, 1, INT64_MAX};
+  for (int b = 1; b <= 62; ++b) {
+    for (int64_t d : {(int64_t{1} << b) - 1, int64_t{1} << b, (int64_t{1} << b) + 1}) {
+      durs.push_back(d);
+    }
+  }
+  std::vector<Row> rows;
+  for (size_t i = 0; i < durs.size(); ++i) {
+    Row r;
+    r.track = 1;
+    r.k = i;
+    r.ts = static_cast<int64_t>(i) * 7;
+    r.dur = durs[i];
+    r.name = 2;
+    rows.push_back(r);
+  }
+  std::string blob;
+  BlockZone zone;
+  EncodeBlock(rows, &blob, &zone);
+  DecodedBlock d;
+  ASSERT_TRUE(DecodeBlock(blob, 1, &d, kColDur).ok());
+  ASSERT_EQ(d.n, rows.size());
+  for (size_t i = 0; i < d.n; ++i) EXPECT_EQ(d.dur[i], durs[i]) << i;
+  ASSERT_TRUE(d.Need(kColAll).ok());
+  for (size_t i = 0; i < d.n; ++i) ExpectRowEq(d.RowAt(i), rows[i]);
+}
+
 }  // namespace
 }  // namespace tracedb::engine

@@ -1,0 +1,133 @@
+// Old on-disk versions keep reading. fixtures/formats/vN/ holds segment files and a trace DB
+// written by the code of format version N (see fixtures/formats/README.md). For each version:
+//   spec/   segments written from input.spec, the DB compacted from them (job.tdb) and its rows
+//           (rows.csv, RowsCsv of the DB as version N read it);
+//   bench/  segments and events.csv from bench/db_bench_gen (its own record of every event it
+//           wrote: an independent reference) and the DB compacted from them.
+// Today's code must read the old DB and compact the old segments to the same rows.
+// TRACEDB_WRITE_FORMAT_FIXTURE=DIR writes spec/'s files for the current version into DIR
+// instead (only when a format version is bumped: old fixtures are never rewritten).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "tests/db_rows.h"
+#include "tests/segment_fixture.h"
+#include "tests/test_util.h"
+
+namespace tracedb::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Compact(const std::string& trace, const std::string& db) {
+  int status = 0;
+  const std::string log = RunCommand(TracedbBin() + " compact " + ShellQuote(trace) + " -o " +
+                                         ShellQuote(db) + " --finish -q 2>&1",
+                                     &status);
+  return status == 0 ? "" : "compact failed: " + log;
+}
+
+// A copy of a fixture's trace directory (compaction may write beside the segments).
+std::string CopyTrace(const std::string& from, TempDir* tmp) {
+  const std::string to = tmp->Sub("trace");
+  fs::copy(from, to, fs::copy_options::recursive);
+  return to;
+}
+
+std::vector<std::string> Versions() {
+  std::vector<std::string> v;
+  const fs::path root = fs::path(SourceRoot()) / "fixtures" / "formats";
+  if (!fs::exists(root)) return v;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (e.is_directory()) v.push_back(e.path().string());
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+class FormatCompatTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FormatCompatTest, SpecDbReads) {
+  const std::string dir = GetParam() + "/spec";
+  const std::string expected = ReadFile(dir + "/rows.csv");
+  ASSERT_FALSE(expected.empty());
+  TempDir tmp;
+  // Copied: opening a DB may take a lock or a journal beside it; the fixture stays untouched.
+  const std::string db = tmp.Sub("job.tdb");
+  fs::copy_file(dir + "/job.tdb", db);
+  EXPECT_EQ(RowsCsv(ReadDbRows(db)), expected);
+  int status = 0;
+  const std::string q = RunCommand(TracedbBin() + " query " + ShellQuote(db) +
+                                       " 'SELECT count(*), sum(dur) FROM events' --format csv 2>&1",
+                                   &status);
+  EXPECT_EQ(status, 0) << q;
+}
+
+TEST_P(FormatCompatTest, SpecSegmentsCompact) {
+  const std::string dir = GetParam() + "/spec";
+  TempDir tmp;
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(CopyTrace(dir + "/trace", &tmp), db), "");
+  EXPECT_EQ(RowsCsv(ReadDbRows(db)), ReadFile(dir + "/rows.csv"));
+}
+
+// The rows of a DB as db_bench_gen's CSV writes them (rank,tid,name,ts,dur,depth), sorted.
+std::vector<std::string> BenchLines(const std::vector<DbRow>& rows) {
+  std::vector<std::string> out;
+  out.reserve(rows.size());
+  for (const DbRow& r : rows) {
+    out.push_back(std::to_string(r.rank) + "," + std::to_string(r.tid) + "," + r.name + "," +
+                  std::to_string(r.ts) + "," + std::to_string(r.dur) + "," +
+                  std::to_string(r.depth));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> CsvLines(const std::string& path) {
+  std::istringstream in(ReadFile(path));
+  std::vector<std::string> out;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) out.push_back(line);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_P(FormatCompatTest, BenchDbAndSegmentsMatchGenerator) {
+  const std::string dir = GetParam() + "/bench";
+  const std::vector<std::string> truth = CsvLines(dir + "/events.csv");
+  ASSERT_GT(truth.size(), 1000u);
+  TempDir tmp;
+  const std::string old_db = tmp.Sub("old.tdb");
+  fs::copy_file(dir + "/job.tdb", old_db);
+  EXPECT_EQ(BenchLines(ReadDbRows(old_db)), truth);
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(CopyTrace(dir + "/trace", &tmp), db), "");
+  EXPECT_EQ(BenchLines(ReadDbRows(db)), truth);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, FormatCompatTest, ::testing::ValuesIn(Versions()),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return fs::path(i.param).filename().string();
+                         });
+
+// Not a test: writes a new version's spec/ fixture (see the header).
+TEST(FormatFixture, WriteWhenAsked) {
+  const char* out = std::getenv("TRACEDB_WRITE_FORMAT_FIXTURE");
+  if (out == nullptr) GTEST_SKIP() << "TRACEDB_WRITE_FORMAT_FIXTURE not set";
+  const std::string dir = out;
+  const std::string spec = ReadFile(dir + "/input.spec");
+  ASSERT_FALSE(spec.empty()) << dir << "/input.spec";
+  ASSERT_FALSE(fs::exists(dir + "/trace")) << "fixtures of a released version are never rewritten";
+  ASSERT_TRUE(WriteSegmentsFromSpec(dir, spec).ok());
+  ASSERT_EQ(Compact(dir + "/trace", dir + "/job.tdb"), "");
+  WriteFile(dir + "/rows.csv", RowsCsv(ReadDbRows(dir + "/job.tdb")));
+}
+
+}  // namespace
+}  // namespace tracedb::testing
