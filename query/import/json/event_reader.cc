@@ -2,8 +2,11 @@
 #include "query/import/json/event_reader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
+#include "query/import/json/array_split.h"
 #include "query/import/json/json_text.h"
 
 namespace tracedb::query::json {
@@ -225,8 +228,76 @@ EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
   static_assert(kNumSlots == kScratchSlots, "one scratch string per decoded field");
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 16);
   options_.max_record_bytes = std::max<size_t>(options_.max_record_bytes, 16);
+  if (options_.threads == 0) {
+    // TRACEDB_IMPORT_THREADS=N overrides the default (benchmarks compare N=1 with the rest).
+    const char* env = std::getenv("TRACEDB_IMPORT_THREADS");
+    const long n = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    options_.threads = n > 0 ? static_cast<size_t>(n) : std::max(1u, std::thread::hardware_concurrency());
+  }
   cap_ = options_.chunk_bytes * 2;
+  if (options_.threads > 1) {
+    options_.parallel_window_bytes = std::max<size_t>(options_.parallel_window_bytes, 16);
+    cap_ = std::max(cap_, options_.parallel_window_bytes + options_.chunk_bytes);
+  }
   buf_ = std::make_unique<char[]>(cap_);
+}
+
+void EventReader::ParseAhead() {
+  ready_.clear();
+  ready_next_ = 0;
+  const std::string_view window(buf_.get() + pos_, end_ - pos_);
+  const ElementCuts cuts = SplitElements(window, options_.threads);
+  const size_t parts = cuts.starts.size();
+  std::vector<std::vector<std::pair<TraceEvent, size_t>>> got(parts);
+  std::vector<char> failed(parts, 0);
+  arena_.assign(parts, {});
+  const uint64_t base = base_;
+  auto parse = [&](size_t k) {
+    const char* const buf = buf_.get();
+    const char* p = window.data() + cuts.starts[k];
+    const char* const end = window.data() + (k + 1 < parts ? cuts.starts[k + 1] : cuts.end);
+    std::string scratch[kScratchSlots];
+    RecordParser parser(end, scratch);
+    std::deque<std::string>& arena = arena_[k];
+    auto own = [&](std::string_view* v) {
+      if (v->empty() || (v->data() >= buf && v->data() < end)) return;
+      arena.emplace_back(*v);
+      *v = arena.back();
+    };
+    for (;;) {
+      while (p < end && (IsJsonSpace(*p) || *p == ',')) ++p;
+      if (p >= end) return;
+      TraceEvent ev;
+      const char* after = nullptr;
+      if (*p != '{' || parser.Parse(p, &ev, &after) != Scan::kOk ||
+          static_cast<size_t>(after - p) > options_.max_record_bytes) {
+        failed[k] = 1;  // the serial reader takes over here
+        return;
+      }
+      for (std::string_view* v : {&ev.ph, &ev.name, &ev.cat, &ev.scope, &ev.bp, &ev.pid.text,
+                                  &ev.tid.text, &ev.id.text, &ev.bind_id.text}) {
+        own(v);
+      }
+      ev.offset = base + static_cast<uint64_t>(p - buf);
+      ev.size = static_cast<uint64_t>(after - p);
+      got[k].emplace_back(ev, static_cast<size_t>(after - buf));
+      p = after;
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < parts; ++k) threads.emplace_back(parse, k);
+    if (parts > 0) parse(0);
+    for (std::thread& t : threads) t.join();
+  }
+  for (size_t k = 0; k < parts; ++k) {
+    if (ready_.empty()) {
+      ready_ = std::move(got[k]);
+    } else {
+      ready_.insert(ready_.end(), got[k].begin(), got[k].end());
+    }
+    if (failed[k]) break;
+  }
 }
 
 std::optional<std::string_view> EventReader::Member(std::string_view key) const {
@@ -451,10 +522,39 @@ StatusOr<bool> EventReader::Next(TraceEvent* ev) {
           TRACEDB_RETURN_IF_ERROR(SkipBad(base_ + pos_, "expected an event object"));
           break;
         }
+        if (ready_next_ < ready_.size()) {  // parsed ahead
+          *ev = ready_[ready_next_].first;
+          pos_ = ready_[ready_next_].second;
+          ++ready_next_;
+          saw_events_ = true;
+          return true;
+        }
+        if (options_.threads > 1 && base_ + pos_ >= serial_until_) {
+          // Buffer a window, then parse it ahead on every thread.
+          while (!eof_ && end_ - pos_ < options_.parallel_window_bytes) {
+            TRACEDB_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+            if (!more) break;
+          }
+          if (end_ - pos_ >= options_.parallel_min_bytes) {
+            ParseAhead();
+            if (ready_.size() >= 2) break;  // handed out from the top of the loop
+          }
+          // Too little came of it (a huge or bad record): serially up to the end of this window.
+          ready_.clear();
+          ready_next_ = 0;
+          serial_until_ = base_ + end_;
+        }
         RecordParser parser(buf_.get() + end_, scratch_);
         ev->Clear();
         const char* after;
         const Scan s = parser.Parse(buf_.get() + pos_, ev, &after);
+        if (s == Scan::kOk && static_cast<size_t>(after - (buf_.get() + pos_)) >
+                                  options_.max_record_bytes) {
+          // Whole in the buffer but over the limit: skipped as when it does not fit, so that
+          // the result does not depend on how much is buffered.
+          TRACEDB_RETURN_IF_ERROR(SkipBad(base_ + pos_, "record too large"));
+          break;
+        }
         if (s == Scan::kOk) {
           ev->offset = base_ + pos_;
           ev->size = static_cast<uint64_t>(after - (buf_.get() + pos_));
