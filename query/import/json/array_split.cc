@@ -73,9 +73,9 @@ Walk WalkElements(std::string_view s, size_t from, size_t stop, const std::vecto
   }
 }
 
-// The first '{' at or after `from` whose previous significant byte (spaces and tabs skipped) is
-// ',', '[', '}' or a line break: a likely element start. The size when there is none.
-size_t Guess(std::string_view s, size_t from) {
+}  // namespace
+
+size_t GuessElementStart(std::string_view s, size_t from) {
   for (size_t i = from; i < s.size(); ++i) {
     if (s[i] != '{') continue;
     size_t j = i;
@@ -87,8 +87,6 @@ size_t Guess(std::string_view s, size_t from) {
   return s.size();
 }
 
-}  // namespace
-
 ElementCuts SplitElements(std::string_view s, size_t parts) {
   parts = std::max<size_t>(parts, 1);
   // Guessed starts; guess[0] is 0 (a real start) and guess[parts] the end of the bytes.
@@ -97,8 +95,8 @@ ElementCuts SplitElements(std::string_view s, size_t parts) {
   std::vector<Walk> walks(parts);
   auto run = [&](size_t i) {
     // Part i's own guess and the next part's (where this walk stops) are found by this thread.
-    const size_t start = i == 0 ? 0 : Guess(s, s.size() / parts * i);
-    const size_t stop = i + 1 < parts ? Guess(s, s.size() / parts * (i + 1)) : s.size();
+    const size_t start = i == 0 ? 0 : GuessElementStart(s, s.size() / parts * i);
+    const size_t stop = i + 1 < parts ? GuessElementStart(s, s.size() / parts * (i + 1)) : s.size();
     guess[i] = start;
     walks[i] = WalkElements(s, start, stop, nullptr, nullptr);
   };

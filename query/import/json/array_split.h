@@ -39,6 +39,10 @@ struct ElementCuts {
   size_t rewalks = 0;   // parts whose guessed start was wrong and had to be walked again
 };
 
+// The first '{' at or after `from` whose previous significant byte (spaces and tabs skipped) is
+// ',', '[', '}' or a line break: a likely, not certain, element start. The size when none.
+size_t GuessElementStart(std::string_view elements, size_t from);
+
 // `elements` is the text after an array's '['. `parts` >= 1; 1 walks on the calling thread.
 ElementCuts SplitElements(std::string_view elements, size_t parts);
 

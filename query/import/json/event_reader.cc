@@ -245,33 +245,48 @@ EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
 void EventReader::ParseAhead() {
   ready_.clear();
   ready_next_ = 0;
+  // Part k starts at a guessed record start and parses records up to the first one at or after
+  // part k+1's guess. Part 0 starts at a real record; part k's start is real when part k-1's
+  // (real) parse landed exactly on it, which is checked below: a wrong guess (one inside a
+  // string or a nested object) ends the parallel reading of this window there.
   const std::string_view window(buf_.get() + pos_, end_ - pos_);
-  const ElementCuts cuts = SplitElements(window, options_.threads);
-  const size_t parts = cuts.starts.size();
-  std::vector<std::vector<std::pair<TraceEvent, size_t>>> got(parts);
-  std::vector<char> failed(parts, 0);
+  const size_t parts = options_.threads;
+  std::vector<size_t> guess(parts + 1, window.size());
+  guess[0] = 0;
+  for (size_t k = 1; k < parts; ++k) {
+    guess[k] = GuessElementStart(window, std::max(guess[k - 1] + 1, window.size() / parts * k));
+  }
+  struct Part {
+    std::vector<std::pair<TraceEvent, size_t>> events;
+    size_t landed = 0;  // window offset where the parse stopped
+  };
+  std::vector<Part> got(parts);
   arena_.assign(parts, {});
   const uint64_t base = base_;
   auto parse = [&](size_t k) {
     const char* const buf = buf_.get();
-    const char* p = window.data() + cuts.starts[k];
-    const char* const end = window.data() + (k + 1 < parts ? cuts.starts[k + 1] : cuts.end);
+    const char* const wend = window.data() + window.size();
+    const char* const stop = window.data() + guess[k + 1];
+    const char* p = window.data() + guess[k];
     std::string scratch[kScratchSlots];
-    RecordParser parser(end, scratch);
+    RecordParser parser(wend, scratch);
     std::deque<std::string>& arena = arena_[k];
+    Part& part = got[k];
     auto own = [&](std::string_view* v) {
-      if (v->empty() || (v->data() >= buf && v->data() < end)) return;
+      if (v->empty() || (v->data() >= window.data() && v->data() < wend)) return;
       arena.emplace_back(*v);
       *v = arena.back();
     };
     for (;;) {
-      while (p < end && (IsJsonSpace(*p) || *p == ',')) ++p;
-      if (p >= end) return;
+      while (p < stop && (IsJsonSpace(*p) || *p == ',')) ++p;
+      part.landed = static_cast<size_t>(p - window.data());
+      // Anything but a whole, well-formed record of at most max_record_bytes (']', a bad or cut
+      // record) ends the part; the serial reader goes on from there.
+      if (p >= stop || *p != '{') return;
       TraceEvent ev;
       const char* after = nullptr;
-      if (*p != '{' || parser.Parse(p, &ev, &after) != Scan::kOk ||
+      if (parser.Parse(p, &ev, &after) != Scan::kOk ||
           static_cast<size_t>(after - p) > options_.max_record_bytes) {
-        failed[k] = 1;  // the serial reader takes over here
         return;
       }
       for (std::string_view* v : {&ev.ph, &ev.name, &ev.cat, &ev.scope, &ev.bp, &ev.pid.text,
@@ -280,23 +295,24 @@ void EventReader::ParseAhead() {
       }
       ev.offset = base + static_cast<uint64_t>(p - buf);
       ev.size = static_cast<uint64_t>(after - p);
-      got[k].emplace_back(ev, static_cast<size_t>(after - buf));
+      part.events.emplace_back(ev, static_cast<size_t>(after - buf));
       p = after;
     }
   };
   {
     std::vector<std::thread> threads;
-    for (size_t k = 1; k < parts; ++k) threads.emplace_back(parse, k);
-    if (parts > 0) parse(0);
+    for (size_t k = 1; k < parts; ++k) {
+      if (guess[k] < guess[k + 1]) threads.emplace_back(parse, k);
+    }
+    parse(0);
     for (std::thread& t : threads) t.join();
   }
-  for (size_t k = 0; k < parts; ++k) {
-    if (ready_.empty()) {
-      ready_ = std::move(got[k]);
-    } else {
-      ready_.insert(ready_.end(), got[k].begin(), got[k].end());
-    }
-    if (failed[k]) break;
+  // Part 0 is real; part k follows only when part k-1 stopped at its stop, exactly on part k's
+  // guess (its parse did not end early at a ']', a bad record or a record over the guess).
+  ready_ = std::move(got[0].events);
+  for (size_t k = 1; k < parts; ++k) {
+    if (got[k - 1].landed != guess[k] || guess[k] >= guess[k + 1]) break;
+    ready_.insert(ready_.end(), got[k].events.begin(), got[k].events.end());
   }
 }
 
