@@ -80,7 +80,7 @@ struct ReaderOptions {
   // events, skips and errors are those of a serial reading. Used only when at least
   // `parallel_min_bytes` are buffered.
   size_t threads = 0;  // 0: $TRACEDB_IMPORT_THREADS, else std::thread::hardware_concurrency()
-  size_t parallel_window_bytes = 16u << 20;
+  size_t parallel_window_bytes = 2u << 20;
   size_t parallel_min_bytes = 1u << 20;
 };
 
