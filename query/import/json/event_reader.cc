@@ -232,7 +232,11 @@ EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
     // TRACEDB_IMPORT_THREADS=N overrides the default (benchmarks compare N=1 with the rest).
     const char* env = std::getenv("TRACEDB_IMPORT_THREADS");
     const long n = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-    options_.threads = n > 0 ? static_cast<size_t>(n) : std::max(1u, std::thread::hardware_concurrency());
+    // The importers already keep one more core busy (BuilderPipe's writer thread): parsing takes
+    // the others, and stays on one thread on 2 cores, where it measured slower in parallel
+    // (docs/bench-import.md).
+    const unsigned cores = std::thread::hardware_concurrency();
+    options_.threads = n > 0 ? static_cast<size_t>(n) : (cores > 2 ? cores - 1 : 1);
   }
   cap_ = options_.chunk_bytes * 2;
   if (options_.threads > 1) {

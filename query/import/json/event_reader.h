@@ -79,7 +79,7 @@ struct ReaderOptions {
   // meets anything but well-formed records stops there and the serial reader takes over, so the
   // events, skips and errors are those of a serial reading. Used only when at least
   // `parallel_min_bytes` are buffered.
-  size_t threads = 0;  // 0: $TRACEDB_IMPORT_THREADS, else std::thread::hardware_concurrency()
+  size_t threads = 0;  // 0: $TRACEDB_IMPORT_THREADS, else cores - 1 when over 2 cores, else 1
   size_t parallel_window_bytes = 2u << 20;
   size_t parallel_min_bytes = 1u << 20;
 };
