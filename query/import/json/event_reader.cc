@@ -2,8 +2,11 @@
 #include "query/import/json/event_reader.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
+#include "query/import/json/array_split.h"
 #include "query/import/json/json_text.h"
 
 namespace tracedb::query::json {
@@ -225,8 +228,96 @@ EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
   static_assert(kNumSlots == kScratchSlots, "one scratch string per decoded field");
   options_.chunk_bytes = std::max<size_t>(options_.chunk_bytes, 16);
   options_.max_record_bytes = std::max<size_t>(options_.max_record_bytes, 16);
+  if (options_.threads == 0) {
+    // TRACEDB_IMPORT_THREADS=N overrides the default (benchmarks compare N=1 with the rest).
+    const char* env = std::getenv("TRACEDB_IMPORT_THREADS");
+    const long n = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    // The importers already keep one more core busy (BuilderPipe's writer thread): parsing takes
+    // the others, and stays on one thread on 2 cores, where it measured slower in parallel
+    // (docs/bench-import.md).
+    const unsigned cores = std::thread::hardware_concurrency();
+    options_.threads = n > 0 ? static_cast<size_t>(n) : (cores > 2 ? cores - 1 : 1);
+  }
   cap_ = options_.chunk_bytes * 2;
+  if (options_.threads > 1) {
+    options_.parallel_window_bytes = std::max<size_t>(options_.parallel_window_bytes, 16);
+    cap_ = std::max(cap_, options_.parallel_window_bytes + options_.chunk_bytes);
+  }
   buf_ = std::make_unique<char[]>(cap_);
+}
+
+void EventReader::ParseAhead() {
+  ready_.clear();
+  ready_next_ = 0;
+  // Part k starts at a guessed record start and parses records up to the first one at or after
+  // part k+1's guess. Part 0 starts at a real record; part k's start is real when part k-1's
+  // (real) parse landed exactly on it, which is checked below: a wrong guess (one inside a
+  // string or a nested object) ends the parallel reading of this window there.
+  const std::string_view window(buf_.get() + pos_, end_ - pos_);
+  const size_t parts = options_.threads;
+  std::vector<size_t> guess(parts + 1, window.size());
+  guess[0] = 0;
+  for (size_t k = 1; k < parts; ++k) {
+    guess[k] = GuessElementStart(window, std::max(guess[k - 1] + 1, window.size() / parts * k));
+  }
+  struct Part {
+    std::vector<std::pair<TraceEvent, size_t>> events;
+    size_t landed = 0;  // window offset where the parse stopped
+  };
+  std::vector<Part> got(parts);
+  arena_.assign(parts, {});
+  const uint64_t base = base_;
+  auto parse = [&](size_t k) {
+    const char* const buf = buf_.get();
+    const char* const wend = window.data() + window.size();
+    const char* const stop = window.data() + guess[k + 1];
+    const char* p = window.data() + guess[k];
+    std::string scratch[kScratchSlots];
+    RecordParser parser(wend, scratch);
+    std::deque<std::string>& arena = arena_[k];
+    Part& part = got[k];
+    auto own = [&](std::string_view* v) {
+      if (v->empty() || (v->data() >= window.data() && v->data() < wend)) return;
+      arena.emplace_back(*v);
+      *v = arena.back();
+    };
+    for (;;) {
+      while (p < stop && (IsJsonSpace(*p) || *p == ',')) ++p;
+      part.landed = static_cast<size_t>(p - window.data());
+      // Anything but a whole, well-formed record of at most max_record_bytes (']', a bad or cut
+      // record) ends the part; the serial reader goes on from there.
+      if (p >= stop || *p != '{') return;
+      TraceEvent ev;
+      const char* after = nullptr;
+      if (parser.Parse(p, &ev, &after) != Scan::kOk ||
+          static_cast<size_t>(after - p) > options_.max_record_bytes) {
+        return;
+      }
+      for (std::string_view* v : {&ev.ph, &ev.name, &ev.cat, &ev.scope, &ev.bp, &ev.pid.text,
+                                  &ev.tid.text, &ev.id.text, &ev.bind_id.text}) {
+        own(v);
+      }
+      ev.offset = base + static_cast<uint64_t>(p - buf);
+      ev.size = static_cast<uint64_t>(after - p);
+      part.events.emplace_back(ev, static_cast<size_t>(after - buf));
+      p = after;
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < parts; ++k) {
+      if (guess[k] < guess[k + 1]) threads.emplace_back(parse, k);
+    }
+    parse(0);
+    for (std::thread& t : threads) t.join();
+  }
+  // Part 0 is real; part k follows only when part k-1 stopped at its stop, exactly on part k's
+  // guess (its parse did not end early at a ']', a bad record or a record over the guess).
+  ready_ = std::move(got[0].events);
+  for (size_t k = 1; k < parts; ++k) {
+    if (got[k - 1].landed != guess[k] || guess[k] >= guess[k + 1]) break;
+    ready_.insert(ready_.end(), got[k].events.begin(), got[k].events.end());
+  }
 }
 
 std::optional<std::string_view> EventReader::Member(std::string_view key) const {
@@ -451,10 +542,39 @@ StatusOr<bool> EventReader::Next(TraceEvent* ev) {
           TRACEDB_RETURN_IF_ERROR(SkipBad(base_ + pos_, "expected an event object"));
           break;
         }
+        if (ready_next_ < ready_.size()) {  // parsed ahead
+          *ev = ready_[ready_next_].first;
+          pos_ = ready_[ready_next_].second;
+          ++ready_next_;
+          saw_events_ = true;
+          return true;
+        }
+        if (options_.threads > 1 && base_ + pos_ >= serial_until_) {
+          // Buffer a window, then parse it ahead on every thread.
+          while (!eof_ && end_ - pos_ < options_.parallel_window_bytes) {
+            TRACEDB_ASSIGN_OR_RETURN(bool more, Fill(pos_));
+            if (!more) break;
+          }
+          if (end_ - pos_ >= options_.parallel_min_bytes) {
+            ParseAhead();
+            if (ready_.size() >= 2) break;  // handed out from the top of the loop
+          }
+          // Too little came of it (a huge or bad record): serially up to the end of this window.
+          ready_.clear();
+          ready_next_ = 0;
+          serial_until_ = base_ + end_;
+        }
         RecordParser parser(buf_.get() + end_, scratch_);
         ev->Clear();
         const char* after;
         const Scan s = parser.Parse(buf_.get() + pos_, ev, &after);
+        if (s == Scan::kOk && static_cast<size_t>(after - (buf_.get() + pos_)) >
+                                  options_.max_record_bytes) {
+          // Whole in the buffer but over the limit: skipped as when it does not fit, so that
+          // the result does not depend on how much is buffered.
+          TRACEDB_RETURN_IF_ERROR(SkipBad(base_ + pos_, "record too large"));
+          break;
+        }
         if (s == Scan::kOk) {
           ev->offset = base_ + pos_;
           ev->size = static_cast<uint64_t>(after - (buf_.get() + pos_));

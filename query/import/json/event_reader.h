@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,15 @@ struct ReaderOptions {
   size_t chunk_bytes = 1 << 20;         // bytes read at a time
   size_t max_record_bytes = 64u << 20;  // a record (or top-level member) larger is malformed
   size_t max_reported_errors = 5;       // errors() keeps this many
+  // Records of a plain event array are parsed on this many threads (1: the calling thread only):
+  // a window of `parallel_window_bytes` is cut at record starts (SplitElements, array_split.h),
+  // its parts are parsed at once, and Next() hands their events out in file order. A part that
+  // meets anything but well-formed records stops there and the serial reader takes over, so the
+  // events, skips and errors are those of a serial reading. Used only when at least
+  // `parallel_min_bytes` are buffered.
+  size_t threads = 0;  // 0: $TRACEDB_IMPORT_THREADS, else cores - 1 when over 2 cores, else 1
+  size_t parallel_window_bytes = 2u << 20;
+  size_t parallel_min_bytes = 1u << 20;
 };
 
 class EventReader {
@@ -114,6 +124,8 @@ class EventReader {
   // Records a skipped record at decompressed offset `at` and finds where to resume.
   Status SkipBad(uint64_t at, std::string_view reason);
   void Report(uint64_t at, std::string_view reason);
+  // Parses the buffered records from pos_ on in parallel into ready_ (see ReaderOptions::threads).
+  void ParseAhead();
 
   std::unique_ptr<ByteSource> source_;
   Options options_;
@@ -132,6 +144,12 @@ class EventReader {
   std::vector<std::string> errors_;
   static constexpr int kScratchSlots = 10;
   std::string scratch_[kScratchSlots];  // decoded strings of the current event, one per field
+  // Parsed ahead (views into buf_, which is not refilled until they are handed out, or into
+  // arena_), with the buffer index after each record.
+  std::vector<std::pair<TraceEvent, size_t>> ready_;
+  size_t ready_next_ = 0;
+  std::vector<std::deque<std::string>> arena_;  // decoded strings of ready_, per part
+  uint64_t serial_until_ = 0;  // no parse-ahead before this offset (it found too little)
 };
 
 }  // namespace tracedb::query::json
