@@ -137,6 +137,18 @@ int LoadPartition(EventsCursor* c) {
   std::vector<DenseKeys> dense(f.group_cols.size());
   std::vector<std::vector<uint32_t>> keys(f.group_cols.size());
   std::vector<uint32_t> sel;
+  // Room for every row the partition's blocks hold (their zone maps say how many), so the
+  // arrays are not regrown (and their pages faulted in again) while the blocks are read.
+  size_t expect_rows = 0, expect_blocks = 0;
+  for (size_t b = c->next_part_block; b < c->blocks.size(); ++b) {
+    if (per_rank && c->blocks[b].rank != c->blocks[c->next_part_block].rank) break;
+    expect_rows += static_cast<size_t>(std::max<int64_t>(0, c->blocks[b].count));
+    ++expect_blocks;
+  }
+  c->part_order.reserve(expect_rows);
+  c->part_blocks.reserve(expect_blocks);
+  c->part_ranks.reserve(expect_blocks);
+  for (auto& k : keys) k.reserve(expect_rows);
   while (c->next_part_block < c->blocks.size()) {
     const BlockRef& ref = c->blocks[c->next_part_block];
     if (per_rank && !c->part_blocks.empty() && ref.rank != c->part_ranks.back()) break;
