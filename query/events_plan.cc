@@ -173,7 +173,7 @@ std::optional<int64_t> PlanTimeInt(sqlite3_index_info* info, int i) {
 }  // namespace
 
 // The most rows a grouped scan holds decoded at once.
-constexpr int64_t kMaxPartitionRows = 64 << 20;
+constexpr int64_t kMaxPartitionRows = 16 << 20;  // about 40 bytes each, decoded
 
 // Plans a scan. The promises made to SQLite (docs/sql.md, "What is promised to SQLite"):
 // - a constraint with omit=1 is checked exactly by xFilter (integer columns); text equality
