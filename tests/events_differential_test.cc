@@ -73,7 +73,8 @@ struct Tally {
 
 class TraceGen {
  public:
-  TraceGen(uint64_t seed, engine::TraceWriter* w) : rng_(seed), w_(w), b_(w) {}
+  TraceGen(uint64_t seed, engine::TraceWriter* w)
+      : rng_(seed), w_(w), b_(w), interleave_(seed % 2 == 1) {}
 
   Status Run(Tally* tally) {
     tally_ = tally;
@@ -94,27 +95,29 @@ class TraceGen {
       rec.clock_method = "realtime";
       rec.source = "differential-test";
       TRACEDB_RETURN_IF_ERROR(w_->SetRank(rec));
-      RankTracks& t = ranks[r];
+      ranks[r].t_main = ranks[r].t_comm = ranks[r].t_lane = ranks[r].t_counter =
+          1'000'000'000 + r * 137;
+    }
+    // Track ids rank by rank, or (odd seeds) interleaved across ranks: the grouped scan keeps
+    // `ORDER BY track` rank by rank only in the first case.
+    auto add_track = [&](int r, int which) {
       engine::TrackSpec s;
       s.rank = r;
-      s.kind = "thread";
-      s.name = "main";
-      s.tid = 1000 + r;
-      s.local_id = 1;
-      t.main = w_->Track(s);
-      s.name = "comm";
-      s.tid = 2000 + r;
-      s.local_id = 2;
-      t.comm = w_->Track(s);
-      s.kind = "lane";
-      s.name = "grad.fc" + std::to_string(r % 2);
-      s.tid = -1;
-      s.local_id = -1;
-      t.lane = w_->Track(s);
-      s.kind = "counter";
-      s.name = "memory";
-      t.counter = w_->Track(s);
-      t.t_main = t.t_comm = t.t_lane = t.t_counter = 1'000'000'000 + r * 137;
+      s.kind = which == 2 ? "lane" : which == 3 ? "counter" : "thread";
+      s.name = which == 0   ? "main"
+               : which == 1 ? "comm"
+               : which == 2 ? "grad.fc" + std::to_string(r % 2)
+                            : "memory";
+      s.tid = which == 0 ? 1000 + r : which == 1 ? 2000 + r : -1;
+      s.local_id = which < 2 ? which + 1 : -1;
+      uint32_t* slot[] = {&ranks[r].main, &ranks[r].comm, &ranks[r].lane, &ranks[r].counter};
+      *slot[which] = w_->Track(s);
+    };
+    for (int i = 0; i < kRanks * 4; ++i) {
+      if (interleave_)
+        add_track(i % kRanks, i / kRanks);
+      else
+        add_track(i / 4, i % 4);
     }
     for (int round = 0; round < kRounds; ++round) {
       if (round > 0 && round % kRoundsPerBatch == 0) {
@@ -263,6 +266,7 @@ class TraceGen {
   std::mt19937_64 rng_;
   engine::TraceWriter* w_;
   engine::TraceBuilder b_;
+  bool interleave_;
   Tally* tally_ = nullptr;
   int rank_ = 0;
   uint64_t* seq_ = nullptr;
