@@ -100,6 +100,27 @@ void Select(const Constraints& f, const RowChecks& k, const DecodedBlock& b, int
             const DbCatalog& cat, std::vector<uint32_t>* sel) {
   bool first = true;
   const size_t n = b.n;
+  if (k.id && f.id.lo == f.id.hi) {
+    // A block's rows are ordered by (track, k) (EncodeBlock): one binary search finds the event.
+    const auto track = static_cast<uint32_t>(static_cast<uint64_t>(f.id.lo) >> 32);
+    const uint64_t key = static_cast<uint64_t>(f.id.lo) & 0xffffffffu;
+    auto less = [&](size_t i) {
+      return b.track[i] < track || (b.track[i] == track && b.k[i] < key);
+    };
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (less(mid))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    sel->clear();
+    for (size_t i = lo; i < n && b.track[i] == track && b.k[i] == key; ++i) {
+      sel->push_back(static_cast<uint32_t>(i));
+    }
+    first = false;
+  }
   if (k.name) {
     const uint32_t v = *f.name;
     Refine(&first, n, sel, [&](uint32_t i) { return b.name[i] == v; });
