@@ -1,6 +1,6 @@
 // The DuckDB peer of the database benchmark: loads the generated events (CSV) into a DuckDB
 // database file, then times the same queries as db_bench (median of REPS runs) and prints
-// "name ms rows" lines plus the file's size.
+// "name wall_ms rows cpu_ms" lines plus the file's size.
 // Usage: node duckdb_bench.mjs EVENTS.csv OUT.duckdb [REPS]
 import { DuckDBInstance } from '@duckdb/node-api';
 import fs from 'node:fs';
@@ -34,15 +34,21 @@ const queries = [
 ];
 for (const [name, sql] of queries) {
   const times = [];
+  const cpu = [];
   let rows = 0;
   for (let r = 0; r < reps; ++r) {
+    const c0 = process.cpuUsage();  // every thread of the process, DuckDB's workers included
     t0 = performance.now();
     const result = await con.run(sql);
     rows = (await result.getRows()).length;
     times.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
   }
   times.sort((a, b) => a - b);
-  console.log(`${name} ${times[Math.floor(times.length / 2)].toFixed(3)} ${rows}`);
+  cpu.sort((a, b) => a - b);
+  const mid = Math.floor(times.length / 2);
+  console.log(`${name} ${times[mid].toFixed(3)} ${rows} ${cpu[mid].toFixed(3)}`);
 }
 con.closeSync?.();
 instance.closeSync?.();

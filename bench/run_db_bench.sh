@@ -48,11 +48,15 @@ for n in "${sizes[@]}"; do
     rows=$("$bin/bench/db_bench" sqlite-rows "$dir/events.csv" "$dir/rows.sqlite")
   fi
   get() { echo "$1" | awk -v k="$2" '$1 == k {print $2}'; }
-  # SQLite's floor: counting n rows of generate_series in the stock sqlite3 (statement time).
-  floor=$(for r in $(seq "$reps"); do
-            sqlite3 :memory: ".timer on" "SELECT count(*) FROM generate_series(1, $n);" |
-              awk '/Run Time/ {print $4 * 1000}'
-          done | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  getcpu() { echo "$1" | awk -v k="$2" '$1 == k {print $4}'; }
+  # SQLite's floor: counting n rows of generate_series in the stock sqlite3 (the statement's
+  # wall and user+sys time from .timer), medians.
+  floors=$(for r in $(seq "$reps"); do
+             printf '.timer on\nSELECT count(*) FROM generate_series(1, %s);\n' "$n" |
+               sqlite3 :memory: | awk '/Run Time/ {print $4 * 1000, ($6 + $8) * 1000}'
+           done)
+  floor=$(echo "$floors" | awk '{print $1}' | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+  floor_cpu=$(echo "$floors" | awk '{print $2}' | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
   echo
   echo "== $n events (8 ranks)"
   awk -v n="$n" -v w="$wall" -v u="$user" -v s="$sys" -v sb="$seg_bytes" -v db="$db_bytes" 'BEGIN {
@@ -60,19 +64,24 @@ for n in "${sizes[@]}"; do
     printf "  segments: %.2f bytes/event; trace DB: %.2f bytes/event\n", sb / n, db / n }'
   [ -n "$duck" ] && echo "  DuckDB file: $(get "$duck" duckdb_bytes_per_event) bytes/event (load from CSV $(get "$duck" duckdb_load_ms) ms)"
   [ -n "$rows" ] && echo "  SQLite rows + 2 indexes: $(get "$rows" sqlite_rows_bytes_per_event) bytes/event"
-  printf "  %-22s %12s %12s %8s\n" "query (median ms)" "tracedb" "DuckDB" "ratio"
+  printf "  %-22s %12s %12s %8s %12s %12s %8s\n" "query (median ms)" "tracedb" "DuckDB" "ratio" \
+    "tracedb CPU" "DuckDB CPU" "ratio"
   for q in top10 rank_name_agg track_name_agg median_by_name p95_by_name count_scan count_depth; do
     a=$(get "$ours" $q)
     b=$(get "$duck" $q)
+    ac=$(getcpu "$ours" $q)
+    bc=$(getcpu "$duck" $q)
     if [ -n "$b" ]; then
-      awk -v q="$q" -v a="$a" -v b="$b" 'BEGIN { printf "  %-22s %12.2f %12.2f %7.2fx\n", q, a, b, a / b }'
+      awk -v q="$q" -v a="$a" -v b="$b" -v ac="$ac" -v bc="$bc" 'BEGIN {
+        printf "  %-22s %12.2f %12.2f %7.2fx %12.2f %12.2f %7.2fx\n", q, a, b, a / b, ac, bc, ac / (bc > 0 ? bc : 1e-9) }'
     else
-      printf "  %-22s %12.2f %12s\n" "$q" "$a" "-"
+      printf "  %-22s %12.2f %12s %8s %12.2f\n" "$q" "$a" "-" "" "$ac"
     fi
   done
-  awk -v f="$floor" -v a="$(get "$ours" count_scan)" -v d="$(get "$ours" count_depth)" 'BEGIN {
-    printf "  SQLite floor (sqlite3, count(*) of generate_series): %.2f ms\n", f
-    printf "  count_scan / floor: %.2fx; count_depth / floor: %.2fx\n", a / f, d / f }'
+  awk -v f="$floor" -v fc="$floor_cpu" -v a="$(get "$ours" count_scan)" -v d="$(get "$ours" count_depth)" \
+      -v ac="$(getcpu "$ours" count_scan)" -v dc="$(getcpu "$ours" count_depth)" 'BEGIN {
+    printf "  SQLite floor (sqlite3, count(*) of generate_series): %.2f ms wall, %.2f ms CPU\n", f, fc
+    printf "  count_scan / floor: %.2fx wall, %.2fx CPU; count_depth / floor: %.2fx wall, %.2fx CPU\n", a / f, ac / fc, d / f, dc / fc }'
   printf "  %-22s %12.3f %12s   (same aggregate from the summary table)\n" rank_name_summary "$(get "$ours" rank_name_summary)" "-"
   rm -f "$dir/events.csv" "$dir/job.duckdb" "$dir/rows.sqlite"
 done

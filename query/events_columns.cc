@@ -129,8 +129,8 @@ void Emit(const Src& s, int32_t rank, const DbCatalog& cat, sqlite3_context* ctx
       if (parent_k == 0)
         sqlite3_result_null(ctx);
       else
-        sqlite3_result_int64(ctx, (static_cast<int64_t>(s.track()) << 32) |
-                                      static_cast<int64_t>(parent_k - 1));
+        sqlite3_result_int64(
+            ctx, (static_cast<int64_t>(s.track()) << 32) | static_cast<int64_t>(parent_k - 1));
       return;
     }
     case kBytes:
@@ -145,7 +145,7 @@ void Emit(const Src& s, int32_t rank, const DbCatalog& cat, sqlite3_context* ctx
         sqlite3_result_null(ctx);
         return;
       }
-      const int64_t v = col == kBytes ? s.bytes()
+      const int64_t v = col == kBytes  ? s.bytes()
                         : col == kPeer ? s.peer()
                         : col == kTag  ? s.tag()
                         : col == kComm ? s.comm()
@@ -231,8 +231,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
     if (rc != SQLITE_OK) return rc;
   }
   if (!c->blk->has(engine::kColK) && !c->blk->Need(engine::kColK).ok()) return SQLITE_ERROR;
-  *out = (static_cast<int64_t>(c->blk->track[c->row]) << 32) |
-         static_cast<int64_t>(c->blk->k[c->row]);
+  *out =
+      (static_cast<int64_t>(c->blk->track[c->row]) << 32) | static_cast<int64_t>(c->blk->k[c->row]);
   return SQLITE_OK;
 }
 

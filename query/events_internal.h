@@ -2,8 +2,8 @@
 //   events_catalog.cc  the database's dictionaries (strings, tracks, steps, per-rank facts)
 //   events_plan.cc     xBestIndex (what is pushed down and promised to SQLite) and the decoding
 //                      of xFilter's arguments into Constraints
-//   events_scan.cc     the row sources: block scan with selection vectors, grouped scan
-//                      (rows of a group adjacent, for GROUP BY / DISTINCT), top-n search
+//   events_scan.cc     zone maps, the block scan with selection vectors, the top-n search
+//   events_group.cc    the grouped scan (rows sorted by the GROUP BY / ORDER BY columns)
 //   events_columns.cc  xColumn and xRowid
 //   events_vtab.cc     the module: connect, open, filter, next, eof
 // The promises made to SQLite are documented in docs/sql.md, "What is promised to SQLite".
@@ -68,7 +68,7 @@ enum Op : char {
   kLe = 'l',
   kLimit = 'L',
   kOffset = 'O',
-  kTopN = 'T',   // "T-": ORDER BY dur DESC served in order (top-n search)
+  kTopN = 'T',       // "T-": ORDER BY dur DESC served in order (top-n search)
   kGroup = 'G',      // "G" + column: rows ordered by these columns (ascending), so groups
   kGroupDesc = 'H',  //   are adjacent; "H": descending
 };
@@ -214,7 +214,7 @@ struct EventsCursor {
 
   // Scan mode: the block being read and its selected rows (`all` = every row, none decoded
   // when neither constraints nor columns need it; `cur_ref` then loads it on demand).
-  engine::DecodedBlock scan_blk;                  // the block, decoded here, or
+  engine::DecodedBlock scan_blk;                      // the block, decoded here, or
   std::shared_ptr<engine::DecodedBlock> scan_cached;  // the cache's copy (small scans)
   bool scan_loaded = false;
   const BlockRef* cur_ref = nullptr;
@@ -246,14 +246,32 @@ uint32_t ColumnGroup(int col);
 
 // ---- events_scan.cc ----
 int Fail(sqlite3_vtab* vtab, const std::string& msg);
+// The constraints a block's zone map does not settle, to be checked row by row.
+struct RowChecks {
+  bool name = false, cat = false, kind = false, track = false, dur = false, ts = false, end = false,
+       id = false, parent = false, step = false, depth = false, args = false;
+  uint32_t cols = 0;  // the column groups they read
+  bool any() const {
+    return name || cat || kind || track || dur || ts || end || id || parent || step || depth ||
+           args;
+  }
+};
+RowChecks ChecksFor(const Constraints& f, const BlockRef& b, const DbCatalog& cat);
+// The rows of `b` that meet the checks `k`, into `sel`.
+void Select(const Constraints& f, const RowChecks& k, const engine::DecodedBlock& b, int32_t rank,
+            const DbCatalog& cat, std::vector<uint32_t>* sel);
+// Reads and decodes block `ref` (the column groups in `want`) into `out`.
+int LoadBlock(EventsCursor* c, const BlockRef& ref, engine::DecodedBlock* out, uint32_t want);
 int CollectBlocks(EventsCursor* c);
 int StartScan(EventsCursor* c);
 int NextScan(EventsCursor* c);
 // Loads the current scan block when it was skipped (no column was needed) and a column is.
 int EnsureScanBlock(EventsCursor* c);
+int RunTopN(EventsCursor* c);
+
+// ---- events_group.cc ----
 int StartGrouped(EventsCursor* c);
 int NextGrouped(EventsCursor* c);
-int RunTopN(EventsCursor* c);
 
 // ---- events_columns.cc ----
 int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col);

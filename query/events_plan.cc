@@ -173,7 +173,7 @@ std::optional<int64_t> PlanTimeInt(sqlite3_index_info* info, int i) {
 }  // namespace
 
 // The most rows a grouped scan holds decoded at once.
-constexpr int64_t kMaxPartitionRows = 64 << 20;
+constexpr int64_t kMaxPartitionRows = 16 << 20;  // about 40 bytes each, decoded
 
 // Plans a scan. The promises made to SQLite (docs/sql.md, "What is promised to SQLite"):
 // - a constraint with omit=1 is checked exactly by xFilter (integer columns); text equality
@@ -298,9 +298,10 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
     }
     auto* v = reinterpret_cast<EventsVtab*>(tab);
     if (groupable) {
-      const char* sql = per_rank_possible
-                            ? "SELECT max(n) FROM (SELECT sum(count) AS n FROM blocks GROUP BY rank)"
-                            : "SELECT sum(count) FROM blocks";
+      const char* sql =
+          per_rank_possible
+              ? "SELECT max(n) FROM (SELECT sum(count) AS n FROM blocks GROUP BY rank)"
+              : "SELECT sum(count) FROM blocks";
       auto rows = v->db->QueryInt(sql, 0);
       groupable = rows.ok() && *rows <= kMaxPartitionRows;
     }
@@ -428,8 +429,8 @@ int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
         r = &f.flow;
         break;
       default:
-        return Fail(&c->vtab->base, "events: unexpected constraint on column " +
-                                        std::to_string(col));
+        return Fail(&c->vtab->base,
+                    "events: unexpected constraint on column " + std::to_string(col));
     }
     // The column has INTEGER affinity: a numeric-looking text compares as the number.
     switch (sqlite3_value_numeric_type(v)) {
@@ -466,9 +467,9 @@ int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
     }
   }
   if (f.none || f.rank.Empty() || f.ts.Empty() || f.dur.Empty() || f.end.Empty() ||
-      f.track.Empty() || f.step.Empty() || f.id.Empty() || f.parent.Empty() ||
-      f.depth.Empty() || f.bytes.Empty() || f.peer.Empty() || f.tag.Empty() || f.comm.Empty() ||
-      f.seq.Empty() || f.flow.Empty() || f.limit == 0) {
+      f.track.Empty() || f.step.Empty() || f.id.Empty() || f.parent.Empty() || f.depth.Empty() ||
+      f.bytes.Empty() || f.peer.Empty() || f.tag.Empty() || f.comm.Empty() || f.seq.Empty() ||
+      f.flow.Empty() || f.limit == 0) {
     c->eof = true;
     return SQLITE_OK;
   }

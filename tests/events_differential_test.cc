@@ -73,7 +73,8 @@ struct Tally {
 
 class TraceGen {
  public:
-  TraceGen(uint64_t seed, engine::TraceWriter* w) : rng_(seed), w_(w), b_(w) {}
+  TraceGen(uint64_t seed, engine::TraceWriter* w)
+      : rng_(seed), w_(w), b_(w), interleave_(seed % 2 == 1) {}
 
   Status Run(Tally* tally) {
     tally_ = tally;
@@ -94,27 +95,29 @@ class TraceGen {
       rec.clock_method = "realtime";
       rec.source = "differential-test";
       TRACEDB_RETURN_IF_ERROR(w_->SetRank(rec));
-      RankTracks& t = ranks[r];
+      ranks[r].t_main = ranks[r].t_comm = ranks[r].t_lane = ranks[r].t_counter =
+          1'000'000'000 + r * 137;
+    }
+    // Track ids rank by rank, or (odd seeds) interleaved across ranks: the grouped scan keeps
+    // `ORDER BY track` rank by rank only in the first case.
+    auto add_track = [&](int r, int which) {
       engine::TrackSpec s;
       s.rank = r;
-      s.kind = "thread";
-      s.name = "main";
-      s.tid = 1000 + r;
-      s.local_id = 1;
-      t.main = w_->Track(s);
-      s.name = "comm";
-      s.tid = 2000 + r;
-      s.local_id = 2;
-      t.comm = w_->Track(s);
-      s.kind = "lane";
-      s.name = "grad.fc" + std::to_string(r % 2);
-      s.tid = -1;
-      s.local_id = -1;
-      t.lane = w_->Track(s);
-      s.kind = "counter";
-      s.name = "memory";
-      t.counter = w_->Track(s);
-      t.t_main = t.t_comm = t.t_lane = t.t_counter = 1'000'000'000 + r * 137;
+      s.kind = which == 2 ? "lane" : which == 3 ? "counter" : "thread";
+      s.name = which == 0   ? "main"
+               : which == 1 ? "comm"
+               : which == 2 ? "grad.fc" + std::to_string(r % 2)
+                            : "memory";
+      s.tid = which == 0 ? 1000 + r : which == 1 ? 2000 + r : -1;
+      s.local_id = which < 2 ? which + 1 : -1;
+      uint32_t* slot[] = {&ranks[r].main, &ranks[r].comm, &ranks[r].lane, &ranks[r].counter};
+      *slot[which] = w_->Track(s);
+    };
+    for (int i = 0; i < kRanks * 4; ++i) {
+      if (interleave_)
+        add_track(i % kRanks, i / kRanks);
+      else
+        add_track(i / 4, i % 4);
     }
     for (int round = 0; round < kRounds; ++round) {
       if (round > 0 && round % kRoundsPerBatch == 0) {
@@ -143,7 +146,9 @@ class TraceGen {
   }
 
  private:
-  int64_t Int(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  int64_t Int(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
   bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   // Durations with ties on purpose: a few round values recur.
   int64_t Dur() {
@@ -192,7 +197,8 @@ class TraceGen {
   // One top-level item (or a nested one when depth > 0) on `track` starting after *t.
   Status Item(uint32_t track, int64_t* t, int depth) {
     *t += Chance(0.1) ? 0 : Int(1, 500);
-    const NameSpec& n = Names()[static_cast<size_t>(Int(0, static_cast<int64_t>(Names().size()) - 1))];
+    const NameSpec& n =
+        Names()[static_cast<size_t>(Int(0, static_cast<int64_t>(Names().size()) - 1))];
     const uint32_t name = w_->Intern(n.name);
     const uint32_t cat = Cat(n);
     const std::string json = Json();
@@ -251,8 +257,8 @@ class TraceGen {
     done.peer = (rank_ + 3) % 4;
     done.tag = static_cast<int32_t>(Int(0, 2));
     done.bytes = 4096;
-    TRACEDB_RETURN_IF_ERROR(b_.Instant(track, *t, w_->Intern("MPI_Wait"), w_->Intern("mpi"),
-                                       &done, {}, RowKind::kFlow));
+    TRACEDB_RETURN_IF_ERROR(b_.Instant(track, *t, w_->Intern("MPI_Wait"), w_->Intern("mpi"), &done,
+                                       {}, RowKind::kFlow));
     Count(RowKind::kFlow, 0, &done, "");
     return Status::Ok();
   }
@@ -260,6 +266,7 @@ class TraceGen {
   std::mt19937_64 rng_;
   engine::TraceWriter* w_;
   engine::TraceBuilder b_;
+  bool interleave_;
   Tally* tally_ = nullptr;
   int rank_ = 0;
   uint64_t* seq_ = nullptr;
@@ -419,7 +426,7 @@ std::string Instantiate(const std::string& text, const Query& q, bool ref) {
 
 struct Column {
   std::string name;
-  char type;  // 'i' integer, 't' text, 'r' real
+  char type;                      // 'i' integer, 't' text, 'r' real
   std::vector<std::string> pool;  // SQL literals of values present in the data
 };
 
@@ -431,15 +438,25 @@ class QueryGen {
 
   Query Next() {
     const int k = static_cast<int>(Int(0, 99));
-    Query q = k < 30 ? Filter() : k < 50 ? TopN() : k < 68 ? Group() : k < 80 ? ParentJoin()
-              : k < 90 ? Correlated() : View();
-    if (q.kind.empty()) q.kind = k < 30 ? "filter" : k < 50 ? "top-n" : k < 68 ? "group"
-                                 : k < 80 ? "join" : "correlated";
+    Query q = k < 30   ? Filter()
+              : k < 50 ? TopN()
+              : k < 68 ? Group()
+              : k < 80 ? ParentJoin()
+              : k < 90 ? Correlated()
+                       : View();
+    if (q.kind.empty())
+      q.kind = k < 30   ? "filter"
+               : k < 50 ? "top-n"
+               : k < 68 ? "group"
+               : k < 80 ? "join"
+                        : "correlated";
     return q;
   }
 
  private:
-  int64_t Int(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  int64_t Int(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
   bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   template <typename T>
   const T& Pick(const std::vector<T>& v) {
@@ -451,8 +468,9 @@ class QueryGen {
       const int k = static_cast<int>(Int(0, 39));
       if (k == 0) return "NULL";
       if (k == 1) return "'abc'";
-      if (k == 2) return Pick(std::vector<std::string>{"9223372036854775807", "-9223372036854775808",
-                                                       "1e19", "-1e19", "x'01'"});
+      if (k == 2)
+        return Pick(std::vector<std::string>{"9223372036854775807", "-9223372036854775808", "1e19",
+                                             "-1e19", "x'01'"});
       const std::string v = c.pool.empty() ? "0" : Pick(c.pool);
       if (v == "NULL") return v;
       if (k == 3) return "'" + v + "'";  // numeric text: INTEGER affinity applies
@@ -478,7 +496,8 @@ class QueryGen {
     const Column& c = Pick(cols);
     std::string col = "{a}" + c.name;
     if (Chance(0.08)) col = c.type == 't' ? col + " || ''" : "+" + col;  // not pushed down
-    if (Chance(0.05) && c.name == "args") return "json_extract(" + col + ", '$.k') = " + std::to_string(Int(0, 9));
+    if (Chance(0.05) && c.name == "args")
+      return "json_extract(" + col + ", '$.k') = " + std::to_string(Int(0, 9));
     const int k = static_cast<int>(Int(0, 19));
     static const char* kOps[] = {"=", "=", "=", "<>", "<", "<=", ">", ">="};
     if (k < 8) {
@@ -499,7 +518,8 @@ class QueryGen {
       return s + ")";
     }
     if (k < 15) return col + (Chance(0.5) ? " IS NULL" : " IS NOT NULL");
-    if (k == 15 && c.type == 't') return col + " LIKE '" + std::string(1, "CMNfmbo"[Int(0, 6)]) + "%'";
+    if (k == 15 && c.type == 't')
+      return col + " LIKE '" + std::string(1, "CMNfmbo"[Int(0, 6)]) + "%'";
     if (k == 16 && c.type == 't') return col + " = " + Value(c) + " COLLATE NOCASE";
     if (k == 17) return col + " IS " + Value(c);
     return col + " = " + Value(c);
@@ -537,8 +557,8 @@ class QueryGen {
     q.w1 = Where();
     q.text = "SELECT " + SelectList("", 1) + ", id FROM {T} WHERE {W1}";
     if (Chance(0.5)) {
-      static const std::vector<std::string> keys = {"ts", "dur DESC", "rank, ts", "name, dur",
-                                                    "end_ts DESC", "parent", "step, cat"};
+      static const std::vector<std::string> keys = {
+          "ts", "dur DESC", "rank, ts", "name, dur", "end_ts DESC", "parent", "step, cat"};
       q.text += " ORDER BY " + Pick(keys) + ", id";
       q.compare = Compare::kOrdered;
       if (Chance(0.6)) q.text += LimitClause();
@@ -563,13 +583,22 @@ class QueryGen {
     Query q;
     q.w1 = Chance(0.2) ? Pred{Pred::kAtom, "1", {}} : Where();
     static const std::vector<std::string> keys = {
-        "rank", "name", "cat", "kind", "track", "depth", "step", "rank, name", "track, name",
-        "name, cat", "tid, lane", "peer, tag", "comm, seq"};
+        "rank",       "name",        "cat",       "kind",      "track",     "depth",    "step",
+        "rank, name", "track, name", "name, cat", "tid, lane", "peer, tag", "comm, seq"};
     const std::string g = Pick(keys);
-    static const std::vector<std::string> aggs = {
-        "count(*)", "sum(dur)", "max(dur)", "min(ts)", "count(bytes)", "max(end_ts)",
-        "median(dur)", "percentile(dur, 90)", "count(DISTINCT name)", "min(value)",
-        "total(depth)", "CAST(avg(dur) AS INTEGER)", "covered_ns(ts, dur)"};
+    static const std::vector<std::string> aggs = {"count(*)",
+                                                  "sum(dur)",
+                                                  "max(dur)",
+                                                  "min(ts)",
+                                                  "count(bytes)",
+                                                  "max(end_ts)",
+                                                  "median(dur)",
+                                                  "percentile(dur, 90)",
+                                                  "count(DISTINCT name)",
+                                                  "min(value)",
+                                                  "total(depth)",
+                                                  "CAST(avg(dur) AS INTEGER)",
+                                                  "covered_ns(ts, dur)"};
     std::string sel = g;
     const int n = static_cast<int>(Int(1, 4));
     for (int i = 0; i < n; ++i) sel += ", " + Pick(aggs);
@@ -594,9 +623,11 @@ class QueryGen {
     const int k = static_cast<int>(Int(0, 3));
     const std::string sel = "c.id, p.id, c.name, p.name, c.dur, p.depth";
     if (k == 0)
-      q.text = "SELECT " + sel + " FROM {T} c JOIN {T} p ON c.parent = p.id WHERE {a=c}{W1} AND {a=p}{W2}";
+      q.text = "SELECT " + sel +
+               " FROM {T} c JOIN {T} p ON c.parent = p.id WHERE {a=c}{W1} AND {a=p}{W2}";
     else if (k == 1)
-      q.text = "SELECT " + sel + " FROM {T} p JOIN {T} c ON p.id = c.parent WHERE {a=c}{W1} AND {a=p}{W2}";
+      q.text = "SELECT " + sel +
+               " FROM {T} p JOIN {T} c ON p.id = c.parent WHERE {a=c}{W1} AND {a=p}{W2}";
     else if (k == 2)
       q.text = "SELECT " + sel + " FROM {T} c LEFT JOIN {T} p ON p.id = c.parent WHERE {a=c}{W1}";
     else
@@ -612,16 +643,20 @@ class QueryGen {
         " FROM {T} e WHERE e.id IN (SELECT id FROM {T} WHERE {W1} ORDER BY id LIMIT 25)";
     const int k = static_cast<int>(Int(0, 3));
     if (k == 0)
-      q.text = "SELECT e.id, (SELECT count(*) FROM {T} k WHERE k.parent = e.id AND {a=k}{W2})" + outer;
+      q.text =
+          "SELECT e.id, (SELECT count(*) FROM {T} k WHERE k.parent = e.id AND {a=k}{W2})" + outer;
     else if (k == 1)
       q.text = "SELECT e.id, e.name" + outer +
                " AND EXISTS (SELECT 1 FROM {T} k WHERE k.parent = e.id AND {a=k}{W2})";
     else if (k == 2)
       q.text = "SELECT e.id, e.dur" + outer +
-               " AND e.dur >= (SELECT max(x.dur) FROM {T} x WHERE x.track = e.track AND x.name = e.name)";
+               " AND e.dur >= (SELECT max(x.dur) FROM {T} x WHERE x.track = e.track AND x.name = "
+               "e.name)";
     else
-      q.text = "SELECT e.id, (SELECT x.id FROM {T} x WHERE x.rank = e.rank AND x.name = e.name "
-               "AND x.ts > e.ts ORDER BY x.ts, x.id LIMIT 1)" + outer;
+      q.text =
+          "SELECT e.id, (SELECT x.id FROM {T} x WHERE x.rank = e.rank AND x.name = e.name "
+          "AND x.ts > e.ts ORDER BY x.ts, x.id LIMIT 1)" +
+          outer;
     return q;
   }
   Query View() {
@@ -763,30 +798,32 @@ void Build(uint64_t seed, Env* env, Tally* tally) {
     env->views.push_back((*it)[1].str());
   }
   // Only table references (after FROM or JOIN) are renamed, never column aliases.
-  std::string ref_sql = std::regex_replace(sql, std::regex("\\b(FROM|JOIN)(\\s+)events\\b"), "$1$2ref");
+  std::string ref_sql =
+      std::regex_replace(sql, std::regex("\\b(FROM|JOIN)(\\s+)events\\b"), "$1$2ref");
   for (const std::string& v : env->views) {
-    ref_sql = std::regex_replace(ref_sql, std::regex("\\b(FROM|JOIN)(\\s+)" + v + "\\b"),
-                                 "$1$2ref_" + v);
+    ref_sql =
+        std::regex_replace(ref_sql, std::regex("\\b(FROM|JOIN)(\\s+)" + v + "\\b"), "$1$2ref_" + v);
   }
   ref_sql = std::regex_replace(ref_sql, std::regex("(CREATE TEMP VIEW IF NOT EXISTS )(\\w+)"),
                                "$1ref_$2");
   const Status s = env->db->Exec(ref_sql);
   ASSERT_TRUE(s.ok()) << s.message();
   static const std::vector<std::pair<const char*, char>> kCols = {
-      {"id", 'i'},    {"rank", 'i'},  {"tid", 'i'},    {"track", 'i'}, {"track_name", 't'},
-      {"lane", 't'},  {"name", 't'},  {"cat", 't'},    {"kind", 't'},  {"ts", 'i'},
+      {"id", 'i'},    {"rank", 'i'},   {"tid", 'i'},   {"track", 'i'},  {"track_name", 't'},
+      {"lane", 't'},  {"name", 't'},   {"cat", 't'},   {"kind", 't'},   {"ts", 'i'},
       {"dur", 'i'},   {"end_ts", 'i'}, {"depth", 'i'}, {"parent", 'i'}, {"bytes", 'i'},
-      {"peer", 'i'},  {"tag", 'i'},   {"comm", 'i'},   {"seq", 'i'},   {"flow", 'i'},
-      {"value", 'r'}, {"step", 'i'},  {"args", 't'}};
-  for (const auto& [name, type] : kCols) env->cols.push_back(Column{name, type, Pool(h, "ref", name)});
+      {"peer", 'i'},  {"tag", 'i'},    {"comm", 'i'},  {"seq", 'i'},    {"flow", 'i'},
+      {"value", 'r'}, {"step", 'i'},   {"args", 't'}};
+  for (const auto& [name, type] : kCols)
+    env->cols.push_back(Column{name, type, Pool(h, "ref", name)});
   for (const std::string& v : env->views) {
     sqlite3_stmt* st = nullptr;
     ASSERT_EQ(sqlite3_prepare_v2(h, ("SELECT * FROM " + v).c_str(), -1, &st, nullptr), SQLITE_OK);
     std::vector<Column> cols;
     for (int i = 0; i < sqlite3_column_count(st); ++i) {
       const std::string c = sqlite3_column_name(st, i);
-      const Answer types = Run(h, "SELECT typeof(" + c + ") FROM ref_" + v + " WHERE " + c +
-                                      " IS NOT NULL LIMIT 1");
+      const Answer types =
+          Run(h, "SELECT typeof(" + c + ") FROM ref_" + v + " WHERE " + c + " IS NOT NULL LIMIT 1");
       char type = 'i';
       if (!types.rows.empty() && types.rows[0][0] == "'text'") type = 't';
       if (!types.rows.empty() && types.rows[0][0] == "'real'") type = 'r';
@@ -832,8 +869,9 @@ void RunSeed(uint64_t seed) {
       Run(h, "SELECT min(n) FROM (SELECT rank, count(*) AS n FROM main.blocks GROUP BY rank)");
   EXPECT_GE(std::atoll(blocks_per_rank.rows.at(0).at(0).c_str()), 5);
   const Answer multi_cat =
-      Run(h, "SELECT count(*) FROM (SELECT name FROM ref GROUP BY name HAVING count(DISTINCT "
-             "coalesce(cat, '')) > 1)");
+      Run(h,
+          "SELECT count(*) FROM (SELECT name FROM ref GROUP BY name HAVING count(DISTINCT "
+          "coalesce(cat, '')) > 1)");
   EXPECT_GE(std::atoll(multi_cat.rows.at(0).at(0).c_str()), 5);
   const int64_t n = Queries();
   int64_t failures = 0;
@@ -864,8 +902,7 @@ void RunSeed(uint64_t seed) {
                   << "\n  reference: " << Instantiate(small.text, small, true) << "\n"
                   << small_why;
   }
-  std::printf("seed %" PRIu64 ": %" PRId64 " queries, %" PRId64 " rows, %" PRId64
-              " mismatches\n",
+  std::printf("seed %" PRIu64 ": %" PRId64 " queries, %" PRId64 " rows, %" PRId64 " mismatches\n",
               seed, n, tally.rows, failures);
   for (const auto& [kind, v] : by_kind) {
     std::printf("  %-28s %8" PRId64 " queries %8.3f s\n", kind.c_str(), v.first, v.second);
