@@ -228,8 +228,9 @@ int main(int argc, char** argv) {
   P->finalize(ctx);
   std::filesystem::remove_all(dir);
 
-  printf("NCCL profiler plugin, ns per event (startEvent + stopEvent [+ state]), medians of %d x %d\n",
-         reps, batch);
+  printf(
+      "NCCL profiler plugin, ns per event (startEvent + stopEvent [+ state]), medians of %d x %d\n",
+      reps, batch);
   printf("  %-44s %8.1f ns\n", "Coll (issue instant)", coll);
   printf("  %-44s %8.1f ns\n", "ProxyOp (span)", proxy_op);
   printf("  %-44s %8.1f ns\n", "ProxyStep + state (span)", proxy_step);
@@ -245,8 +246,7 @@ int main(int argc, char** argv) {
   printf("  worst event / 100 ns target               %8.2f\n", worst / 100.0);
   printf("  whole collective per event / 100 ns target %8.2f\n", per_event_whole / 100.0);
   printf("  whole collective per event / recorder span %8.2f\n", per_event_whole / span);
-  printf("events written %llu, dropped %llu\n",
-         static_cast<unsigned long long>(counters.written),
+  printf("events written %llu, dropped %llu\n", static_cast<unsigned long long>(counters.written),
          static_cast<unsigned long long>(counters.dropped));
   return 0;
 }

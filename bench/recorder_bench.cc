@@ -206,11 +206,12 @@ int RunBurst(const std::string& budget_mb, const std::string& dir) {
   const long hwm = StatusKb("VmHWM");
   tracedb_counters c;
   tracedb_get_counters(&c);
-  std::printf("burst %d x %d complete events, TRACEDB_BUFFER_MB=%s: written %llu dropped %llu "
-              "emitted %d, %.1f ms, peak RSS added %.1f MiB\n",
-              kThreads, kEvents, budget_mb.c_str(), static_cast<unsigned long long>(c.written),
-              static_cast<unsigned long long>(c.dropped), kThreads * kEvents, ms,
-              static_cast<double>(hwm - rss0) / 1024.0);
+  std::printf(
+      "burst %d x %d complete events, TRACEDB_BUFFER_MB=%s: written %llu dropped %llu "
+      "emitted %d, %.1f ms, peak RSS added %.1f MiB\n",
+      kThreads, kEvents, budget_mb.c_str(), static_cast<unsigned long long>(c.written),
+      static_cast<unsigned long long>(c.dropped), kThreads * kEvents, ms,
+      static_cast<double>(hwm - rss0) / 1024.0);
   std::filesystem::remove_all(dir);
   return 0;
 }

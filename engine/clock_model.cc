@@ -66,9 +66,9 @@ int64_t ClockModel::MapSlow(int64_t t) const {
 }
 
 int64_t ClockModel::offset_ns() const {
-  return knots_.empty() ? 0
-                       : SaturateInt64(static_cast<__int128>(knots_.front().common) -
-                                       knots_.front().local);
+  return knots_.empty()
+             ? 0
+             : SaturateInt64(static_cast<__int128>(knots_.front().common) - knots_.front().local);
 }
 
 double ClockModel::drift_ppm() const {

@@ -22,14 +22,13 @@ class ClockModel {
   bool empty() const { return knots_.empty(); }
   size_t size() const { return knots_.size(); }
 
-  // The common-clock time of local time `t` (clamped to the int64 range). Inline for the common case: `t` in the segment
-  // used last.
+  // The common-clock time of local time `t` (clamped to the int64 range). Inline for the common
+  // case: `t` in the segment used last.
   int64_t Map(int64_t t) const {
     if (t >= cached_.lo && t < cached_.hi) {
       // In 128 bits, clamped: knots and times may come from a hostile file.
-      return SaturateInt64(
-          cached_.common +
-          ((static_cast<__int128>(t) - cached_.local) * cached_.slope >> 32));
+      return SaturateInt64(cached_.common +
+                           ((static_cast<__int128>(t) - cached_.local) * cached_.slope >> 32));
     }
     return MapSlow(t);
   }

@@ -91,8 +91,8 @@ TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
   std::mt19937 rng(7);
   std::string bytes(5000, '\0');
   for (char& c : bytes) c = static_cast<char>(rng());
-  for (size_t split : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{4999},
-                       size_t{5000}}) {
+  for (size_t split :
+       {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{4999}, size_t{5000}}) {
     const uint32_t a = Crc32c(bytes.data(), split);
     const uint32_t b = Crc32c(bytes.data() + split, bytes.size() - split);
     EXPECT_EQ(Crc32cCombine(a, b, bytes.size() - split), Crc32c(bytes.data(), bytes.size()))

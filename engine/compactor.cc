@@ -541,9 +541,9 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     const SegmentScan& probe = *probe_or;
     const WriterState writer = writers.at(f.path);
     const bool dead_writer = !probe.closed && writer == WriterState::kGone;
-    const bool whole = probe.closed || options.finish || dead_writer ||
-                       (writer == WriterState::kUnknown &&
-                        FileAgeSeconds(f.path) >= options.stale_after_s);
+    const bool whole =
+        probe.closed || options.finish || dead_writer ||
+        (writer == WriterState::kUnknown && FileAgeSeconds(f.path) >= options.stale_after_s);
     if (dead_writer) {
       stats.files_dead_writer++;
       w->AddStat("dead_writer_files", f.rank, 1);

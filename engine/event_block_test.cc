@@ -115,13 +115,12 @@ TEST(EventBlock, CorruptBlocksAreErrorsNotCrashes) {
   }
 }
 
-
 // Extreme values (as a hostile import could bring) round-trip exactly through the wrap-around
 // coding, with and without a common time scale; under UBSan this also proves no overflow.
 TEST(EventBlock, ExtremeTimestampsRoundTripWithoutOverflow) {
   for (int64_t step : {int64_t{1}, int64_t{1000}}) {
     std::vector<Row> rows;
-    const int64_t ts_values[] = {INT64_MIN / step * step, 0, INT64_MAX / step * step,
+    const int64_t ts_values[] = {INT64_MIN / step * step,        0,     INT64_MAX / step * step,
                                  INT64_MIN / step * step + step, -step, step};
     uint64_t k = 0;
     for (int64_t ts : ts_values) {

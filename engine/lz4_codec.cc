@@ -17,8 +17,7 @@ Status Lz4Compress(std::string_view raw, std::string* dst) {
       LZ4_compress_default(raw.data(), dst->data() + old, static_cast<int>(raw.size()), bound);
   if (n <= 0 && !raw.empty()) {
     dst->resize(old);
-    return Status::Internal("LZ4 compression of " + std::to_string(raw.size()) +
-                           " bytes failed");
+    return Status::Internal("LZ4 compression of " + std::to_string(raw.size()) + " bytes failed");
   }
   dst->resize(old + static_cast<size_t>(n > 0 ? n : 0));
   return Status::Ok();

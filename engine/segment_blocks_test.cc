@@ -219,7 +219,6 @@ TEST(CatalogBlocks, HostileCountsAreRejected) {
   EXPECT_FALSE(DecodeThreads(raw2, &t).ok());
 }
 
-
 // Timestamps at both ends of the range round-trip (wrap-around deltas, no overflow).
 TEST(EventsBlock, ExtremeTimestampsRoundTrip) {
   EventsBlockEncoder enc;

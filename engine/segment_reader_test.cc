@@ -125,8 +125,7 @@ TEST(SegmentReader, ResynchronisationIsLinearInTheFileSize) {
   std::string end_raw;
   EncodeEnd({0}, &end_raw);
   std::string valid;
-  FrameBlock(BlockType::kEnd, Codec::kRaw, end_raw, static_cast<uint32_t>(end_raw.size()),
-             &valid);
+  FrameBlock(BlockType::kEnd, Codec::kRaw, end_raw, static_cast<uint32_t>(end_raw.size()), &valid);
   std::string file;
   EncodeFileHeader(1, 0, &file);
   const size_t candidates = 100000;

@@ -342,15 +342,15 @@ int UpdateKIndex(EventsCursor* c) {
   auto st = c->vtab->db->Prepare("SELECT block, rank, count FROM blocks WHERE block > ?1");
   if (!st.ok()) return Fail(&c->vtab->base, st.status().message());
   st->Bind(1, x.max_block);
-  std::vector<BlockRef> todo;
+  std::vector<BlockRef> pending;
   for (;;) {
     auto row = st->Step();
     if (!row.ok()) return Fail(&c->vtab->base, row.status().message());
     if (!*row) break;
-    todo.push_back(BlockRef{st->Int(0), static_cast<int32_t>(st->Int(1)), 0, 0, 0, st->Int(2)});
+    pending.push_back(BlockRef{st->Int(0), static_cast<int32_t>(st->Int(1)), 0, 0, 0, st->Int(2)});
   }
   DecodedBlock b;
-  for (const BlockRef& ref : todo) {
+  for (const BlockRef& ref : pending) {
     int rc = LoadBlock(c, ref, &b, engine::kColK);
     if (rc != SQLITE_OK) return rc;
     std::vector<KIndex::Span>& spans = x.blocks[ref.block];

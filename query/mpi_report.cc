@@ -200,8 +200,9 @@ void ComputeExtremes(MpiReport* report) {
   std::sort(v.begin(), v.end(), [](const RankMpi* a, const RankMpi* b) {
     return a->comm_ns != b->comm_ns ? a->comm_ns < b->comm_ns : a->rank < b->rank;
   });
-  const std::pair<const RankMpi*, CommExtreme*> picks[] = {
-      {v.front(), &report->min}, {v[(v.size() - 1) / 2], &report->median}, {v.back(), &report->max}};
+  const std::pair<const RankMpi*, CommExtreme*> picks[] = {{v.front(), &report->min},
+                                                           {v[(v.size() - 1) / 2], &report->median},
+                                                           {v.back(), &report->max}};
   for (const auto& [r, e] : picks) {
     if (e->stated) continue;
     e->rank = r->rank;

@@ -1,8 +1,8 @@
 // The process-wide catalog of the recorder: interned strings, lanes, and the registry of thread
-// buffers (their chunks come from the session's ChunkPool). Not on the hot path: every call takes the catalog mutex.
-// The flusher reads what is new since its last visit and writes it as STRINGS, LANES and THREADS
-// blocks (docs/segment-format.md).
-// Thread safety: every member function is thread-safe.
+// buffers (their chunks come from the session's ChunkPool). Not on the hot path: every call takes
+// the catalog mutex. The flusher reads what is new since its last visit and writes it as STRINGS,
+// LANES and THREADS blocks (docs/segment-format.md). Thread safety: every member function is
+// thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -27,8 +27,8 @@ struct Chunk {
   // Slots published by the producer (release); kSealed is set, with the final count, once the
   // producer has linked `next` and will never touch this chunk again.
   std::atomic<uint32_t> committed{0};
-  std::atomic<Chunk*> next{nullptr};  // the thread's next chunk, stored before the seal
-  Record* slots = nullptr;            // kChunkSlots slots in the pool's arena
+  std::atomic<Chunk*> next{nullptr};   // the thread's next chunk, stored before the seal
+  Record* slots = nullptr;             // kChunkSlots slots in the pool's arena
   std::atomic<uint32_t> free_next{0};  // free-stack link: index + 1 of the next free chunk
   uint32_t index = 0;
 };

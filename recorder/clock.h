@@ -34,7 +34,7 @@ struct ClockState {
   uint64_t tsc_hz = 0;
   int64_t realtime_offset_ns = 0;  // TRACEDB_REALTIME_OFFSET_NS: pretend realtime is off by this
 };
-extern ClockState g_clock;                 // written once, before g_clock_ready
+extern ClockState g_clock;               // written once, before g_clock_ready
 extern std::atomic<bool> g_clock_ready;  // release-stored after g_clock is final
 
 void InitClock() noexcept;

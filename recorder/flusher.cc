@@ -507,8 +507,8 @@ void Flusher::Run() {
       if (asked) {
         std::lock_guard<std::mutex> lock(mu_);
         flush_done_ = requested;
-        flush_status_ =
-            writing_disabled_ ? Status::IOError("writing is disabled after an error") : Status::Ok();
+        flush_status_ = writing_disabled_ ? Status::IOError("writing is disabled after an error")
+                                          : Status::Ok();
         done_cv_.notify_all();
       }
       if (terminate) g_terminate_done.store(1, std::memory_order_release);

@@ -2,10 +2,10 @@
 // encodes the records into EVENTS blocks (columns, then LZ4), and appends them with the catalog's
 // new strings, lanes and thread names to this rank's segment file. It sleeps on a futex and is
 // woken when producers have filled a batch of chunks (it then writes the full chunks and gives
-// them back to the pool), when the flush interval (default 1 s) has passed since its last write (it then writes
-// everything, partly filled chunks too), on tracedb_flush(), on Stop(), and when SIGTERM/SIGINT
-// asks for a last write (RequestTerminateFlush). It rotates files by size and writes an END block
-// at the end of the session.
+// them back to the pool), when the flush interval (default 1 s) has passed since its last write (it
+// then writes everything, partly filled chunks too), on tracedb_flush(), on Stop(), and when
+// SIGTERM/SIGINT asks for a last write (RequestTerminateFlush). It rotates files by size and writes
+// an END block at the end of the session.
 //
 // An I/O error (full disk, removed directory) disables writing for the session with one warning
 // on stderr; the flusher keeps draining so producers never block, and counts what it discards as
@@ -41,7 +41,7 @@ struct FlusherConfig {
   uint64_t segment_bytes = 64ull << 20;
   int64_t start_step = -1;
   int64_t end_step = -1;
-  ChunkPool* pool = nullptr;  // the session's chunks; drained chunks go back to it
+  ChunkPool* pool = nullptr;      // the session's chunks; drained chunks go back to it
   uint32_t prefault_chunks = 64;  // free chunks the flusher keeps touched, ready for producers
 };
 
@@ -87,7 +87,7 @@ class Flusher {
   static std::atomic<uint64_t> discarded_events;  // drained but not written (I/O error)
   static std::atomic<uint64_t> written_bytes;
   static std::atomic<uint64_t> write_errors;  // sessions whose writing an I/O error disabled
-  static std::atomic<uint64_t> cpu_ns;  // the flusher thread's CPU time
+  static std::atomic<uint64_t> cpu_ns;        // the flusher thread's CPU time
 
  private:
   void Run();

@@ -350,7 +350,7 @@ TEST_F(RecorderTest, ForkedChildClosesTheInheritedSegmentDescriptor) {
       const auto target = std::filesystem::read_symlink(e.path(), ec);
       if (!ec && target.string().find(tmp.path()) == 0) rc |= 1;  // a segment of the parent
     }
-    if (tracedb_stop() != TRACEDB_ERR_STATE) rc |= 2;   // no session in the child
+    if (tracedb_stop() != TRACEDB_ERR_STATE) rc |= 2;  // no session in the child
     if (tracedb_flush() != TRACEDB_ERR_STATE) rc |= 4;
     if (tracedb_enabled() != 0) rc |= 8;
     _exit(rc);

@@ -55,10 +55,10 @@ struct alignas(64) ThreadBuffer {
   // 1 while the owning thread is inside a recording call. Read by tracedb_stop and by signal
   // handlers on the same thread.
   std::atomic<uint32_t> busy{0};
-  uint32_t pos = 0;        // next free slot of `chunk`
-  uint32_t limit = 0;      // kChunkSlots, or 0 while the thread has no chunk
-  Chunk* chunk = nullptr;  // current chunk
-  Record* slots = nullptr;  // chunk->slots
+  uint32_t pos = 0;                  // next free slot of `chunk`
+  uint32_t limit = 0;                // kChunkSlots, or 0 while the thread has no chunk
+  Chunk* chunk = nullptr;            // current chunk
+  Record* slots = nullptr;           // chunk->slots
   std::atomic<uint64_t> dropped{0};  // events dropped: no free chunk
   // Events dropped by a signal handler that interrupted a recording call of this thread
   // (fetch_add: handlers may nest).

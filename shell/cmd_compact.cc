@@ -67,9 +67,9 @@ void PrintSummary(const engine::CompactStats& s, double seconds) {
                  static_cast<unsigned long long>(s.unreadable_files));
   }
   if (s.files_dead_writer) {
-    std::fprintf(stderr,
-                 "  %llu unclosed files whose writer is gone (killed or crashed) were taken whole\n",
-                 static_cast<unsigned long long>(s.files_dead_writer));
+    std::fprintf(
+        stderr, "  %llu unclosed files whose writer is gone (killed or crashed) were taken whole\n",
+        static_cast<unsigned long long>(s.files_dead_writer));
   }
   if (s.files_waiting) {
     std::fprintf(stderr,

@@ -383,9 +383,10 @@ void SetupImport(CLI::App& app, int* exit_code) {
   sub->add_option("--format", opts->format,
                   "auto (default: detect from content), chrome, horovod, byteps, bluefog, "
                   "kineto, mpitrace or mpip");
-  CLI::Option* merge = sub->add_flag("--merge", opts->merge,
-                "Import inputs that look like another job (same rank from another file of the "
-                "format, another world size or mpitrace job id) into the same ranks anyway");
+  CLI::Option* merge =
+      sub->add_flag("--merge", opts->merge,
+                    "Import inputs that look like another job (same rank from another file of the "
+                    "format, another world size or mpitrace job id) into the same ranks anyway");
   sub->add_flag("--separate", opts->separate,
                 "Put each such job in a database of its own: JOB-2.tdb, JOB-3.tdb, ...")
       ->excludes(merge);

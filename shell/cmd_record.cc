@@ -374,9 +374,9 @@ int RunRecord(const RecordOptions& o) {
   }
   if (o.nccl || o.cuda || o.nvtx || !o.nccl_events.empty()) {
     std::string error;
-    if (!tracedb::gpu::GpuRecordEnv({o.nccl || !o.nccl_events.empty(), o.cuda, o.nvtx,
-                                     o.nccl_events},
-                                    SelfDir(), &vars, &error)) {
+    if (!tracedb::gpu::GpuRecordEnv(
+            {o.nccl || !o.nccl_events.empty(), o.cuda, o.nvtx, o.nccl_events}, SelfDir(), &vars,
+            &error)) {
       std::fprintf(stderr, "tracedb record: %s\n", error.c_str());
       return kExitError;
     }

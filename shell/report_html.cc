@@ -14,9 +14,9 @@
 #include <memory>
 
 #include "engine/version.h"
+#include "query/export/json_text.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
-#include "query/export/json_text.h"
 
 namespace tracedb::shell {
 
@@ -59,7 +59,8 @@ std::string NameStatsJson(const query::NameStats* s) {
 }
 
 std::string RunJson(const query::RunSummary& r, double step_mean) {
-  std::string out = "{\"path\":" + query::json::String(r.path) + ",\"ranks\":" + Num(int64_t{r.ranks}) +
+  std::string out = "{\"path\":" + query::json::String(r.path) +
+                    ",\"ranks\":" + Num(int64_t{r.ranks}) +
                     ",\"events\":" + Num(static_cast<int64_t>(r.events)) +
                     ",\"steps\":" + Num(static_cast<int64_t>(r.step_ns.size())) +
                     ",\"step_mean_ns\":" + Num(step_mean) + ",\"comm_share\":" + Num(r.comm_share) +
@@ -94,7 +95,8 @@ class PageData {
     std::tm tm{};
     gmtime_r(&now, &tm);
     std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    out_ = "{\"db\":" + query::json::String(path) + ",\"version\":" + query::json::String(engine::kTracedbVersion) +
+    out_ = "{\"db\":" + query::json::String(path) +
+           ",\"version\":" + query::json::String(engine::kTracedbVersion) +
            ",\"generated\":" + query::json::String(when) + ",\"events\":" + Num(events) +
            ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) +
            ",\"duration_ns\":" + Num(ov.ranks.empty() ? int64_t{0} : ov.t1 - ov.t0);
@@ -134,7 +136,8 @@ class PageData {
     for (size_t i = 0; i < names.size() && i < 50; ++i) {
       const auto& n = names[i];
       out_ += (i ? "," : "");
-      out_ += "{\"name\":" + query::json::String(n.name) + ",\"cat\":" + query::json::String(n.cat) +
+      out_ += "{\"name\":" + query::json::String(n.name) +
+              ",\"cat\":" + query::json::String(n.cat) +
               ",\"routine\":" + (n.routine ? "true" : "false") +
               ",\"count\":" + Num(static_cast<int64_t>(n.count)) +
               ",\"total_ns\":" + Num(n.total_ns) + ",\"mean_ns\":" + Num(n.mean_ns) +

@@ -9,10 +9,10 @@
  * Usage: autostart_program EVENTS [wait] */
 #include <pthread.h>
 #include <stdint.h>
-#include <string.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #ifdef AUTOSTART_LINKED
 #include "tracedb/recorder.h"

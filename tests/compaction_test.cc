@@ -304,9 +304,8 @@ TEST(Compaction, AFailedCompactLeavesNoFileOrTheOldDbUnchanged) {
   fs::create_directories(empty + "/rank-0");
   int rc = 0;
   const std::string db = tmp.Sub("new.tdb");
-  std::string out = RunCommand(TracedbBin() + " compact " + ShellQuote(empty) + " -o " +
-                                   ShellQuote(db) + " 2>&1",
-                               &rc);
+  std::string out = RunCommand(
+      TracedbBin() + " compact " + ShellQuote(empty) + " -o " + ShellQuote(db) + " 2>&1", &rc);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("no segment files"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(db));
@@ -319,26 +318,25 @@ TEST(Compaction, AFailedCompactLeavesNoFileOrTheOldDbUnchanged) {
   ASSERT_EQ(Compact(trace, old), 0);
   const std::string before = ReadFile(old);
   ASSERT_FALSE(before.empty());
-  out = RunCommand(TracedbBin() + " compact " + ShellQuote(empty) + " -o " + ShellQuote(old) +
-                       " 2>&1",
-                   &rc);
+  out = RunCommand(
+      TracedbBin() + " compact " + ShellQuote(empty) + " -o " + ShellQuote(old) + " 2>&1", &rc);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_TRUE(ReadFile(old) == before) << "the old database changed";
 
   // An output that is not a database: a clear error, and the file is not ours to remove.
   const std::string junk = tmp.Sub("junk.tdb");
   WriteFile(junk, std::string(5000, 'x'));
-  out = RunCommand(TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(junk) +
-                       " 2>&1",
-                   &rc);
+  out = RunCommand(
+      TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(junk) + " 2>&1", &rc);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("junk.tdb"), std::string::npos) << out;
   EXPECT_EQ(ReadFile(junk), std::string(5000, 'x'));
 
   // --watch stopped before the job wrote anything leaves nothing either.
   const std::string watched = tmp.Sub("watched.tdb");
-  out = RunCommand("timeout --preserve-status -s INT 1 " + TracedbBin() + " compact --watch --interval 0.1 " +
-                       ShellQuote(empty) + " -o " + ShellQuote(watched) + " 2>&1",
+  out = RunCommand("timeout --preserve-status -s INT 1 " + TracedbBin() +
+                       " compact --watch --interval 0.1 " + ShellQuote(empty) + " -o " +
+                       ShellQuote(watched) + " 2>&1",
                    &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_FALSE(fs::exists(watched));

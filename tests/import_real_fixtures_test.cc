@@ -97,7 +97,8 @@ class RealFixtures : public ::testing::TestWithParam<std::string> {};
 TEST_P(RealFixtures, EveryFileMatchesAnIndependentReading) {
   const std::string format = GetParam();
   // Fails instead of skipping under CI=true (tests/test_util.h).
-  if (SharedFixturePath(format).empty()) GTEST_SKIP() << FixturesDir() << "/" << format << " is absent";
+  if (SharedFixturePath(format).empty())
+    GTEST_SKIP() << FixturesDir() << "/" << format << " is absent";
   const std::vector<std::string> files = Files(format);
   ASSERT_FALSE(files.empty()) << "no " << format << " fixtures in " << FixturesDir();
   for (const std::string& file : files) {

@@ -304,7 +304,8 @@ void CheckViews(const std::vector<std::string>& inputs, const std::string& label
   // Collectives recorded with a sequence number (an export of a recorded MPI, PyTorch or NCCL
   // job): one call per event, matched across ranks by (comm, seq); the last to arrive is the
   // latest ts, the smallest rank among equal times.
-  std::map<std::pair<int64_t, uint64_t>, std::pair<std::string, std::vector<std::pair<int64_t, int32_t>>>>
+  std::map<std::pair<int64_t, uint64_t>,
+           std::pair<std::string, std::vector<std::pair<int64_t, int32_t>>>>
       by_seq;  // (comm or -1, seq) -> (name, (ts, rank))
   for (const DbRow& r : rows) {
     const bool collective =

@@ -174,8 +174,7 @@ Check Verify(const std::string& db, const std::vector<uint64_t>& flushed) {
 
 TEST(KillTest, LiveWriterIsFollowedAndAKilledOneIsTakenWhole) {
   TempDir tmp;
-  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"),
-                    db = tmp.Sub("job.tdb");
+  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"), db = tmp.Sub("job.tdb");
   const pid_t pid = Start(trace, log);
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(WaitForFlushes(pid, log, 5));
@@ -214,8 +213,7 @@ TEST(KillTest, LiveWriterIsFollowedAndAKilledOneIsTakenWhole) {
 // itself once nothing is left to wait for (no flag, no Ctrl-C).
 TEST(KillTest, WatchTakesAKilledWritersFileAndEnds) {
   TempDir tmp;
-  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"),
-                    db = tmp.Sub("job.tdb");
+  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"), db = tmp.Sub("job.tdb");
   const pid_t pid = Start(trace, log);
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(WaitForFlushes(pid, log, 2));
@@ -245,8 +243,7 @@ TEST(KillTest, WatchTakesAKilledWritersFileAndEnds) {
 // visible here): after the kill it waits, and --finish takes it.
 TEST(KillTest, AnotherHostsFileWaitsForFinish) {
   TempDir tmp;
-  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"),
-                    db = tmp.Sub("job.tdb");
+  const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"), db = tmp.Sub("job.tdb");
   ::setenv("TRACEDB_HOSTNAME", "another-host.example", 1);
   const pid_t pid = Start(trace, log);
   ::unsetenv("TRACEDB_HOSTNAME");
@@ -258,9 +255,9 @@ TEST(KillTest, AnotherHostsFileWaitsForFinish) {
   const std::string plain = Compact(trace, db);
   EXPECT_NE(plain.find("still being written"), std::string::npos) << plain;
   int rc = 0;
-  const std::string finish = RunCommand(TracedbBin() + " compact --finish " + ShellQuote(trace) +
-                                            " -o " + ShellQuote(db) + " 2>&1",
-                                        &rc);
+  const std::string finish = RunCommand(
+      TracedbBin() + " compact --finish " + ShellQuote(trace) + " -o " + ShellQuote(db) + " 2>&1",
+      &rc);
   EXPECT_EQ(rc, 0) << finish;
   const Check c = Verify(db, flushed);
   EXPECT_EQ(c.dead_writers, 0);
@@ -277,8 +274,7 @@ TEST(KillTest, TwentyRandomKillsLoseNothingFlushed) {
   for (int trial = 0; trial < 20; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial) + " seed " + std::to_string(seed));
     TempDir tmp;
-    const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"),
-                      db = tmp.Sub("job.tdb");
+    const std::string trace = tmp.Sub("trace"), log = tmp.Sub("flush.log"), db = tmp.Sub("job.tdb");
     const pid_t pid = Start(trace, log);
     ASSERT_GT(pid, 0);
     ASSERT_TRUE(WaitForFlushes(pid, log, 1));

@@ -39,17 +39,35 @@ struct RankVar {
 };
 
 // Every variable DetectRank reads, cleared in the child so that the case sees only its own.
-const char* const kAllRankVars[] = {
-    "TRACEDB_RANK", "TRACEDB_WORLD_SIZE", "TRACEDB_LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_RANK", "SLURM_PROCID",
-    "SLURM_NTASKS", "SLURM_LOCALID", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "RANK",
-    "WORLD_SIZE", "LOCAL_RANK", "TRACEDB_DIR", "LD_PRELOAD", "TRACEDB_START_STEP",
-    "TRACEDB_END_STEP", "TRACEDB_FOLLOW_FORK"};
+const char* const kAllRankVars[] = {"TRACEDB_RANK",
+                                    "TRACEDB_WORLD_SIZE",
+                                    "TRACEDB_LOCAL_RANK",
+                                    "OMPI_COMM_WORLD_RANK",
+                                    "OMPI_COMM_WORLD_SIZE",
+                                    "OMPI_COMM_WORLD_LOCAL_RANK",
+                                    "PMIX_RANK",
+                                    "SLURM_PROCID",
+                                    "SLURM_NTASKS",
+                                    "SLURM_LOCALID",
+                                    "PMI_RANK",
+                                    "PMI_SIZE",
+                                    "MPI_LOCALRANKID",
+                                    "RANK",
+                                    "WORLD_SIZE",
+                                    "LOCAL_RANK",
+                                    "TRACEDB_DIR",
+                                    "LD_PRELOAD",
+                                    "TRACEDB_START_STEP",
+                                    "TRACEDB_END_STEP",
+                                    "TRACEDB_FOLLOW_FORK"};
 
 const RankVar kRankVars[] = {
-    {"TRACEDB_RANK", "TRACEDB_WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-    {"PMIX_RANK", "OMPI_COMM_WORLD_SIZE"},  {"SLURM_PROCID", "SLURM_NTASKS"},
-    {"PMI_RANK", "PMI_SIZE"},               {"RANK", "WORLD_SIZE"},
+    {"TRACEDB_RANK", "TRACEDB_WORLD_SIZE"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"PMIX_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"SLURM_PROCID", "SLURM_NTASKS"},
+    {"PMI_RANK", "PMI_SIZE"},
+    {"RANK", "WORLD_SIZE"},
     {nullptr, nullptr},
 };
 
@@ -162,14 +180,13 @@ INSTANTIATE_TEST_SUITE_P(EveryPathAndRankVariable, AutoStartTest, ::testing::Val
 // Without TRACEDB_DIR nothing starts and nothing is written, whichever way the library came in.
 TEST(AutoStart, NoDirectoryNoRecording) {
   TempDir tmp;
-  for (const std::string& prog : {std::string("env LD_PRELOAD=") + ShellQuote(TRACEDB_LIBRARY_PATH) +
-                                     " " + ShellQuote(AUTOSTART_PLAIN_PATH),
-                                 ShellQuote(AUTOSTART_LINKED_PATH)}) {
+  for (const std::string& prog :
+       {std::string("env LD_PRELOAD=") + ShellQuote(TRACEDB_LIBRARY_PATH) + " " +
+            ShellQuote(AUTOSTART_PLAIN_PATH),
+        ShellQuote(AUTOSTART_LINKED_PATH)}) {
     int rc = -1;
-    const std::string out =
-        RunCommand("cd " + ShellQuote(tmp.path()) + " && " + CleanEnvPrefix() + " " + prog +
-                       " 10 2>&1",
-                   &rc);
+    const std::string out = RunCommand(
+        "cd " + ShellQuote(tmp.path()) + " && " + CleanEnvPrefix() + " " + prog + " 10 2>&1", &rc);
     EXPECT_EQ(rc, 0) << out;
     EXPECT_EQ(out, "enabled 0 rank 0 emitted 0\n");
   }
@@ -181,11 +198,11 @@ TEST(AutoStart, UnwritableDirectoryWarnsOnceAndRunsOn) {
   TempDir tmp;
   testing::WriteFile(tmp.Sub("file"), "x");
   int rc = -1;
-  const std::string out = RunCommand(CleanEnvPrefix() + " TRACEDB_DIR=" +
-                                         ShellQuote(tmp.Sub("file") + "/sub") + " LD_PRELOAD=" +
-                                         ShellQuote(TRACEDB_LIBRARY_PATH) + " " +
-                                         ShellQuote(AUTOSTART_PLAIN_PATH) + " 10 2>&1",
-                                     &rc);
+  const std::string out =
+      RunCommand(CleanEnvPrefix() + " TRACEDB_DIR=" + ShellQuote(tmp.Sub("file") + "/sub") +
+                     " LD_PRELOAD=" + ShellQuote(TRACEDB_LIBRARY_PATH) + " " +
+                     ShellQuote(AUTOSTART_PLAIN_PATH) + " 10 2>&1",
+                 &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("tracedb: cannot record to TRACEDB_DIR="), std::string::npos) << out;
   EXPECT_NE(out.find("enabled 0 rank 0 emitted 0\n"), std::string::npos) << out;

@@ -77,10 +77,10 @@ TEST(RecorderDiskFull, RunsOnWarnsOnceCountsDropsAndWhatWasWrittenCompacts) {
   int rc = -1;
   auto run = [&](const std::string& into, double* seconds) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string out = RunCommand(
-        "TRACEDB_FLUSH_MS=5 " + ShellQuote(FILL_PROGRAM_PATH) + " " + ShellQuote(into) + " " +
-            std::to_string(kThreads) + " " + std::to_string(kPerThread) + " 2>" + ShellQuote(err),
-        &rc);
+    const std::string out = RunCommand("TRACEDB_FLUSH_MS=5 " + ShellQuote(FILL_PROGRAM_PATH) + " " +
+                                           ShellQuote(into) + " " + std::to_string(kThreads) + " " +
+                                           std::to_string(kPerThread) + " 2>" + ShellQuote(err),
+                                       &rc);
     *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return out;
   };
@@ -135,8 +135,8 @@ TEST(RecorderDiskFull, RunsOnWarnsOnceCountsDropsAndWhatWasWrittenCompacts) {
   for (const auto& [thread, open] : depth) expected_rows -= open;
   EXPECT_EQ(JsonInt(json, "events"), static_cast<long>(expected_rows)) << json << compact;
   EXPECT_EQ(JsonInt(json, "ranks"), 1) << json;
-  std::printf("disk full: %ld written, %ld dropped of %ld in %.2f s (%.2f s normally); %s",
-              written, dropped, emitted, seconds, normal_seconds, warnings.c_str());
+  std::printf("disk full: %ld written, %ld dropped of %ld in %.2f s (%.2f s normally); %s", written,
+              dropped, emitted, seconds, normal_seconds, warnings.c_str());
 }
 
 }  // namespace

@@ -19,10 +19,18 @@ static void* Work(void* arg) {
   long emitted = 0;
   while (emitted < g_per_thread) {
     switch (emitted % 4) {
-      case 0: tracedb_begin(g_span); break;
-      case 1: tracedb_counter(g_value, (double)emitted); break;
-      case 2: tracedb_instant(g_tick); break;
-      default: tracedb_end(g_span); break;
+      case 0:
+        tracedb_begin(g_span);
+        break;
+      case 1:
+        tracedb_counter(g_value, (double)emitted);
+        break;
+      case 2:
+        tracedb_instant(g_tick);
+        break;
+      default:
+        tracedb_end(g_span);
+        break;
     }
     if (++emitted % 5000 == 0) nanosleep(&pause, NULL);
   }

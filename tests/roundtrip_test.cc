@@ -125,8 +125,9 @@ std::vector<std::string> FlatRows(const std::string& db) {
 }
 
 std::string TracksOf(const std::string& db) {
-  return Rows(db, "SELECT rank, kind, name, tid, pid, local_id FROM main.tracks "
-                  "ORDER BY rank, kind, name, tid, pid, local_id");
+  return Rows(db,
+              "SELECT rank, kind, name, tid, pid, local_id FROM main.tracks "
+              "ORDER BY rank, kind, name, tid, pid, local_id");
 }
 
 // import(inputs) -> export --chrome -> import: the same rows and tracks.
@@ -140,12 +141,12 @@ void ExpectImportRoundTrip(const std::vector<std::string>& inputs, const std::st
   int rc = 0;
   std::string out = RunCommand(cmd + " -o " + ShellQuote(first) + " 2>&1", &rc);
   ASSERT_EQ(rc, 0) << out;
-  out = RunCommand(TracedbBin() + " export --chrome " + ShellQuote(first) + " -o " +
-                       ShellQuote(json) + " 2>&1",
-                   &rc);
+  out = RunCommand(
+      TracedbBin() + " export --chrome " + ShellQuote(first) + " -o " + ShellQuote(json) + " 2>&1",
+      &rc);
   ASSERT_EQ(rc, 0) << out;
-  out = RunCommand(TracedbBin() + " import " + ShellQuote(json) + " -o " + ShellQuote(back) + " 2>&1",
-                   &rc);
+  out = RunCommand(
+      TracedbBin() + " import " + ShellQuote(json) + " -o " + ShellQuote(back) + " 2>&1", &rc);
   ASSERT_EQ(rc, 0) << out;
   const std::vector<std::string> a = FlatRows(first), b = FlatRows(back);
   EXPECT_FALSE(a.empty());
@@ -182,8 +183,8 @@ TEST(RoundTrip, EveryImportedFormatsFixturesSurvive) {
 // write, and says why.
 TEST(RoundTrip, ProfilesHaveNoEventsAndTheExportSaysSo) {
   const std::string root = SourceRoot() + "/fixtures/import/";
-  for (const char* f : {"mpitrace/mpitrace_new/mpi_profile.7001.0412093015.0",
-                        "mpip/v35/cg.3.27182.1.mpiP"}) {
+  for (const char* f :
+       {"mpitrace/mpitrace_new/mpi_profile.7001.0412093015.0", "mpip/v35/cg.3.27182.1.mpiP"}) {
     SCOPED_TRACE(f);
     TempDir tmp;
     int rc = 0;

@@ -60,11 +60,11 @@ TEST(ViewBrowser, TimelineInChromium) {
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   std::thread serve([&] { (*server)->Run(); });
   const std::string shot_dir = TRACEDB_VIEW_SHOT_DIR;
-  const std::string out = RunCommand(
-      "node " + ShellQuote(SourceRoot() + "/tests/view_browser_test.mjs") + " " + ShellQuote(pw) +
-          " " + ShellQuote(chromium) + " " + ShellQuote((*server)->url()) + " " +
-          ShellQuote(shot_dir) + " 2>&1",
-      &rc);
+  const std::string out =
+      RunCommand("node " + ShellQuote(SourceRoot() + "/tests/view_browser_test.mjs") + " " +
+                     ShellQuote(pw) + " " + ShellQuote(chromium) + " " +
+                     ShellQuote((*server)->url()) + " " + ShellQuote(shot_dir) + " 2>&1",
+                 &rc);
   (*server)->Stop();
   serve.join();
   ASSERT_EQ(rc, 0) << out;
@@ -74,13 +74,16 @@ TEST(ViewBrowser, TimelineInChromium) {
             std::string::npos)
       << out;
   // W zoomed in: the view and the server's window shrank.
-  const double first_t1 = std::stod(Match(out, "\"first_window\":\\{\"t0\":\"[0-9]+\",\"t1\":\"([0-9]+)\""));
+  const double first_t1 =
+      std::stod(Match(out, "\"first_window\":\\{\"t0\":\"[0-9]+\",\"t1\":\"([0-9]+)\""));
   const double first_t0 = std::stod(Match(out, "\"first_window\":\\{\"t0\":\"([0-9]+)\""));
   const double zt0 = std::stod(Match(out, "\"zoomed_window\":\\{\"t0\":\"([0-9]+)\""));
-  const double zt1 = std::stod(Match(out, "\"zoomed_window\":\\{\"t0\":\"[0-9]+\",\"t1\":\"([0-9]+)\""));
+  const double zt1 =
+      std::stod(Match(out, "\"zoomed_window\":\\{\"t0\":\"[0-9]+\",\"t1\":\"([0-9]+)\""));
   EXPECT_LT(zt1 - zt0, 0.6 * (first_t1 - first_t0)) << out;
   // The click showed the span under the mouse: SQL's row for its id.
-  const std::string id = Match(out, "\"clicked\":\\{\"event\":\\{\"sql\":\"[^\"]*\",\"fields\":\\{\"id\":([0-9]+)");
+  const std::string id =
+      Match(out, "\"clicked\":\\{\"event\":\\{\"sql\":\"[^\"]*\",\"fields\":\\{\"id\":([0-9]+)");
   ASSERT_FALSE(id.empty()) << out;
   auto q = query::OpenQueryDb(db, false);
   ASSERT_TRUE(q.ok());
@@ -90,8 +93,8 @@ TEST(ViewBrowser, TimelineInChromium) {
   ASSERT_TRUE(*st->Step());
   EXPECT_EQ(std::string(st->Text(0)), "backward");
   EXPECT_EQ(st->Int(3), 100);
-  EXPECT_NE(out.find("\"ts\":\"" + std::to_string(st->Int(1)) + "\",\"dur\":" +
-                     std::to_string(st->Int(2)) + ","),
+  EXPECT_NE(out.find("\"ts\":\"" + std::to_string(st->Int(1)) +
+                     "\",\"dur\":" + std::to_string(st->Int(2)) + ","),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("\"parents\":[{\"sql\""), std::string::npos);

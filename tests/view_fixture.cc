@@ -75,11 +75,9 @@ void WriteViewFixture(const std::string& path) {
       msg.comm = 1;
       msg.bytes = 1024;
       if (rank == 0) {
-        ASSERT_TRUE(
-            b.Complete(t_lane, s + 75000, 2000, tw.Intern("MPI_Send"), mpi, &msg).ok());
+        ASSERT_TRUE(b.Complete(t_lane, s + 75000, 2000, tw.Intern("MPI_Send"), mpi, &msg).ok());
       } else {
-        ASSERT_TRUE(
-            b.Complete(t_lane, s + 74000, 5000, tw.Intern("MPI_Recv"), mpi, &msg).ok());
+        ASSERT_TRUE(b.Complete(t_lane, s + 74000, 5000, tw.Intern("MPI_Recv"), mpi, &msg).ok());
       }
     }
   }

@@ -112,11 +112,11 @@ TEST_F(ViewLodTest, WholeJobAndZoomsMatchSql) {
   const int64_t start = kViewEpoch;
   const int64_t end = kViewEpoch + kViewSteps * kViewStepNs;
   const std::vector<std::pair<int64_t, int64_t>> windows = {
-      {start, end},                                      // everything
-      {start + 5 * kViewStepNs, start + 7 * kViewStepNs},  // two steps
+      {start, end},                                                            // everything
+      {start + 5 * kViewStepNs, start + 7 * kViewStepNs},                      // two steps
       {start + 100 * kViewStepNs + 20000, start + 100 * kViewStepNs + 30000},  // inside forward
-      {start - 1000000, start + 1},                        // the first ns
-      {end + 1000, end + 2000},                            // after the job: nothing
+      {start - 1000000, start + 1},                                            // the first ns
+      {end + 1000, end + 2000},  // after the job: nothing
   };
   for (auto [t0, t1] : windows) {
     SCOPED_TRACE("window " + std::to_string(t0 - start) + " " + std::to_string(t1 - start));

@@ -4,8 +4,8 @@
 // collectives equal the views', and the real `tracedb view` command prints a working URL.
 #include "view/view_server.h"
 
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/stat.h>
 
 #include <regex>
@@ -156,8 +156,8 @@ TEST_F(ViewServerTest, BadRequestsGetClearErrorsAndTheServerSurvives) {
   EXPECT_GE(long_uri->status, 400);
   {
     httplib::Client c("127.0.0.1", server_->port());
-    auto big = c.Post("/api/sql?token=" + server_->token(), std::string(1 << 20, 'y'),
-                      "text/plain");
+    auto big =
+        c.Post("/api/sql?token=" + server_->token(), std::string(1 << 20, 'y'), "text/plain");
     if (big) EXPECT_GE(big->status, 400);  // refused (or the connection closed on it)
   }
   // Raw garbage on the socket.
@@ -217,10 +217,10 @@ TEST_F(ViewServerTest, WindowSearchSqlAndFlowsAgreeWithSql) {
   ASSERT_TRUE(w);
   ASSERT_EQ(w->status, 200) << w->body.substr(0, 300);
   EXPECT_EQ(Field(w->body, "coarse"), "false");
-  const std::string count_sql =
-      "SELECT count(*) FROM events WHERE track = 1 AND ts < " + std::to_string(kViewEpoch + t1) +
-      " AND (end_ts > " + std::to_string(kViewEpoch + t0) + " OR ts >= " +
-      std::to_string(kViewEpoch + t0) + ")";
+  const std::string count_sql = "SELECT count(*) FROM events WHERE track = 1 AND ts < " +
+                                std::to_string(kViewEpoch + t1) + " AND (end_ts > " +
+                                std::to_string(kViewEpoch + t0) +
+                                " OR ts >= " + std::to_string(kViewEpoch + t0) + ")";
   EXPECT_NE(w->body.find("{\"track\":1,\"rank\":0,\"events\":" +
                          std::to_string(*(*db)->QueryInt(count_sql)) + ","),
             std::string::npos);
@@ -237,8 +237,8 @@ TEST_F(ViewServerTest, WindowSearchSqlAndFlowsAgreeWithSql) {
   for (size_t p = 0; (p = s->body.find("\"MPI_Send\"", p)) != std::string::npos; ++p) n++;
   EXPECT_EQ(static_cast<int64_t>(n),
             *(*db)->QueryInt("SELECT count(*) FROM events WHERE name GLOB 'MPI_S*' AND ts < " +
-                             std::to_string(kViewEpoch + t1) + " AND end_ts >= " +
-                             std::to_string(kViewEpoch + t0)));
+                             std::to_string(kViewEpoch + t1) +
+                             " AND end_ts >= " + std::to_string(kViewEpoch + t0)));
   EXPECT_EQ(n, 10u);
   // SQL box.
   auto q = Get("/api/sql?q=SELECT%20count(*)%20AS%20n%20FROM%20events%20WHERE%20name%3D'mark'");
@@ -255,8 +255,8 @@ TEST_F(ViewServerTest, WindowSearchSqlAndFlowsAgreeWithSql) {
     colls++;
   EXPECT_EQ(static_cast<int64_t>(msgs),
             *(*db)->QueryInt("SELECT count(*) FROM p2p_messages WHERE send_ts < " +
-                             std::to_string(kViewEpoch + t1) + " AND recv_end_ts >= " +
-                             std::to_string(kViewEpoch + t0)));
+                             std::to_string(kViewEpoch + t1) +
+                             " AND recv_end_ts >= " + std::to_string(kViewEpoch + t0)));
   EXPECT_GE(msgs, 10u);
   EXPECT_EQ(colls, 10u);
 }
@@ -273,7 +273,8 @@ TEST(ViewCommand, PrintsUrlAndRefusesMissingDb) {
   const std::string got =
       RunCommand(TracedbBin() + " view " + ShellQuote(db) + " --exit-after 0.5 2>&1", &rc);
   EXPECT_EQ(rc, 0) << got;
-  EXPECT_TRUE(std::regex_search(got, std::regex("http://127\\.0\\.0\\.1:[0-9]+/\\?token=[0-9a-f]{32}")))
+  EXPECT_TRUE(
+      std::regex_search(got, std::regex("http://127\\.0\\.0\\.1:[0-9]+/\\?token=[0-9a-f]{32}")))
       << got;
 }
 

@@ -35,8 +35,14 @@ struct Small {
 // The small events of one depth of a track, binned by pixel (no sort: O(events + px)).
 struct PixelRow {
   explicit PixelRow(int px)
-      : count(px, 0), occupied(px, 0), first(px), lo(px, INT64_MAX), hi(px, INT64_MIN),
-        longest_name(px, 0), longest_dur(px, -1), cover(px, 0.f) {}
+      : count(px, 0),
+        occupied(px, 0),
+        first(px),
+        lo(px, INT64_MAX),
+        hi(px, INT64_MIN),
+        longest_name(px, 0),
+        longest_dur(px, -1),
+        cover(px, 0.f) {}
   std::vector<uint32_t> count;    // events starting in the pixel
   std::vector<uint8_t> occupied;  // some small event covers the pixel
   std::vector<Small> first;       // the first event starting there
@@ -164,9 +170,8 @@ Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZone
   data->Reset();
   data->Bind(1, z.block);
   TRACEDB_ASSIGN_OR_RETURN(bool row, data->Step());
-  const uint32_t cols = engine::kColTrack | engine::kColK | engine::kColDepth |
-                        engine::kColKind | engine::kColName | engine::kColTs |
-                        engine::kColDur | engine::kColValue;
+  const uint32_t cols = engine::kColTrack | engine::kColK | engine::kColDepth | engine::kColKind |
+                        engine::kColName | engine::kColTs | engine::kColDur | engine::kColValue;
   Status s = row ? engine::DecodeBlock(data->Blob(0), z.block, &block_, cols)
                  : Status::Corruption("block " + std::to_string(z.block) + " vanished");
   if (!s.ok()) {
@@ -210,8 +215,8 @@ Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZone
     if (kind == RowKind::kSpan && b.dur[i] >= min_dur_) {
       tw->whole.push_back({id, b.ts[i], b.dur[i], b.name[i], depth, b.kind[i]});
     } else {
-      AddSmall(tw, {b.ts[i], b.ts[i] + std::max<int64_t>(b.dur[i], 0), id, depth, b.name[i],
-                    b.kind[i]});
+      AddSmall(
+          tw, {b.ts[i], b.ts[i] + std::max<int64_t>(b.dur[i], 0), id, depth, b.name[i], b.kind[i]});
     }
   }
   return Status::Ok();

@@ -27,11 +27,11 @@
 namespace tracedb::view {
 
 struct WindowRequest {
-  int64_t t0 = 0, t1 = 0;  // [t0, t1), ns on the job's common clock
-  int px = 1000;           // pixels across the window
-  std::vector<uint32_t> tracks;  // only these tracks (empty: every track)
-  double min_px = 2;             // a span this many pixels wide is sent whole
-  size_t max_items = 4000;       // per track
+  int64_t t0 = 0, t1 = 0;           // [t0, t1), ns on the job's common clock
+  int px = 1000;                    // pixels across the window
+  std::vector<uint32_t> tracks;     // only these tracks (empty: every track)
+  double min_px = 2;                // a span this many pixels wide is sent whole
+  size_t max_items = 4000;          // per track
   uint64_t decode_budget = 500000;  // events decoded at most per request
   // Polled between blocks: true stops the work with Status::Cancelled-like Aborted error.
   std::function<bool()> cancelled;
@@ -80,7 +80,7 @@ struct WindowResult {
   uint64_t blocks_decoded = 0;  // of them, decoded
   uint64_t blocks_corrupt = 0;  // failed to decode (skipped)
   uint64_t events_in_blocks = 0;
-  std::vector<TrackLod> tracks;  // tracks with something in the window, by track id
+  std::vector<TrackLod> tracks;    // tracks with something in the window, by track id
   std::vector<RankDensity> ranks;  // coarse only
 };
 

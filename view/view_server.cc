@@ -66,8 +66,8 @@ void Error(httplib::Response& res, int status, std::string_view msg) {
 }
 
 // A request parameter that must be an integer: false (and a 400 answer) when it is not.
-bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name,
-              int64_t* out, bool required, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+bool IntParam(const httplib::Request& req, httplib::Response& res, const char* name, int64_t* out,
+              bool required, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
   if (!req.has_param(name)) {
     if (!required) return true;
     Error(res, 400, std::string("missing parameter '") + name + "'");
@@ -78,13 +78,14 @@ bool IntParam(const httplib::Request& req, httplib::Response& res, const char* n
   char* end = nullptr;
   const long long x = std::strtoll(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || errno == ERANGE) {
-    Error(res, 400, std::string("parameter '") + name + "' is not an integer: '" +
-                        v.substr(0, 64) + "'");
+    Error(res, 400,
+          std::string("parameter '") + name + "' is not an integer: '" + v.substr(0, 64) + "'");
     return false;
   }
   if (x < lo || x > hi) {
-    Error(res, 400, std::string("parameter '") + name + "' = " + v + " is out of range [" +
-                        std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    Error(res, 400,
+          std::string("parameter '") + name + "' = " + v + " is out of range [" +
+              std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return false;
   }
   *out = x;
@@ -242,9 +243,9 @@ Status ViewServer::Impl::Init() {
                   "\",\"duration\":" + std::to_string(std::max<int64_t>(0, end - origin)) +
                   ",\"events\":" + std::to_string(events) + ",\"ranks\":[";
   {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, d->Prepare("SELECT DISTINCT b.rank, r.host FROM blocks b "
-                            "LEFT JOIN ranks r ON r.rank = b.rank ORDER BY 1"));
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                             d->Prepare("SELECT DISTINCT b.rank, r.host FROM blocks b "
+                                        "LEFT JOIN ranks r ON r.rank = b.rank ORDER BY 1"));
     bool first = true;
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -277,9 +278,9 @@ Status ViewServer::Impl::Init() {
   // Step markers of the lowest rank that has them, for the time axis.
   m += "],\"steps\":[";
   {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, d->Prepare("SELECT ts, step FROM steps WHERE rank = "
-                            "(SELECT min(rank) FROM steps) ORDER BY ts LIMIT ?1"));
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                             d->Prepare("SELECT ts, step FROM steps WHERE rank = "
+                                        "(SELECT min(rank) FROM steps) ORDER BY ts LIMIT ?1"));
     st.Bind(1, static_cast<int64_t>(kMaxSteps));
     bool first = true;
     for (;;) {
@@ -329,9 +330,9 @@ void ViewServer::Impl::Routes() {
       });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler's own JSON error
-    Error(res, res.status, res.status == 404 ? "no such page: " + req.path.substr(0, 200)
-                                             : "bad request (HTTP " +
-                                                   std::to_string(res.status) + ")");
+    Error(res, res.status,
+          res.status == 404 ? "no such page: " + req.path.substr(0, 200)
+                            : "bad request (HTTP " + std::to_string(res.status) + ")");
   });
   auto asset = [this](const httplib::Request& req, httplib::Response& res) {
     const Asset* a = FindAsset(req.path == "/" ? "/index.html" : req.path);
@@ -373,8 +374,9 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
     return;
   }
   if (t1 <= t0) {
-    Error(res, 400, "empty window: t1 (" + std::to_string(t1) + ") must be after t0 (" +
-                        std::to_string(t0) + ")");
+    Error(res, 400,
+          "empty window: t1 (" + std::to_string(t1) + ") must be after t0 (" + std::to_string(t0) +
+              ")");
     return;
   }
   WindowRequest w;
@@ -476,15 +478,15 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
   std::string body = WindowJson(r, w, name_of);
   Release(std::move(*db));
   // Times in the answer are relative to t0; say which t0 that is in the request's terms.
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            started).count();
-  body.insert(body.size() - 1, ",\"origin_t0\":" + std::to_string(t0) +
-                                   ",\"server_ms\":" + std::to_string(ms));
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  body.insert(body.size() - 1,
+              ",\"origin_t0\":" + std::to_string(t0) + ",\"server_ms\":" + std::to_string(ms));
   res.set_content(std::move(body), "application/json");
 }
 
-StatusOr<int64_t> ViewServer::Impl::FindTs(Db* db, int64_t rank, int64_t id,
-                                           int64_t start_before, int64_t end_after) {
+StatusOr<int64_t> ViewServer::Impl::FindTs(Db* db, int64_t rank, int64_t id, int64_t start_before,
+                                           int64_t end_after) {
   // The blocks of the rank that may hold an event starting by `start_before` and ending at or
   // after `end_after` (the zone maps), decoded until the event is found.
   TRACEDB_ASSIGN_OR_RETURN(
@@ -518,8 +520,7 @@ StatusOr<int64_t> ViewServer::Impl::FindTs(Db* db, int64_t rank, int64_t id,
 
 Status ViewServer::Impl::EventJson(Db* db, int64_t id, int64_t ts, std::string* out,
                                    int64_t* parent, int64_t* rank) {
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt tr, db->Prepare("SELECT rank FROM tracks WHERE track = ?1"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt tr, db->Prepare("SELECT rank FROM tracks WHERE track = ?1"));
   tr.Bind(1, static_cast<int64_t>(static_cast<uint64_t>(id) >> 32));
   TRACEDB_ASSIGN_OR_RETURN(bool known, tr.Step());
   if (!known) return Status::NotFound("unknown track in event id " + std::to_string(id));
@@ -528,8 +529,8 @@ Status ViewServer::Impl::EventJson(Db* db, int64_t id, int64_t ts, std::string* 
                           " AND ts = " + std::to_string(ts) + " AND id = " + std::to_string(id);
   TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare(sql));
   TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (!row) return Status::NotFound("no event " + std::to_string(id) + " at ts " +
-                                    std::to_string(ts));
+  if (!row)
+    return Status::NotFound("no event " + std::to_string(id) + " at ts " + std::to_string(ts));
   *out = "{\"sql\":" + Quote(sql) + ",\"fields\":{";
   *parent = -1;
   for (int c = 0; c < sqlite3_column_count(st.raw()); ++c) {
@@ -717,9 +718,10 @@ Status ViewServer::Impl::BuildFlows(Db* db) {
     flows.clear();
     return Status::Ok();
   }
-  TRACEDB_RETURN_IF_ERROR(run("SELECT 'message', send_id, send_ts, recv_id, recv_end_ts, bytes "
-                              "FROM p2p_messages",
-                              false));
+  TRACEDB_RETURN_IF_ERROR(
+      run("SELECT 'message', send_id, send_ts, recv_id, recv_end_ts, bytes "
+          "FROM p2p_messages",
+          false));
   TRACEDB_RETURN_IF_ERROR(
       run("SELECT a.name, a.id, a.ts, b.id, b.ts, a.wait_ns FROM collective_arrivals a "
           "JOIN collective_arrivals b ON b.comm = a.comm AND b.seq = a.seq AND "
@@ -798,9 +800,9 @@ void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res
     id(s, it->b_id);
     s->append("," + std::to_string(it->b_ts - origin) + "," + std::to_string(it->extra) + "]");
   }
-  res.set_content(m + "]},\"collectives\":" + c + "]},\"truncated\":" +
-                      (truncated ? "true" : "false") + "}",
-                  "application/json");
+  res.set_content(
+      m + "]},\"collectives\":" + c + "]},\"truncated\":" + (truncated ? "true" : "false") + "}",
+      "application/json");
 }
 
 ViewServer::ViewServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -18,8 +18,8 @@ namespace tracedb::view {
 struct ViewServerOptions {
   std::string db_path;
   std::string host = "127.0.0.1";
-  int port = 0;       // 0: a free port chosen by the system
-  std::string token;  // empty: 32 random hex digits
+  int port = 0;                // 0: a free port chosen by the system
+  std::string token;           // empty: 32 random hex digits
   int sql_timeout_ms = 10000;  // SQL of the UI's boxes is interrupted after this
 };
 

@@ -56,8 +56,8 @@ Result CheckScan(const StatusOr<SegmentScan>& scan, const Sink& sink, size_t siz
 
 Result SegmentFile(const uint8_t* data, size_t size) {
   Sink sink;
-  const auto scan = ScanSegmentBytes(
-      "fuzz", std::string_view(reinterpret_cast<const char*>(data), size), &sink);
+  const auto scan =
+      ScanSegmentBytes("fuzz", std::string_view(reinterpret_cast<const char*>(data), size), &sink);
   return CheckScan(scan, sink, size);
 }
 

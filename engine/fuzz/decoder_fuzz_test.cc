@@ -44,8 +44,8 @@ void Mutate(std::mt19937* rng, std::string* s) {
 struct Tally {
   uint64_t ok = 0, errors = 0;
   void Add(const fuzz::Result& r, const std::string& input) {
-    ASSERT_NE(r.outcome, fuzz::Outcome::kUnclean) << r.detail << " (input of " << input.size()
-                                                  << " bytes)";
+    ASSERT_NE(r.outcome, fuzz::Outcome::kUnclean)
+        << r.detail << " (input of " << input.size() << " bytes)";
     (r.outcome == fuzz::Outcome::kOk ? ok : errors)++;
   }
   void ExpectBoth() {

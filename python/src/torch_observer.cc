@@ -93,7 +93,7 @@ std::mutex g_mu;
 std::unordered_map<uint32_t, GroupSeq> g_seq;
 constexpr int kMaxLanes = 64;
 uint32_t g_lane_ids[kMaxLanes] = {0};
-uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight
+uint64_t g_lanes_busy = 0;                   // bit i: lane i holds an operation in flight
 int64_t g_lane_free_since[kMaxLanes] = {0};  // ns: end of the last span on lane i
 
 // Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
-#include <bit>
 #include <cstring>
 
 #include "query/export/json_text.h"
@@ -114,9 +114,9 @@ void ChromeTraceWriter::AddTrack(uint32_t track, int32_t rank, std::string_view 
   t.prefix = "\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(track);
   json::AppendString(&t.name_literal, name);
   if (kind != "thread") json::AppendString(&t.kind_literal, kind);
-  for (const auto& [key, v] : {std::pair{",\"tracedb_tid\":", ids.tid},
-                               std::pair{",\"tracedb_pid\":", ids.pid},
-                               std::pair{",\"tracedb_local_id\":", ids.local_id}}) {
+  for (const auto& [key, v] :
+       {std::pair{",\"tracedb_tid\":", ids.tid}, std::pair{",\"tracedb_pid\":", ids.pid},
+        std::pair{",\"tracedb_local_id\":", ids.local_id}}) {
     if (v >= 0) t.ids_members.append(key).append(std::to_string(v));
   }
   t.sort_index = sort_index;
@@ -367,8 +367,8 @@ char* ChromeTraceWriter::WriteArgs(char* p, const DecodedBlock& b, size_t i, uin
     return q + n;
   };
   if (json_members) {
-    for (const char* k : {"\"bytes\":", "\"peer\":", "\"tag\":", "\"comm\":", "\"seq\":",
-                          "\"flow\":"}) {
+    for (const char* k :
+         {"\"bytes\":", "\"peer\":", "\"tag\":", "\"comm\":", "\"seq\":", "\"flow\":"}) {
       if (args_json_.rfind(k, 0) == 0) {
         p = json::WriteUint(key(p, "\"tracedb_typed\":", 16),
                             static_cast<uint64_t>(std::popcount(mask & EventArgs::kAllFields)));

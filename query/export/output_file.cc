@@ -213,7 +213,9 @@ Status OutputFile::Close() {
   if (writer_status_.ok()) {
     // The rename itself is durable once the directory is synced.
     const size_t slash = path_.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path_.substr(0, slash);
     const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0 || ::fsync(dfd) != 0) {
       // Some filesystems refuse fsync on a directory (EINVAL): the file itself is synced.

@@ -25,11 +25,11 @@ struct FileOutcome {
   int32_t rank = 0;
   int32_t world_size = 0;
   int32_t local_rank = 0;
-  uint64_t events = 0;     // rows written
-  uint64_t skipped = 0;    // malformed records
-  uint64_t truncated = 0;  // bytes of a cut tail
-  uint64_t unmatched = 0;  // ends without a begin, and begins never ended
-  uint64_t ignored = 0;    // well-formed events of a kind this format does not import
+  uint64_t events = 0;           // rows written
+  uint64_t skipped = 0;          // malformed records
+  uint64_t truncated = 0;        // bytes of a cut tail
+  uint64_t unmatched = 0;        // ends without a begin, and begins never ended
+  uint64_t ignored = 0;          // well-formed events of a kind this format does not import
   int64_t first_ts = INT64_MAX;  // ns: the earliest event; > last_end when there is none
   int64_t last_end = INT64_MIN;  // ns: the latest end of an event
 };

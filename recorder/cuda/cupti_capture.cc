@@ -161,10 +161,12 @@ int Start() {
     if (cuptiActivityRegisterTimestampCallback(RecorderClock) != CUPTI_SUCCESS) {
       g->clock_offset = CalibrateOffset();
     }
-    const CUpti_ActivityKind kinds[] = {
-        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                        CUPTI_ACTIVITY_KIND_MEMCPY,
+                                        CUPTI_ACTIVITY_KIND_MEMSET,
+                                        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                        CUPTI_ACTIVITY_KIND_RUNTIME,
+                                        CUPTI_ACTIVITY_KIND_DRIVER};
     for (CUpti_ActivityKind k : kinds) {
       r = cuptiActivityEnable(k);
       if (r != CUPTI_SUCCESS) return Warn("cuptiActivityEnable", r);

@@ -1,4 +1,5 @@
-// CUPTI record translation and emission. See cupti_translate.h; docs/gpu-capture.md "CUDA activity".
+// CUPTI record translation and emission. See cupti_translate.h; docs/gpu-capture.md "CUDA
+// activity".
 #include "recorder/cuda/cupti_translate.h"
 
 #include <cxxabi.h>
@@ -82,27 +83,43 @@ bool Translate(const CUpti_Activity* rec, int64_t offset, GpuRecord* out) {
 
 const char* MemcpyName(uint32_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "Memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "Memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "Memcpy HtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "Memcpy AtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "Memcpy AtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "Memcpy AtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "Memcpy DtoA";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "Memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "Memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "Memcpy PtoP";
-    default: return "Memcpy";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "Memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "Memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return "Memcpy HtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return "Memcpy AtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+      return "Memcpy AtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+      return "Memcpy AtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+      return "Memcpy DtoA";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "Memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "Memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "Memcpy PtoP";
+    default:
+      return "Memcpy";
   }
 }
 
 const char* SyncName(uint32_t type) {
   switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "cudaEventSynchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "cudaStreamWaitEvent";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "cudaStreamSynchronize";
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "cudaDeviceSynchronize";
-    default: return "Synchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE:
+      return "cudaEventSynchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT:
+      return "cudaStreamWaitEvent";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE:
+      return "cudaStreamSynchronize";
+    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE:
+      return "cudaDeviceSynchronize";
+    default:
+      return "Synchronize";
   }
 }
 
@@ -167,7 +184,8 @@ void GpuEmitter::Emit(const GpuRecord& r) {
     case GpuKind::kDriver: {
       const char* n = api_name_ != nullptr ? api_name_(r.kind, r.cbid) : nullptr;
       name = Name(n != nullptr ? n
-                               : std::string(r.kind == GpuKind::kRuntime ? "cuda runtime " : "cuda driver ") +
+                               : std::string(r.kind == GpuKind::kRuntime ? "cuda runtime "
+                                                                         : "cuda driver ") +
                                      std::to_string(r.cbid));
       // Runtime calls enclose driver calls, but CUPTI may deliver the inner one first: one
       // lane each per thread keeps every lane in start order without nesting.

@@ -32,11 +32,11 @@ struct GpuRecord {
   uint32_t device = 0;
   uint32_t context = 0;
   uint32_t stream = 0;
-  uint32_t correlation = 0;  // links a GPU record to the API call that launched it
-  uint64_t bytes = 0;        // memcpy, memset
-  uint32_t thread = 0;       // API calls: the OS thread id
-  uint32_t cbid = 0;         // API calls: CUPTI callback id (names the function)
-  uint32_t subkind = 0;      // memcpy: CUpti_ActivityMemcpyKind; sync: its type
+  uint32_t correlation = 0;    // links a GPU record to the API call that launched it
+  uint64_t bytes = 0;          // memcpy, memset
+  uint32_t thread = 0;         // API calls: the OS thread id
+  uint32_t cbid = 0;           // API calls: CUPTI callback id (names the function)
+  uint32_t subkind = 0;        // memcpy: CUpti_ActivityMemcpyKind; sync: its type
   const char* name = nullptr;  // kernel: its (mangled) name, owned by CUPTI
 };
 

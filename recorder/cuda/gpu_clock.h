@@ -19,8 +19,7 @@ class GpuClockMap {
   void Observe(int64_t host_ns, int64_t gpu_ns) noexcept {
     const int64_t offset = host_ns - gpu_ns;
     int64_t cur = offset_.load(std::memory_order_relaxed);
-    while (offset < cur &&
-           !offset_.compare_exchange_weak(cur, offset, std::memory_order_relaxed)) {
+    while (offset < cur && !offset_.compare_exchange_weak(cur, offset, std::memory_order_relaxed)) {
     }
   }
   // True once at least one pair was observed.

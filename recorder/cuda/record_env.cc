@@ -14,8 +14,8 @@ namespace fs = std::filesystem;
 std::string Find(const char* env, const std::string& name, const std::string& build_subdir,
                  const std::string& self_dir) {
   if (const char* v = std::getenv(env); v != nullptr && *v) return v;
-  for (const std::string& sub : {std::string("."), build_subdir, std::string("../lib"),
-                                std::string("../lib/tracedb")}) {
+  for (const std::string& sub :
+       {std::string("."), build_subdir, std::string("../lib"), std::string("../lib/tracedb")}) {
     const fs::path p = fs::path(self_dir) / sub / name;
     std::error_code ec;
     if (fs::exists(p, ec)) return fs::canonical(p, ec).string();
@@ -39,8 +39,8 @@ bool GpuRecordEnv(const GpuRecordOptions& o, const std::string& self_dir,
                   std::vector<std::pair<std::string, std::string>>* env, std::string* error) {
   std::string path;
   if (o.nccl) {
-    if (!Add("TRACEDB_NCCL_PLUGIN", "libnccl-profiler-tracedb.so", "recorder/nccl", self_dir,
-             &path, error)) {
+    if (!Add("TRACEDB_NCCL_PLUGIN", "libnccl-profiler-tracedb.so", "recorder/nccl", self_dir, &path,
+             error)) {
       return false;
     }
     env->emplace_back("NCCL_PROFILER_PLUGIN", path);

@@ -12,9 +12,9 @@
 namespace tracedb::gpu {
 
 struct GpuRecordOptions {
-  bool nccl = false;  // NCCL profiler plugin: NCCL_PROFILER_PLUGIN=<path of the plugin>
-  bool cuda = false;  // CUPTI: CUDA_INJECTION64_PATH=<libtracedb_cuda.so>, TRACEDB_CUDA=1
-  bool nvtx = false;  // NVTX: NVTX_INJECTION64_PATH=<libtracedb_nvtx.so>
+  bool nccl = false;        // NCCL profiler plugin: NCCL_PROFILER_PLUGIN=<path of the plugin>
+  bool cuda = false;        // CUPTI: CUDA_INJECTION64_PATH=<libtracedb_cuda.so>, TRACEDB_CUDA=1
+  bool nvtx = false;        // NVTX: NVTX_INJECTION64_PATH=<libtracedb_nvtx.so>
   std::string nccl_events;  // optional TRACEDB_NCCL_EVENTS value
 };
 

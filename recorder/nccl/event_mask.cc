@@ -7,8 +7,8 @@
 
 namespace tracedb::nccl {
 
-const int kDefaultEventMask = kGroup | kColl | kP2p | kProxyOp | kKernelCh | kGroupApi |
-                              kCollApi | kP2pApi | kKernelLaunch;
+const int kDefaultEventMask =
+    kGroup | kColl | kP2p | kProxyOp | kKernelCh | kGroupApi | kCollApi | kP2pApi | kKernelLaunch;
 
 namespace {
 
@@ -17,13 +17,20 @@ struct NamedBit {
   int bits;
 };
 constexpr NamedBit kNames[] = {
-    {"group", kGroup},         {"coll", kColl},
-    {"p2p", kP2p},             {"proxyop", kProxyOp},
-    {"proxystep", kProxyStep}, {"proxyctrl", kProxyCtrl},
-    {"kernelch", kKernelCh},   {"netplugin", kNetPlugin},
-    {"groupapi", kGroupApi},   {"collapi", kCollApi},
-    {"p2papi", kP2pApi},       {"kernellaunch", kKernelLaunch},
-    {"all", (1 << 12) - 1},    {"default", 0 /* kDefaultEventMask */},
+    {"group", kGroup},
+    {"coll", kColl},
+    {"p2p", kP2p},
+    {"proxyop", kProxyOp},
+    {"proxystep", kProxyStep},
+    {"proxyctrl", kProxyCtrl},
+    {"kernelch", kKernelCh},
+    {"netplugin", kNetPlugin},
+    {"groupapi", kGroupApi},
+    {"collapi", kCollApi},
+    {"p2papi", kP2pApi},
+    {"kernellaunch", kKernelLaunch},
+    {"all", (1 << 12) - 1},
+    {"default", 0 /* kDefaultEventMask */},
 };
 
 bool EqualsNoCase(std::string_view a, const char* b) {
@@ -110,9 +117,9 @@ bool ParseEventMask(std::string_view text, int* mask, std::string* error) {
 }
 
 uint32_t DatatypeCode(const char* s) {
-  static const char* const kTypes[] = {"ncclInt8",    "ncclUint8",    "ncclInt32",
-                                       "ncclUint32",  "ncclInt64",    "ncclUint64",
-                                       "ncclFloat16", "ncclFloat32",  "ncclFloat64",
+  static const char* const kTypes[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
+                                       "ncclUint32",   "ncclInt64",      "ncclUint64",
+                                       "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
                                        "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
   return Lookup(s, kTypes, sizeof(kTypes) / sizeof(kTypes[0]));
 }
@@ -123,8 +130,8 @@ uint32_t DatatypeSize(uint32_t code) {
 }
 
 uint32_t AlgoCode(const char* s) {
-  static const char* const kAlgos[] = {"Tree", "Ring",     "CollNetDirect", "CollNetChain",
-                                       "NVLS", "NVLSTree", "PAT"};
+  static const char* const kAlgos[] = {"Tree",     "Ring", "CollNetDirect", "CollNetChain", "NVLS",
+                                       "NVLSTree", "PAT"};
   return Lookup(s, kAlgos, sizeof(kAlgos) / sizeof(kAlgos[0]));
 }
 

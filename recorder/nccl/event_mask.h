@@ -22,7 +22,8 @@ bool ParseEventMask(std::string_view text, int* mask, std::string* error);
 
 // Small codes for the strings NCCL passes (0: unknown or absent).
 uint32_t DatatypeCode(const char* s);  // ncclInt8 = 1 ... ncclFloat8e5m2 = 12
-uint32_t AlgoCode(const char* s);      // TREE 1, RING 2, COLLNET_DIRECT 3, COLLNET_CHAIN 4, NVLS 5, NVLS_TREE 6, PAT 7
+uint32_t AlgoCode(const char* s);      // TREE 1, RING 2, COLLNET_DIRECT 3, COLLNET_CHAIN 4, NVLS 5,
+                                       // NVLS_TREE 6, PAT 7
 uint32_t ProtoCode(const char* s);     // LL 1, LL128 2, SIMPLE 3
 // Bytes per element of a datatype code (0 when unknown).
 uint32_t DatatypeSize(uint32_t code);

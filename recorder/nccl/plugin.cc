@@ -73,9 +73,9 @@ struct Event {
   std::atomic<uint32_t> name{0};   // task: function name id
   std::atomic<uint64_t> bytes{0};  // ProxyOp: bytes transferred by its steps
   Context* ctx = nullptr;
-  int64_t start = 0;     // recorder clock, ns
-  int64_t gpu_start = 0;  // KernelCh: GPU timer at start (0: none)
-  int64_t gpu_stop = 0;   // KernelCh: GPU timer at stop (0: none)
+  int64_t start = 0;        // recorder clock, ns
+  int64_t gpu_start = 0;    // KernelCh: GPU timer at start (0: none)
+  int64_t gpu_stop = 0;     // KernelCh: GPU timer at stop (0: none)
   Event* parent = nullptr;  // validated parent (in the pool, same process), else null
   uint32_t lane = 0;
   uint32_t span_name = 0;
@@ -263,7 +263,8 @@ int TakeOpRow(Context* c, int channel, bool send) {
 }
 
 void ReleaseOpRow(Context* c, int channel, bool send, int row) {
-  if (row >= 0) c->op_busy[ClampChannel(channel)][send ? 0 : 1][row].store(0, std::memory_order_release);
+  if (row >= 0)
+    c->op_busy[ClampChannel(channel)][send ? 0 : 1][row].store(0, std::memory_order_release);
 }
 
 uint32_t Fold(uint64_t h) {
@@ -444,7 +445,8 @@ Result StartImpl(void* context, void** handle, const Descr& d) {
       break;
     case kColl:
     case kP2p: {
-      if (d.comm_name != nullptr || d.comm_hash != 0) LearnComm(c, d.comm_name, d.comm_hash, d.rank);
+      if (d.comm_name != nullptr || d.comm_hash != 0)
+        LearnComm(c, d.comm_name, d.comm_hash, d.rank);
       const uint32_t comm = c->comm.load(std::memory_order_acquire);
       // Task flows are 1 << 40 + n, apart from CUDA correlation flows (2 << 40 + id) and the MPI
       // interposer's small request ids.
@@ -564,8 +566,9 @@ Result StopImpl(void* handle) {
         a.fields = TRACEDB_ARG_COMM;
         a.comm = comm;
       }
-      tracedb_complete_ex(e->span_name, TRACEDB_CAT_NCCL, MakeLane(e->ctx, &e->ctx->group_lane, " groups"),
-                          e->start, now - e->start, &a);
+      tracedb_complete_ex(e->span_name, TRACEDB_CAT_NCCL,
+                          MakeLane(e->ctx, &e->ctx->group_lane, " groups"), e->start,
+                          now - e->start, &a);
       break;
     case kColl:
     case kP2p:
@@ -600,20 +603,30 @@ Result StopImpl(void* handle) {
       a.fields |= TRACEDB_ARG_TAG;
       a.tag = tag;
       uint32_t name = e->name.load(std::memory_order_relaxed);
-      tracedb_complete_ex(name != 0 ? name : g->n_unknown, TRACEDB_CAT_NCCL, e->lane, ts, dur,
-                          &a);
+      tracedb_complete_ex(name != 0 ? name : g->n_unknown, TRACEDB_CAT_NCCL, e->lane, ts, dur, &a);
       break;
     }
     case kProxyCtrl: {
       int which = 5;
       switch (e->last_state) {
-        case kProxyCtrlIdle: which = 0; break;
-        case kProxyCtrlActive: which = 1; break;
-        case kProxyCtrlSleep: which = 2; break;
-        case kProxyCtrlWakeup: which = 3; break;
+        case kProxyCtrlIdle:
+          which = 0;
+          break;
+        case kProxyCtrlActive:
+          which = 1;
+          break;
+        case kProxyCtrlSleep:
+          which = 2;
+          break;
+        case kProxyCtrlWakeup:
+          which = 3;
+          break;
         case kProxyCtrlAppend:
-        case kProxyCtrlAppendEnd: which = 4; break;
-        default: break;
+        case kProxyCtrlAppendEnd:
+          which = 4;
+          break;
+        default:
+          break;
       }
       a.fields = TRACEDB_ARG_TAG;
       a.tag = e->appended;
@@ -687,8 +700,8 @@ Result FinalizeImpl(void* context) {
 
 }  // namespace
 
-Result InitContext(int version, bool has_comm, uint64_t comm_id, const char* comm_name,
-                   int nnodes, int nranks, int rank, int* mask, void** context) {
+Result InitContext(int version, bool has_comm, uint64_t comm_id, const char* comm_name, int nnodes,
+                   int nranks, int rank, int* mask, void** context) {
   if (context == nullptr || mask == nullptr) return kInvalidArgument;
   if (!EnsureGlobal(nullptr)) return kInternalError;
   Context* c = new (std::nothrow) Context;

@@ -55,8 +55,8 @@ struct StateArgs {
 // Creates a communicator's context and sets *mask (from TRACEDB_NCCL_EVENTS and the recorder's
 // state). v4/v5 name the communicator (has_comm); v3 does not, and the context learns it from
 // its first task descriptor. kInternalError (NCCL then disables the plugin) on bad settings.
-Result InitContext(int version, bool has_comm, uint64_t comm_id, const char* comm_name,
-                   int nnodes, int nranks, int rank, int* mask, void** context);
+Result InitContext(int version, bool has_comm, uint64_t comm_id, const char* comm_name, int nnodes,
+                   int nranks, int rank, int* mask, void** context);
 // Starts an event: *handle is null when it is not recorded (recording off, pool full, unknown
 // type). Always kSuccess.
 Result StartEvent(void* context, void** handle, const Descr& d);

@@ -301,13 +301,18 @@ struct ProfilerV5 {
 // The layout NCCL writes (x86-64 / aarch64 LP64).
 static_assert(offsetof(EventDescrV3, parentObj) == 8 && offsetof(EventDescrV3, rank) == 16);
 static_assert(offsetof(EventDescrV3, coll) == 24);
-static_assert(offsetof(EventDescrV3, coll.seqNumber) == 40 && offsetof(EventDescrV3, coll.count) == 72);
-static_assert(offsetof(EventDescrV3, coll.nMaxChannels) == 96 && offsetof(EventDescrV3, coll.algo) == 104);
+static_assert(offsetof(EventDescrV3, coll.seqNumber) == 40 &&
+              offsetof(EventDescrV3, coll.count) == 72);
+static_assert(offsetof(EventDescrV3, coll.nMaxChannels) == 96 &&
+              offsetof(EventDescrV3, coll.algo) == 104);
 static_assert(offsetof(EventDescrV3, p2p.peer) == 72 && offsetof(EventDescrV3, proxyOp.peer) == 32);
 static_assert(offsetof(EventDescrV4, coll.count) == 56 && offsetof(EventDescrV4, coll.algo) == 88);
-static_assert(offsetof(EventDescrV4, kernelCh.pTimer) == 32 && offsetof(EventDescrV4, p2p.nChannels) == 60);
-static_assert(offsetof(EventDescrV5, coll.parentGroup) == 104 && offsetof(EventDescrV5, p2p.parentGroup) == 64);
-static_assert(offsetof(EventDescrV5, collApi.root) == 48 && offsetof(EventDescrV5, collApi.graphCaptured) == 64);
+static_assert(offsetof(EventDescrV4, kernelCh.pTimer) == 32 &&
+              offsetof(EventDescrV4, p2p.nChannels) == 60);
+static_assert(offsetof(EventDescrV5, coll.parentGroup) == 104 &&
+              offsetof(EventDescrV5, p2p.parentGroup) == 64);
+static_assert(offsetof(EventDescrV5, collApi.root) == 48 &&
+              offsetof(EventDescrV5, collApi.graphCaptured) == 64);
 static_assert(sizeof(EventStateArgsV3) == 16 && sizeof(EventStateArgsV4) == 8);
 static_assert(sizeof(ProfilerV5) == 6 * sizeof(void*));
 

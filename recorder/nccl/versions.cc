@@ -251,10 +251,10 @@ Result StateV5(void* handle, EventState state, EventStateArgsV5* in) {
 using namespace tracedb::nccl;
 
 extern "C" {
-TRACEDB_NCCL_EXPORT ProfilerV5 ncclProfiler_v5 = {"tracedb", InitV5, StartV5, StopEvent,
-                                                  StateV5, FinalizeContext};
-TRACEDB_NCCL_EXPORT ProfilerV4 ncclProfiler_v4 = {"tracedb", InitV4, StartV4, StopEvent,
-                                                  StateV4, FinalizeContext};
-TRACEDB_NCCL_EXPORT ProfilerV3 ncclProfiler_v3 = {"tracedb", InitV3, StartV3, StopEvent,
-                                                  StateV3, FinalizeContext};
+TRACEDB_NCCL_EXPORT ProfilerV5 ncclProfiler_v5 = {"tracedb", InitV5,  StartV5,
+                                                  StopEvent, StateV5, FinalizeContext};
+TRACEDB_NCCL_EXPORT ProfilerV4 ncclProfiler_v4 = {"tracedb", InitV4,  StartV4,
+                                                  StopEvent, StateV4, FinalizeContext};
+TRACEDB_NCCL_EXPORT ProfilerV3 ncclProfiler_v3 = {"tracedb", InitV3,  StartV3,
+                                                  StopEvent, StateV3, FinalizeContext};
 }

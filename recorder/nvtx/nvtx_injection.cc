@@ -191,7 +191,8 @@ nvtxRangeId_t StartRange(Domain* d, uint32_t name, const nvtxEventAttributes_t* 
       r->row = i;
       break;
     }
-    if (i == kRows - 1) g_overflow_rows.fetch_add(1, std::memory_order_relaxed);  // shares the last row
+    if (i == kRows - 1)
+      g_overflow_rows.fetch_add(1, std::memory_order_relaxed);  // shares the last row
   }
   r->lane = RowLane(d, r->row);
   r->start = tracedb_now();
@@ -223,13 +224,27 @@ void Mark(const Domain* d, const nvtxEventAttributes_t* a) {
     double v = 0;
     bool numeric = true;
     switch (a->payloadType) {
-      case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: v = static_cast<double>(a->payload.ullValue); break;
-      case NVTX_PAYLOAD_TYPE_INT64: v = static_cast<double>(a->payload.llValue); break;
-      case NVTX_PAYLOAD_TYPE_DOUBLE: v = a->payload.dValue; break;
-      case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: v = a->payload.uiValue; break;
-      case NVTX_PAYLOAD_TYPE_INT32: v = a->payload.iValue; break;
-      case NVTX_PAYLOAD_TYPE_FLOAT: v = a->payload.fValue; break;
-      default: numeric = false; break;
+      case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+        v = static_cast<double>(a->payload.ullValue);
+        break;
+      case NVTX_PAYLOAD_TYPE_INT64:
+        v = static_cast<double>(a->payload.llValue);
+        break;
+      case NVTX_PAYLOAD_TYPE_DOUBLE:
+        v = a->payload.dValue;
+        break;
+      case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+        v = a->payload.uiValue;
+        break;
+      case NVTX_PAYLOAD_TYPE_INT32:
+        v = a->payload.iValue;
+        break;
+      case NVTX_PAYLOAD_TYPE_FLOAT:
+        v = a->payload.fValue;
+        break;
+      default:
+        numeric = false;
+        break;
     }
     if (numeric) {
       tracedb_counter_ex(name, TRACEDB_CAT_USER, 0, v);
@@ -244,10 +259,12 @@ void Mark(const Domain* d, const nvtxEventAttributes_t* a) {
 
 void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { Mark(&g_default, a); }
 void NVTX_API MarkA(const char* m) {
-  if (TRACEDB_ACTIVE()) tracedb_instant_ex(Intern(nullptr, m ? m : ""), TRACEDB_CAT_USER, 0, nullptr);
+  if (TRACEDB_ACTIVE())
+    tracedb_instant_ex(Intern(nullptr, m ? m : ""), TRACEDB_CAT_USER, 0, nullptr);
 }
 void NVTX_API MarkW(const wchar_t* m) {
-  if (TRACEDB_ACTIVE()) tracedb_instant_ex(Intern(nullptr, FromWide(m)), TRACEDB_CAT_USER, 0, nullptr);
+  if (TRACEDB_ACTIVE())
+    tracedb_instant_ex(Intern(nullptr, FromWide(m)), TRACEDB_CAT_USER, 0, nullptr);
 }
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
   return TRACEDB_ACTIVE() ? StartRange(&g_default, NameOf(&g_default, a), a) : 0;

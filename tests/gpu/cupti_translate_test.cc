@@ -25,7 +25,8 @@ using cuda::GpuRecord;
 using cuda::Translate;
 
 const char kMangled[] = "_Z6vecAddPfS_S_i";
-const char kNcclKernel[] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const char kNcclKernel[] =
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
 CUpti_ActivityKernel10 Kernel(uint64_t start, uint64_t end, uint32_t stream, uint32_t corr,
                               const char* name) {
@@ -236,9 +237,9 @@ TEST(CuptiTimeline, RecordedCompactedAndSummarised) {
 
   int rc = 0;
   const std::string dbpath = tmp.Sub("job.tdb");
-  const std::string out = RunCommand(TracedbBin() + " compact " + ShellQuote(trace) + " -o " +
-                                         ShellQuote(dbpath) + " -q 2>&1",
-                                     &rc);
+  const std::string out = RunCommand(
+      TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(dbpath) + " -q 2>&1",
+      &rc);
   ASSERT_EQ(rc, 0) << out;
   auto q = query::OpenQueryDb(dbpath);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
@@ -255,22 +256,27 @@ TEST(CuptiTimeline, RecordedCompactedAndSummarised) {
                 std::to_string(kCompute) + ") <= 2"),
             kSteps);
   // Each kernel is linked to the runtime call that launched it.
-  EXPECT_EQ(Int("SELECT count(*) FROM events k JOIN events a ON a.flow = k.flow AND a.rank = k.rank "
-                "WHERE k.name = " + demangled + " AND a.name = 'cudaRuntime#211' AND "
-                "a.lane = 'cuda api 77' AND a.ts < k.ts"),
-            kSteps);
-  EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'cuDriver#307' AND lane = 'cuda driver 77'"),
-            kSteps);
-  EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'Memcpy DtoH' AND bytes = 4096 AND tag = 2"),
-            kSteps);
+  EXPECT_EQ(
+      Int("SELECT count(*) FROM events k JOIN events a ON a.flow = k.flow AND a.rank = k.rank "
+          "WHERE k.name = " +
+          demangled +
+          " AND a.name = 'cudaRuntime#211' AND "
+          "a.lane = 'cuda api 77' AND a.ts < k.ts"),
+      kSteps);
+  EXPECT_EQ(
+      Int("SELECT count(*) FROM events WHERE name = 'cuDriver#307' AND lane = 'cuda driver 77'"),
+      kSteps);
+  EXPECT_EQ(
+      Int("SELECT count(*) FROM events WHERE name = 'Memcpy DtoH' AND bytes = 4096 AND tag = 2"),
+      kSteps);
   EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'cudaStreamSynchronize' AND "
                 "lane = 'cuda sync' AND tag = 4"),
             kSteps);
   // gpu_kernels: one row per kernel name.
   EXPECT_EQ(Int("SELECT count(*) FROM gpu_kernels"), 2);
   EXPECT_EQ(Int("SELECT instances FROM gpu_kernels WHERE name = " + demangled), kSteps);
-  EXPECT_NEAR(Int("SELECT total_ns FROM gpu_kernels WHERE name = " + demangled),
-              kSteps * kCompute, 8);
+  EXPECT_NEAR(Int("SELECT total_ns FROM gpu_kernels WHERE name = " + demangled), kSteps * kCompute,
+              8);
   // Per step: compute, NCCL and their overlap, exactly as laid out.
   EXPECT_EQ(Int("SELECT count(*) FROM gpu_step_time"), kSteps);
   for (int step = 0; step < kSteps; ++step) {

@@ -2,14 +2,15 @@
 // calls tracedb: the test records it with the NCCL profiler plugin, CUPTI and NVTX injected
 // through the environment. Per step it launches a kernel ("scale", loaded from PTX through the
 // driver API, so no nvcc is needed to build this; libcuda is opened at run time, so the program
-// starts, and says why it skips, on a machine without a driver) on every GPU, then one ncclAllReduce per GPU in
-// a group, inside an NVTX range "step", and checks the reduced values. Prints what it did:
+// starts, and says why it skips, on a machine without a driver) on every GPU, then one
+// ncclAllReduce per GPU in a group, inside an NVTX range "step", and checks the reduced values.
+// Prints what it did:
 //   devices D / steps S / scale_kernels K / allreduce_calls A / ok
 // Exit codes: 0 done, 77 no usable GPU (the reason on stdout), 1 a CUDA/NCCL error or a wrong sum.
 // usage: gpu_program [STEPS]
 #include <cuda.h>
-#include <dlfcn.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,13 +52,13 @@ DONE:
 }
 )";
 
-#define CHECK_CUDA(x)                                                              \
-  do {                                                                             \
-    cudaError_t e = (x);                                                           \
-    if (e != cudaSuccess) {                                                        \
+#define CHECK_CUDA(x)                                                                   \
+  do {                                                                                  \
+    cudaError_t e = (x);                                                                \
+    if (e != cudaSuccess) {                                                             \
       fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
-      return 1;                                                                    \
-    }                                                                              \
+      return 1;                                                                         \
+    }                                                                                   \
   } while (0)
 // The driver calls, from libcuda.so.1 opened at run time.
 CUresult (*ModuleLoadData)(CUmodule*, const void*);
@@ -65,22 +66,22 @@ CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
 CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, CUstream, void**, void**);
 
-#define CHECK_CU(x)                                                            \
-  do {                                                                         \
-    CUresult e = (x);                                                          \
-    if (e != CUDA_SUCCESS) {                                                   \
+#define CHECK_CU(x)                                                               \
+  do {                                                                            \
+    CUresult e = (x);                                                             \
+    if (e != CUDA_SUCCESS) {                                                      \
       fprintf(stderr, "%s:%d %s: CUDA driver error %d\n", __FILE__, __LINE__, #x, \
-              static_cast<int>(e));                                            \
-      return 1;                                                                \
-    }                                                                          \
+              static_cast<int>(e));                                               \
+      return 1;                                                                   \
+    }                                                                             \
   } while (0)
-#define CHECK_NCCL(x)                                                                 \
-  do {                                                                                \
-    ncclResult_t e = (x);                                                             \
-    if (e != ncclSuccess) {                                                           \
+#define CHECK_NCCL(x)                                                                   \
+  do {                                                                                  \
+    ncclResult_t e = (x);                                                               \
+    if (e != ncclSuccess) {                                                             \
       fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(e)); \
-      return 1;                                                                       \
-    }                                                                                 \
+      return 1;                                                                         \
+    }                                                                                   \
   } while (0)
 
 }  // namespace
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
       float a = 2.0f;
       void* args[] = {&p, &count, &a};
       CHECK_CU(LaunchKernel(scale[d], (n + 255) / 256, 1, 1, 256, 1, 1, 0,
-                              reinterpret_cast<CUstream>(streams[d]), args, nullptr));
+                            reinterpret_cast<CUstream>(streams[d]), args, nullptr));
       ++kernels;
     }
     CHECK_NCCL(ncclGroupStart());

@@ -39,12 +39,13 @@ TEST(GpuProgram, RecordedWithPluginCuptiAndNvtx) {
   TempDir tmp;
   const std::string trace = tmp.Sub("trace");
   const int steps = 5;
-  const std::string out = RunCommand(
-      "env TRACEDB_DIR=" + ShellQuote(trace) + " NCCL_PROFILER_PLUGIN=" +
-          ShellQuote(NCCL_PLUGIN_PATH) + " CUDA_INJECTION64_PATH=" + ShellQuote(CUDA_LIB_PATH) +
-          " TRACEDB_CUDA=1 NVTX_INJECTION64_PATH=" + ShellQuote(NVTX_LIB_PATH) + " " +
-          ShellQuote(GPU_PROGRAM_PATH) + " " + std::to_string(steps) + " 2>&1",
-      &rc);
+  const std::string out =
+      RunCommand("env TRACEDB_DIR=" + ShellQuote(trace) +
+                     " NCCL_PROFILER_PLUGIN=" + ShellQuote(NCCL_PLUGIN_PATH) +
+                     " CUDA_INJECTION64_PATH=" + ShellQuote(CUDA_LIB_PATH) +
+                     " TRACEDB_CUDA=1 NVTX_INJECTION64_PATH=" + ShellQuote(NVTX_LIB_PATH) + " " +
+                     ShellQuote(GPU_PROGRAM_PATH) + " " + std::to_string(steps) + " 2>&1",
+                 &rc);
   ASSERT_EQ(rc, 0) << out;
   auto f = Facts(out);
   ASSERT_EQ(f.count("ok"), 1u) << out;
@@ -55,9 +56,9 @@ TEST(GpuProgram, RecordedWithPluginCuptiAndNvtx) {
   EXPECT_EQ(allreduces, steps * devices);
 
   const std::string dbpath = tmp.Sub("job.tdb");
-  const std::string c = RunCommand(TracedbBin() + " compact " + ShellQuote(trace) + " -o " +
-                                       ShellQuote(dbpath) + " -q 2>&1",
-                                   &rc);
+  const std::string c = RunCommand(
+      TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(dbpath) + " -q 2>&1",
+      &rc);
   ASSERT_EQ(rc, 0) << c;
   auto q = query::OpenQueryDb(dbpath);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
@@ -70,10 +71,11 @@ TEST(GpuProgram, RecordedWithPluginCuptiAndNvtx) {
   };
   // CUPTI: every kernel, on its stream's lane, linked to the driver call that launched it.
   EXPECT_EQ(Int("SELECT instances FROM gpu_kernels WHERE name = 'scale'"), kernels);
-  EXPECT_EQ(Int("SELECT count(*) FROM events k JOIN events a ON a.rank = k.rank AND a.flow = k.flow "
-                "WHERE k.name = 'scale' AND k.cat = 'cuda' AND a.name = 'cuLaunchKernel' AND "
-                "a.lane LIKE 'cuda driver %' AND a.ts <= k.ts"),
-            kernels);
+  EXPECT_EQ(
+      Int("SELECT count(*) FROM events k JOIN events a ON a.rank = k.rank AND a.flow = k.flow "
+          "WHERE k.name = 'scale' AND k.cat = 'cuda' AND a.name = 'cuLaunchKernel' AND "
+          "a.lane LIKE 'cuda driver %' AND a.ts <= k.ts"),
+      kernels);
   // NVTX: the program's steps, and every kernel inside the step that launched it.
   EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'step' AND cat = 'user' AND "
                 "kind = 'span'"),
@@ -94,7 +96,8 @@ TEST(GpuProgram, RecordedWithPluginCuptiAndNvtx) {
     EXPECT_EQ(Int("SELECT count(*) FROM (SELECT comm, seq FROM nccl_ops GROUP BY comm, seq)"),
               steps);
   }
-  EXPECT_EQ(Int("SELECT CAST(value AS INTEGER) FROM events WHERE name = 'cuda.dropped_records'"), 0);
+  EXPECT_EQ(Int("SELECT CAST(value AS INTEGER) FROM events WHERE name = 'cuda.dropped_records'"),
+            0);
   EXPECT_EQ(Int("SELECT CAST(value AS INTEGER) FROM events WHERE name = 'nccl.dropped_events'"), 0);
 }
 

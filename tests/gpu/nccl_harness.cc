@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
-#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -80,17 +80,21 @@ void* Start(const Desc& d) {
     e.parentObj = d.parent;
     e.rank = rank;
     switch (d.type) {
-      case kGroupApi: e.groupApi.groupDepth = 1; break;
+      case kGroupApi:
+        e.groupApi.groupDepth = 1;
+        break;
       case kCollApi:
         e.collApi = {d.func, d.count, d.datatype, d.root, reinterpret_cast<void*>(0x5000), false};
         break;
       case kP2pApi:
         e.p2pApi = {d.func, d.count, d.datatype, reinterpret_cast<void*>(0x5000), false};
         break;
-      case kKernelLaunch: e.kernelLaunch.stream = reinterpret_cast<void*>(0x5000); break;
+      case kKernelLaunch:
+        e.kernelLaunch.stream = reinterpret_cast<void*>(0x5000);
+        break;
       case kColl:
-        e.coll = {d.seq, d.func, nullptr, nullptr, d.count, d.root, d.datatype, d.channels,
-                  d.warps, d.algo, d.proto, d.parent_group};
+        e.coll = {d.seq,      d.func,     nullptr, nullptr, d.count, d.root,
+                  d.datatype, d.channels, d.warps, d.algo,  d.proto, d.parent_group};
         break;
       case kP2p:
         e.p2p = {d.func, nullptr, d.datatype, d.count, d.peer, d.channels, d.parent_group};
@@ -98,9 +102,14 @@ void* Start(const Desc& d) {
       case kProxyOp:
         e.proxyOp = {d.pid, d.channel, d.peer, d.n_steps, d.chunk, d.is_send};
         break;
-      case kProxyStep: e.proxyStep.step = d.step; break;
-      case kKernelCh: e.kernelCh = {d.channel, d.ptimer}; break;
-      default: break;
+      case kProxyStep:
+        e.proxyStep.step = d.step;
+        break;
+      case kKernelCh:
+        e.kernelCh = {d.channel, d.ptimer};
+        break;
+      default:
+        break;
     }
     static_cast<ProfilerV5*>(api)->startEvent(ctx, &h, &e);
   } else if (version == 4) {
@@ -111,16 +120,23 @@ void* Start(const Desc& d) {
     e.rank = rank;
     switch (d.type) {
       case kColl:
-        e.coll = {d.seq, d.func, nullptr, nullptr, d.count, d.root, d.datatype, d.channels,
-                  d.warps, d.algo, d.proto};
+        e.coll = {d.seq,      d.func,     nullptr, nullptr, d.count, d.root,
+                  d.datatype, d.channels, d.warps, d.algo,  d.proto};
         break;
-      case kP2p: e.p2p = {d.func, nullptr, d.datatype, d.count, d.peer, d.channels}; break;
+      case kP2p:
+        e.p2p = {d.func, nullptr, d.datatype, d.count, d.peer, d.channels};
+        break;
       case kProxyOp:
         e.proxyOp = {d.pid, d.channel, d.peer, d.n_steps, d.chunk, d.is_send};
         break;
-      case kProxyStep: e.proxyStep.step = d.step; break;
-      case kKernelCh: e.kernelCh = {d.channel, d.ptimer}; break;
-      default: break;
+      case kProxyStep:
+        e.proxyStep.step = d.step;
+        break;
+      case kKernelCh:
+        e.kernelCh = {d.channel, d.ptimer};
+        break;
+      default:
+        break;
     }
     static_cast<ProfilerV4*>(api)->startEvent(ctx, &h, &e);
   } else {
@@ -131,16 +147,23 @@ void* Start(const Desc& d) {
     e.rank = rank;
     switch (d.type) {
       case kColl:
-        e.coll = {"dp", kCommId, d.seq, d.func, nullptr, nullptr, d.count, d.root, d.datatype,
-                  d.channels, d.warps, d.algo, d.proto};
+        e.coll = {"dp",   kCommId,    d.seq,      d.func,  nullptr, nullptr, d.count,
+                  d.root, d.datatype, d.channels, d.warps, d.algo,  d.proto};
         break;
-      case kP2p: e.p2p = {"dp", kCommId, d.func, nullptr, d.datatype, d.count, d.peer}; break;
+      case kP2p:
+        e.p2p = {"dp", kCommId, d.func, nullptr, d.datatype, d.count, d.peer};
+        break;
       case kProxyOp:
         e.proxyOp = {d.pid, d.channel, d.peer, d.n_steps, d.chunk, d.is_send};
         break;
-      case kProxyStep: e.proxyStep.step = d.step; break;
-      case kKernelCh: e.kernelCh.channelId = d.channel; break;
-      default: break;
+      case kProxyStep:
+        e.proxyStep.step = d.step;
+        break;
+      case kKernelCh:
+        e.kernelCh.channelId = d.channel;
+        break;
+      default:
+        break;
     }
     static_cast<ProfilerV3*>(api)->startEvent(ctx, &h, &e);
   }
@@ -148,9 +171,12 @@ void* Start(const Desc& d) {
 }
 
 void Stop(void* h) {
-  if (version == 5) static_cast<ProfilerV5*>(api)->stopEvent(h);
-  else if (version == 4) static_cast<ProfilerV4*>(api)->stopEvent(h);
-  else static_cast<ProfilerV3*>(api)->stopEvent(h);
+  if (version == 5)
+    static_cast<ProfilerV5*>(api)->stopEvent(h);
+  else if (version == 4)
+    static_cast<ProfilerV4*>(api)->stopEvent(h);
+  else
+    static_cast<ProfilerV3*>(api)->stopEvent(h);
 }
 
 // A state record: transfer size (ProxyStep in v4/v5, ProxyOp running total in v3), appended
@@ -162,8 +188,10 @@ void State(void* h, EventState s, uint64_t value, int kind) {
     if (kind == kProxyStep) a.proxyStep.transSize = value;
     if (kind == kProxyCtrl) a.proxyCtrl.appendedProxyOps = static_cast<int>(value);
     if (kind == kKernelCh) a.kernelCh.pTimer = value;
-    if (version == 5) static_cast<ProfilerV5*>(api)->recordEventState(h, s, &a);
-    else static_cast<ProfilerV4*>(api)->recordEventState(h, s, &a);
+    if (version == 5)
+      static_cast<ProfilerV5*>(api)->recordEventState(h, s, &a);
+    else
+      static_cast<ProfilerV4*>(api)->recordEventState(h, s, &a);
   } else {
     EventStateArgsV3 a;
     memset(&a, 0, sizeof(a));
@@ -402,8 +430,8 @@ int RunPool() {
 }
 
 // Proxy threads of several communicators at once against a small pool: every thread keeps 80
-// ops in flight, more than the 64 slots, so the pool refuses some whatever the scheduling. Each thread counts the handles it got;
-// recorded + dropped must equal what was started.
+// ops in flight, more than the 64 slots, so the pool refuses some whatever the scheduling. Each
+// thread counts the handles it got; recorded + dropped must equal what was started.
 int RunStress() {
   constexpr int kThreads = 4, kRounds = 100, kInFlight = 80;
   std::atomic<long> got{0}, refused{0};
@@ -553,9 +581,12 @@ int main(int argc, char** argv) {
   } else {
     RunFull(0);
   }
-  if (version == 5) static_cast<ProfilerV5*>(api)->finalize(ctx);
-  else if (version == 4) static_cast<ProfilerV4*>(api)->finalize(ctx);
-  else static_cast<ProfilerV3*>(api)->finalize(ctx);
+  if (version == 5)
+    static_cast<ProfilerV5*>(api)->finalize(ctx);
+  else if (version == 4)
+    static_cast<ProfilerV4*>(api)->finalize(ctx);
+  else
+    static_cast<ProfilerV3*>(api)->finalize(ctx);
   fclose(out);
   return tracedb_stop() == TRACEDB_OK ? 0 : 1;
 }

@@ -42,11 +42,11 @@ std::vector<std::vector<std::string>> ReadFacts(const std::string& path) {
 int Harness(const std::string& trace, int version, const std::string& facts, int rank, int world,
             const std::string& mode, const std::string& env = "", std::string* err = nullptr) {
   int rc = 0;
-  const std::string cmd = "env TRACEDB_DIR=" + ShellQuote(trace) + " TRACEDB_RANK=" +
-                          std::to_string(rank) + " TRACEDB_WORLD_SIZE=" + std::to_string(world) +
-                          " " + env + " " + ShellQuote(NCCL_HARNESS_PATH) + " " +
-                          ShellQuote(NCCL_PLUGIN_PATH) + " " + std::to_string(version) + " " +
-                          ShellQuote(facts) + " " + mode + " 2>&1";
+  const std::string cmd = "env TRACEDB_DIR=" + ShellQuote(trace) +
+                          " TRACEDB_RANK=" + std::to_string(rank) +
+                          " TRACEDB_WORLD_SIZE=" + std::to_string(world) + " " + env + " " +
+                          ShellQuote(NCCL_HARNESS_PATH) + " " + ShellQuote(NCCL_PLUGIN_PATH) + " " +
+                          std::to_string(version) + " " + ShellQuote(facts) + " " + mode + " 2>&1";
   const std::string out = RunCommand(cmd, &rc);
   if (err) *err = out;
   return rc;
@@ -129,8 +129,8 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         const int proto = f[6] == "LL128" ? 2 : 3;
         const int32_t tag = nccl::PackTaskTag(8, algo, proto, 2, 16);
         EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                         " AND kind = 'instant' AND cat = 'nccl' AND lane = " + Q(lp) + " AND name = " +
-                         Q(f[2]) + " AND seq = " + f[1] + " AND bytes = " + f[3] +
+                         " AND kind = 'instant' AND cat = 'nccl' AND lane = " + Q(lp) +
+                         " AND name = " + Q(f[2]) + " AND seq = " + f[1] + " AND bytes = " + f[3] +
                          " AND comm = " + comm + " AND tag = " + std::to_string(tag) +
                          (root >= 0 ? " AND peer = " + f[4] : " AND peer IS NULL") +
                          " AND flow IS NOT NULL"),
@@ -143,12 +143,11 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         ++proxies;
         const std::string name = f[1] == "send" ? "ProxySend" : "ProxyRecv";
         EXPECT_EQ(db.Int("SELECT count(*) FROM events p JOIN events c ON c.rank = p.rank AND "
-                         "c.flow = p.flow AND c.kind = 'instant' WHERE p.rank = " + r +
-                         " AND p.kind = 'span' AND p.name = " + Q(name) + " AND p.lane = " +
+                         "c.flow = p.flow AND c.kind = 'instant' WHERE p.rank = " +
+                         r + " AND p.kind = 'span' AND p.name = " + Q(name) + " AND p.lane = " +
                          Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6])) +
-                         " AND p.seq = " + f[2] +
-                         " AND c.seq = " + f[2] + " AND p.peer = " + f[4] + " AND p.bytes = " +
-                         f[5] + " AND p.comm = " + comm),
+                         " AND p.seq = " + f[2] + " AND c.seq = " + f[2] + " AND p.peer = " + f[4] +
+                         " AND p.bytes = " + f[5] + " AND p.comm = " + comm),
                   1)
             << "proxy " << f[1] << " seq " << f[2] << " ch " << f[3];
       }
@@ -156,8 +155,10 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         // step DIR SEQ CH STEP BYTES OPROW: on the lane of its op's row and its FIFO slot.
         ++steps;
         const std::string name = f[1] == "send" ? "ProxyStepSend" : "ProxyStepRecv";
-        EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND name = " +
-                         Q(name) + " AND lane = " + Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6]) + " steps" + (f[4] == "0" ? "" : " #" + f[4])) +
+        EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
+                         " AND name = " + Q(name) + " AND lane = " +
+                         Q(lp + " ch" + f[3] + " " + f[1] + (f[6] == "0" ? "" : " #" + f[6]) +
+                           " steps" + (f[4] == "0" ? "" : " #" + f[4])) +
                          " AND seq = " + f[2] + " AND tag = " + f[4] + " AND bytes = " + f[5] +
                          " AND flow IS NOT NULL"),
                   1)
@@ -168,12 +169,13 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
         // (within 2 ns: compaction maps local times to the common clock with its drift).
         ++kernels;
         const bool gpu = f[4] != "-1";
-        EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND kind = 'span' " +
-                         "AND name = " + Q(f[3]) + " AND lane = " + Q(lp + " ch" + f[2] + " kernel") +
-                         " AND seq = " + f[1] + " AND (tag & 255) = " + f[2] +
-                         " AND (tag >> 8 & 1) = " + (gpu ? "1" : "0") +
-                         (gpu ? " AND abs(dur - " + f[4] + ") <= 2" : "") + " AND comm = " + comm),
-                  1)
+        EXPECT_EQ(
+            db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND kind = 'span' " +
+                   "AND name = " + Q(f[3]) + " AND lane = " + Q(lp + " ch" + f[2] + " kernel") +
+                   " AND seq = " + f[1] + " AND (tag & 255) = " + f[2] +
+                   " AND (tag >> 8 & 1) = " + (gpu ? "1" : "0") +
+                   (gpu ? " AND abs(dur - " + f[4] + ") <= 2" : "") + " AND comm = " + comm),
+            1)
             << "kernel seq " << f[1] << " ch " << f[2];
       }
       if (f[0] == "p2p") {
@@ -208,8 +210,8 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
     EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
                      " AND name IN ('ProxyStepSend', 'ProxyStepRecv')"),
               steps);
-    EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
-                     " AND lane LIKE " + Q(lp + " ch% kernel")),
+    EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND lane LIKE " +
+                     Q(lp + " ch% kernel")),
               kernels);
     EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
                      " AND name = 'Group' AND lane = " + Q(lp + " groups") + " AND kind = 'span'"),
@@ -223,8 +225,11 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
                        " AND name = 'ncclGroup' AND depth = 0 AND lane IS NULL"),
                 colls + 1);
       EXPECT_EQ(db.Int("SELECT count(*) FROM events c JOIN events p ON p.id = c.parent WHERE "
-                       "c.rank = " + r + " AND c.name IN ('ncclAllReduce', 'ncclBroadcast') AND "
-                       "p.name = 'ncclGroup' AND c.comm = " + comm),
+                       "c.rank = " +
+                       r +
+                       " AND c.name IN ('ncclAllReduce', 'ncclBroadcast') AND "
+                       "p.name = 'ncclGroup' AND c.comm = " +
+                       comm),
                 colls);
       EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
                        " AND name = 'ncclBroadcast' AND peer = 1 AND bytes = 12288"),
@@ -236,7 +241,8 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
                        " AND name = 'ncclKernelLaunch' AND depth = 1"),
                 colls);
     } else {
-      EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r + " AND name LIKE 'nccl%'"
+      EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE rank = " + r +
+                       " AND name LIKE 'nccl%'"
                        " AND lane IS NULL AND kind = 'span'"),
                 0);
     }
@@ -253,12 +259,13 @@ TEST_P(NcclPluginTest, EveryFieldOnTwoRanks) {
 
   // GPU times mapped onto the host clock keep causality: every kernel channel lies after its
   // collective was issued and before the next one was (the harness reports each in between).
-  EXPECT_EQ(db.Int("SELECT count(*) FROM events k JOIN events c ON c.rank = k.rank AND "
-                   "c.flow = k.flow AND c.kind = 'instant' WHERE k.lane LIKE 'nccl dp r_ ch% kernel' "
-                   "AND (k.ts < c.ts OR k.end_ts > coalesce((SELECT min(n.ts) FROM events n "
-                   "WHERE n.rank = c.rank AND n.kind = 'instant' AND n.lane = c.lane AND "
-                   "n.ts > c.ts), k.end_ts))"),
-            0);
+  EXPECT_EQ(
+      db.Int("SELECT count(*) FROM events k JOIN events c ON c.rank = k.rank AND "
+             "c.flow = k.flow AND c.kind = 'instant' WHERE k.lane LIKE 'nccl dp r_ ch% kernel' "
+             "AND (k.ts < c.ts OR k.end_ts > coalesce((SELECT min(n.ts) FROM events n "
+             "WHERE n.rank = c.rank AND n.kind = 'instant' AND n.lane = c.lane AND "
+             "n.ts > c.ts), k.end_ts))"),
+      0);
 
   // The views: one row per task and rank, completed by its last kernel channel (collectives)
   // or at issue when nothing followed it (the send, which had no proxy op here).
@@ -380,7 +387,8 @@ TEST(NcclPlugin, StepWindowSwitchesTheMask) {
     ++rows;
     const int step = std::stoi(line[1]);
     const bool inside = step >= 2 && step <= 3;
-    EXPECT_EQ(std::stoi(line[2]), inside ? nccl::kDefaultEventMask : (nccl::kGroup | nccl::kGroupApi))
+    EXPECT_EQ(std::stoi(line[2]),
+              inside ? nccl::kDefaultEventMask : (nccl::kGroup | nccl::kGroupApi))
         << "step " << step;
     EXPECT_EQ(line[3], inside ? "1" : "0") << "step " << step;
   }
@@ -422,9 +430,10 @@ TEST_P(NcclHostileTest, BadDescriptorsNeverCrashAndAreRecordedSafely) {
             1);
   // Channel 200 is clamped to the last lane; the misaligned parent is not followed; the
   // misaligned stop was ignored, the real one recorded once.
-  EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend' AND lane LIKE '% ch63 send' "
-                   "AND flow IS NULL AND seq IS NULL"),
-            1);
+  EXPECT_EQ(
+      db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend' AND lane LIKE '% ch63 send' "
+             "AND flow IS NULL AND seq IS NULL"),
+      1);
   EXPECT_EQ(db.Int("SELECT count(*) FROM events WHERE name = 'ProxySend'"), 1);
   if (version >= 4) {
     // Timers that run backwards: host-timed (no GPU flag), never a negative duration.

@@ -104,20 +104,24 @@ TEST_F(NvtxTest, EveryCallBecomesAnEvent) {
   ASSERT_FALSE(pushes.empty()) << out_;
   for (const auto& [name, n] : pushes) {
     EXPECT_EQ(Int("SELECT count(*) FROM events WHERE kind = 'span' AND lane IS NULL AND "
-                  "cat = 'user' AND name = " + Q(name)),
-              n)
-        << name;
-  }
-  for (const auto& [name, n] : marks) {
-    EXPECT_EQ(Int("SELECT count(*) FROM events WHERE kind = 'instant' AND lane IS NULL AND name = " +
+                  "cat = 'user' AND name = " +
                   Q(name)),
               n)
         << name;
   }
+  for (const auto& [name, n] : marks) {
+    EXPECT_EQ(
+        Int("SELECT count(*) FROM events WHERE kind = 'instant' AND lane IS NULL AND name = " +
+            Q(name)),
+        n)
+        << name;
+  }
   for (const auto& [name, n] : asyncs) {
-    EXPECT_EQ(Int("SELECT count(*) FROM events WHERE kind = 'span' AND lane LIKE 'nvtx % ranges #%' "
-                  "AND name = " + Q(name)),
-              n)
+    EXPECT_EQ(
+        Int("SELECT count(*) FROM events WHERE kind = 'span' AND lane LIKE 'nvtx % ranges #%' "
+            "AND name = " +
+            Q(name)),
+        n)
         << name;
   }
   // Nesting, the wide string, the domain prefix.
@@ -131,13 +135,15 @@ TEST_F(NvtxTest, EveryCallBecomesAnEvent) {
   EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'step'"), loop);
   // Overlapping start/end ranges sit on different rows; each row's ranges never overlap.
   EXPECT_EQ(Int("SELECT count(DISTINCT lane) FROM events WHERE name IN ('async A', 'async B')"), 2);
-  EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name IN ('async A', 'async B') AND dur >= 1000000"),
-            2);
+  EXPECT_EQ(
+      Int("SELECT count(*) FROM events WHERE name IN ('async A', 'async B') AND dur >= 1000000"),
+      2);
   EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'NCCL: bucket 3' AND "
                 "lane = 'nvtx NCCL ranges #0'"),
             1);
   // Thread names from nvtxNameOsThread.
-  EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'step' AND track_name = 'trainer'"), loop);
+  EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'step' AND track_name = 'trainer'"),
+            loop);
   EXPECT_EQ(Int("SELECT count(*) FROM events WHERE name = 'on ender' AND track_name = 'ender'"), 1);
   // Everything nests; nothing was dropped.
   EXPECT_EQ(Int("SELECT coalesce(sum(value), 0) FROM stats WHERE name IN "

@@ -43,8 +43,8 @@ struct TrackFacts {
   // tracedb's own export: the track's tid, pid and local_id in the exported database (-1: NULL)
   bool tracedb_ids = false;
   int64_t tracedb_tid = -1, tracedb_pid = -1, tracedb_local_id = -1;
-  int64_t sort_index = 0;      // thread_sort_index, else process_sort_index
-  bool gpu = false;            // a ChromeFlavor saw device events on it
+  int64_t sort_index = 0;  // thread_sort_index, else process_sort_index
+  bool gpu = false;        // a ChromeFlavor saw device events on it
 };
 
 // Extra facts a flavor attaches to one event.

@@ -13,17 +13,19 @@ namespace {
 
 // Strings meant to look like record boundaries to a scanner that ignores quoting.
 const char* const kTricky[] = {
-    "plain", "a,{b", "},{\\\"ph\\\":\\\"X\\\"", "\\\\", "\\\\\\\"},\\n{", "[{]}", "\\u007b,{",
-    "x\\\"", "],[{\\\"", "tab\t,{", "\\n}\\n,\\n{",
+    "plain",     "a,{b",           "},{\\\"ph\\\":\\\"X\\\"",
+    "\\\\",      "\\\\\\\"},\\n{", "[{]}",
+    "\\u007b,{", "x\\\"",          "],[{\\\"",
+    "tab\t,{",   "\\n}\\n,\\n{",
 };
 
 // A Chrome-like record; some hold nested arrays of objects after commas, whose '{' a guess may
 // take for a record start.
 std::string Record(std::mt19937_64& rng, int i) {
   const char* name = kTricky[rng() % (sizeof(kTricky) / sizeof(kTricky[0]))];
-  std::string r = "{\"name\":\"" + std::string(name) + "\",\"ph\":\"X\",\"ts\":" +
-                  std::to_string(i * 3) + ",\"dur\":2,\"pid\":1,\"tid\":" +
-                  std::to_string(rng() % 4);
+  std::string r = "{\"name\":\"" + std::string(name) +
+                  "\",\"ph\":\"X\",\"ts\":" + std::to_string(i * 3) +
+                  ",\"dur\":2,\"pid\":1,\"tid\":" + std::to_string(rng() % 4);
   switch (rng() % 4) {
     case 0:
       break;
@@ -75,8 +77,8 @@ void CheckCuts(const std::string& data, size_t parts, bool expect_closed) {
   ASSERT_FALSE(cuts.starts.empty());
   ASSERT_LE(cuts.starts.size(), parts);
   for (size_t k = 0; k < cuts.starts.size(); ++k) {
-    EXPECT_TRUE(serial.count(cuts.starts[k] + 1)) << "part " << k << " of " << parts
-                                                  << " starts at " << cuts.starts[k];
+    EXPECT_TRUE(serial.count(cuts.starts[k] + 1))
+        << "part " << k << " of " << parts << " starts at " << cuts.starts[k];
     if (k > 0) {
       EXPECT_LT(cuts.starts[k - 1], cuts.starts[k]);
     }
@@ -186,11 +188,11 @@ TEST(ParallelEventReader, SameEventsAsTheSerialReader) {
   std::string escaped = Array(7, 3000, false);
   escaped += ",{\"name\":\"caf\\u00e9 \\\"q\\\"\",\"ph\":\"i\",\"ts\":\"12.5\",\"pid\":\"p\\n1\"}";
   const std::string closed = escaped + "]";
-  const std::string bad = Array(8, 2000, false) + ",{\"name\":bad},42,{\"ph\":\"X\"," +
-                          Array(9, 2000, true).substr(1);
+  const std::string bad =
+      Array(8, 2000, false) + ",{\"name\":bad},42,{\"ph\":\"X\"," + Array(9, 2000, true).substr(1);
   const std::string cut = Array(10, 3000, false) + ",{\"name\":\"cu";
-  const std::string object = "{\"otherData\":{\"a\":[1]},\"traceEvents\":" + closed +
-                             ",\"displayTimeUnit\":\"ns\"}";
+  const std::string object =
+      "{\"otherData\":{\"a\":[1]},\"traceEvents\":" + closed + ",\"displayTimeUnit\":\"ns\"}";
   for (const std::string* data : {&closed, &bad, &cut, &object}) {
     const std::vector<std::string> serial = ReadAll(*data, 1, 0, 1 << 20);
     ASSERT_GT(serial.size(), 2000u);

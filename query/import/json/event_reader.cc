@@ -568,8 +568,8 @@ StatusOr<bool> EventReader::Next(TraceEvent* ev) {
         ev->Clear();
         const char* after;
         const Scan s = parser.Parse(buf_.get() + pos_, ev, &after);
-        if (s == Scan::kOk && static_cast<size_t>(after - (buf_.get() + pos_)) >
-                                  options_.max_record_bytes) {
+        if (s == Scan::kOk &&
+            static_cast<size_t>(after - (buf_.get() + pos_)) > options_.max_record_bytes) {
           // Whole in the buffer but over the limit: skipped as when it does not fit, so that
           // the result does not depend on how much is buffered.
           TRACEDB_RETURN_IF_ERROR(SkipBad(base_ + pos_, "record too large"));

@@ -720,8 +720,7 @@ Status ImportMpipText(std::string_view path, std::string_view text, uint64_t siz
   for (const auto& [rank, host] : report.hosts) result->ranks.push_back(rank);
   for (const auto& [rank, t] : report.times) result->ranks.push_back(rank);
   std::sort(result->ranks.begin(), result->ranks.end());
-  result->ranks.erase(std::unique(result->ranks.begin(), result->ranks.end()),
-                      result->ranks.end());
+  result->ranks.erase(std::unique(result->ranks.begin(), result->ranks.end()), result->ranks.end());
   result->world_size = result->ranks.empty() ? 0 : result->ranks.back() + 1;
   result->events += rows;
   log.MoveTo(result);
