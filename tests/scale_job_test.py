@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""A many-rank job, compacted and checked against its generator (issue 12 item 4).
+
+tests/scale_job_gen.cc writes RANKS ranks' segment files with true clocks and injected
+stragglers; this script compacts them with `tracedb compact --finish` under a small limit of open
+files and checks, against what the generator says (never against tracedb's own output):
+  - rows: `events` holds exactly the rows the generator made, `steps` one marker per rank and step;
+  - clocks: every step marker's ts (read from the plain `steps` table with Python's sqlite3) is
+    within its rank's stated `ranks.uncertainty_ns` of the true common time in truth.csv;
+  - stragglers: `tracedb report stragglers -f csv` ranks exactly the injected stragglers first,
+    each last at least in every step it was slowed in, every other rank's caused wait far below.
+It also measures compaction (CPU, wall, peak RSS, most open files, DB size) and prints them as
+one JSON line, which bench/run_scale_bench.sh tabulates. Exit 0 when every check passes.
+
+Usage: scale_job_test.py --tracedb BIN --gen BIN --tmp DIR --ranks N [--steps N]
+                         [--nofile N] [--keep]
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def stragglers_for(ranks):
+    """Four ranks on different nodes (8 ranks per node), none of them rank 0 or a leader."""
+    picks = [ranks // 7 + 3, ranks // 3 + 1, ranks // 2 + 6, ranks - 2]
+    out = []
+    for p in picks:
+        p = max(1, min(ranks - 1, p))
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def count_fds(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def run_measured(cmd, nofile):
+    """Runs cmd with RLIMIT_NOFILE = nofile; returns (rc, stderr, cpu_s, wall_s, maxrss_kb,
+    max_fds). CPU and RSS are the child's own (wait4), the fds sampled every millisecond."""
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limit)
+    max_fds = [0]
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set():
+            max_fds[0] = max(max_fds[0], count_fds(p.pid))
+            time.sleep(0.001)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    out_buf, err_buf = [], []
+    readers = [threading.Thread(target=lambda: out_buf.append(p.stdout.read())),
+               threading.Thread(target=lambda: err_buf.append(p.stderr.read()))]
+    for r in readers:
+        r.start()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    done.set()
+    poller.join()
+    for r in readers:
+        r.join()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return (p.returncode, (err_buf[0] if err_buf else b"").decode(errors="replace"),
+            ru.ru_utime + ru.ru_stime, wall, ru.ru_maxrss, max_fds[0])
+
+
+def human_ns(text):
+    """'437.14 ms' (query/human_units.h) in ns."""
+    units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9, "h": 3600e9}
+    value, _, unit = text.strip().partition(" ")
+    if unit not in units:
+        fail(f"report stragglers: cannot read the duration {text!r}")
+    return float(value) * units[unit]
+
+
+def query_csv(tracedb, db, sql):
+    r = subprocess.run([tracedb, "query", db, sql, "--format", "csv"], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        fail(f"tracedb query {sql!r}: {r.stderr.strip()}")
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tracedb", required=True)
+    ap.add_argument("--gen", required=True)
+    ap.add_argument("--tmp", required=True)
+    ap.add_argument("--ranks", type=int, required=True)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--nofile", type=int, default=32,
+                    help="RLIMIT_NOFILE of the compaction (open files must stay bounded)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated job and DB")
+    args = ap.parse_args()
+
+    work = os.path.join(args.tmp, f"scale_job_{args.ranks}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(args.tmp, exist_ok=True)
+    strag = stragglers_for(args.ranks)
+    gen_cmd = [args.gen, work, str(args.ranks), "--steps", str(args.steps)]
+    for s in strag:
+        gen_cmd += ["--straggler", str(s)]
+    t0 = time.monotonic()
+    g = subprocess.run(gen_cmd, capture_output=True, text=True)
+    gen_wall = time.monotonic() - t0
+    if g.returncode != 0:
+        fail(f"generator: {g.stderr.strip()}")
+    fields = g.stdout.split()
+    made = dict(zip(fields[0::2], (int(v) for v in fields[1::2])))
+
+    db = os.path.join(work, "job.tdb")
+    rc, err, cpu, wall, rss_kb, fds = run_measured(
+        [args.tracedb, "compact", os.path.join(work, "trace"), "-o", db, "--finish", "-q"],
+        args.nofile)
+    if rc != 0:
+        fail(f"compact (RLIMIT_NOFILE {args.nofile}) exited {rc}: {err.strip()}")
+    db_bytes = os.path.getsize(db)
+
+    # Rows: the generator's counts.
+    n = int(query_csv(args.tracedb, db, "SELECT count(*) AS n FROM events")[0]["n"])
+    if n != made["rows"]:
+        fail(f"events has {n} rows, the generator made {made['rows']}")
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    nsteps = con.execute("SELECT count(*) FROM steps").fetchone()[0]
+    if nsteps != args.ranks * args.steps:
+        fail(f"steps has {nsteps} markers, expected {args.ranks} x {args.steps}")
+    nranks = con.execute("SELECT count(*) FROM ranks").fetchone()[0]
+    if nranks != args.ranks:
+        fail(f"ranks has {nranks} rows, expected {args.ranks}")
+
+    # Clocks: every step marker against the truth, within its rank's stated uncertainty.
+    unc = {}
+    method = {}
+    for rank, m, u in con.execute("SELECT rank, clock_method, uncertainty_ns FROM ranks"):
+        if u is None:
+            fail(f"rank {rank} ({m}) states no clock uncertainty")
+        unc[rank], method[rank] = u, m
+    got = {(r, s): ts for r, s, ts in con.execute("SELECT rank, step, ts FROM steps")}
+    con.close()
+    worst = {}  # rank -> largest |error|
+    with open(os.path.join(work, "truth.csv")) as f:
+        for row in csv.DictReader(f):
+            key = (int(row["rank"]), int(row["step"]))
+            if key not in got:
+                fail(f"no step marker for rank {key[0]} step {key[1]}")
+            e = abs(got[key] - int(row["common_ns"]))
+            worst[key[0]] = max(worst.get(key[0], 0), e)
+    # 2 ns of slack: integer rounding in the generator's and compaction's linear maps.
+    bad = [(r, e, unc[r], method[r]) for r, e in worst.items() if e > unc[r] + 2]
+    if bad:
+        bad.sort(key=lambda b: b[1] - b[2], reverse=True)
+        fail(f"{len(bad)} ranks beyond their stated clock uncertainty, worst "
+             + ", ".join(f"rank {r} ({m}): error {e} ns > {u} ns" for r, e, u, m in bad[:5]))
+    by_method = {}
+    for r, e in worst.items():
+        m = method[r]
+        cur = by_method.setdefault(m, {"ranks": 0, "max_error_ns": 0, "max_unc_ns": 0,
+                                       "max_error_over_unc": 0.0})
+        cur["ranks"] += 1
+        cur["max_error_ns"] = max(cur["max_error_ns"], e)
+        cur["max_unc_ns"] = max(cur["max_unc_ns"], unc[r])
+        cur["max_error_over_unc"] = max(cur["max_error_over_unc"], e / max(unc[r], 1))
+
+    # Stragglers: the report's own ranking against the injected set.
+    t0 = time.monotonic()
+    r = subprocess.run([args.tracedb, "report", "stragglers", db, "-f", "csv"],
+                       capture_output=True, text=True)
+    report_wall = time.monotonic() - t0
+    if r.returncode != 0:
+        fail(f"report stragglers: {r.stderr.strip()}")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    k = len(strag)
+    top = [int(x["rank"]) for x in rows[:k]]
+    if sorted(top) != sorted(strag):
+        fail(f"report stragglers ranks {top} first, the injected stragglers are {strag}")
+    for x in rows[:k]:
+        # The generator slows straggler i in the steps s >= 1 with s % k == i.
+        i = strag.index(int(x["rank"]))
+        slowed = sum(1 for s in range(1, args.steps) if s % k == i)
+        if int(x["times_last"]) < slowed:
+            fail(f"straggler {x['rank']} last only {x['times_last']} times "
+                 f"(slowed in {slowed} steps)")
+    waits = {int(x["rank"]): human_ns(x["others_waited"]) for x in rows}
+    least_straggler = min(waits[s] for s in strag)
+    most_other = max((w for rk, w in waits.items() if rk not in strag), default=0)
+    if most_other * 100 > least_straggler:
+        fail(f"a non-straggler caused {most_other} ns of waiting, a straggler only "
+             f"{least_straggler} ns")
+
+    seg_bytes = made["bytes"]
+    print(json.dumps({
+        "ranks": args.ranks, "nodes": made["nodes"], "steps": args.steps,
+        "segment_events": made["events"], "rows": made["rows"], "segment_bytes": seg_bytes,
+        "gen_wall_s": round(gen_wall, 2), "compact_cpu_s": round(cpu, 2),
+        "compact_wall_s": round(wall, 2), "compact_max_rss_kb": rss_kb,
+        "compact_max_fds": fds, "nofile_limit": args.nofile, "db_bytes": db_bytes,
+        "report_stragglers_wall_s": round(report_wall, 2), "stragglers": strag,
+        "clock": by_method}))
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
