@@ -31,7 +31,9 @@
 // recorded in that second, COMMS once defined, SYNC once measured, an ANCHOR; END at exit. One
 // file is open at a time. The truth goes to OUT/truth.csv: rank,step,common_ns for every step
 // marker (node 0's realtime at its true instant), which compaction must reproduce within its
-// stated uncertainty; OUT/stragglers.txt lists the injected stragglers.
+// stated uncertainty; OUT/collectives.csv: seq,last_rank,skew_ns of every MPI_Allreduce in true
+// time (who really arrived last, and by how much); OUT/stragglers.txt lists the injected
+// stragglers.
 //
 // Usage: scale_job_gen OUT RANKS [--ranks-per-node N] [--steps N] [--layers N]
 //                      [--straggler RANK]... [--slow F] [--seed N] [--no-members]
@@ -281,6 +283,11 @@ struct Timeline {
   std::vector<SyncOut> init_sync, fin_sync;
   std::vector<int64_t> first_step;        // per rank
   std::vector<int64_t> exits;             // [step * kCollectives + k]
+  struct Coll {
+    int last = 0;       // the rank that arrived last (the highest rank among equals)
+    int64_t skew = 0;   // ns, last arrival - first arrival
+  };
+  std::vector<Coll> colls;                // [seq = step * kCollectives + k]
   std::vector<int64_t> fin_arrive;        // per rank: enters MPI_Finalize
   int64_t finalize_end = 0;               // PMPI_Finalize returns (+ per-rank jitter)
 };
@@ -311,7 +318,18 @@ Timeline Simulate(const Config& c) {
       arrive[r] = ComputeEnd(c, plans[r], t[r]) + plans[r].gap[0];
     }
     for (int k = 0; k < kCollectives; ++k) {
-      const int64_t exit = *std::max_element(arrive.begin(), arrive.end()) + Transfer(k, c.ranks);
+      Timeline::Coll coll;
+      int64_t first = arrive[0], last = arrive[0];
+      for (size_t r = 0; r < n; ++r) {
+        first = std::min(first, arrive[r]);
+        if (arrive[r] >= last) {
+          last = arrive[r];
+          coll.last = static_cast<int>(r);
+        }
+      }
+      coll.skew = last - first;
+      tl.colls.push_back(coll);
+      const int64_t exit = last + Transfer(k, c.ranks);
       tl.exits[static_cast<size_t>(s * kCollectives + k)] = exit;
       for (size_t r = 0; r < n; ++r)
         arrive[r] = exit + plans[r].exit_jitter[k] + plans[r].gap[k + 1];
@@ -627,6 +645,18 @@ int main(int argc, char** argv) {
   }
   if (std::fclose(truth) != 0) {
     std::perror("truth.csv");
+    return 1;
+  }
+  FILE* co = std::fopen((c.out + "/collectives.csv").c_str(), "w");
+  if (!co) {
+    std::perror("collectives.csv");
+    return 1;
+  }
+  std::fputs("seq,last_rank,skew_ns\n", co);
+  for (size_t i = 0; i < tl.colls.size(); ++i)
+    std::fprintf(co, "%zu,%d,%" PRId64 "\n", i, tl.colls[i].last, tl.colls[i].skew);
+  if (std::fclose(co) != 0) {
+    std::perror("collectives.csv");
     return 1;
   }
   FILE* st = std::fopen((c.out + "/stragglers.txt").c_str(), "w");
