@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <set>
@@ -242,9 +243,11 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
 // has already updated (clocks do not change during a run): they are skipped, so that calling
 // this after every file costs O(ranks) comparisons, not O(ranks) UPDATEs (O(ranks^2) in all:
 // 26.6 -> 15 s of CPU at 4,096 ranks). A rank whose row does not exist yet stays out of
-// `stored`.
+// `stored`. Once every rank of `clocks` is stored it returns at once: walking the map and
+// building `done` per file was still O(ranks) per file (docs/bench-compaction.md "4,096 ranks").
 Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks,
-                       std::set<int32_t>* stored) {
+                       size_t clock_ranks, std::set<int32_t>* stored) {
+  if (stored->size() >= clock_ranks) return Status::Ok();
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("UPDATE ranks SET clock_method = ?2, offset_ns = ?3, drift_ppm = ?4, "
                            "uncertainty_ns = ?5, sync_points = ?6 WHERE rank = ?1"));
@@ -496,19 +499,52 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   }
   TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
   TRACEDB_ASSIGN_OR_RETURN(auto clocks, BuildClocks(db));
+  std::set<int32_t> ranks_with_clock;
+  for (const auto& entry : clocks) ranks_with_clock.insert(entry.first.first);
+  const size_t clock_ranks = ranks_with_clock.size();
 
-  // Pass 2: the events, one transaction per file.
+  // Pass 2: the events, one transaction per batch of files. A transaction holds whole files:
+  // their blocks with their `sources` progress and the saved open spans, so a kill leaves the
+  // database as after the last whole batch. Batches end at kBatchFiles files, kBatchEvents
+  // events (the rows waiting for their blocks stay few MB) or kBatchTime, whichever comes
+  // first: one commit (an fsync) per file made a job of thousands of small rank files wait
+  // on the disk (docs/bench-compaction.md "4,096 ranks").
+  constexpr size_t kBatchFiles = 64;
+  constexpr uint64_t kBatchEvents = 1u << 17;
+  constexpr auto kBatchTime = std::chrono::seconds(1);
   TraceBuilder builder(w);
   TRACEDB_RETURN_IF_ERROR(builder.LoadState(kStateKey));
   uint64_t bytes_done = 0;
+  const uint64_t rows_at_start = w->rows_written();
+  bool batch_open = false;
+  size_t batch_files = 0;
+  uint64_t batch_events = 0;
+  auto batch_start = std::chrono::steady_clock::now();
+  // Counts file `i` into the open batch and commits the batch when it is full or the last.
+  auto file_done = [&](size_t i) -> Status {
+    ++batch_files;
+    if (i + 1 < work.size() && batch_files < kBatchFiles && batch_events < kBatchEvents &&
+        std::chrono::steady_clock::now() - batch_start < kBatchTime) {
+      return Status::Ok();
+    }
+    TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+    batch_open = false;
+    stats.rows = w->rows_written() - rows_at_start;
+    return Status::Ok();
+  };
   for (size_t i = 0; i < work.size(); ++i) {
     const SegmentFileRef& f = *work[i];
     const SourceState prev = sources[f.path];
     if (progress) {
       progress(CompactProgress{i + 1, work.size(), f.path, bytes_done, bytes_total, stats.rows});
     }
-    TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
-    const uint64_t rows_before = w->rows_written();
+    if (!batch_open) {
+      TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
+      batch_open = true;
+      batch_files = 0;
+      batch_events = 0;
+      batch_start = std::chrono::steady_clock::now();
+    }
     ClockModel identity;
     auto clock_it = clocks.find({f.rank, f.pid});
     const ClockModel* model = clock_it != clocks.end() ? &clock_it->second.model : &identity;
@@ -533,7 +569,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
                                   .Bind(3, static_cast<int64_t>(f.pid))
                                   .Bind(4, static_cast<int64_t>(f.size))
                                   .Run());
-      TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+      TRACEDB_RETURN_IF_ERROR(file_done(i));
       continue;
     }
     // Where to stop: the whole file when it is complete (closed, its writer gone, or the caller
@@ -591,10 +627,10 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
                                 .Bind(6, finished ? 1 : 0)
                                 .Bind(7, static_cast<int64_t>(v.segment_events))
                                 .Run());
-    TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, &clocks_stored));
+    TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, clock_ranks, &clocks_stored));
     TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
-    TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
-    stats.rows += w->rows_written() - rows_before;
+    batch_events += v.segment_events;
+    TRACEDB_RETURN_IF_ERROR(file_done(i));
   }
   if (progress) {
     progress(CompactProgress{work.size(), work.size(), "", bytes_done, bytes_total, stats.rows});

@@ -3,7 +3,8 @@
 //
 // For each segment file the database records how far it was taken (`sources`); a re-run reads
 // only what is new. Each file's new data is committed in one transaction together with that
-// progress and the open spans, so killing compaction at any moment leaves a valid database that
+// progress and the open spans (several whole files share a transaction: up to 64 files, 128K
+// events or one second), so killing compaction at any moment leaves a valid database that
 // the next run completes without duplicates. The events of a file that is still being written are
 // taken only up to its last clock anchor (the rest waits for the next anchor, so that every event
 // is interpolated between anchors, never extrapolated). A file is taken whole when its writer
