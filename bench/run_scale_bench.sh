@@ -7,7 +7,9 @@
 # (user + system, wait4), wall, peak RSS, most open files (sampled every ms), DB size.
 # Any failed check stops the script.
 # Usage: bench/run_scale_bench.sh [RANKS...]      (default: 256 1024 4096)
-#   env: BUILD (default build), STEPS (100), NOFILE (32), TMP (/tmp/tracedb-scale-bench)
+#   env: BUILD (default build), STEPS (100), NOFILE (32), TMP (/tmp/tracedb-scale-bench),
+#        GEN_ARGS (extra generator arguments, e.g. --no-members: no member list for
+#        MPI_COMM_WORLD in the COMMS blocks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -21,11 +23,12 @@ ninja -C "$build" -j2 tracedb_cli scale_job_gen >/dev/null
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-printf '| ranks | recorder events | rows | compact CPU s | wall s | peak RSS | max open fds (limit) | DB MB | DB B/row | CPU us/rank | worst clock error / stated (sync ranks) | stragglers found |\n'
-printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n'
+printf '| ranks | recorder events | rows | compact CPU s | wall s | peak RSS | max open fds (limit) | DB MB | DB B/row | CPU us/rank | worst clock error / stated (sync ranks) | stragglers found | report stragglers wall s |\n'
+printf '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n'
 for r in "${ranks[@]}"; do
   line=$(python3 tests/scale_job_test.py --tracedb "$build/tracedb" --gen "$build/tests/scale_job_gen" \
-    --tmp "$tmp" --ranks "$r" --steps "$steps" --nofile "$nofile")
+    --tmp "$tmp" --ranks "$r" --steps "$steps" --nofile "$nofile" \
+    $(for a in ${GEN_ARGS:-}; do printf -- '--gen-arg=%s ' "$a"; done))
   python3 - "$line" <<'EOF'
 import json, sys
 d = json.loads(sys.argv[1])
@@ -35,6 +38,7 @@ print(f"| {d['ranks']:,} | {d['segment_events']:,} | {d['rows']:,} | {d['compact
       f"{d['compact_max_fds']} ({d['nofile_limit']}) | {d['db_bytes'] / 1e6:.1f} | "
       f"{d['db_bytes'] / d['rows']:.2f} | {d['compact_cpu_s'] / d['ranks'] * 1e6:.0f} | "
       f"{s.get('max_error_ns', 0) / 1000:.1f} / {s.get('max_unc_ns', 0) / 1000:.1f} us "
-      f"({s.get('max_error_over_unc', 0):.2f}) | {len(d['stragglers'])} of {len(d['stragglers'])} |")
+      f"({s.get('max_error_over_unc', 0):.2f}) | {len(d['stragglers'])} of {len(d['stragglers'])} | "
+      f"{d['report_stragglers_wall_s']:.1f} |")
 EOF
 done

@@ -15,7 +15,7 @@ It also measures compaction (CPU, wall, peak RSS, most open files, DB size) and 
 one JSON line, which bench/run_scale_bench.sh tabulates. Exit 0 when every check passes.
 
 Usage: scale_job_test.py --tracedb BIN --gen BIN --tmp DIR --ranks N [--steps N]
-                         [--nofile N] [--keep]
+                         [--nofile N] [--keep] [--gen-arg ARG]...
 """
 import argparse
 import csv
@@ -116,6 +116,8 @@ def main():
     ap.add_argument("--nofile", type=int, default=32,
                     help="RLIMIT_NOFILE of the compaction (open files must stay bounded)")
     ap.add_argument("--keep", action="store_true", help="keep the generated job and DB")
+    ap.add_argument("--gen-arg", action="append", default=[],
+                    help="an extra argument for the generator (e.g. --no-members)")
     args = ap.parse_args()
 
     work = os.path.join(args.tmp, f"scale_job_{args.ranks}")
@@ -125,6 +127,7 @@ def main():
     gen_cmd = [args.gen, work, str(args.ranks), "--steps", str(args.steps)]
     for s in strag:
         gen_cmd += ["--straggler", str(s)]
+    gen_cmd += args.gen_arg
     t0 = time.monotonic()
     g = subprocess.run(gen_cmd, capture_output=True, text=True)
     gen_wall = time.monotonic() - t0
