@@ -5,7 +5,7 @@
 # tests/scale_job_test.py compacts it under RLIMIT_NOFILE=NOFILE, checks rows, clock error per
 # rank and `tracedb report stragglers` against the generator, and measures compaction: CPU
 # (user + system, wait4), wall, peak RSS, most open files (sampled every ms), DB size.
-# Any failed check stops the script.
+# Any failed check stops the script. The raw JSON of each size is appended to TMP/results.jsonl.
 # Usage: bench/run_scale_bench.sh [RANKS...]      (default: 256 1024 4096)
 #   env: BUILD (default build), STEPS (100), NOFILE (32), TMP (/tmp/tracedb-scale-bench),
 #        GEN_ARGS (extra generator arguments, e.g. --no-members: no member list for
@@ -19,6 +19,7 @@ tmp=${TMP:-/tmp/tracedb-scale-bench}
 ranks=("$@")
 [ ${#ranks[@]} -gt 0 ] || ranks=(256 1024 4096)
 ninja -C "$build" -j2 tracedb_cli scale_job_gen >/dev/null
+mkdir -p "$tmp"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -29,6 +30,7 @@ for r in "${ranks[@]}"; do
   line=$(python3 tests/scale_job_test.py --tracedb "$build/tracedb" --gen "$build/tests/scale_job_gen" \
     --tmp "$tmp" --ranks "$r" --steps "$steps" --nofile "$nofile" \
     $(for a in ${GEN_ARGS:-}; do printf -- '--gen-arg=%s ' "$a"; done))
+  echo "$line" >> "$tmp/results.jsonl"  # every figure of the run, clocks per method included
   python3 - "$line" <<'EOF'
 import json, sys
 d = json.loads(sys.argv[1])
