@@ -527,6 +527,9 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
         std::chrono::steady_clock::now() - batch_start < kBatchTime) {
       return Status::Ok();
     }
+    // The open spans, once per transaction (they walk every track of the job).
+    TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
+    TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
     TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
     batch_open = false;
     stats.rows = w->rows_written() - rows_at_start;
@@ -612,7 +615,6 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     bytes_done += new_offset - prev.offset;
     stats.files_read++;
 
-    TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
     TRACEDB_ASSIGN_OR_RETURN(
         Stmt st, db->Prepare("INSERT INTO sources(path, format, rank, pid, offset, size, "
                              "finished, events) VALUES(?1, 'segment', ?2, ?3, ?4, ?5, ?6, ?7) "
@@ -628,7 +630,6 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
                                 .Bind(7, static_cast<int64_t>(v.segment_events))
                                 .Run());
     TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, clock_ranks, &clocks_stored));
-    TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
     batch_events += v.segment_events;
     TRACEDB_RETURN_IF_ERROR(file_done(i));
   }
