@@ -245,8 +245,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
 // 26.6 -> 15 s of CPU at 4,096 ranks). A rank whose row does not exist yet stays out of
 // `stored`. Once every rank of `clocks` is stored it returns at once: walking the map and
 // building `done` per file was still O(ranks) per file (docs/bench-compaction.md "4,096 ranks").
-Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks,
-                       size_t clock_ranks, std::set<int32_t>* stored) {
+Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks, size_t clock_ranks,
+                       std::set<int32_t>* stored) {
   if (stored->size() >= clock_ranks) return Status::Ok();
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("UPDATE ranks SET clock_method = ?2, offset_ns = ?3, drift_ppm = ?4, "

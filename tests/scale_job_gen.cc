@@ -73,9 +73,8 @@ enum Name : uint32_t {
   kMpiFinalize,
   kNumNames
 };
-const char* const kNameText[] = {"",      "step",          "MPI_Init",  "forward",
-                                 "backward", "layer",      "MPI_Allreduce", "optimizer",
-                                 "MPI_Finalize"};
+const char* const kNameText[] = {"",      "step",          "MPI_Init",  "forward",     "backward",
+                                 "layer", "MPI_Allreduce", "optimizer", "MPI_Finalize"};
 constexpr uint8_t kCatCompute = 1, kCatMpi = 4, kCatStep = 7;
 
 struct Config {
@@ -143,15 +142,15 @@ int64_t Common(int64_t t) { return Realtime(0, t); }
 
 // ---- The MPI clock synchronisation (recorder/mpi/clock_sync.cc), simulated ----
 struct SyncOut {
-  SyncPoint point;  // what the rank records
-  int64_t done = 0; // true time the rank returns from SyncClocks
+  SyncPoint point;   // what the rank records
+  int64_t done = 0;  // true time the rank returns from SyncClocks
 };
 
 struct PingPong {
-  int64_t mid = 0;    // true time of the best round trip's middle
-  int64_t asym = 0;   // where in it the server read its clock, from the middle
-  int64_t rtt = 0;    // its round trip
-  int64_t end = 0;    // true time the exchange ended
+  int64_t mid = 0;   // true time of the best round trip's middle
+  int64_t asym = 0;  // where in it the server read its clock, from the middle
+  int64_t rtt = 0;   // its round trip
+  int64_t end = 0;   // true time the exchange ended
 };
 
 PingPong SimulatePingPong(int64_t start, int64_t min_rtt, uint64_t rank, uint64_t which) {
@@ -160,10 +159,10 @@ PingPong SimulatePingPong(int64_t start, int64_t min_rtt, uint64_t rank, uint64_
   int64_t t = start;
   PingPong p;
   for (int i = 0; i < rounds; ++i) {
-    const int64_t rtt =
-        i == best ? min_rtt
-                  : min_rtt + 1 + static_cast<int64_t>(U(rank, which, kSlotSync, 10 + i) *
-                                                       static_cast<double>(min_rtt));
+    const int64_t rtt = i == best ? min_rtt
+                                  : min_rtt + 1 +
+                                        static_cast<int64_t>(U(rank, which, kSlotSync, 10 + i) *
+                                                             static_cast<double>(min_rtt));
     if (i == best) {
       p.mid = t + rtt / 2;
       p.rtt = rtt;
@@ -207,7 +206,8 @@ std::vector<SyncOut> SimulateSync(const Config& c, int64_t start, uint64_t which
   // Rank 0 records offset 0 at its end; node 0's ranks wait for its Bcast.
   out[0].point = SyncPoint{0, Local(0, rank0_done), 0, 0};
   out[0].done = rank0_done;
-  for (int p = 1; p < std::min(c.per_node, c.ranks); ++p) out[static_cast<size_t>(p)].done = rank0_done + 5 * kUs;
+  for (int p = 1; p < std::min(c.per_node, c.ranks); ++p)
+    out[static_cast<size_t>(p)].done = rank0_done + 5 * kUs;
   // Phase 2: every other node's leader serves its ranks after its own exchange.
   for (int node = 1; node < nodes; ++node) {
     const int leader = node * c.per_node;
@@ -278,18 +278,18 @@ int64_t Transfer(int k, int ranks) {  // ring allreduce at 10 GB/s plus log2(ran
 
 // ---- Pass 1 (step-major): when every collective ends; the job's global instants. ----
 struct Timeline {
-  std::vector<int64_t> proc_start;        // per rank
-  int64_t init_done = 0;                  // PMPI_Init returns everywhere
+  std::vector<int64_t> proc_start;  // per rank
+  int64_t init_done = 0;            // PMPI_Init returns everywhere
   std::vector<SyncOut> init_sync, fin_sync;
-  std::vector<int64_t> first_step;        // per rank
-  std::vector<int64_t> exits;             // [step * kCollectives + k]
+  std::vector<int64_t> first_step;  // per rank
+  std::vector<int64_t> exits;       // [step * kCollectives + k]
   struct Coll {
-    int last = 0;       // the rank that arrived last (the highest rank among equals)
-    int64_t skew = 0;   // ns, last arrival - first arrival
+    int last = 0;      // the rank that arrived last (the highest rank among equals)
+    int64_t skew = 0;  // ns, last arrival - first arrival
   };
-  std::vector<Coll> colls;                // [seq = step * kCollectives + k]
-  std::vector<int64_t> fin_arrive;        // per rank: enters MPI_Finalize
-  int64_t finalize_end = 0;               // PMPI_Finalize returns (+ per-rank jitter)
+  std::vector<Coll> colls;          // [seq = step * kCollectives + k]
+  std::vector<int64_t> fin_arrive;  // per rank: enters MPI_Finalize
+  int64_t finalize_end = 0;         // PMPI_Finalize returns (+ per-rank jitter)
 };
 
 Timeline Simulate(const Config& c) {
@@ -334,7 +334,8 @@ Timeline Simulate(const Config& c) {
       for (size_t r = 0; r < n; ++r)
         arrive[r] = exit + plans[r].exit_jitter[k] + plans[r].gap[k + 1];
     }
-    for (size_t r = 0; r < n; ++r) t[r] = arrive[r] + plans[r].optimizer + plans[r].gap[kCollectives + 1];
+    for (size_t r = 0; r < n; ++r)
+      t[r] = arrive[r] + plans[r].optimizer + plans[r].gap[kCollectives + 1];
   }
   tl.fin_arrive = t;
   tl.fin_sync = SimulateSync(c, *std::max_element(t.begin(), t.end()) + 100 * kUs, 1);
@@ -347,7 +348,8 @@ Timeline Simulate(const Config& c) {
 // ---- Pass 2 (rank-major): one rank's segment file, flush by flush. ----
 class RankFile {
  public:
-  RankFile(const Config& c, int rank, int64_t start) : c_(c), rank_(rank), node_(rank / c.per_node) {
+  RankFile(const Config& c, int rank, int64_t start)
+      : c_(c), rank_(rank), node_(rank / c.per_node) {
     next_flush_ = start + kSec;
     pid_ = 20000 + static_cast<uint32_t>(rank % c.per_node) * 7 + static_cast<uint32_t>(node_ % 97);
     dir_ = c.out + "/trace/" + RankDirName(rank);
@@ -385,9 +387,15 @@ class RankFile {
   }
 
   // Records an event at true time `when` (the flusher takes it at the next flush after it).
-  void Begin(int64_t t, uint32_t name, uint8_t cat) { Add(t, EventKind::kBegin, name, cat, t, 0, nullptr); }
-  void End(int64_t t, uint32_t name, uint8_t cat) { Add(t, EventKind::kEnd, name, cat, t, 0, nullptr); }
-  void Step(int64_t t, int64_t step) { Add(t, EventKind::kStep, kStepName, kCatStep, t, step, nullptr); }
+  void Begin(int64_t t, uint32_t name, uint8_t cat) {
+    Add(t, EventKind::kBegin, name, cat, t, 0, nullptr);
+  }
+  void End(int64_t t, uint32_t name, uint8_t cat) {
+    Add(t, EventKind::kEnd, name, cat, t, 0, nullptr);
+  }
+  void Step(int64_t t, int64_t step) {
+    Add(t, EventKind::kStep, kStepName, kCatStep, t, step, nullptr);
+  }
   void Complete(int64_t t0, int64_t t1, uint32_t name, uint8_t cat, const EventArgs* args) {
     Add(t1, EventKind::kComplete, name, cat, t0, t1, args);
   }
