@@ -16,6 +16,7 @@
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
+#include "shell/verbosity.h"
 #include "shell/report_html.h"
 #include "shell/result_format.h"
 #include "shell/sql_runner.h"
@@ -342,6 +343,7 @@ void SetupReport(CLI::App& app, int* exit_code) {
   mpi->add_option("-f,--format", o->format, "text, csv or json");
   mpi->add_flag("--all-ranks", o->all_ranks,
                 "A section for every rank (default: rank 0 and the min/median/max ranks)");
+  AddVerbosityFlags(mpi);
   mpi->callback([o, exit_code] { *exit_code = RunMpiReport(*o); });
 
   auto so = std::make_shared<ReportOptions>();
@@ -350,6 +352,7 @@ void SetupReport(CLI::App& app, int* exit_code) {
   st->add_option("db", so->db, "Trace database (.tdb)")->required();
   st->add_option("-f,--format", so->format, "text, csv, json or markdown");
   st->add_option("-n,--limit", so->limit, "Collectives to list");
+  AddVerbosityFlags(st);
   st->callback([so, exit_code] { *exit_code = RunStragglers(*so); });
 
   SetupReportHtml(report, exit_code);  // report html: shell/report_html.cc

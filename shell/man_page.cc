@@ -1,6 +1,7 @@
 // The tracedb(1) manual page from the CLI11 definitions. See man_page.h.
 #include "shell/man_page.h"
 
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -90,6 +91,7 @@ void Options(const CLI::App& app, std::string* out) {
     }
     std::string desc = o->get_description();
     if (!o->get_default_str().empty()) desc += " (default: " + o->get_default_str() + ")";
+    if (o->nonpositional() && o->get_required()) desc += " (required)";
     *out += Roff(desc) + "\n";
   }
 }
@@ -113,18 +115,24 @@ void Subcommand(const std::vector<std::string>& path, const CLI::App& app, std::
 std::string ManPage(const CLI::App& app) {
   const std::string version = engine::kTracedbVersion;
   std::string out;
-  out += ".\\\" tracedb(1): written by `tracedb --help-man` (shell/man_page.cc) from the program's\n";
+  out +=
+      ".\\\" tracedb(1): written by `tracedb --help-man` (shell/man_page.cc) from the program's\n";
   out += ".\\\" own option definitions; do not edit by hand.\n";
   out += ".TH TRACEDB 1 \"\" \"tracedb " + version + "\" \"User Commands\"\n";
-  out += ".SH NAME\ntracedb \\- record, compact, query and export traces of distributed training "
-         "jobs\n";
+  out +=
+      ".SH NAME\ntracedb \\- record, compact, query and export traces of distributed training "
+      "jobs\n";
   out += ".SH SYNOPSIS\n" + Bold("tracedb") + " [" + Bold("-q") + "|" + Bold("-v") + "] " +
          Italic("SUBCOMMAND") + " [" + Italic("OPTIONS") + "] " + Italic("ARGS") + "...\n.br\n" +
          Bold("tracedb") + " " + Bold("--version") + "\n";
-  out += ".SH DESCRIPTION\n" + Roff(app.get_description()) + "\n.PP\n" +
-         Roff("Every subcommand prints its options with tracedb SUBCOMMAND --help. The user guide, "
-              "the SQL reference and the cookbook are in the docs/ directory of the source tree "
-              "(docs/index.md).") +
+  std::string description = app.get_description();
+  if (description.rfind("tracedb: ", 0) == 0) description = description.substr(9);
+  if (!description.empty()) description[0] = static_cast<char>(std::toupper(description[0]));
+  out += ".SH DESCRIPTION\n" + Roff(description + ".") + "\n.PP\n" +
+         Roff(
+             "Every subcommand prints its options with tracedb SUBCOMMAND --help. The user guide, "
+             "the SQL reference and the cookbook are in the docs/ directory of the source tree "
+             "(docs/index.md).") +
          "\n";
   out += ".SH OPTIONS\n";
   Options(app, &out);
@@ -133,16 +141,17 @@ std::string ManPage(const CLI::App& app) {
     Subcommand({sub->get_name()}, *sub, &out);
   }
   out += ".SH EXIT STATUS\n";
-  out += ".TP\n" + std::to_string(kExitOk) + "\n" +
-         Roff("Done; also --help and --version.") + "\n";
+  out += ".TP\n" + std::to_string(kExitOk) + "\n" + Roff("Done; also --help and --version.") + "\n";
   out += ".TP\n" + std::to_string(kExitError) + "\n" +
-         Roff("The work failed: a file missing or unreadable, corrupt input, an SQL error, a write "
-              "error.") +
+         Roff(
+             "The work failed: a file missing or unreadable, corrupt input, an SQL error, a write "
+             "error.") +
          "\n";
   out += ".TP\n" + std::to_string(kExitUsage) + "\n" +
-         Roff("Bad arguments: an unknown subcommand or option, a missing argument, a value out of "
-              "range. The message is one line: tracedb SUBCOMMAND: what is wrong (see tracedb "
-              "SUBCOMMAND --help).") +
+         Roff(
+             "Bad arguments: an unknown subcommand or option, a missing argument, a value out of "
+             "range. The message is one line: tracedb SUBCOMMAND: what is wrong (see tracedb "
+             "SUBCOMMAND --help).") +
          "\n";
   out += ".SH ENVIRONMENT\n";
   const std::pair<const char*, const char*> env[] = {

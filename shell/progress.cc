@@ -13,8 +13,8 @@
 namespace tracedb::shell {
 namespace {
 
-constexpr double kFirstAfterS = 0.5;   // a shorter command prints no progress at all
-constexpr double kEveryS = 0.25;       // the line is rewritten at most this often
+constexpr double kFirstAfterS = 0.5;  // a shorter command prints no progress at all
+constexpr double kEveryS = 0.25;      // the line is rewritten at most this often
 
 }  // namespace
 
@@ -23,12 +23,11 @@ ProgressLine::ProgressLine(std::string label)
   const char* env = std::getenv("TRACEDB_PROGRESS");
   forced_ = env != nullptr && std::strcmp(env, "1") == 0;
   const bool off = env != nullptr && std::strcmp(env, "0") == 0;
-  enabled_ = GetVerbosity() != Verbosity::kQuiet && !off &&
-             (forced_ || ::isatty(STDERR_FILENO) != 0);
+  enabled_ =
+      GetVerbosity() != Verbosity::kQuiet && !off && (forced_ || ::isatty(STDERR_FILENO) != 0);
 }
 
-std::string ProgressLine::Render(const std::string& label, const ProgressState& s,
-                                 double seconds) {
+std::string ProgressLine::Render(const std::string& label, const ProgressState& s, double seconds) {
   std::string line = label + ":";
   if (s.files_total > 0) {
     line += " file " + std::to_string(s.files_done) + "/" + std::to_string(s.files_total) + ",";
@@ -55,7 +54,7 @@ std::string ProgressLine::Render(const std::string& label, const ProgressState& 
     done = static_cast<double>(s.units_done);
     total = static_cast<double>(s.units_total);
   }
-  if (seconds > 0 && done > 0 && total >= done) {
+  if (seconds > 0 && done > 0 && total > done) {
     const double left_s = seconds * (total - done) / done;
     line += ", ETA " + HumanDuration(left_s * 1e9);
   }

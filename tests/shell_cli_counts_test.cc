@@ -61,7 +61,8 @@ Counts Compact(const std::string& dir, const std::string& db, const std::string&
   int rc = 0;
   std::string& out = *output;
   out = RunCommand(
-      TracedbBin() + " compact " + ShellQuote(dir) + " -o " + ShellQuote(db) + flags + " 2>&1", &rc);
+      TracedbBin() + " compact " + ShellQuote(dir) + " -o " + ShellQuote(db) + flags + " 2>&1",
+      &rc);
   EXPECT_EQ(rc, 0) << out;
   std::smatch m;
   const std::regex re("compacted ([0-9,]+) segment events(?: and ([0-9,]+) step markers)? from");
