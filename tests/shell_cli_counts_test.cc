@@ -139,5 +139,35 @@ TEST(InfoAndCompact, LeaveOutTheSameTornBlock) {
   EXPECT_EQ(sources, static_cast<int64_t>(want.events)) << out;
 }
 
+// The progress line (forced on a pipe with TRACEDB_PROGRESS=1) and -v's line per segment file:
+// one per file of the fixture, with the rows each added.
+TEST(Compact, ShowsProgressAndOneVerboseLinePerFile) {
+  const std::string spec = ReadFile(SourceRoot() + "/fixtures/shell/counts.spec");
+  TempDir tmp;
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(), spec).ok());
+  int rc = 0;
+  const std::string out =
+      RunCommand("TRACEDB_PROGRESS=1 " + TracedbBin() + " compact " + ShellQuote(tmp.Sub("trace")) +
+                     " -o " + ShellQuote(tmp.Sub("job.tdb")) + " -v 2>&1",
+                 &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("\rcompact: file [1-3]/3, [0-9,]+ events, ")))
+      << out;
+  for (const char* file : {"rank-0/seg-100-000000.tds", "rank-0/seg-101-000000.tds",
+                           "rank-1/seg-200-000000.tds"}) {
+    EXPECT_TRUE(std::regex_search(
+        out, std::regex("tracedb compact: [^\n]*/trace/" + std::string(file) +
+                        ": [0-9,]+ rows from [0-9.]+ [KM]?B in [0-9.]+ s\n")))
+        << file << " in " << out;
+  }
+  // -q: neither the progress line nor the summary.
+  const std::string quiet =
+      RunCommand("TRACEDB_PROGRESS=1 " + TracedbBin() + " compact " + ShellQuote(tmp.Sub("trace")) +
+                     " -o " + ShellQuote(tmp.Sub("quiet.tdb")) + " -q 2>&1",
+                 &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(quiet, "");
+}
+
 }  // namespace
 }  // namespace tracedb::testing
