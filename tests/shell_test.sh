@@ -262,4 +262,13 @@ for _ in $(seq 100); do [ -s "$tmp/paged.txt" ] && break; sleep 0.1; done
 [ "$(grep -c '│' "$tmp/paged.txt")" -eq 201 ] || fail "paged: $(wc -l <"$tmp/paged.txt") lines"
 grep -q "shortresult" "$tmp/paged.txt" && fail "the short result went to the pager"
 type_line ".quit"
+
+# The progress line on a real terminal: rewritten in place and cleared, so that the summary is
+# all the screen keeps (TRACEDB_PROGRESS=1: a 5-event export is over before the half second).
+tmux kill-session -t "$session" 2>/dev/null || true
+tmux new-session -d -s "$session" -x 120 -y 30 \
+  "env TRACEDB_PROGRESS=1 $bin export $db -o $tmp/tty.json -f chrome; echo export-finished; sleep 30"
+wait_for "export-finished"
+screen | grep -q "^exported 5 of 5 events from " || { screen; fail "no summary on the terminal"; }
+screen | grep -q "export: 5 events" && { screen; fail "the progress line was left on the terminal"; }
 echo ok
