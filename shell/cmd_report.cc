@@ -5,6 +5,7 @@
 // `tracedb report stragglers JOB.tdb`: which rank arrives last to collectives, from the
 // collectives matched across ranks.
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <memory>
@@ -279,11 +280,15 @@ int RunMpiReport(const ReportOptions& o) {
     std::fprintf(stderr, "tracedb report mpi: %s\n", db.status().message().c_str());
     return kExitError;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   auto report = query::BuildMpiReport(db->get());
   if (!report.ok()) {
     std::fprintf(stderr, "tracedb report mpi: %s\n", report.status().message().c_str());
     return kExitError;
   }
+  Verbose("report mpi", "%s: %d of %d ranks with calls (source: %s), built in %.3f s",
+          o.db.c_str(), report->ranks_with_calls, report->world_size, report->source.c_str(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::string out;
   if (o.format == "text")
     out = RenderText(o.db, *report, o.all_ranks);

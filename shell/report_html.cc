@@ -382,6 +382,7 @@ int RunReportHtml(const HtmlOptions& o) {
 }  // namespace
 
 bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary* out) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto db = query::OpenQueryDb(path);
   if (!db.ok()) {
     std::fprintf(stderr, "tracedb %s: %s\n", cmd, db.status().message().c_str());
@@ -393,6 +394,9 @@ bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary*
     return false;
   }
   *out = std::move(*r);
+  Verbose(cmd, "%s: %d ranks, %s events, %zu names, %zu steps, read in %.3f s", path.c_str(),
+          out->ranks, WithCommas(out->events).c_str(), out->names.size(), out->step_ns.size(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return true;
 }
 
