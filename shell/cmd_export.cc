@@ -113,7 +113,7 @@ int RunExport(const ExportCmdOptions& o) {
     return Fail(kExitUsage, "unknown format '" + o.format + "' (chrome)");
   }
   if (!o.chrome && o.format.empty()) {
-    return Fail(kExitUsage, "choose the output format: -f chrome or --chrome (Chrome trace JSON)");
+    return Fail(kExitUsage, "choose the output format: --chrome or -f chrome (Chrome trace JSON)");
   }
   const bool quiet = GetVerbosity() == Verbosity::kQuiet;
   query::ChromeExportOptions eo;
