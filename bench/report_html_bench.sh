@@ -4,7 +4,8 @@
 # per run the time headless Chromium takes to load and render it (--dump-dom wall time) and the
 # page's own script time; medians of RUNS runs. The peer: the same load of a blank page (the
 # browser's own start-up), so that the page's cost is the difference. The machine may be shared:
-# quote medians.
+# quote medians. The generation and the page's writing print their CPU time (user + sys) beside the
+# wall time: on a loaded machine the CPU time is the figure to quote.
 # Usage: bench/report_html_bench.sh BUILD_DIR RANKS STEPS LAYERS [RUNS] [WORKDIR]
 #   events = RANKS * STEPS * (2 * LAYERS + 6); 8 ranks x 11792 steps x 50 layers = 10.0M
 set -euo pipefail
@@ -13,9 +14,10 @@ mkdir -p "$work"
 db=$work/job.tdb page=$work/job.html
 chromium=${CHROMIUM:-/usr/bin/chromium}
 t0=$(date +%s.%N)
-"$build/tests/report_job_gen" "$db" "$ranks" "$steps" "$layers" --straggler 3=1.1 --spike 100=3
+/usr/bin/time -f "generate: %e s wall, %U s user + %S s sys CPU, %M KiB peak" \
+  "$build/tests/report_job_gen" "$db" "$ranks" "$steps" "$layers" --straggler 3=1.1 --spike 100=3
 t1=$(date +%s.%N)
-/usr/bin/time -f "report html: %e s, %M KiB peak" "$build/tracedb" report html "$db" -o "$page"
+/usr/bin/time -f "report html: %e s wall, %U s user + %S s sys CPU, %M KiB peak" "$build/tracedb" report html "$db" -o "$page"
 t2=$(date +%s.%N)
 echo "db: $(stat -c %s "$db") bytes; generated in $(echo "$t1 - $t0" | bc) s"
 echo "page: $(stat -c %s "$page") bytes; written in $(echo "$t2 - $t1" | bc) s"

@@ -304,7 +304,7 @@ class EventsVisitor : public SegmentVisitor {
     if (!status_.ok()) return;
     const uint32_t thread_track = ThreadTrack(thread);
     for (const SegmentEvent& e : events) {
-      segment_events++;
+      count.Add(e);
       const uint32_t track = e.lane == 0 ? thread_track : LaneTrack(e.lane);
       const int64_t ts = model_->Map(e.ts);
       const uint32_t cat = cats_[e.cat < kNumCategories ? e.cat : 0];
@@ -340,7 +340,7 @@ class EventsVisitor : public SegmentVisitor {
 
   void set_count_stats(bool v) { count_stats_ = v; }
   const Status& status() const { return status_; }
-  uint64_t segment_events = 0;
+  SegmentEventCount count;  // as `tracedb info` counts them (segment_dir.h)
   uint64_t dropped = 0;
 
  private:
@@ -609,7 +609,8 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     for (const std::string& p : got->problems) {
       if (stats.problems.size() < 32) stats.problems.push_back(f.path + ": " + p);
     }
-    stats.segment_events += v.segment_events;
+    stats.segment_events += v.count.events;
+    stats.step_markers += v.count.steps;
     stats.dropped += v.dropped;
     stats.bytes_read += new_offset - prev.offset;
     bytes_done += new_offset - prev.offset;
@@ -627,7 +628,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
                                 .Bind(4, static_cast<int64_t>(new_offset))
                                 .Bind(5, static_cast<int64_t>(probe.file_size))
                                 .Bind(6, finished ? 1 : 0)
-                                .Bind(7, static_cast<int64_t>(v.segment_events))
+                                .Bind(7, static_cast<int64_t>(v.count.events))
                                 .Run());
     TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, clock_ranks, &clocks_stored));
     batch_events += v.segment_events;

@@ -89,17 +89,16 @@ class SummaryVisitor : public SegmentVisitor {
     if (rank_->host.empty()) rank_->host = m.host;
   }
   void OnEvents(uint32_t, const std::vector<SegmentEvent>& events) override {
+    SegmentEventCount count;
     for (const SegmentEvent& e : events) {
       rank_->events_by_kind[static_cast<int>(e.kind)]++;
-      if (e.kind == EventKind::kStep) {
-        dir_->steps++;
-        continue;
-      }
-      rank_->events++;
+      if (!count.Add(e)) continue;  // a step marker
       if (rank_->first_ts == 0 || e.ts < rank_->first_ts) rank_->first_ts = e.ts;
       const int64_t end = e.kind == EventKind::kComplete ? SaturatingAdd(e.ts, e.ival) : e.ts;
       if (end > rank_->last_ts) rank_->last_ts = end;
     }
+    rank_->events += count.events;
+    dir_->steps += count.steps;
   }
   void OnStats(const std::vector<DropCount>& drops) override {
     for (const DropCount& d : drops) rank_->dropped += d.dropped;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/segment_format.h"
 #include "engine/status.h"
 
 namespace tracedb::engine {
@@ -24,6 +25,24 @@ struct SegmentFileRef {
 // The segment files under `dir` (a job directory with rank-*/ subdirectories, or one rank
 // directory), ordered by rank, pid, seq. NotFound when `dir` does not exist or holds none.
 StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir);
+
+// How segment events are counted, one definition for `tracedb info` (SummarizeSegmentDir) and
+// `tracedb compact` (CompactStats, the `sources.events` column): a step marker (EventKind::kStep)
+// is counted apart; every other kind (begin, end, instant, counter, complete) is one event. Only
+// what the reader returns is counted: blocks that fail their CRC and a torn tail are in neither.
+struct SegmentEventCount {
+  uint64_t events = 0;
+  uint64_t steps = 0;
+  // Counts `e`; true when it is an event, false for a step marker.
+  bool Add(const SegmentEvent& e) {
+    if (e.kind == EventKind::kStep) {
+      ++steps;
+      return false;
+    }
+    ++events;
+    return true;
+  }
+};
 
 struct RankSummary {
   int32_t rank = 0;

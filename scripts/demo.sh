@@ -10,10 +10,19 @@ jobs=$(nproc 2>/dev/null || echo 2)
 ranks=${RANKS:-4}
 steps=${STEPS:-120}
 
-"$root/scripts/setup-deps.sh"
+# Only the demo's packages (no test framework, browser or compilers for the sanitizer builds).
+"$root/scripts/setup-deps.sh" --demo
 
 echo "== build"
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# The tests and benchmarks need GoogleTest, which the demo's set leaves out: build them only when
+# it is there (after scripts/setup-deps.sh without --demo, e.g. for scripts/test.sh).
+if dpkg-query -W -f='${Status}' libgtest-dev 2>/dev/null | grep -q "install ok installed"; then
+  with_tests=ON
+else
+  with_tests=OFF
+fi
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRACEDB_TESTS=$with_tests -DTRACEDB_BENCH=$with_tests >/dev/null
 cmake --build "$root/build" -j "$jobs" --target tracedb_cli tracedb tracedb_mpi logreg_mpi tracedb_sqlite
 if cmake --build "$root/build" -j "$jobs" --target tracedb_python >/dev/null 2>&1; then
   have_python=1

@@ -16,7 +16,8 @@ stage() { echo "== $* ($(($(date +%s) - start)) s)"; }
 "$root/scripts/setup-deps.sh"
 
 stage "build (RelWithDebInfo)"
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRACEDB_TESTS=ON -DTRACEDB_BENCH=ON >/dev/null  # ON again after a demo without GoogleTest
 cmake --build "$root/build" -j "$jobs"
 
 stage "tests"

@@ -25,6 +25,8 @@
 #include "engine/trace_writer.h"
 #include "shell/commands.h"
 #include "shell/format.h"
+#include "shell/progress.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {
@@ -36,7 +38,6 @@ struct CompactCmdOptions {
   double interval_s = 2.0;
   bool finish = false;
   int64_t stale_after_s = 120;
-  bool quiet = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -50,9 +51,11 @@ double Now() {
 void PrintSummary(const engine::CompactStats& s, double seconds) {
   std::fprintf(
       stderr,
-      "compacted %s segment events from %llu of %llu files into %s rows in %.2f s "
+      "compacted %s segment events%s from %llu of %llu files into %s rows in %.2f s "
       "(%s events/s)\n",
-      WithCommas(s.segment_events).c_str(), static_cast<unsigned long long>(s.files_read),
+      WithCommas(s.segment_events).c_str(),
+      s.step_markers ? (" and " + WithCommas(s.step_markers) + " step markers").c_str() : "",
+      static_cast<unsigned long long>(s.files_read),
       static_cast<unsigned long long>(s.files), WithCommas(s.rows).c_str(), seconds,
       WithCommas(static_cast<uint64_t>(seconds > 0 ? s.segment_events / seconds : 0)).c_str());
   if (s.dropped) {
@@ -130,19 +133,48 @@ int RunCompact(const CompactCmdOptions& o) {
   co.inputs = o.inputs;
   co.finish = o.finish && !o.watch;
   co.stale_after_s = o.stale_after_s;
-  const bool tty = isatty(STDERR_FILENO);
-  double last_print = 0;
+  const bool quiet = GetVerbosity() == Verbosity::kQuiet;
   const double t0 = Now();
-  auto progress = [&](const engine::CompactProgress& p) {
-    if (o.quiet || !tty) return;
-    const double now = Now();
-    if (now - last_print < 0.25 && p.file_index != p.files) return;
-    last_print = now;
-    const double pct = p.bytes_total ? 100.0 * p.bytes_done / p.bytes_total : 100.0;
-    std::fprintf(stderr, "\r  file %zu/%zu  %5.1f%%  %s of %s  %s rows   ", p.file_index, p.files,
-                 pct, HumanBytes(p.bytes_done).c_str(), HumanBytes(p.bytes_total).c_str(),
-                 WithCommas(p.rows).c_str());
+  ProgressLine line("compact");
+  // -v: one line per segment file taken, with the rows it added and the time it took.
+  size_t file_index = 0;
+  std::string file_path;
+  uint64_t file_rows = 0, file_bytes = 0;
+  double file_start = t0;
+  auto file_done = [&](uint64_t rows, uint64_t bytes) {
+    if (file_index == 0) return;
+    Verbose("compact", "%s: %s rows from %s in %.3f s", file_path.c_str(),
+            WithCommas(rows - file_rows).c_str(),
+            HumanBytes(static_cast<double>(bytes - file_bytes)).c_str(), Now() - file_start);
   };
+  uint64_t last_rows = 0, last_bytes = 0;
+  auto progress = [&](const engine::CompactProgress& p) {
+    if (p.file_index != file_index) {
+      file_done(p.rows, p.bytes_done);
+      file_index = p.file_index;
+      file_path = p.path;
+      file_rows = last_rows;
+      file_bytes = last_bytes;
+      file_start = Now();
+    }
+    last_rows = p.rows;
+    last_bytes = p.bytes_done;
+    ProgressState st;
+    st.files_done = p.file_index;
+    st.files_total = p.files;
+    st.events = p.rows;
+    st.bytes_done = p.bytes_done;
+    st.bytes_total = p.bytes_total;
+    line.Update(st);
+  };
+  // Ends a pass: the last file's -v line, the progress line cleared.
+  auto pass_done = [&]() {
+    file_done(last_rows, last_bytes);
+    file_index = 0;
+    last_rows = last_bytes = 0;
+    line.Finish();
+  };
+  for (const std::string& in : o.inputs) Verbose("compact", "input %s", in.c_str());
   if (!o.watch) {
     // Nothing to compact is an error that creates nothing and touches no existing database.
     const Status inputs = CheckInputs(o.inputs);
@@ -151,10 +183,12 @@ int RunCompact(const CompactCmdOptions& o) {
       return kExitError;
     }
     if (!open_db()) return kExitError;
+    Verbose("compact", "database %s (%s)", o.output.c_str(),
+            existed ? "extended" : "created");
     auto stats = engine::Compact(writer.get(), co, progress);
-    if (tty && !o.quiet) std::fprintf(stderr, "\r%*s\r", 70, "");
+    pass_done();
     if (!stats.ok()) return fail(stats.status());
-    if (!o.quiet) PrintSummary(*stats, Now() - t0);
+    if (!quiet) PrintSummary(*stats, Now() - t0);
     return kExitOk;
   }
   // --watch: follow the job until every file is closed (and nothing new arrives), or Ctrl-C.
@@ -171,6 +205,7 @@ int RunCompact(const CompactCmdOptions& o) {
     if (writer != nullptr || CheckInputs(o.inputs).ok()) {
       if (writer == nullptr && !open_db()) return kExitError;
       stats = engine::Compact(writer.get(), co, progress);
+      pass_done();
     }
     if (!stats.ok()) {
       if (stats.status().IsNotFound()) {
@@ -179,8 +214,8 @@ int RunCompact(const CompactCmdOptions& o) {
         return fail(stats.status());
       }
     } else if (stats->rows > 0 || stats->segment_events > 0) {
-      if (!o.quiet) {
-        std::fprintf(stderr, "%s+%s rows (%s segment events) in %.2f s\n", tty ? "\r" : "",
+      if (!quiet) {
+        std::fprintf(stderr, "+%s rows (%s segment events) in %.2f s\n",
                      WithCommas(stats->rows).c_str(), WithCommas(stats->segment_events).c_str(),
                      Now() - pass_start);
       }
@@ -203,7 +238,7 @@ int RunCompact(const CompactCmdOptions& o) {
       break;
     }
   }
-  if (!o.quiet) std::fprintf(stderr, "watch ended after %.1f s\n", Now() - t0);
+  if (!quiet) std::fprintf(stderr, "watch ended after %.1f s\n", Now() - t0);
   return kExitOk;
 }
 
@@ -226,7 +261,7 @@ void SetupCompact(CLI::App& app, int* exit_code) {
   sub->add_option("--stale-after", o->stale_after_s,
                   "Without flock only: seconds after which an unclosed, unchanged file counts "
                   "as finished");
-  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  AddVerbosityFlags(sub);
   sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
 }
 

@@ -10,6 +10,7 @@
 
 #include "query/report_data.h"
 #include "shell/commands.h"
+#include "shell/verbosity.h"
 #include "shell/format.h"
 #include "shell/report_html.h"
 
@@ -161,6 +162,7 @@ void SetupDiff(CLI::App& app, int* exit_code) {
   sub->add_option("--alpha", o->alpha, "Significance level (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("-n,--limit", o->limit, "Names to list in text output (default 40)");
+  AddVerbosityFlags(sub);
   sub->callback([o, exit_code] { *exit_code = RunDiffCmd(*o); });
 }
 

@@ -18,12 +18,15 @@
 #include "shell/commands.h"
 #include "shell/export_args.h"
 #include "shell/format.h"
+#include "shell/progress.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {
 
 struct ExportCmdOptions {
   bool chrome = false;
+  std::string format;  // -f/--format: "chrome" (the same as --chrome)
   std::string db;
   std::string output;
   std::string ranks, from, to;
@@ -31,7 +34,6 @@ struct ExportCmdOptions {
   double max_mb = 0;
   int gzip_level = 1;
   bool absolute = false;
-  bool quiet = false;
   bool no_messages = false;
 };
 
@@ -107,7 +109,13 @@ void PrintSummary(const ExportCmdOptions& o, const query::ChromeExportStats& s, 
 }
 
 int RunExport(const ExportCmdOptions& o) {
-  if (!o.chrome) return Fail(kExitUsage, "choose the output format: --chrome (Chrome trace JSON)");
+  if (!o.format.empty() && o.format != "chrome") {
+    return Fail(kExitUsage, "unknown format '" + o.format + "' (chrome)");
+  }
+  if (!o.chrome && o.format.empty()) {
+    return Fail(kExitUsage, "choose the output format: --chrome or -f chrome (Chrome trace JSON)");
+  }
+  const bool quiet = GetVerbosity() == Verbosity::kQuiet;
   query::ChromeExportOptions eo;
   eo.output = o.output;
   eo.source_label = o.db;
@@ -142,6 +150,7 @@ int RunExport(const ExportCmdOptions& o) {
 
   auto db = engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
   if (!db.ok()) return Fail(kExitUsage, db.status().message());
+  const double t_flows = Now();
   if (!o.no_messages) {
     Status m = MessageFlows(o.db, &eo.extra_flows);
     if (!m.ok()) {
@@ -149,34 +158,30 @@ int RunExport(const ExportCmdOptions& o) {
       std::fprintf(stderr, "tracedb export: warning: no message flows: %s\n", m.message().c_str());
       eo.extra_flows.clear();
     }
+    Verbose("export", "%s: %s matched MPI messages to draw as flows, found in %.3f s",
+            o.db.c_str(), WithCommas(eo.extra_flows.size()).c_str(), Now() - t_flows);
   }
 
-  const bool tty = isatty(STDERR_FILENO);
   const double t0 = Now();
-  double last = t0;
-  bool printed = false;
+  ProgressLine line("export");
   eo.progress = [&](const query::ChromeExportStats& s) {
-    if (o.quiet) return;
-    const double now = Now();
-    // Big exports only: after the first second, 4 times a second on a terminal, else every 5 s.
-    if (now - t0 < 1.0 || now - last < (tty ? 0.25 : 5.0)) return;
-    last = now;
-    printed = true;
-    std::fprintf(stderr, "%s  exported %s events, %s of JSON, %s events/s%s", tty ? "\r" : "",
-                 WithCommas(s.events_written).c_str(), HumanBytes(double(s.json_bytes)).c_str(),
-                 WithCommas(static_cast<uint64_t>(s.events_written / (now - t0))).c_str(),
-                 tty ? "   " : "\n");
+    ProgressState st;
+    st.events = s.events_written;
+    st.bytes_done = s.json_bytes;
+    st.units_done = s.blocks_decoded + s.blocks_corrupt;
+    st.units_total = s.blocks_total;
+    line.Update(st);
   };
   query::ChromeExportStats stats;
   Status s = query::ExportChrome(db->get(), eo, &stats);
-  if (printed && tty) std::fprintf(stderr, "\r%*s\r", 78, "");
+  line.Finish();
   if (!s.ok()) {
     const bool usage = s.code() == Status::Code::kInvalidArgument ||
                        s.code() == Status::Code::kNotSupported ||
                        s.code() == Status::Code::kNotFound;
     return Fail(usage ? kExitUsage : kExitError, s.message());
   }
-  if (!o.quiet) PrintSummary(o, stats, Now() - t0);
+  if (!quiet) PrintSummary(o, stats, Now() - t0);
   if (stats.events_total() == 0) {
     // An imported mpitrace/mpiP profile is tables of totals, which a Chrome trace cannot carry.
     auto profile_rows = (*db)->QueryInt(
@@ -201,6 +206,7 @@ void SetupExport(CLI::App& app, int* exit_code) {
       "export", "Write a slice of a trace database for a trace viewer (Chrome trace JSON)");
   sub->add_flag("--chrome", o->chrome,
                 "Chrome Trace Event JSON: chrome://tracing, Perfetto UI, speedscope");
+  sub->add_option("-f,--format", o->format, "The output format: chrome (the same as --chrome)");
   sub->add_option("db", o->db, "Trace database (.tdb)")->required();
   sub->add_option("-o,--output", o->output, "Output FILE.json (FILE.json.gz: gzip)")->required();
   sub->add_option("--ranks", o->ranks, "Ranks to export: 0,2-5");
@@ -222,7 +228,7 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_flag("--absolute", o->absolute,
                 "Timestamps in µs since the Unix epoch (default: since the job's first event; "
                 "viewers hold epoch times only to ~0.25 µs)");
-  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  AddVerbosityFlags(sub);
   sub->callback([o, exit_code] { *exit_code = RunExport(*o); });
 }
 

@@ -1,4 +1,4 @@
-// `tracedb import FILE|DIR... -o JOB.tdb [--format F] [--rank N]`: reads traces written by other
+// `tracedb import FILE|DIR... -o JOB.tdb [--input-format F] [--rank N]`: reads traces written by other
 // tools (Horovod, BytePS, Bluefog, PyTorch profiler, any Chrome JSON; mpitrace and mpiP once
 // their importers are registered) into one trace database. Each input file is one batch (one
 // SQLite transaction), so a failure keeps the files imported before it. Formats are detected from
@@ -24,19 +24,21 @@
 #include "query/import/json/byte_source.h"
 #include "shell/commands.h"
 #include "shell/format.h"
+#include "shell/progress.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {
 
 constexpr size_t kHeadBytes = 64 << 10;
-constexpr uint64_t kProgressMinBytes = 32u << 20;  // files smaller than this import silently
 constexpr const char* kFormats[] = {"chrome", "horovod",  "byteps", "bluefog",
                                     "kineto", "mpitrace", "mpip"};
 
 struct ImportOptions {
   std::vector<std::string> inputs;
   std::string output;
-  std::string format = "auto";
+  std::string format = "auto";   // --input-format
+  std::string old_format;        // --format: the deprecated name of --input-format
   int rank = -1;
   bool merge = false;     // inputs of another job go into the same ranks anyway
   bool separate = false;  // inputs of another job go into a database of their own
@@ -54,42 +56,6 @@ struct Done {
   std::string format;
   std::string output;  // the database it went into
   query::ImportResult result;
-};
-
-// Prints "bytes read / size, MB/s" on stderr at most once a second (a line that rewrites itself
-// on a terminal, one line every few seconds otherwise).
-class Progress {
- public:
-  explicit Progress(std::string path)
-      : path_(std::move(path)),
-        tty_(::isatty(STDERR_FILENO) != 0),
-        start_(Clock::now()),
-        last_(start_) {}
-  ~Progress() {
-    if (printed_ && tty_) std::fputc('\n', stderr);
-  }
-  void Update(uint64_t done, uint64_t total) {
-    if (total < kProgressMinBytes) return;
-    const auto now = Clock::now();
-    if (now - last_ < std::chrono::seconds(tty_ ? 1 : 5)) return;
-    last_ = now;
-    printed_ = true;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "%simport %s: %s of %s (%.0f%%), %s/s%s", tty_ ? "\r" : "", path_.c_str(),
-                 HumanBytes(static_cast<double>(done)).c_str(),
-                 HumanBytes(static_cast<double>(total)).c_str(),
-                 100.0 * static_cast<double>(done) / static_cast<double>(total),
-                 HumanBytes(secs > 0 ? static_cast<double>(done) / secs : 0).c_str(),
-                 tty_ ? "   " : "\n");
-    std::fflush(stderr);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::string path_;
-  bool tty_;
-  bool printed_ = false;
-  Clock::time_point start_, last_;
 };
 
 bool KnownFormat(const std::string& f) {
@@ -119,7 +85,7 @@ StatusOr<query::Importer*> DetectFormat(const std::string& path, bool* empty) {
   query::Importer* best = query::DetectImporter(path, head);
   if (best == nullptr) {
     return Status::InvalidArgument(path + ": not a trace format tracedb can import " +
-                                   "(name one with --format)");
+                                   "(name one with --input-format)");
   }
   return best;
 }
@@ -152,7 +118,7 @@ Status Expand(const ImportOptions& o, query::Importer* forced, std::vector<Item>
 }
 
 void PrintSummary(const std::vector<Done>& done) {
-  if (done.empty()) return;
+  if (done.empty() || GetVerbosity() == Verbosity::kQuiet) return;
   std::printf("%-40s %-8s %5s %12s %8s %10s\n", "file", "format", "rank", "events", "skipped",
               "truncated");
   for (const Done& d : done) {
@@ -212,17 +178,29 @@ enum class Attempt { kDone, kFailed, kOtherJob };
 
 // Imports one input into `out` in a batch of its own; commits it unless it fails, skips every
 // record, or (without `merge`) is not of the job already in `out`.
-Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const ImportOptions& o) {
+// The progress of the whole command: the files before this one, and this one's bytes.
+struct ImportProgress {
+  ProgressLine line{"import"};
+  ProgressState state;
+  uint64_t bytes_before = 0;  // input bytes of the files done
+};
+
+Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const ImportOptions& o,
+                   ImportProgress* progress) {
   auto before = query::SnapshotJob(out->writer->db());
   if (!before.ok()) {
     std::fprintf(stderr, "tracedb import: %s\n", before.status().message().c_str());
     return Attempt::kFailed;
   }
-  Progress progress(it.path);
+  const auto t0 = std::chrono::steady_clock::now();
   query::ImportInput input;
   input.path = it.path;
   input.rank_hint = it.rank_hint;
-  input.progress = [&progress](uint64_t d, uint64_t t) { progress.Update(d, t); };
+  input.progress = [progress](uint64_t done, uint64_t) {
+    progress->state.bytes_done = progress->bytes_before + done;
+    progress->line.Update(progress->state);
+  };
+  progress->line.Update(progress->state);  // this file starts
   query::ImportResult result;
   Status s = out->writer->BeginBatch();
   if (s.ok()) s = imp->Import(input, out->writer.get(), &result);
@@ -230,7 +208,8 @@ Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const Impo
   if (s.ok() && result.events == 0 && result.skipped > 0) {
     s = Status::InvalidArgument(
         "all " + WithCommas(result.skipped) + " records skipped, none imported" +
-        (it.importer != nullptr ? " (is --format " + std::string(imp->name()) + " right?)" : ""));
+        (it.importer != nullptr ? " (is --input-format " + std::string(imp->name()) + " right?)"
+                                  : ""));
   }
   bool other_job = false;
   if (s.ok() && !o.merge) {
@@ -239,6 +218,7 @@ Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const Impo
   }
   if (s.ok()) s = out->writer->CommitBatch();
   if (!s.ok()) {
+    progress->line.Finish();
     if (other_job && o.separate) {
       std::fprintf(stderr, "tracedb import: %s: another job than %s's, kept apart\n",
                    it.path.c_str(), out->path.c_str());
@@ -255,15 +235,37 @@ Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const Impo
     return other_job ? Attempt::kOtherJob : Attempt::kFailed;
   }
   if (result.skipped > 0) {
+    progress->line.Finish();
     std::fprintf(stderr, "tracedb import: warning: %s (as %s): %s records skipped\n",
                  it.path.c_str(), imp->name(), WithCommas(result.skipped).c_str());
   }
+  progress->state.events += result.events;
+  Verbose("import", "%s: %s%s, %s events, %s skipped, into %s in %.3f s", it.path.c_str(),
+          imp->name(), it.importer != nullptr ? "" : " (detected)",
+          WithCommas(result.events).c_str(), WithCommas(result.skipped).c_str(),
+          out->path.c_str(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   out->imported++;
   out->last = Done{it.path, imp->name(), out->path, std::move(result)};
   return Attempt::kDone;
 }
 
-int RunImport(const ImportOptions& o) {
+int RunImport(ImportOptions o) {
+  if (!o.old_format.empty()) {
+    // Kept so that scripts written before --input-format still run; -f/--format names an
+    // output format in every other subcommand.
+    if (o.format != "auto" && o.format != o.old_format) {
+      std::fprintf(stderr, "tracedb import: --format %s and --input-format %s disagree\n",
+                   o.old_format.c_str(), o.format.c_str());
+      return kExitUsage;
+    }
+    o.format = o.old_format;
+    if (GetVerbosity() != Verbosity::kQuiet) {
+      std::fprintf(stderr,
+                   "tracedb import: note: --format is deprecated here, use --input-format %s\n",
+                   o.format.c_str());
+    }
+  }
   query::Importer* forced = nullptr;
   if (o.format != "auto") {
     forced = query::FindImporter(o.format);
@@ -295,21 +297,39 @@ int RunImport(const ImportOptions& o) {
 
   // Outputs: o.output, then (with --separate) one more database per job that does not fit the
   // ones before: JOB-2.tdb, JOB-3.tdb, ...
+  ImportProgress progress;
+  progress.state.files_total = items.size();
+  for (const Item& it : items) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(it.path, ec);  // 0 for a BytePS directory
+    if (!ec) progress.state.bytes_total += size;
+  }
   std::vector<Output> outs;
   std::vector<Done> done;
   int failures = 0;
   bool skipped_already = false;  // an input already imported (not a failure)
+  uint64_t bytes_before = 0;  // input bytes of the items before this one
   for (const Item& it : items) {
+    progress.state.files_done++;
+    progress.bytes_before = bytes_before;
+    progress.state.bytes_done = bytes_before;
+    {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(it.path, ec);
+      if (!ec) bytes_before += size;
+    }
     query::Importer* imp = it.importer;
     if (imp == nullptr) {
       bool empty = false;
       auto detected = DetectFormat(it.path, &empty);
       if (!detected.ok()) {
+        progress.line.Finish();
         std::fprintf(stderr, "tracedb import: %s\n", detected.status().message().c_str());
         ++failures;
         continue;
       }
       if (empty) {
+        progress.line.Finish();
         std::fprintf(stderr, "tracedb import: %s: no events, nothing to import\n", it.path.c_str());
         continue;
       }
@@ -322,7 +342,8 @@ int RunImport(const ImportOptions& o) {
         std::error_code ec;
         out.existed = std::filesystem::exists(out.path, ec);
         if (Status s = out.Reopen(); !s.ok()) {
-          std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());
+          progress.line.Finish();
+        std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());
           PrintSummary(done);
           return kExitError;
         }
@@ -331,12 +352,13 @@ int RunImport(const ImportOptions& o) {
       Output& out = outs[k];
       auto already = query::AlreadyImported(out.writer.get(), it.path);
       if (already.ok() && *already) {
+        progress.line.Finish();
         std::fprintf(stderr, "tracedb import: %s: already in %s, skipped\n", it.path.c_str(),
                      out.path.c_str());
         skipped_already = true;
         break;
       }
-      const Attempt a = ImportInto(&out, it, imp, o);
+      const Attempt a = ImportInto(&out, it, imp, o, &progress);
       if (a == Attempt::kDone) {
         done.push_back(std::move(out.last));
         break;
@@ -350,6 +372,7 @@ int RunImport(const ImportOptions& o) {
       break;
     }
   }
+  progress.line.Finish();
   PrintSummary(done);
   // A database this command created and put nothing into is removed again.
   for (Output& out : outs) {
@@ -380,9 +403,11 @@ void SetupImport(CLI::App& app, int* exit_code) {
                   "file in it)")
       ->required();
   sub->add_option("-o,--output", opts->output, "Trace database to create or append to")->required();
-  sub->add_option("--format", opts->format,
+  sub->add_option("--input-format", opts->format,
                   "auto (default: detect from content), chrome, horovod, byteps, bluefog, "
                   "kineto, mpitrace or mpip");
+  sub->add_option("--format", opts->old_format,
+                  "Deprecated: the old name of --input-format (prints a note)");
   CLI::Option* merge =
       sub->add_flag("--merge", opts->merge,
                     "Import inputs that look like another job (same rank from another file of the "
@@ -392,6 +417,7 @@ void SetupImport(CLI::App& app, int* exit_code) {
       ->excludes(merge);
   sub->add_option("--rank", opts->rank, "Rank of the one input file when its content does not say")
       ->check(CLI::NonNegativeNumber);
+  AddVerbosityFlags(sub);
   sub->callback([opts, exit_code] { *exit_code = RunImport(*opts); });
 }
 

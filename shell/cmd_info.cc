@@ -2,6 +2,7 @@
 // damage). Later versions also accept a trace database.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -12,13 +13,15 @@
 #include "query/export/json_text.h"
 #include "shell/commands.h"
 #include "shell/format.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {
 
 struct InfoOptions {
   std::string path;
-  bool json = false;
+  std::string format = "text";
+  bool json = false;  // --json: the same as --format json (kept for scripts written before -f)
 };
 
 void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
@@ -221,7 +224,16 @@ void PrintDbText(const std::string& path, const DbInfo& d) {
   }
 }
 
-int RunInfo(const InfoOptions& o) {
+int RunInfo(InfoOptions o) {
+  if (o.format != "text" && o.format != "json") {
+    std::fprintf(stderr, "tracedb info: unknown format '%s' (text, json)\n", o.format.c_str());
+    return kExitUsage;
+  }
+  o.json = o.json || o.format == "json";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   struct stat st;
   if (::stat(o.path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     StatusOr<DbInfo> d = ReadDbInfo(o.path);
@@ -229,6 +241,8 @@ int RunInfo(const InfoOptions& o) {
       std::fprintf(stderr, "tracedb info: %s\n", d.status().message().c_str());
       return kExitError;
     }
+    Verbose("info", "read the database %s (%s) in %.3f s", o.path.c_str(),
+            HumanBytes(static_cast<double>(st.st_size)).c_str(), elapsed());
     if (o.json)
       PrintDbJson(o.path, *d);
     else
@@ -240,6 +254,10 @@ int RunInfo(const InfoOptions& o) {
     std::fprintf(stderr, "tracedb info: %s\n", s.status().message().c_str());
     return kExitError;
   }
+  Verbose("info", "scanned %llu segment files (%s) of %llu ranks in %.3f s",
+          static_cast<unsigned long long>(s->files),
+          HumanBytes(static_cast<double>(s->bytes)).c_str(),
+          static_cast<unsigned long long>(s->ranks), elapsed());
   if (o.json) {
     PrintDirJson(o.path, *s);
   } else {
@@ -255,7 +273,9 @@ void SetupInfo(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand("info", "Summarise a trace directory or a trace database");
   sub->add_option("path", opts->path, "Trace directory (with rank-*/ subdirectories) or .tdb")
       ->required();
-  sub->add_flag("--json", opts->json, "Print JSON");
+  sub->add_option("-f,--format", opts->format, "text (default) or json");
+  sub->add_flag("--json", opts->json, "The same as --format json");
+  AddVerbosityFlags(sub);
   sub->callback([opts, exit_code] { *exit_code = RunInfo(*opts); });
 }
 

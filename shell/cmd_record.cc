@@ -41,6 +41,7 @@
 #include "query/query_db.h"
 #include "recorder/cuda/record_env.h"
 #include "shell/commands.h"
+#include "shell/verbosity.h"
 #include "shell/format.h"
 
 extern char** environ;
@@ -189,7 +190,7 @@ void ReportUnfinishedWriters(const std::string& dir) {
     auto scan = engine::ScanSegment(f->path, &none, so);
     if (scan.ok() && scan->closed) continue;
     std::fprintf(stderr,
-                 "tracedb: rank %d (pid %u) did not finish: its recorder never closed %s; "
+                 "tracedb record: rank %d (pid %u) did not finish: its recorder never closed %s; "
                  "events it flushed are kept, the last flush interval is lost\n",
                  key.first, key.second, f->path.c_str());
   }
@@ -255,14 +256,14 @@ int WaitRanks(const std::vector<pid_t>& pids) {
     --left;
     const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (failed && !terminating) {
-      std::fprintf(stderr, "tracedb: rank %d (pid %d) %s; stopping the other %zu ranks\n", rank,
+      std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n", rank,
                    static_cast<int>(pid), DescribeStatus(status).c_str(), left);
       first_failure = ExitCodeOf(status);
       terminating = true;
       kill_at = Now() + 10;
       for (const auto& [p, r] : rank_of) kill(p, SIGTERM);
     } else if (failed) {
-      std::fprintf(stderr, "tracedb: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
+      std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
                    DescribeStatus(status).c_str());
     }
   }
@@ -281,12 +282,12 @@ void PrintSummary(const std::string& db_path, double seconds) {
   const int64_t dropped = q("SELECT coalesce(sum(value), 0) FROM stats WHERE name = 'dropped'");
   std::error_code ec;
   const auto bytes = fs::file_size(db_path, ec);
-  std::fprintf(stderr, "\ntracedb: %s: %lld ranks, %s events, %s (recorded %.1f s)\n",
+  std::fprintf(stderr, "\ntracedb record: %s: %lld ranks, %s events, %s (recorded %.1f s)\n",
                db_path.c_str(), static_cast<long long>(ranks),
                WithCommas(static_cast<uint64_t>(events)).c_str(),
                HumanBytes(static_cast<double>(ec ? 0 : bytes)).c_str(), seconds);
   if (dropped > 0) {
-    std::fprintf(stderr, "tracedb: the recorder dropped %s events (full buffers)\n",
+    std::fprintf(stderr, "tracedb record: the recorder dropped %s events (full buffers)\n",
                  WithCommas(static_cast<uint64_t>(dropped)).c_str());
   }
   auto st = (*db)->Prepare(
@@ -406,7 +407,14 @@ int RunRecord(const RecordOptions& o) {
     for (const auto& [k, v] : vars) env_add.push_back(k + "=" + v);
   }
 
-  std::fprintf(stderr, "tracedb: recording into %s\n", dir.c_str());
+  const bool quiet = GetVerbosity() == Verbosity::kQuiet;
+  if (!quiet) std::fprintf(stderr, "tracedb record: recording into %s\n", dir.c_str());
+  for (const std::string& e : env_add) Verbose("record", "environment: %s", e.c_str());
+  {
+    std::string cmd;
+    for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    Verbose("record", "running: %s", cmd.c_str());
+  }
   const double t0 = Now();
   // Ctrl-C reaches the command through the terminal; we wait for it and keep what it wrote.
   signal(SIGINT, SIG_IGN);
@@ -439,7 +447,7 @@ int RunRecord(const RecordOptions& o) {
     }
     exit_code = ExitCodeOf(status);
     if (exit_code != 0) {
-      std::fprintf(stderr, "tracedb: %s (pid %d) %s\n", o.command[0].c_str(), static_cast<int>(pid),
+      std::fprintf(stderr, "tracedb record: %s (pid %d) %s\n", o.command[0].c_str(), static_cast<int>(pid),
                    DescribeStatus(status).c_str());
     }
   }
@@ -448,7 +456,7 @@ int RunRecord(const RecordOptions& o) {
   signal(SIGQUIT, SIG_DFL);
   if (exit_code != 0) {
     ReportUnfinishedWriters(dir);
-    std::fprintf(stderr, "tracedb: the job failed (exit code %d); compacting what it flushed\n",
+    std::fprintf(stderr, "tracedb record: the job failed (exit code %d); compacting what it flushed\n",
                  exit_code);
   }
 
@@ -461,18 +469,24 @@ int RunRecord(const RecordOptions& o) {
   engine::CompactOptions co;
   co.inputs = {dir};
   co.finish = true;  // the job is over: take every file whole
+  const double t_compact = Now();
   auto stats = engine::Compact(writer->get(), co);
   writer->reset();
+  if (stats.ok()) {
+    Verbose("record", "compacted %s segment events from %llu files in %.2f s",
+            WithCommas(stats->segment_events).c_str(),
+            static_cast<unsigned long long>(stats->files), Now() - t_compact);
+  }
   if (!stats.ok()) {
     std::fprintf(stderr, "tracedb record: compaction: %s (segments kept in %s)\n",
                  stats.status().message().c_str(), dir.c_str());
     return exit_code != 0 ? exit_code : kExitError;
   }
-  PrintSummary(o.output, seconds);
+  if (!quiet) PrintSummary(o.output, seconds);
   if (own_dir && !o.keep_segments) {
     fs::remove_all(dir, ec);
-  } else {
-    std::fprintf(stderr, "tracedb: segments kept in %s\n", dir.c_str());
+  } else if (!quiet) {
+    std::fprintf(stderr, "tracedb record: segments kept in %s\n", dir.c_str());
   }
   return exit_code;
 }
@@ -501,6 +515,7 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_flag("--cuda", o->cuda, "Record CUDA kernels, copies and syncs through CUPTI");
   sub->add_flag("--nvtx", o->nvtx, "Turn the program's NVTX ranges and marks into spans");
   sub->add_option("command", o->command, "The command to run, after --")->required();
+  AddVerbosityFlags(sub);
   sub->callback([o, exit_code] { *exit_code = RunRecord(*o); });
 }
 

@@ -5,6 +5,7 @@
 // `tracedb report stragglers JOB.tdb`: which rank arrives last to collectives, from the
 // collectives matched across ranks.
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
+#include "shell/verbosity.h"
 #include "shell/report_html.h"
 #include "shell/result_format.h"
 #include "shell/sql_runner.h"
@@ -278,11 +280,15 @@ int RunMpiReport(const ReportOptions& o) {
     std::fprintf(stderr, "tracedb report mpi: %s\n", db.status().message().c_str());
     return kExitError;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   auto report = query::BuildMpiReport(db->get());
   if (!report.ok()) {
     std::fprintf(stderr, "tracedb report mpi: %s\n", report.status().message().c_str());
     return kExitError;
   }
+  Verbose("report mpi", "%s: %d of %d ranks with calls (source: %s), built in %.3f s",
+          o.db.c_str(), report->ranks_with_calls, report->world_size, report->source.c_str(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::string out;
   if (o.format == "text")
     out = RenderText(o.db, *report, o.all_ranks);
@@ -342,6 +348,7 @@ void SetupReport(CLI::App& app, int* exit_code) {
   mpi->add_option("-f,--format", o->format, "text, csv or json");
   mpi->add_flag("--all-ranks", o->all_ranks,
                 "A section for every rank (default: rank 0 and the min/median/max ranks)");
+  AddVerbosityFlags(mpi);
   mpi->callback([o, exit_code] { *exit_code = RunMpiReport(*o); });
 
   auto so = std::make_shared<ReportOptions>();
@@ -350,6 +357,7 @@ void SetupReport(CLI::App& app, int* exit_code) {
   st->add_option("db", so->db, "Trace database (.tdb)")->required();
   st->add_option("-f,--format", so->format, "text, csv, json or markdown");
   st->add_option("-n,--limit", so->limit, "Collectives to list");
+  AddVerbosityFlags(st);
   st->callback([so, exit_code] { *exit_code = RunStragglers(*so); });
 
   SetupReportHtml(report, exit_code);  // report html: shell/report_html.cc

@@ -442,6 +442,7 @@ void SetupShell(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand("shell", "Interactive SQL over a trace database");
   sub->add_option("db", o->db, "Trace database (.tdb)")->required();
   sub->add_flag("--writable", o->writable, "Open read-write (default: read-only)");
+  AddVerbosityFlags(sub);
   sub->callback([o, exit_code] { *exit_code = RunShell(*o); });
 }
 

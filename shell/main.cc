@@ -9,6 +9,7 @@
 
 #include "engine/version.h"
 #include "shell/commands.h"
+#include "shell/man_page.h"
 #include "shell/verbosity.h"
 
 namespace {
@@ -32,15 +33,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tracedb ") + tracedb::engine::kTracedbVersion,
                        "Print the version (tracedb X.Y.Z) and exit");
   app.require_subcommand(1);
-  bool quiet = false, verbose = false;
-  auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "Print nothing but results and errors");
-  app.add_flag("-v,--verbose", verbose, "Say what is being done (on stderr)")->excludes(quiet_flag);
-  // The global flags are parsed before the subcommand runs (its callback runs at the end).
-  app.parse_complete_callback([&] {
-    ts::SetVerbosity(quiet     ? ts::Verbosity::kQuiet
-                     : verbose ? ts::Verbosity::kVerbose
-                               : ts::Verbosity::kNormal);
-  });
+  // -q/-v here (before the subcommand) or after any subcommand that prints more than its results.
+  ts::AddVerbosityFlags(&app);
+  ts::AddManPageFlag(&app);  // hidden: tracedb --help-man writes docs/tracedb.1
   int exit_code = 0;
   ts::SetupRecord(app, &exit_code);
   ts::SetupCompact(app, &exit_code);

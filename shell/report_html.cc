@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,8 @@
 #include "query/export/json_text.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
+#include "shell/format.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 
@@ -320,6 +323,10 @@ class PageData {
 
 int RunReportHtml(const HtmlOptions& o) {
   const char* cmd = "report html";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   auto db = query::OpenQueryDb(o.db);
   if (!db.ok()) {
     std::fprintf(stderr, "tracedb %s: %s\n", cmd, db.status().message().c_str());
@@ -331,12 +338,15 @@ int RunReportHtml(const HtmlOptions& o) {
     std::fprintf(stderr, "tracedb %s: %s: %s\n", cmd, o.db.c_str(), s.message().c_str());
     return kExitError;
   }
+  Verbose("report html", "%s: the page's aggregates computed in %.2f s", o.db.c_str(),
+          seconds());
   if (!o.baseline.empty()) {
     query::RunSummary a, b;
     if (!LoadRunSummary(cmd, o.baseline, &a) || !LoadRunSummary(cmd, o.db, &b)) return kExitError;
     query::RunDiff d;
     query::CompareRuns(std::move(a), std::move(b), &d);
     data.AddDiff(d, o.alpha);
+    Verbose("report html", "compared with %s (%.2f s so far)", o.baseline.c_str(), seconds());
   }
   std::string json = data.Finish();
   // Inside a <script> element, "</" must not appear.
@@ -364,12 +374,15 @@ int RunReportHtml(const HtmlOptions& o) {
     std::remove(tmp.c_str());
     return kExitError;
   }
+  Verbose("report html", "wrote %s (%s) in %.2f s", o.output.c_str(),
+          HumanBytes(static_cast<double>(page.size())).c_str(), seconds());
   return kExitOk;
 }
 
 }  // namespace
 
 bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary* out) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto db = query::OpenQueryDb(path);
   if (!db.ok()) {
     std::fprintf(stderr, "tracedb %s: %s\n", cmd, db.status().message().c_str());
@@ -381,6 +394,9 @@ bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary*
     return false;
   }
   *out = std::move(*r);
+  Verbose(cmd, "%s: %d ranks, %s events, %zu names, %zu steps, read in %.3f s", path.c_str(),
+          out->ranks, WithCommas(out->events).c_str(), out->names.size(), out->step_ns.size(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return true;
 }
 
@@ -416,6 +432,7 @@ void SetupReportHtml(CLI::App* report, int* exit_code) {
       ->check(CLI::Range(1, 100000));
   html->add_option("--alpha", o->alpha, "Significance level of the comparison (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
+  AddVerbosityFlags(html);
   html->callback([o, exit_code] { *exit_code = RunReportHtml(*o); });
 }
 

@@ -3,7 +3,8 @@
 # tracedb_development), then builds examples/downstream against it twice, with
 # find_package(tracedb) and with pkg-config, runs both, and checks what they recorded with the
 # installed `tracedb` (compact, then SQL counts against the counts the program printed).
-# Also: only the public headers are installed, the package, tracedb.pc and `tracedb --version`
+# Also: the manual page is installed and is what the installed program writes; only the public
+# headers are installed, the package, tracedb.pc and `tracedb --version`
 # agree on the version, and the installed files hold no path into the build tree.
 # Environment: TRACEDB_BUILD_DIR, TRACEDB_SOURCE_DIR, TRACEDB_TEST_TMP.
 set -euo pipefail
@@ -31,6 +32,14 @@ libdir="$prefix/${libdir#./}"
 [ -x "$prefix/bin/tracedb" ] || fail "no bin/tracedb"
 [ -f "$prefix/share/bash-completion/completions/tracedb" ] || fail "no bash completion"
 [ -f "$prefix/share/zsh/site-functions/_tracedb" ] || fail "no zsh completion"
+# The manual page, written by the program from its own option definitions (tracedb --help-man).
+[ -f "$prefix/share/man/man1/tracedb.1" ] || fail "no share/man/man1/tracedb.1"
+"$prefix/bin/tracedb" --help-man | cmp -s - "$prefix/share/man/man1/tracedb.1" ||
+  fail "the installed tracedb.1 is not what the installed tracedb --help-man writes"
+if command -v man >/dev/null; then
+  [ "$(man -M "$prefix/share/man" -w tracedb)" = "$prefix/share/man/man1/tracedb.1" ] ||
+    fail "man -M PREFIX/share/man does not find tracedb(1)"
+fi
 [ -f "$libdir/cmake/tracedb/tracedbConfig.cmake" ] || fail "no tracedbConfig.cmake"
 [ -f "$libdir/pkgconfig/tracedb.pc" ] || fail "no tracedb.pc"
 [ -f "$libdir/tracedb/libtracedb_sqlite.so" ] || fail "no sqlite extension in lib/tracedb"

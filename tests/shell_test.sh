@@ -19,8 +19,7 @@ expect() {  # name got want
 }
 
 db="$tmp/small.tdb"
-"$bin" import "$src/fixtures/shell/small.json" -o "$db" --format chrome -q >/dev/null 2>&1 ||
-  "$bin" import "$src/fixtures/shell/small.json" -o "$db" --format chrome >/dev/null
+"$bin" import "$src/fixtures/shell/small.json" -o "$db" --input-format chrome -q
 q="SELECT name, count(*) AS n, sum(dur) AS total, max(bytes) AS b FROM events GROUP BY name ORDER BY name;"
 
 # ---- exit codes: 0 ok, 1 the work failed, 2 usage ----
@@ -36,19 +35,96 @@ expect "exit: bad SQL" "$(code "$bin" query "$db" "SELEC 1")" 1
 expect "exit: ok" "$(code "$bin" query "$db" "SELECT 1")" 0
 expect "exit: -q -v" "$(code "$bin" -q -v query "$db" "SELECT 1")" 2
 
-# ---- docs/cli.md names every subcommand and every long option of each ----
+# ---- the manual page: written by the program from its option definitions (--help-man); the
+# checked-in docs/tracedb.1 is the same text (TRACEDB_REWRITE_EXPECTED=1 rewrites it) ----
+"$bin" --help-man >"$tmp/tracedb.1"
+expect "exit: --help-man" "$(code "$bin" --help-man)" 0
+if [ "${TRACEDB_REWRITE_EXPECTED:-}" = 1 ]; then cp "$tmp/tracedb.1" "$src/docs/tracedb.1"; fi
+cmp -s "$tmp/tracedb.1" "$src/docs/tracedb.1" ||
+  { diff "$src/docs/tracedb.1" "$tmp/tracedb.1" | head -20
+    fail "docs/tracedb.1 is not what tracedb --help-man writes (TRACEDB_REWRITE_EXPECTED=1 rewrites it)"; }
+if command -v groff >/dev/null; then
+  warnings=$(groff -man -Tutf8 -ww -z "$tmp/tracedb.1" 2>&1)
+  [ -z "$warnings" ] || fail "groff warns about tracedb.1: $warnings"
+  groff -man -Tutf8 "$tmp/tracedb.1" 2>/dev/null | sed 's/.\x08//g' >"$tmp/tracedb.txt"
+else
+  [ "${CI:-}" != true ] || fail "groff is missing"
+  cp "$tmp/tracedb.1" "$tmp/tracedb.txt"
+fi
+
+# ---- docs/cli.md and the manual page name every subcommand and every long option of each ----
 subcommands() { "$bin" "$@" --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'; }
 check_doc() {  # subcommand words...
   local opt
   grep -q "tracedb $*" "$src/docs/cli.md" || fail "docs/cli.md does not describe 'tracedb $*'"
+  grep -q "^\.SS \"tracedb $*\"$" "$tmp/tracedb.1" || fail "tracedb.1 has no section 'tracedb $*'"
   for opt in $("$bin" "$@" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
     [ "$opt" = --help ] && continue
     grep -qF -- "$opt" "$src/docs/cli.md" || fail "docs/cli.md does not document 'tracedb $* $opt'"
+    # In the section of this subcommand (up to the next .SS), as roff writes it (\-\-name).
+    awk -v sec=".SS \"tracedb $*\"" '$0 == sec { on = 1; next } /^\.S[SH] / { on = 0 } on' \
+        "$tmp/tracedb.1" | grep -qF -- "\\fB${opt//-/\\-}\\fR" ||
+      fail "tracedb.1 does not document 'tracedb $* $opt'"
   done
   local sub
   for sub in $(subcommands "$@"); do check_doc "$@" "$sub"; done
 }
 for sub in $(subcommands); do check_doc "$sub"; done
+
+# The global options are in the page too.
+for opt in $("$bin" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+  [ "$opt" = --help ] && continue
+  grep -qF -- "${opt//-/\\-}" "$tmp/tracedb.1" || fail "tracedb.1 does not document 'tracedb $opt'"
+done
+
+# ---- one flag style: -q/-v after every subcommand that prints more than results, one-line
+# errors that name the subcommand, -f/--format for output, --input-format for import ----
+for sub in compact import export query info diff "report mpi" "report stragglers" "report html" \
+           record shell; do
+  # shellcheck disable=SC2086
+  expect "exit: $sub -q -v" "$(code "$bin" $sub -q -v)" 2
+  # shellcheck disable=SC2086
+  grep -qx "tracedb $sub: -q and -v exclude each other (see tracedb $sub --help)" "$tmp/err" ||
+    fail "$sub -q -v: $(cat "$tmp/err")"
+done
+expect "exit: -q before, -v after" "$(code "$bin" -q query "$db" "SELECT 1" -v)" 2
+# --format for import: a deprecated alias of --input-format, with one note (none with -q).
+"$bin" import "$src/fixtures/shell/small.json" -o "$tmp/alias.tdb" --format chrome >/dev/null 2>"$tmp/err"
+expect "import --format note" "$(cat "$tmp/err")" \
+  "tracedb import: note: --format is deprecated here, use --input-format chrome"
+"$bin" import "$src/fixtures/shell/small.json" -o "$tmp/alias2.tdb" --format chrome -q >"$tmp/out" 2>"$tmp/err"
+[ ! -s "$tmp/err" ] && [ ! -s "$tmp/out" ] || fail "import -q printed: $(cat "$tmp/out" "$tmp/err")"
+expect "alias imports the same" "$("$bin" query "$tmp/alias.tdb" "SELECT count(*) FROM events" -f csv)" "count(*)
+5"
+expect "exit: --format and --input-format disagree" \
+  "$(code "$bin" import "$src/fixtures/shell/small.json" -o "$tmp/x.tdb" --format chrome --input-format kineto)" 2
+grep -qx "tracedb import: --format chrome and --input-format kineto disagree" "$tmp/err" || fail "$(cat "$tmp/err")"
+expect "exit: info -f bad" "$(code "$bin" info "$db" -f yaml)" 2
+grep -qx "tracedb info: unknown format 'yaml' (text, json)" "$tmp/err" || fail "$(cat "$tmp/err")"
+[ "$("$bin" info "$db" -f json)" = "$("$bin" info "$db" --json)" ] || fail "info -f json != --json"
+expect "exit: export -f bad" "$(code "$bin" export "$db" -o "$tmp/x.json" -f perfetto)" 2
+grep -qx "tracedb export: unknown format 'perfetto' (chrome)" "$tmp/err" || fail "$(cat "$tmp/err")"
+# -v says what was read, on stderr; stdout stays the results alone.
+"$bin" query "$db" "SELECT 1 AS x" -f csv -v >"$tmp/out" 2>"$tmp/err"
+expect "query -v stdout" "$(cat "$tmp/out")" "x
+1"
+grep -q "^tracedb query: opened $db in [0-9.]* s$" "$tmp/err" || fail "query -v: $(cat "$tmp/err")"
+"$bin" import "$src/fixtures/shell/small.json" -o "$tmp/v.tdb" -v >/dev/null 2>"$tmp/err"
+grep -q "^tracedb import: $src/fixtures/shell/small.json: chrome (detected), 5 events, 0 skipped, into $tmp/v.tdb in [0-9.]* s$" "$tmp/err" ||
+  fail "import -v: $(cat "$tmp/err")"
+
+# ---- the progress line: on a terminal only, unless TRACEDB_PROGRESS=1; never with -q ----
+"$bin" export "$db" -o "$tmp/p.json" -f chrome 2>"$tmp/err"
+grep -q $'\r' "$tmp/err" && fail "progress on a pipe: $(cat -A "$tmp/err")"
+TRACEDB_PROGRESS=1 "$bin" export "$db" -o "$tmp/p.json" -f chrome 2>"$tmp/err"
+# The line ("export: 5 events, 1.4 KB, …/s"), then blanks over it, then the summary.
+grep -qE $'^\rexport: [0-9,]+ events, ' "$tmp/err" || fail "no progress line: $(cat -A "$tmp/err")"
+grep -qE $'\r +\rexported 5 of 5 events' "$tmp/err" || fail "progress not cleared: $(cat -A "$tmp/err")"
+TRACEDB_PROGRESS=1 "$bin" import "$src/fixtures/shell/small.json" -o "$tmp/p.tdb" 2>"$tmp/err" >/dev/null
+grep -qE $'^\rimport: file 1/1, 0 events, [0-9.]+ [KM]?B of [0-9.]+ [KM]?B' "$tmp/err" ||
+  fail "no import progress: $(cat -A "$tmp/err")"
+TRACEDB_PROGRESS=1 "$bin" -q export "$db" -o "$tmp/p.json" -f chrome 2>"$tmp/err"
+[ ! -s "$tmp/err" ] || fail "progress or summary with -q: $(cat -A "$tmp/err")"
 
 # ---- output modes ----
 got=$(printf '.mode box\n%s\n' "$q" | "$bin" shell "$db")
@@ -186,4 +262,13 @@ for _ in $(seq 100); do [ -s "$tmp/paged.txt" ] && break; sleep 0.1; done
 [ "$(grep -c '│' "$tmp/paged.txt")" -eq 201 ] || fail "paged: $(wc -l <"$tmp/paged.txt") lines"
 grep -q "shortresult" "$tmp/paged.txt" && fail "the short result went to the pager"
 type_line ".quit"
+
+# The progress line on a real terminal: rewritten in place and cleared, so that the summary is
+# all the screen keeps (TRACEDB_PROGRESS=1: a 5-event export is over before the half second).
+tmux kill-session -t "$session" 2>/dev/null || true
+tmux new-session -d -s "$session" -x 120 -y 30 \
+  "env TRACEDB_PROGRESS=1 $bin export $db -o $tmp/tty.json -f chrome; echo export-finished; sleep 30"
+wait_for "export-finished"
+screen | grep -q "^exported 5 of 5 events from " || { screen; fail "no summary on the terminal"; }
+screen | grep -q "export: 5 events" && { screen; fail "the progress line was left on the terminal"; }
 echo ok

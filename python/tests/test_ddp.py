@@ -284,7 +284,7 @@ class DdpCaptureTest(unittest.TestCase):
                            ["-np", "3", PYTHON, script], env=env, capture_output=True,
                            text=True, timeout=120)
         self.assertNotEqual(p.returncode, 0, p.stderr)
-        self.assertRegex(p.stderr, r"tracedb: mpirun \(pid \d+\) (exited with status \d+|"
+        self.assertRegex(p.stderr, r"tracedb record: mpirun \(pid \d+\) (exited with status \d+|"
                                    r"was killed by signal)")
         self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
         self.assertIn("compacting what it flushed", p.stderr)

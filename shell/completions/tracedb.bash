@@ -29,12 +29,21 @@ _tracedb() {
     subs=$(_tracedb_subcommands "${path[@]}")
     if grep -qx -- "$word" <<<"$subs"; then path+=("$word"); else break; fi
   done
-  # Option values with a fixed set of choices.
-  # import's --format names an input format (the other subcommands' --format, an output one).
+  # Option values with a fixed set of choices. -f/--format names each subcommand's output
+  # formats; import's deprecated --format (now --input-format) an input format.
   [[ ${path[0]} == import && $prev == --format ]] && prev=--input-format
   case $prev in
     -f|--format)
-      COMPREPLY=($(compgen -W "table box line csv json markdown text" -- "$cur"))
+      local formats
+      case "${path[*]}" in
+        query|shell) formats="table box line csv json markdown" ;;
+        info) formats="text json" ;;
+        export) formats="chrome" ;;
+        diff|"report mpi") formats="text csv json" ;;
+        "report stragglers") formats="text csv json markdown" ;;
+        *) formats="table box line csv json markdown text" ;;
+      esac
+      COMPREPLY=($(compgen -W "$formats" -- "$cur"))
       return ;;
     --input-format)
       COMPREPLY=($(compgen -W "auto chrome horovod byteps bluefog kineto mpitrace mpip" -- "$cur"))
