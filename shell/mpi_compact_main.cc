@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -141,11 +142,12 @@ int main(int argc, char** argv) {
   int rc = stats.ok() ? 0 : 1;
   if (p == 0) {
     bool all_ok = true;
-    double events = 0, cpu = 0, wall = 0;
+    double events = 0, cpu = 0, cpu_max = 0, wall = 0;
     for (int i = 0; i < k; ++i) {
       all_ok &= all[4 * i] == 1.0;
       events += all[4 * i + 1];
       cpu += all[4 * i + 2];
+      cpu_max = std::max(cpu_max, all[4 * i + 2]);
       wall = std::max(wall, all[4 * i + 3]);
     }
     if (all_ok) {
@@ -159,9 +161,10 @@ int main(int argc, char** argv) {
       } else if (!args.quiet) {
         std::fprintf(stderr,
                      "compacted %.0f segment events in %d processes: shards %.2f s wall "
-                     "(slowest process), %.2f s CPU (all); merge of %llu blocks (%llu with ids "
-                     "mapped) %.2f s wall, %.2f s CPU\n",
-                     events, k, wall, cpu, static_cast<unsigned long long>(merged->total.blocks),
+                     "(slowest process), %.2f s CPU (busiest process), %.2f s CPU (all); merge "
+                     "of %llu blocks (%llu with ids mapped) %.2f s wall, %.2f s CPU\n",
+                     events, k, wall, cpu_max, cpu,
+                     static_cast<unsigned long long>(merged->total.blocks),
                      static_cast<unsigned long long>(merged->total.blocks_rewritten), Now() - m0,
                      CpuSeconds() - mcpu0);
       }
