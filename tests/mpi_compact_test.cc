@@ -8,10 +8,16 @@
 //    queries over `events` and the views.
 // The reference is always the single-process compaction (an independent code path: no shard,
 // no merge), compared by content: string and track ids may differ, names and identities not.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -228,6 +234,69 @@ TEST_F(MpiCompact, RefusesADatabaseMadeAnotherWay) {
   EXPECT_NE(Sh(MpiCompactCmd(2, tmp_.Sub("trace"), one_), &out), 0);
   EXPECT_NE(out.find("single-process compaction"), std::string::npos) << out;
   ExpectSameTables(one_, db);  // untouched by the refused runs
+}
+
+// The processes descending from `root` (children first found, any depth), from /proc.
+std::vector<pid_t> Descendants(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return {};
+  while (dirent* e = readdir(d)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');  // the command name may hold spaces
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid;
+    if (rest >> state >> ppid) parent_of.emplace_back(pid, ppid);
+  }
+  closedir(d);
+  std::vector<pid_t> out = {root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (const auto& [pid, ppid] : parent_of) {
+      if (ppid == out[i]) out.push_back(pid);
+    }
+  }
+  out.erase(out.begin());
+  return out;
+}
+
+TEST_F(MpiCompact, KilledAtAnyMomentResumes) {
+  // SIGKILL the whole job (mpirun and every compaction process) at random moments, in the
+  // shard phase or in the merge; the next run must give the rows of the single compaction.
+  std::mt19937 rng(12);
+  const std::string db = tmp_.Sub("killed.tdb");
+  const std::string cmd = MpiCompactCmd(2, tmp_.Sub("trace"), db) + " -q";
+  int killed = 0;
+  for (int round = 0; round < 8; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    RemoveTree(db + ".shards");
+    ::unlink(db.c_str());
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
+      ::_exit(127);
+    }
+    ::usleep(100000 + rng() % 1500000);
+    // Freeze the tree, then kill it: nothing gets to clean up.
+    std::vector<pid_t> tree = Descendants(pid);
+    ::kill(pid, SIGSTOP);
+    for (pid_t p : tree) ::kill(p, SIGSTOP);
+    for (pid_t p : Descendants(pid)) tree.push_back(p);
+    for (pid_t p : tree) ::kill(p, SIGKILL);
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    killed += WIFSIGNALED(status);
+    ASSERT_EQ(Sh(MpiCompactCmd(2, tmp_.Sub("trace"), db)), 0);
+    ExpectSameTables(one_, db);
+  }
+  EXPECT_GT(killed, 0);
 }
 
 TEST_F(MpiCompact, ShardsByNodeQueryAsOne) {
