@@ -78,6 +78,18 @@ Status CheckMpiOutput(const std::string& output, int k) {
   return Status::Ok();
 }
 
+// Writes meta(key) = value unless it holds that already (an unchanged merge writes nothing).
+Status SetMeta(Db* db, const std::string& key, const std::string& value) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt get, db->Prepare("SELECT value FROM meta WHERE key = ?1"));
+  get.Bind(1, key);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, get.Step());
+  if (row && get.Text(0) == value) return Status::Ok();
+  get.Reset();
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
+  return st.Bind(1, key).Bind(2, value).Run();
+}
+
 class MetaVisitor : public SegmentVisitor {
  public:
   void OnMeta(const SegmentMeta& m) override {
@@ -110,11 +122,7 @@ StatusOr<CompactStats> CompactMpiShard(const CompactOptions& base, const std::st
 StatusOr<MergeSummary> MergeMpiShards(const std::string& output, int k) {
   TRACEDB_RETURN_IF_ERROR(CheckMpiOutput(output, k));
   TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(output, true, false));
-  {
-    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                             db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
-    TRACEDB_RETURN_IF_ERROR(st.Bind(1, kMpiMetaKey).Bind(2, std::to_string(k)).Run());
-  }
+  TRACEDB_RETURN_IF_ERROR(SetMeta(db.get(), kMpiMetaKey, std::to_string(k)));
   MergeSummary sum;
   int64_t open_spans = 0;
   for (int p = 0; p < k; ++p) {
@@ -130,9 +138,7 @@ StatusOr<MergeSummary> MergeMpiShards(const std::string& output, int k) {
     open_spans += s.open_spans;
     sum.shards++;
   }
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
-  TRACEDB_RETURN_IF_ERROR(st.Bind(1, "open_spans").Bind(2, std::to_string(open_spans)).Run());
+  TRACEDB_RETURN_IF_ERROR(SetMeta(db.get(), "open_spans", std::to_string(open_spans)));
   sum.total.open_spans = open_spans;
   return sum;
 }
@@ -232,9 +238,7 @@ StatusOr<MergeSummary> MergeManifest(const std::string& manifest, const std::str
     open_spans += s.open_spans;
     sum.shards++;
   }
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
-  TRACEDB_RETURN_IF_ERROR(st.Bind(1, "open_spans").Bind(2, std::to_string(open_spans)).Run());
+  TRACEDB_RETURN_IF_ERROR(SetMeta(db.get(), "open_spans", std::to_string(open_spans)));
   sum.total.open_spans = open_spans;
   return sum;
 }

@@ -1,6 +1,9 @@
 // Shard merging. See shard_merge.h; format in docs/database-format.md "Shards".
 #include "engine/shard_merge.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -53,6 +56,18 @@ Status ReencodeBlock(std::string_view data, int64_t block, const IdMap& strings,
   BlockZone zone;
   EncodeBlock(rows, out, &zone);
   return Status::Ok();
+}
+
+// The file change counter of SQLite database `path` (header offset 24, big-endian), -1 when the
+// header cannot be read.
+int64_t ChangeCounter(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  unsigned char b[4];
+  const ssize_t n = ::pread(fd, b, 4, 24);
+  ::close(fd);
+  if (n != 4) return -1;
+  return (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
 }
 
 }  // namespace
@@ -165,12 +180,29 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
   }
   ShardMergeStats stats;
   const std::string state_key = "shard_merge:" + key;
+  const std::string counter_key = "shard_merge_counter:" + key;
   TRACEDB_ASSIGN_OR_RETURN(Stmt attach, dst->Prepare("ATTACH DATABASE ?1 AS shard"));
   TRACEDB_RETURN_IF_ERROR(attach.Bind(1, shard_path).Run());
   struct Detach {
     Db* db;
     ~Detach() { (void)db->Exec("DETACH DATABASE shard"); }
   } detach{dst};
+  // SQLite's file change counter (header bytes 24-27, bumped by every commit in rollback-journal
+  // mode, which trace databases use): unchanged since the last merge, there is nothing to do.
+  // Read under the shard's shared lock, taken by the read transaction below.
+  TRACEDB_RETURN_IF_ERROR(dst->Exec("BEGIN"));
+  TRACEDB_ASSIGN_OR_RETURN(
+      stats.open_spans,
+      dst->QueryInt("SELECT CAST(value AS INTEGER) FROM shard.meta WHERE key = 'open_spans'", 0));
+  const int64_t counter = ChangeCounter(shard_path);
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt seen_st, dst->Prepare("SELECT CAST(value AS INTEGER) FROM main.state WHERE key = ?1"));
+  seen_st.Bind(1, counter_key);
+  TRACEDB_ASSIGN_OR_RETURN(bool have_seen, seen_st.Step());
+  const bool unchanged = counter >= 0 && have_seen && seen_st.Int(0) == counter;
+  seen_st.Reset();
+  TRACEDB_RETURN_IF_ERROR(dst->Exec("COMMIT"));
+  if (unchanged) return stats;
   TRACEDB_RETURN_IF_ERROR(dst->Begin());
   struct Rollback {
     Db* db;
@@ -380,6 +412,12 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt save, dst->Prepare("INSERT OR REPLACE INTO main.state(key, value) VALUES(?1, ?2)"));
   TRACEDB_RETURN_IF_ERROR(save.Bind(1, state_key).Bind(2, std::to_string(last_block)).Run());
+  // The counter as of this transaction (the shard is locked against writers until COMMIT).
+  const int64_t merged_counter = ChangeCounter(shard_path);
+  if (merged_counter >= 0) {
+    TRACEDB_RETURN_IF_ERROR(
+        save.Bind(1, counter_key).Bind(2, std::to_string(merged_counter)).Run());
+  }
   TRACEDB_RETURN_IF_ERROR(dst->Commit());
   rollback.armed = false;
   return stats;

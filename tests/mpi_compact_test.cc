@@ -340,6 +340,19 @@ TEST_F(MpiCompact, ShardsByNodeQueryAsOne) {
       Sh(ShellQuote(TracedbBin()) + " query " + ShellQuote(manifest) + " " + ShellQuote(sql), &b),
       0);
   EXPECT_EQ(a, b);
+  // The other readers take the manifest too.
+  for (const std::string sub : {"report stragglers", "info"}) {
+    ASSERT_EQ(Sh(ShellQuote(TracedbBin()) + " " + sub + " " + ShellQuote(one_), &a), 0) << sub;
+    ASSERT_EQ(Sh(ShellQuote(TracedbBin()) + " " + sub + " " + ShellQuote(manifest), &b), 0) << sub;
+    if (sub == "info") {  // the path and file size differ; the per-rank table must not
+      const size_t at = a.find("rank  host"), bt = b.find("rank  host");
+      ASSERT_NE(at, std::string::npos) << a;
+      ASSERT_NE(bt, std::string::npos) << b;
+      EXPECT_EQ(a.substr(at), b.substr(bt));
+    } else {
+      EXPECT_EQ(a, b) << sub;
+    }
+  }
 }
 
 }  // namespace
