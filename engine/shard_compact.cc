@@ -56,6 +56,13 @@ std::string FileSafe(const std::string& s) {
 // progress is in the database itself, not in shards), nor one made by another process count.
 Status CheckMpiOutput(const std::string& output, int k) {
   if (!Exists(output)) return Status::Ok();
+  {
+    // Read-write: a hot journal left by a killed run is rolled back here; a file whose creation
+    // was killed before its schema committed is then empty, as good as none.
+    TRACEDB_ASSIGN_OR_RETURN(auto raw, Db::Open(output, Db::Mode::kReadWrite));
+    TRACEDB_ASSIGN_OR_RETURN(int64_t objects, raw->QueryInt("SELECT count(*) FROM sqlite_master"));
+    if (objects == 0) return Status::Ok();
+  }
   TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(output, false, true));
   TRACEDB_ASSIGN_OR_RETURN(
       int64_t made_by,
@@ -88,6 +95,28 @@ Status SetMeta(Db* db, const std::string& key, const std::string& value) {
   TRACEDB_ASSIGN_OR_RETURN(Stmt st,
                            db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
   return st.Bind(1, key).Bind(2, value).Run();
+}
+
+// Shards must own disjoint ranks (a merge replaces a rank's rows with its shard's): an error
+// naming both files and the rank otherwise, e.g. for a manifest listing two jobs' shards.
+Status CheckDisjoint(const std::vector<std::string>& shards) {
+  std::map<int64_t, std::string> owner;
+  for (const std::string& shard : shards) {
+    if (!Exists(shard)) continue;
+    TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(shard, false, true));
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT DISTINCT rank FROM sources"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      auto [it, added] = owner.emplace(st.Int(0), shard);
+      if (!added) {
+        return Status::InvalidArgument("rank " + std::to_string(st.Int(0)) + " is in two shards, " +
+                                       it->second + " and " + shard +
+                                       ": shards must hold disjoint ranks of one job");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 class MetaVisitor : public SegmentVisitor {
@@ -123,6 +152,9 @@ StatusOr<MergeSummary> MergeMpiShards(const std::string& output, int k) {
   TRACEDB_RETURN_IF_ERROR(CheckMpiOutput(output, k));
   TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(output, true, false));
   TRACEDB_RETURN_IF_ERROR(SetMeta(db.get(), kMpiMetaKey, std::to_string(k)));
+  std::vector<std::string> shards;
+  for (int p = 0; p < k; ++p) shards.push_back(MpiShardPath(output, p, k));
+  TRACEDB_RETURN_IF_ERROR(CheckDisjoint(shards));
   MergeSummary sum;
   int64_t open_spans = 0;
   for (int p = 0; p < k; ++p) {
@@ -226,6 +258,7 @@ StatusOr<std::vector<std::string>> ReadManifest(const std::string& path) {
 
 StatusOr<MergeSummary> MergeManifest(const std::string& manifest, const std::string& merged) {
   TRACEDB_ASSIGN_OR_RETURN(std::vector<std::string> shards, ReadManifest(manifest));
+  TRACEDB_RETURN_IF_ERROR(CheckDisjoint(shards));
   TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(merged, true, false));
   MergeSummary sum;
   int64_t open_spans = 0;
