@@ -441,8 +441,14 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   std::vector<SegmentFileRef> files;
   for (const std::string& dir : options.inputs) {
     TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> f, ListSegmentFiles(dir));
-    files.insert(files.end(), f.begin(), f.end());
+    for (SegmentFileRef& ref : f) {
+      // A shard reads rank 0's files too (pass 1 only): they define the common clock.
+      if (!options.take_rank || ref.rank == 0 || options.take_rank(ref.rank)) {
+        files.push_back(std::move(ref));
+      }
+    }
   }
+  auto taken = [&](int32_t rank) { return !options.take_rank || options.take_rank(rank); };
   std::sort(files.begin(), files.end(), [](const SegmentFileRef& a, const SegmentFileRef& b) {
     return std::tie(a.rank, a.pid, a.seq, a.path) < std::tie(b.rank, b.pid, b.seq, b.path);
   });
@@ -461,20 +467,28 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     }
   }
   std::vector<const SegmentFileRef*> work;
+  std::vector<const SegmentFileRef*> work_clock_only;
   uint64_t bytes_total = 0;
   for (const SegmentFileRef& f : files) {
+    if (!taken(f.rank)) {
+      work_clock_only.push_back(&f);  // rank 0's file in another shard: its anchors only
+      continue;
+    }
     const SourceState& s = sources[f.path];
     if (s.finished || s.offset >= f.size) continue;
     work.push_back(&f);
     bytes_total += f.size - std::min(s.offset, f.size);
   }
   if (work.empty()) return stats;
+  // Pass 1 reads these too; pass 2 goes over `work` only.
+  std::vector<const SegmentFileRef*> prepass_files = work_clock_only;
+  prepass_files.insert(prepass_files.end(), work.begin(), work.end());
 
   // Is each file's writer still running? Asked before any byte is read: a writer seen gone has
   // written its last byte, so the file can be taken whole up to the size read below. A writer
   // that dies after this check is found gone by the next pass ("Writer lock").
   std::map<std::string, WriterState> writers;
-  for (const SegmentFileRef* f : work) writers[f->path] = ProbeSegmentWriter(f->path);
+  for (const SegmentFileRef* f : prepass_files) writers[f->path] = ProbeSegmentWriter(f->path);
 
   // Pass 1: what each file says about its process and clock (idempotent inserts).
   // It also tells where each file ends and whether its writer closed it.
@@ -482,7 +496,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   const std::string this_host = LocalHostName();
   TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
   std::set<int32_t> clocks_stored;  // ranks whose clock row this run has written
-  for (const SegmentFileRef* f : work) {
+  for (const SegmentFileRef* f : prepass_files) {
     PrepassVisitor v;
     ScanOptions o;
     o.events = false;

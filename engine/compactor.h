@@ -35,6 +35,10 @@ struct CompactOptions {
   bool finish = false;              // the job is over: take every file whole
   int64_t stale_after_s = 120;      // without flock: an unclosed file untouched this long is
                                     // taken whole
+  // When set, only the events of ranks it accepts are compacted (a shard of the job: an MPI
+  // compaction process, or one node's ranks). Rank 0's files are still read for their clock
+  // anchors (the common clock), but their events, sources and stats stay out unless accepted.
+  std::function<bool(int32_t rank)> take_rank;
 };
 
 struct CompactProgress {

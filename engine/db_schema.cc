@@ -117,7 +117,14 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   if (!read_only) {
     TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;"));
   }
-  if (!exists) {
+  bool empty = !exists;
+  if (exists && create && !read_only) {
+    // A run killed while creating the file leaves it without a committed schema (SQLite rolls
+    // the hot journal back on this first read): an empty database, created again.
+    TRACEDB_ASSIGN_OR_RETURN(int64_t objects, db->QueryInt("SELECT count(*) FROM sqlite_master"));
+    empty = objects == 0;
+  }
+  if (empty) {
     TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA page_size=4096"));
     TRACEDB_RETURN_IF_ERROR(db->Begin());
     Status s = CreateSchema(db.get());

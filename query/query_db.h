@@ -11,6 +11,11 @@
 
 namespace tracedb::query {
 
+// `path` may also be a shard manifest (`tracedb compact --shard-by node`, engine/shard_compact.h):
+// its shards are then merged (incrementally) into MergedShardsPath(path), which is opened.
 StatusOr<std::unique_ptr<engine::Db>> OpenQueryDb(const std::string& path, bool writable = false);
+
+// Where the shards of manifest `manifest` are merged for queries.
+std::string MergedShardsPath(const std::string& manifest);
 
 }  // namespace tracedb::query

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/compactor.h"
+#include "engine/shard_compact.h"
 #include "engine/segment_dir.h"
 #include "engine/trace_writer.h"
 #include "shell/commands.h"
@@ -38,6 +39,8 @@ struct CompactCmdOptions {
   double interval_s = 2.0;
   bool finish = false;
   int64_t stale_after_s = 120;
+  bool mpi = false;       // exec tracedb-mpi-compact (run under mpirun)
+  std::string shard_by;   // "node": one database per node and a manifest at `output`
 };
 
 std::atomic<bool> g_stop{false};
@@ -108,7 +111,106 @@ void RemoveCreatedDb(const std::string& path) {
   }
 }
 
+// `--mpi`: this process becomes tracedb-mpi-compact (beside this program, or $TRACEDB_MPI_COMPACT),
+// with the same arguments; MPI's environment from the launcher passes through exec.
+int ExecMpiCompact(const CompactCmdOptions& o) {
+  std::string helper;
+  if (const char* env = std::getenv("TRACEDB_MPI_COMPACT"); env != nullptr && *env) {
+    helper = env;
+  } else {
+    char self[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+      std::fprintf(stderr, "tracedb compact --mpi: cannot find this program: %s\n",
+                   std::strerror(errno));
+      return kExitError;
+    }
+    self[n] = '\0';
+    helper = self;
+    helper = helper.substr(0, helper.rfind('/') + 1) + "tracedb-mpi-compact";
+  }
+  std::vector<std::string> args = {helper, "--mpi"};
+  args.insert(args.end(), o.inputs.begin(), o.inputs.end());
+  args.insert(args.end(), {"-o", o.output, "--stale-after", std::to_string(o.stale_after_s)});
+  if (o.finish) args.push_back("--finish");
+  if (GetVerbosity() == Verbosity::kQuiet) args.push_back("-q");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(helper.c_str(), argv.data());
+  std::fprintf(stderr,
+               "tracedb compact --mpi: cannot run %s: %s (it is built where MPI is found; "
+               "TRACEDB_MPI_COMPACT names another)\n",
+               helper.c_str(), std::strerror(errno));
+  return kExitError;
+}
+
+// `--shard-by node`: a database per node in OUTPUT.shards/ and the manifest OUTPUT.
+int RunShardByNode(const CompactCmdOptions& o) {
+  const Status inputs = CheckInputs(o.inputs);
+  if (!inputs.ok()) {
+    std::fprintf(stderr, "tracedb compact: %s\n", inputs.message().c_str());
+    return kExitError;
+  }
+  engine::CompactOptions co;
+  co.inputs = o.inputs;
+  co.finish = o.finish;
+  co.stale_after_s = o.stale_after_s;
+  const double t0 = Now();
+  auto shards = engine::CompactByNode(co, o.output);
+  if (!shards.ok()) {
+    std::fprintf(stderr, "tracedb compact: %s\n", shards.status().message().c_str());
+    return kExitError;
+  }
+  if (GetVerbosity() != Verbosity::kQuiet) {
+    for (const engine::NodeShard& s : *shards) {
+      std::fprintf(stderr, "  node %s: %s rows into %s\n", s.host.c_str(),
+                   WithCommas(s.stats.rows).c_str(), s.path.c_str());
+    }
+    std::fprintf(stderr, "%zu shards in %.2f s; manifest %s\n", shards->size(), Now() - t0,
+                 o.output.c_str());
+  }
+  return kExitOk;
+}
+
+// A database made by `compact --mpi` keeps its ranks' progress in its shards: a plain compact
+// would take every file again from the start.
+Status CheckNotMpiMade(const std::string& path) {
+  if (!Exists(path) || engine::IsManifest(path)) return Status::Ok();
+  auto db = engine::Db::Open(path, engine::Db::Mode::kReadOnly);
+  if (!db.ok() || !(*db)->HasTable("meta")) return Status::Ok();
+  auto k = (*db)->QueryInt("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'mpi_processes'");
+  if (k.ok() && *k > 0) {
+    return Status::InvalidArgument(path + ": made by `compact --mpi` with " + std::to_string(*k) +
+                                   " processes; extend it the same way (mpirun -np " +
+                                   std::to_string(*k) + " tracedb compact --mpi ...)");
+  }
+  return Status::Ok();
+}
+
 int RunCompact(const CompactCmdOptions& o) {
+  if (o.mpi && (o.watch || !o.shard_by.empty())) {
+    std::fprintf(stderr, "tracedb compact: --mpi goes with neither --watch nor --shard-by\n");
+    return kExitUsage;
+  }
+  if (o.mpi) return ExecMpiCompact(o);
+  if (!o.shard_by.empty()) {
+    if (o.watch) {
+      std::fprintf(stderr, "tracedb compact: --shard-by does not go with --watch\n");
+      return kExitUsage;
+    }
+    return RunShardByNode(o);
+  }
+  if (engine::IsManifest(o.output)) {
+    std::fprintf(stderr,
+                 "tracedb compact: %s is a shard manifest: extend it with --shard-by node\n",
+                 o.output.c_str());
+    return kExitError;
+  }
+  if (Status s = CheckNotMpiMade(o.output); !s.ok()) {
+    std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+    return kExitError;
+  }
   const bool existed = Exists(o.output);
   std::unique_ptr<engine::TraceWriter> writer;
   // Opens (or creates) the database; false after printing the error.
@@ -262,6 +364,13 @@ void SetupCompact(CLI::App& app, int* exit_code) {
                   "Without flock only: seconds after which an unclosed, unchanged file counts "
                   "as finished");
   AddVerbosityFlags(sub);
+  sub->add_flag("--mpi", o->mpi,
+                "Run as an MPI job (mpirun -np K tracedb compact --mpi DIR -o JOB.tdb): the ranks "
+                "shared among the K processes, their shards merged into JOB.tdb");
+  sub->add_option("--shard-by", o->shard_by,
+                  "Write one database per node (JOB.tdb.shards/) and a manifest JOB.tdb that "
+                  "query, shell, export and report open as one database")
+      ->check(CLI::IsMember({"node"}));
   sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
 }
 

@@ -10,7 +10,9 @@
 
 #include "engine/db_schema.h"
 #include "engine/segment_dir.h"
+#include "engine/shard_compact.h"
 #include "query/export/json_text.h"
+#include "query/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/verbosity.h"
@@ -107,7 +109,14 @@ struct DbInfo {
   int64_t profile_rows = 0;
 };
 
-StatusOr<DbInfo> ReadDbInfo(const std::string& path) {
+StatusOr<DbInfo> ReadDbInfo(const std::string& given) {
+  std::string path = given;
+  if (engine::IsManifest(given)) {
+    // A shard manifest (compact --shard-by node): its shards merged, as every reader sees them.
+    path = query::MergedShardsPath(given);
+    TRACEDB_ASSIGN_OR_RETURN(auto merged, engine::MergeManifest(given, path));
+    (void)merged;
+  }
   TRACEDB_ASSIGN_OR_RETURN(auto db, engine::OpenTraceDb(path, false, /*read_only=*/true));
   DbInfo info;
   struct stat st;

@@ -1,0 +1,58 @@
+// Shards of a trace database: several databases, each holding every event of a disjoint set of
+// ranks (one per MPI compaction process, or one per node), merged into one by copying their
+// encoded event blocks.
+//
+// A shard numbers its strings and tracks on its own; the merge maps them onto the target's
+// (strings by text, tracks by their identity: rank, kind, pid and recorder thread index, or
+// rank, kind and name) and rewrites only the header of each copied block (its name and category
+// dictionaries) and its track column: the other columns are copied byte for byte, never
+// decoded. Blocks whose ids all map to themselves are copied unchanged.
+//
+// The merge is incremental and crash-safe: the target records, per shard, the last shard block
+// it holds (`state` key `shard_merge:KEY`), and every shard is merged in one transaction that
+// also replaces the shard's ranks' rows of the per-rank tables (ranks, processes, clock_knots,
+// sync_points, comms, name_stats, steps, stats, sources), so a merge killed at any moment leaves
+// the target as of its last whole shard, and the next one goes on from there.
+// The ranks of a shard are those of its `sources` rows (a shard may hold rank 0's clock rows
+// without its events: they stay out).
+// Thread safety: one merge per target at a time (SQLite's lock enforces it); RemapBlock is a
+// pure function. Format: docs/database-format.md "Shards".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sqlite.h"
+#include "engine/status.h"
+
+namespace tracedb::engine {
+
+struct ShardMergeStats {
+  uint64_t blocks = 0;            // blocks copied
+  uint64_t blocks_rewritten = 0;  // of which had ids to map
+  uint64_t rows = 0;              // events in the blocks copied
+  uint64_t bytes = 0;             // block bytes written
+  uint64_t strings_added = 0;
+  uint64_t tracks_added = 0;
+  int64_t open_spans = 0;  // the shard's meta open_spans
+};
+
+// An id map: map[shard id] = target id; ids past its end, or mapped to 0, are unknown.
+using IdMap = std::vector<uint32_t>;
+
+// Rewrites encoded block `data` (docs/database-format.md "Event blocks") with its string ids
+// mapped through `strings` and its track ids through `tracks`, into *out. *changed is false
+// (and *out untouched) when every id maps to itself. Block formats 1 and 2 are rewritten in
+// place (header and track column); any other format is decoded and encoded again. Corruption
+// naming `block` for malformed data or an id the maps do not know.
+Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, const IdMap& tracks,
+                  std::string* out, bool* changed);
+
+// Merges what is new in the shard database at `shard_path` into `dst` (a trace database, not in
+// a transaction), under the name `key` (stable across runs: it keys the merge's progress).
+StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
+                                     const std::string& key);
+
+}  // namespace tracedb::engine

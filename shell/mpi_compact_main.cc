@@ -1,0 +1,195 @@
+// tracedb-mpi-compact: the MPI side of `tracedb compact --mpi DIR... -o JOB.tdb`, which execs
+// this program (so that only it links MPI; the tracedb program runs where MPI is not installed).
+// Run under any MPI launcher: `mpirun -np K tracedb compact --mpi DIR -o JOB.tdb`.
+//
+// Each of the K processes compacts the ranks r with r mod K == its MPI rank into its shard
+// (JOB.tdb.shards/mpi-P-of-K.tdb; every process also reads rank 0's clock anchors, so all agree
+// on the common clock); then process 0 merges the shards into JOB.tdb by copying their encoded
+// blocks (engine/shard_compact.h). Incremental and crash-safe: shards keep their progress, the
+// merge records per shard the last block it copied.
+// Exit codes: 0 done, 1 an error (printed by the process that met it), 2 bad arguments.
+#include <mpi.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/shard_compact.h"
+
+namespace {
+
+using tracedb::engine::CompactOptions;
+
+struct Args {
+  CompactOptions compact;
+  std::string output;
+  bool quiet = false;
+};
+
+const char* const kUsage =
+    "usage: mpirun -np K tracedb compact --mpi DIR... -o JOB.tdb [--finish] [--stale-after S] "
+    "[-q]\n";
+
+bool Parse(int argc, char** argv, Args* a, std::string* error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) {
+        *error = arg + " needs a value";
+        return false;
+      }
+      *out = argv[++i];
+      return true;
+    };
+    if (arg == "-o" || arg == "--output") {
+      if (!value(&a->output)) return false;
+    } else if (arg.rfind("--output=", 0) == 0) {
+      a->output = arg.substr(9);
+    } else if (arg == "--finish") {
+      a->compact.finish = true;
+    } else if (arg == "--stale-after") {
+      std::string v;
+      if (!value(&v)) return false;
+      char* end = nullptr;
+      a->compact.stale_after_s = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0') {
+        *error = "--stale-after: not a number of seconds: " + v;
+        return false;
+      }
+    } else if (arg == "-q" || arg == "--quiet") {
+      a->quiet = true;
+    } else if (arg == "--mpi") {
+      // The flag that brought us here.
+    } else if (!arg.empty() && arg[0] == '-') {
+      *error = "unknown option " + arg;
+      return false;
+    } else {
+      struct stat st;
+      if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        *error = arg + ": not a directory";
+        return false;
+      }
+      a->compact.inputs.push_back(arg);
+    }
+  }
+  if (a->compact.inputs.empty()) *error = "no trace directory given";
+  if (a->output.empty()) *error = "no output database given (-o JOB.tdb)";
+  return error->empty();
+}
+
+double CpuSeconds() {
+  struct rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Waits for a non-blocking collective without spinning: Open MPI's blocking calls poll a core
+// at 100% while they wait (here: every process while process 0 merges), which on a machine
+// with as many processes as cores takes the merge's core away.
+void WaitQuietly(MPI_Request* request) {
+  int done = 0;
+  for (;;) {
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    ::usleep(2000);
+  }
+}
+
+void RemoveDb(const std::string& path) {
+  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+    const std::string p = path + suffix;
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
+      std::fprintf(stderr, "tracedb compact --mpi: cannot remove %s: %s\n", p.c_str(),
+                   std::strerror(errno));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int p = 0, k = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &p);
+  MPI_Comm_size(MPI_COMM_WORLD, &k);
+  Args args;
+  std::string error;
+  if (!Parse(argc, argv, &args, &error)) {
+    if (p == 0) std::fprintf(stderr, "tracedb compact --mpi: %s\n%s", error.c_str(), kUsage);
+    MPI_Finalize();
+    return 2;
+  }
+  struct stat st;
+  const bool existed = ::stat(args.output.c_str(), &st) == 0;
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);  // every process has looked before 0 may create it
+  WaitQuietly(&request);
+
+  // Phase 1: every process its shard.
+  const double t0 = Now(), cpu0 = CpuSeconds();
+  auto stats = tracedb::engine::CompactMpiShard(args.compact, args.output, p, k);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "tracedb compact --mpi: process %d of %d: %s\n", p, k,
+                 stats.status().message().c_str());
+  }
+  // Per process: ok, segment events, CPU s, wall s.
+  double mine[4] = {stats.ok() ? 1.0 : 0.0, stats.ok() ? double(stats->segment_events) : 0,
+                    CpuSeconds() - cpu0, Now() - t0};
+  std::vector<double> all(p == 0 ? 4 * k : 0);
+  MPI_Igather(mine, 4, MPI_DOUBLE, all.data(), 4, MPI_DOUBLE, 0, MPI_COMM_WORLD, &request);
+  WaitQuietly(&request);
+
+  // Phase 2: process 0 merges the shards (SQLite has one writer).
+  int rc = stats.ok() ? 0 : 1;
+  if (p == 0) {
+    bool all_ok = true;
+    double events = 0, cpu = 0, cpu_max = 0, wall = 0;
+    for (int i = 0; i < k; ++i) {
+      all_ok &= all[4 * i] == 1.0;
+      events += all[4 * i + 1];
+      cpu += all[4 * i + 2];
+      cpu_max = std::max(cpu_max, all[4 * i + 2]);
+      wall = std::max(wall, all[4 * i + 3]);
+    }
+    if (all_ok) {
+      const double m0 = Now(), mcpu0 = CpuSeconds();
+      auto merged = tracedb::engine::MergeMpiShards(args.output, k);
+      if (!merged.ok()) {
+        std::fprintf(stderr, "tracedb compact --mpi: merging the shards into %s: %s\n",
+                     args.output.c_str(), merged.status().message().c_str());
+        if (!existed) RemoveDb(args.output);
+        rc = 1;
+      } else if (!args.quiet) {
+        std::fprintf(stderr,
+                     "compacted %.0f segment events in %d processes: shards %.2f s wall "
+                     "(slowest process), %.2f s CPU (busiest process), %.2f s CPU (all); merge "
+                     "of %llu blocks (%llu with ids mapped) %.2f s wall, %.2f s CPU\n",
+                     events, k, wall, cpu_max, cpu,
+                     static_cast<unsigned long long>(merged->total.blocks),
+                     static_cast<unsigned long long>(merged->total.blocks_rewritten), Now() - m0,
+                     CpuSeconds() - mcpu0);
+      }
+    } else {
+      rc = 1;
+      if (!existed) RemoveDb(args.output);
+    }
+  }
+  MPI_Ibcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  WaitQuietly(&request);
+  MPI_Finalize();
+  return rc;
+}
