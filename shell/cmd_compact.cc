@@ -22,6 +22,7 @@
 
 #include "engine/compactor.h"
 #include "engine/segment_dir.h"
+#include "engine/segment_gc.h"
 #include "engine/trace_writer.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -37,6 +38,7 @@ struct CompactCmdOptions {
   bool finish = false;
   int64_t stale_after_s = 120;
   bool quiet = false;
+  bool delete_compacted = false;  // remove segment files once durably in the database
 };
 
 std::atomic<bool> g_stop{false};
@@ -105,8 +107,28 @@ void RemoveCreatedDb(const std::string& path) {
   }
 }
 
+// --delete-compacted: removes the files the database now holds for good (engine/segment_gc.h).
+// An error is returned; files kept for a reason are not one. *deleted_any is set once a file
+// is gone (from then on the database is the only copy and is never removed on failure).
+Status DeleteCompacted(engine::Db* db, const CompactCmdOptions& o, bool finish, bool quiet,
+                       bool* deleted_any) {
+  engine::DeleteCompactedOptions d;
+  d.inputs = o.inputs;
+  d.finish = finish;
+  auto r = engine::DeleteCompactedSegments(db, d);
+  if (!r.ok()) return r.status();
+  if (r->files > 0) *deleted_any = true;
+  for (const std::string& p : r->problems) std::fprintf(stderr, "  problem: %s\n", p.c_str());
+  if (!quiet && r->files > 0) {
+    std::fprintf(stderr, "  deleted %s compacted segment files (%s)\n",
+                 WithCommas(r->files).c_str(), HumanBytes(double(r->bytes)).c_str());
+  }
+  return Status::Ok();
+}
+
 int RunCompact(const CompactCmdOptions& o) {
   const bool existed = Exists(o.output);
+  bool deleted_any = false;  // --delete-compacted removed a file: keep the database whatever
   std::unique_ptr<engine::TraceWriter> writer;
   // Opens (or creates) the database; false after printing the error.
   auto open_db = [&]() {
@@ -117,13 +139,21 @@ int RunCompact(const CompactCmdOptions& o) {
       return false;
     }
     writer = std::move(*w);
+    if (o.delete_compacted) {
+      // Each commit durable before its files may go (the journal's unlink synced too).
+      const Status s = writer->db()->Exec("PRAGMA synchronous=EXTRA");
+      if (!s.ok()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+        return false;
+      }
+    }
     return true;
   };
   // Every error exit after the database was opened.
   auto fail = [&](const Status& s) {
     std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
     writer.reset();  // rolls back the open batch, closes the file
-    if (!existed) RemoveCreatedDb(o.output);
+    if (!existed && !deleted_any) RemoveCreatedDb(o.output);
     return kExitError;
   };
   engine::CompactOptions co;
@@ -155,6 +185,13 @@ int RunCompact(const CompactCmdOptions& o) {
     if (tty && !o.quiet) std::fprintf(stderr, "\r%*s\r", 70, "");
     if (!stats.ok()) return fail(stats.status());
     if (!o.quiet) PrintSummary(*stats, Now() - t0);
+    if (o.delete_compacted) {
+      const Status d = DeleteCompacted(writer->db(), o, o.finish, o.quiet, &deleted_any);
+      if (!d.ok()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", d.message().c_str());
+        return kExitError;
+      }
+    }
     return kExitOk;
   }
   // --watch: follow the job until every file is closed (and nothing new arrives), or Ctrl-C.
@@ -172,9 +209,15 @@ int RunCompact(const CompactCmdOptions& o) {
       if (writer == nullptr && !open_db()) return kExitError;
       stats = engine::Compact(writer.get(), co, progress);
     }
+    if (o.delete_compacted && writer != nullptr && (stats.ok() || stats.status().IsNotFound())) {
+      const Status d = DeleteCompacted(writer->db(), o, false, o.quiet, &deleted_any);
+      if (!d.ok()) return fail(d);
+      // Every file was closed, taken and deleted: as idle as a pass over closed files.
+      if (!stats.ok() && ++idle_passes >= 2) break;
+    }
     if (!stats.ok()) {
       if (stats.status().IsNotFound()) {
-        // The job has not written anything yet.
+        // The job has not written anything yet (or every file was deleted).
       } else {
         return fail(stats.status());
       }
@@ -200,6 +243,10 @@ int RunCompact(const CompactCmdOptions& o) {
       if (writer == nullptr) break;  // nothing was ever written
       auto last = engine::Compact(writer.get(), co, {});
       if (!last.ok() && !last.status().IsNotFound()) return fail(last.status());
+      if (o.delete_compacted) {
+        const Status d = DeleteCompacted(writer->db(), o, o.finish, o.quiet, &deleted_any);
+        if (!d.ok()) return fail(d);
+      }
       break;
     }
   }
@@ -227,6 +274,9 @@ void SetupCompact(CLI::App& app, int* exit_code) {
                   "Without flock only: seconds after which an unclosed, unchanged file counts "
                   "as finished");
   sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  sub->add_flag("--delete-compacted", o->delete_compacted,
+                "Remove each segment file once its events are committed to the database and "
+                "no writer can append to it (closed, or its writer gone)");
   sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
 }
 
