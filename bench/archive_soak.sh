@@ -42,7 +42,7 @@ work=${out:-$(mktemp -d /tmp/tracedb-soak.XXXXXX)}
 mkdir -p "$work"
 rm -rf "$work/trace" "$work/job.tdb" "$work/job.tdb-journal"
 cleanup() {
-  for p in ${rec_pid:-} ${cmp_pid:-}; do kill "$p" 2>/dev/null || true; done
+  for p in ${rec_pid:-} ${cmp_pid:-}; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   [ -z "$out" ] && rm -rf "$work"
   return 0
 }
@@ -54,13 +54,16 @@ TRACEDB_SEGMENT_MB=1 TRACEDB_FLUSH_MS=200 "$prog" "$work/trace" "$steps" "$spans
   >"$work/program.out" 2>"$work/program.err" &
 rec_pid=$!
 for _ in $(seq 100); do [ -d "$work/trace" ] && break; sleep 0.05; done
-"$bin" compact --watch --interval 0.5 --delete-compacted "$work/trace" -o "$work/job.tdb" \
+# CPU time (user + system) and peak RSS of the compactor and of every archive run: the machine
+# is shared, so wall times are noisy.
+/usr/bin/time -o "$work/compact.time" -f "%U %S %M" \
+  "$bin" compact --watch --interval 0.5 --delete-compacted "$work/trace" -o "$work/job.tdb" \
   2>"$work/compact.log" &
 cmp_pid=$!
 
 samples="$work/samples.tsv"   # t  seg_bytes  db_bytes  rss_kb
 archives="$work/archive.jsonl"
-: >"$samples"; : >"$archives"
+: >"$samples"; : >"$archives"; : >"$work/archive.time"
 start=$(date +%s.%N)
 last_archive=$start
 while kill -0 "$rec_pid" 2>/dev/null; do
@@ -70,7 +73,8 @@ while kill -0 "$rec_pid" 2>/dev/null; do
   rss=$(awk '/^VmRSS/ {print $2}' "/proc/$rec_pid/status" 2>/dev/null || echo "")
   [ -n "$rss" ] && printf '%.2f\t%s\t%s\t%s\n' "$(echo "$now - $start" | bc)" "$seg" "$db" "$rss" >>"$samples"
   if [ -f "$work/job.tdb" ] && [ "$(echo "$now - $last_archive >= $every" | bc)" = 1 ]; then
-    "$bin" archive "$work/job.tdb" --keep-steps "$keep" -f json >>"$archives" 2>>"$work/archive.err" || {
+    /usr/bin/time -a -o "$work/archive.time" -f "%U %S %M" \
+      "$bin" archive "$work/job.tdb" --keep-steps "$keep" -f json >>"$archives" 2>>"$work/archive.err" || {
       echo "archive_soak.sh: archive failed: $(tail -1 "$work/archive.err")" >&2; exit 1; }
     last_archive=$(date +%s.%N)
   fi
@@ -93,6 +97,10 @@ kept_min_step=$(q "SELECT min(step) FROM events")
 left_files=$(find "$work/trace" -name '*.tds' | wc -l)
 deleted=$(q "SELECT coalesce(sum(value), 0) FROM stats WHERE name = 'deleted_segment_files'")
 integrity=$(q "PRAGMA integrity_check")
+# What the database holds besides the kept blocks (sqlite3's dbstat, when the program is there).
+if command -v sqlite3 >/dev/null; then
+  echo "database pages by table (bytes): $(sqlite3 "$work/job.tdb" "SELECT group_concat(name || ' ' || b, ', ') FROM (SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name ORDER BY b DESC LIMIT 4)")"
+fi
 
 python3 - "$work" "$steps" "$spans" "$keep" "$bound_mb" "$rss_kb" "$ratio" "$wall" \
   "$summary_events" "$summary_steps" "$kept_events" "$kept_min_step" "$left_files" "$deleted" \
@@ -147,6 +155,16 @@ if len(passes) >= 8:
           f"last quarter {last:.3f} s (ratio {last / first if first else 0:.2f}, allowed {ratio:g})")
     if first > 0 and last / first > ratio:
         failures.append(f"compaction per new event got {last / first:.2f}x slower")
+cu, cs, cm = open(work + "/compact.time").read().split()[-3:]
+cpu = float(cu) + float(cs)
+total_new = sum(e for e, _ in passes)
+print(f"compactor CPU: {cpu:.1f} s user+sys for {total_new:,} segment events "
+      f"({cpu / max(1, total_new) * 1e6:.3f} s per million), peak RSS {int(cm) // 1024} MiB")
+at = [l.split() for l in open(work + "/archive.time") if re.match(r"^[\d.]+ [\d.]+ \d+$", l.strip())]
+if at:
+    acpu = [float(u) + float(s) for u, s, _ in at]
+    print(f"archive CPU per run: median {statistics.median(acpu):.2f} s, max {max(acpu):.2f} s "
+          f"({len(at)} runs), peak RSS {max(int(m) for *_, m in at) // 1024} MiB")
 archives = [json.loads(l) for l in open(work + "/archive.jsonl") if l.strip()]
 dropped = sum(a["events_dropped"] for a in archives)
 print(f"archive runs: {len(archives)}, events dropped in all {dropped:,}; segment files deleted "
