@@ -100,21 +100,15 @@ Status DropOldBlocks(Db* db, const ArchiveOptions& o, ArchiveReport* r) {
                                      "imported step spans); --keep-steps needs them");
     }
     TRACEDB_ASSIGN_OR_RETURN(int64_t last, db->QueryInt("SELECT max(step) FROM steps"));
-    const int64_t first_kept = o.keep_steps == 0 ? INT64_MAX : SaturatingSub(last, o.keep_steps - 1);
+    const int64_t first_kept = SaturatingSub(last, o.keep_steps - 1);
     std::map<int32_t, int64_t> by_steps;
-    if (o.keep_steps == 0) {
-      // Nothing of any step is kept: every event that ended before the newest one may go.
-      TRACEDB_ASSIGN_OR_RETURN(int64_t newest, db->QueryInt("SELECT max(max_end) FROM blocks"));
-      for (int32_t rank : ranks) by_steps[rank] = newest;
-    } else {
-      TRACEDB_ASSIGN_OR_RETURN(
-          Stmt st, db->Prepare("SELECT rank, min(ts) FROM steps WHERE step >= ?1 GROUP BY rank"));
-      st.Bind(1, first_kept);
-      for (;;) {
-        TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-        if (!row) break;
-        by_steps[static_cast<int32_t>(st.Int(0))] = st.Int(1);
-      }
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, db->Prepare("SELECT rank, min(ts) FROM steps WHERE step >= ?1 GROUP BY rank"));
+    st.Bind(1, first_kept);
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      by_steps[static_cast<int32_t>(st.Int(0))] = st.Int(1);
     }
     for (int32_t rank : ranks) {
       // A rank without those steps (none recorded, or lagging) keeps everything.
@@ -156,11 +150,14 @@ Status DropOldBlocks(Db* db, const ArchiveOptions& o, ArchiveReport* r) {
     }
     bool first = true;
     for (const auto& [rank, blocks, events] : dropped) {
-      TRACEDB_RETURN_IF_ERROR(add.Bind(1, "archive_dropped_blocks").Bind(2, rank).Bind(3, blocks).Run());
-      TRACEDB_RETURN_IF_ERROR(add.Bind(1, "archive_dropped_events").Bind(2, rank).Bind(3, events).Run());
-      const int64_t c = cutoff.at(rank);
       TRACEDB_RETURN_IF_ERROR(
-          meta.Bind(1, "archive.cutoff_ns." + std::to_string(rank)).Bind(2, std::to_string(c)).Run());
+          add.Bind(1, "archive_dropped_blocks").Bind(2, rank).Bind(3, blocks).Run());
+      TRACEDB_RETURN_IF_ERROR(
+          add.Bind(1, "archive_dropped_events").Bind(2, rank).Bind(3, events).Run());
+      const int64_t c = cutoff.at(rank);
+      TRACEDB_RETURN_IF_ERROR(meta.Bind(1, "archive.cutoff_ns." + std::to_string(rank))
+                                  .Bind(2, std::to_string(c))
+                                  .Run());
       r->blocks_dropped += static_cast<uint64_t>(blocks);
       r->cutoff_min_ns = first ? c : std::min(r->cutoff_min_ns, c);
       r->cutoff_max_ns = first ? c : std::max(r->cutoff_max_ns, c);
@@ -231,15 +228,14 @@ Status RecompressOldBlocks(Db* db, const ArchiveOptions& o, ArchiveReport* r) {
     TRACEDB_RETURN_IF_ERROR(put.Bind(1, block).BindBlob(2, out).Run());
     r->blocks_recompressed++;
   }
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt meta, db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt meta,
+                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
   return meta.Bind(1, kRecompressedBelow).Bind(2, std::to_string(new_below)).Run();
 }
 
 Status Count(Db* db, uint64_t* events, uint64_t* blocks, uint64_t* bytes) {
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt st, db->Prepare("SELECT coalesce(sum(count), 0), count(*), "
-                           "coalesce(sum(length(data)), 0) FROM blocks"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT coalesce(sum(count), 0), count(*), "
+                                                "coalesce(sum(length(data)), 0) FROM blocks"));
   TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return Status::Internal("no row from count(*)");
   *events = static_cast<uint64_t>(st.Int(0));
@@ -251,6 +247,7 @@ Status Count(Db* db, uint64_t* events, uint64_t* blocks, uint64_t* bytes) {
 }  // namespace
 
 StatusOr<ArchiveReport> ArchiveDb(const std::string& path, const ArchiveOptions& o) {
+  if (o.keep_steps == 0) return Status::InvalidArgument("--keep-steps must be at least 1");
   if (o.hc_level < 1 || o.hc_level > LZ4HC_CLEVEL_MAX) {
     return Status::InvalidArgument("LZ4-HC level must be 1.." + std::to_string(LZ4HC_CLEVEL_MAX));
   }
@@ -260,7 +257,8 @@ StatusOr<ArchiveReport> ArchiveDb(const std::string& path, const ArchiveOptions&
   r.file_bytes_before = FileSize(path);
   TRACEDB_RETURN_IF_ERROR(db->Begin());
   Status s = [&]() -> Status {
-    TRACEDB_RETURN_IF_ERROR(Count(db.get(), &r.events_before, &r.blocks_before, &r.block_bytes_before));
+    TRACEDB_RETURN_IF_ERROR(
+        Count(db.get(), &r.events_before, &r.blocks_before, &r.block_bytes_before));
     TRACEDB_RETURN_IF_ERROR(DropOldBlocks(db.get(), o, &r));
     TRACEDB_RETURN_IF_ERROR(RecompressOldBlocks(db.get(), o, &r));
     return Count(db.get(), &r.events_after, nullptr, &r.block_bytes_after);

@@ -34,12 +34,12 @@ namespace tracedb::engine {
 
 struct ArchiveOptions {
   int64_t keep_last_ns = -1;  // keep events that end within this span of the newest; -1: no
-  int64_t keep_steps = -1;    // keep events of the last N steps (per rank); -1: no
+  int64_t keep_steps = -1;    // keep events of the last N >= 1 steps (per rank); -1: no
   bool recompress = false;
   int64_t recompress_older_than_ns = -1;  // ns before the newest event's end; -1: all
   int hc_level = 12;                      // LZ4HC level (1..12)
-  bool vacuum = true;                        // shrink the file afterwards
-  int busy_timeout_ms = 120000;              // wait this long for a running compaction
+  bool vacuum = true;                     // shrink the file afterwards
+  int busy_timeout_ms = 120000;           // wait this long for a running compaction
 };
 
 struct ArchiveReport {

@@ -74,9 +74,9 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
   DeleteCompactedStats stats;
   std::map<std::string, Source> sources;
   {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db->Prepare("SELECT path, offset, size, finished FROM sources "
-                             "WHERE format = 'segment'"));
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                             db->Prepare("SELECT path, offset, size, finished FROM sources "
+                                         "WHERE format = 'segment'"));
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;

@@ -3,6 +3,7 @@
 // dropped, blocks recompressed, the file's size before and after. The database stays valid
 // whatever happens (one transaction, then VACUUM); a compaction running beside it waits.
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -128,7 +129,7 @@ void SetupArchive(CLI::App& app, int* exit_code) {
   sub->add_option("--keep-last", o->keep_last,
                   "Keep every event that ends within this duration of the newest (6h, 90min)");
   sub->add_option("--keep-steps", o->keep_steps, "Keep every event of the last N training steps")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   sub->add_flag("--recompress", o->recompress,
                 "Recompress the blocks with LZ4-HC (smaller, slower to write, as fast to read)");
   sub->add_option("--recompress-older-than", o->recompress_older,

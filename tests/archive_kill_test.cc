@@ -7,8 +7,8 @@
 // finishes, and the database must hold, per thread, exactly the serials 0..n-1 (no gap, no
 // duplicate) with n at least what the log promised; files were deleted along the way, and none
 // is left.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -119,8 +119,8 @@ TEST(ArchiveKillTest, DeleteCompactedKilledAtRandomLosesAndDuplicatesNothing) {
     ASSERT_GT(c, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     int st = 0;
-    ASSERT_EQ(::waitpid(c, &st, WNOHANG), 0) << "the compactor stopped by itself: "
-                                             << ReadFile(compact_log);
+    ASSERT_EQ(::waitpid(c, &st, WNOHANG), 0)
+        << "the compactor stopped by itself: " << ReadFile(compact_log);
     KillAndReap(c);
     ++kills;
     max_files = std::max(max_files, SegmentFiles(trace));

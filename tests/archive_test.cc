@@ -110,8 +110,8 @@ void ExpectWholeJobSummaries(const std::string& db) {
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM step_summary"), kSteps);
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM step_times WHERE dur IS NOT NULL"),
             int64_t{kRanks} * kSteps);
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
-            1);
+  EXPECT_EQ(
+      QueryInt(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
 }
 
 TEST(ArchiveTest, KeepStepsKeepsExactlyTheLastStepsAndTheWholeJobSummaries) {
@@ -148,7 +148,8 @@ TEST(ArchiveTest, KeepLastKeepsEveryEventEndingInTheWindow) {
   int64_t want = 0;
   for (int r = 0; r < kRanks; ++r) {
     for (int s = 0; s < kSteps; ++s) {
-      for (int i = 0; i < kCompute; ++i) want += StepStart(r, s) + i * 20000000 + 10000000 >= cutoff;
+      for (int i = 0; i < kCompute; ++i)
+        want += StepStart(r, s) + i * 20000000 + 10000000 >= cutoff;
       want += StepStart(r, s) + 805000000 >= cutoff;
     }
   }
@@ -230,8 +231,8 @@ TEST(ArchiveTest, KilledArchiveLeavesAValidDatabase) {
     const std::string db = tmp.Sub("job" + std::to_string(round) + ".tdb");
     BuildDb(db);
     const std::string bin = TracedbBin();
-    std::vector<std::string> args = {bin, "archive", db, "--keep-steps", "10", "--recompress",
-                                     "-q"};
+    std::vector<std::string> args = {bin,  "archive",      db,  "--keep-steps",
+                                     "10", "--recompress", "-q"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
