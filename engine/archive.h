@@ -39,7 +39,7 @@ struct ArchiveOptions {
   int64_t recompress_older_than_ns = -1;  // ns before the newest event's end; -1: all
   int hc_level = 12;                      // LZ4HC level (1..12)
   bool vacuum = true;                     // shrink the file afterwards
-  int busy_timeout_ms = 120000;           // wait this long for a running compaction
+  int busy_timeout_ms = 600000;           // wait this long for a running compaction
 };
 
 struct ArchiveReport {

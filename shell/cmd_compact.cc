@@ -139,6 +139,11 @@ int RunCompact(const CompactCmdOptions& o) {
       return false;
     }
     writer = std::move(*w);
+    if (o.watch) {
+      // A `tracedb archive` beside the watch holds the database for its VACUUM (minutes on a
+      // large file): wait for it rather than end the watch (the job's files keep meanwhile).
+      sqlite3_busy_timeout(writer->db()->raw(), 3600 * 1000);
+    }
     if (o.delete_compacted) {
       // Each commit durable before its files may go (the journal's unlink synced too).
       const Status s = writer->db()->Exec("PRAGMA synchronous=EXTRA");
