@@ -70,9 +70,9 @@ void KillAndReap(pid_t pid) {
 }
 
 // Per-thread counts of the last complete "flush N C0 C1" line of the recorder's log.
-std::vector<uint64_t> LastPromise(const std::string& log) {
+std::vector<uint64_t> LastPromise(const std::string& log, size_t threads = kThreads) {
   const std::string text = ReadFile(log);
-  std::vector<uint64_t> last(kThreads, 0);
+  std::vector<uint64_t> last(threads, 0);
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -85,7 +85,7 @@ std::vector<uint64_t> LastPromise(const std::string& log) {
     std::vector<uint64_t> counts;
     uint64_t c;
     while (in >> c) counts.push_back(c);
-    if (counts.size() == kThreads) last = counts;
+    if (counts.size() == threads) last = counts;
   }
   return last;
 }
@@ -169,6 +169,59 @@ TEST(ArchiveKillTest, DeleteCompactedKilledAtRandomLosesAndDuplicatesNothing) {
   EXPECT_GE(kills, 8);
   std::printf("%d compactor kills, %lld files deleted, at most %llu files at once\n", kills,
               static_cast<long long>(*deleted), static_cast<unsigned long long>(max_files));
+}
+
+// Without --watch: the closed files go, the file the live recorder writes stays (its lock is
+// held), and so does its sources row; once the recorder is gone, the next run takes and deletes
+// that file too, and no sources row is left for a missing file.
+TEST(ArchiveKillTest, TheLiveFileStaysUntilItsWriterIsGone) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace"), db = tmp.Sub("job.tdb"), log = tmp.Sub("log");
+  const pid_t rec =
+      Spawn({KillProgram(), trace, log, "1"}, {"TRACEDB_SEGMENT_MB=1", "TRACEDB_FLUSH_MS=20"});
+  ASSERT_GT(rec, 0);
+  for (int i = 0; i < 2000 && SegmentFiles(trace) < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(SegmentFiles(trace), 3u) << "the recorder did not rotate its files";
+  int rc = 0;
+  std::string out = RunCommand(TracedbBin() + " compact --delete-compacted " + ShellQuote(trace) +
+                                   " -o " + ShellQuote(db) + " 2>&1",
+                               &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto files = engine::ListSegmentFiles(trace);
+  ASSERT_TRUE(files.ok()) << "the live file was deleted: " << out;
+  // The live file, and maybe one the recorder opened after the compaction listed the files.
+  EXPECT_LE(files->size(), 2u) << out;
+  const uint32_t first_left = files->front().seq;
+  EXPECT_GE(first_left, 2u) << "closed files were not deleted: " << out;
+  {
+    auto q = query::OpenQueryDb(db);
+    ASSERT_TRUE(q.ok());
+    auto rows = (*q)->QueryInt("SELECT count(*) FROM sources WHERE finished = 1", -1);
+    ASSERT_TRUE(rows.ok());
+    EXPECT_EQ(*rows, 0) << "rows of deleted files stay";
+  }
+  KillAndReap(rec);
+  out = RunCommand(TracedbBin() + " compact --delete-compacted " + ShellQuote(trace) + " -o " +
+                       ShellQuote(db) + " 2>&1",
+                   &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(SegmentFiles(trace), 0u) << out;
+  auto q = query::OpenQueryDb(db);
+  ASSERT_TRUE(q.ok());
+  auto rows = (*q)->QueryInt("SELECT count(*) FROM sources", -1);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(*rows, 0);
+  const std::vector<uint64_t> promised = LastPromise(log, 1);
+  ASSERT_GT(promised[0], 0u);
+  auto st = (*q)->Prepare(
+      "SELECT count(*), count(DISTINCT seq), max(seq) FROM events WHERE name = 'work'");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(*st->Step());
+  EXPECT_EQ(st->Int(0), st->Int(1));
+  EXPECT_EQ(st->Int(2) + 1, st->Int(0));
+  EXPECT_GE(static_cast<uint64_t>(st->Int(0)), promised[0]);
 }
 
 }  // namespace
