@@ -110,6 +110,13 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   struct stat st;
   const bool exists = ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
   if (!exists && !create) return Status::NotFound(path + ": no such database");
+  if (read_only && exists && ::stat((path + "-journal").c_str(), &st) == 0 && st.st_size > 0) {
+    // A writer (compact, archive) died mid-transaction and left a hot rollback journal, which a
+    // read-only connection cannot roll back (SQLite then sees no tables). Let a read-write
+    // connection do it, when the file can be written; else fall through to the old behaviour.
+    auto rw = Db::Open(path, Db::Mode::kReadWrite);
+    if (rw.ok()) (void)(*rw)->QueryInt("SELECT count(*) FROM sqlite_master");
+  }
   TRACEDB_ASSIGN_OR_RETURN(
       std::unique_ptr<Db> db,
       Db::Open(path, read_only ? Db::Mode::kReadOnly

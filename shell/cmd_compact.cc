@@ -23,6 +23,7 @@
 #include "engine/compactor.h"
 #include "engine/shard_compact.h"
 #include "engine/segment_dir.h"
+#include "engine/segment_gc.h"
 #include "engine/trace_writer.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -41,6 +42,7 @@ struct CompactCmdOptions {
   int64_t stale_after_s = 120;
   bool mpi = false;       // exec tracedb-mpi-compact (run under mpirun)
   std::string shard_by;   // "node": one database per node and a manifest at `output`
+  bool delete_compacted = false;  // remove segment files once durably in the database
 };
 
 std::atomic<bool> g_stop{false};
@@ -188,9 +190,33 @@ Status CheckNotMpiMade(const std::string& path) {
   return Status::Ok();
 }
 
+// --delete-compacted: removes the files the database now holds for good (engine/segment_gc.h).
+// An error is returned; files kept for a reason are not one. *deleted_any is set once a file
+// is gone (from then on the database is the only copy and is never removed on failure).
+Status DeleteCompacted(engine::Db* db, const CompactCmdOptions& o, bool finish, bool quiet,
+                       bool* deleted_any) {
+  engine::DeleteCompactedOptions d;
+  d.inputs = o.inputs;
+  d.finish = finish;
+  auto r = engine::DeleteCompactedSegments(db, d);
+  if (!r.ok()) return r.status();
+  if (r->files > 0) *deleted_any = true;
+  for (const std::string& p : r->problems) std::fprintf(stderr, "  problem: %s\n", p.c_str());
+  if (!quiet && r->files > 0) {
+    std::fprintf(stderr, "  deleted %s compacted segment files (%s)\n",
+                 WithCommas(r->files).c_str(), HumanBytes(double(r->bytes)).c_str());
+  }
+  return Status::Ok();
+}
+
 int RunCompact(const CompactCmdOptions& o) {
   if (o.mpi && (o.watch || !o.shard_by.empty())) {
     std::fprintf(stderr, "tracedb compact: --mpi goes with neither --watch nor --shard-by\n");
+    return kExitUsage;
+  }
+  if (o.delete_compacted && (o.mpi || !o.shard_by.empty())) {
+    std::fprintf(stderr,
+                 "tracedb compact: --delete-compacted goes with neither --mpi nor --shard-by\n");
     return kExitUsage;
   }
   if (o.mpi) return ExecMpiCompact(o);
@@ -212,6 +238,7 @@ int RunCompact(const CompactCmdOptions& o) {
     return kExitError;
   }
   const bool existed = Exists(o.output);
+  bool deleted_any = false;  // --delete-compacted removed a file: keep the database whatever
   std::unique_ptr<engine::TraceWriter> writer;
   // Opens (or creates) the database; false after printing the error.
   auto open_db = [&]() {
@@ -222,13 +249,26 @@ int RunCompact(const CompactCmdOptions& o) {
       return false;
     }
     writer = std::move(*w);
+    if (o.watch) {
+      // A `tracedb archive` beside the watch holds the database for its VACUUM (minutes on a
+      // large file): wait for it rather than end the watch (the job's files keep meanwhile).
+      sqlite3_busy_timeout(writer->db()->raw(), 3600 * 1000);
+    }
+    if (o.delete_compacted) {
+      // Each commit durable before its files may go (the journal's unlink synced too).
+      const Status s = writer->db()->Exec("PRAGMA synchronous=EXTRA");
+      if (!s.ok()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+        return false;
+      }
+    }
     return true;
   };
   // Every error exit after the database was opened.
   auto fail = [&](const Status& s) {
     std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
     writer.reset();  // rolls back the open batch, closes the file
-    if (!existed) RemoveCreatedDb(o.output);
+    if (!existed && !deleted_any) RemoveCreatedDb(o.output);
     return kExitError;
   };
   engine::CompactOptions co;
@@ -291,6 +331,13 @@ int RunCompact(const CompactCmdOptions& o) {
     pass_done();
     if (!stats.ok()) return fail(stats.status());
     if (!quiet) PrintSummary(*stats, Now() - t0);
+    if (o.delete_compacted) {
+      const Status d = DeleteCompacted(writer->db(), o, o.finish, quiet, &deleted_any);
+      if (!d.ok()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", d.message().c_str());
+        return kExitError;
+      }
+    }
     return kExitOk;
   }
   // --watch: follow the job until every file is closed (and nothing new arrives), or Ctrl-C.
@@ -309,9 +356,15 @@ int RunCompact(const CompactCmdOptions& o) {
       stats = engine::Compact(writer.get(), co, progress);
       pass_done();
     }
+    if (o.delete_compacted && writer != nullptr && (stats.ok() || stats.status().IsNotFound())) {
+      const Status d = DeleteCompacted(writer->db(), o, false, quiet, &deleted_any);
+      if (!d.ok()) return fail(d);
+      // Every file was closed, taken and deleted: as idle as a pass over closed files.
+      if (!stats.ok() && ++idle_passes >= 2) break;
+    }
     if (!stats.ok()) {
       if (stats.status().IsNotFound()) {
-        // The job has not written anything yet.
+        // The job has not written anything yet (or every file was deleted).
       } else {
         return fail(stats.status());
       }
@@ -337,6 +390,10 @@ int RunCompact(const CompactCmdOptions& o) {
       if (writer == nullptr) break;  // nothing was ever written
       auto last = engine::Compact(writer.get(), co, {});
       if (!last.ok() && !last.status().IsNotFound()) return fail(last.status());
+      if (o.delete_compacted) {
+        const Status d = DeleteCompacted(writer->db(), o, o.finish, quiet, &deleted_any);
+        if (!d.ok()) return fail(d);
+      }
       break;
     }
   }
@@ -371,6 +428,9 @@ void SetupCompact(CLI::App& app, int* exit_code) {
                   "Write one database per node (JOB.tdb.shards/) and a manifest JOB.tdb that "
                   "query, shell, export and report open as one database")
       ->check(CLI::IsMember({"node"}));
+  sub->add_flag("--delete-compacted", o->delete_compacted,
+                "Remove each segment file once its events are committed to the database and "
+                "no writer can append to it (closed, or its writer gone)");
   sub->callback([o, exit_code] { *exit_code = RunCompact(*o); });
 }
 

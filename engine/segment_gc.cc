@@ -1,0 +1,191 @@
+// Removal of compacted segment files. See segment_gc.h.
+#include "engine/segment_gc.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <optional>
+
+#include "engine/segment_dir.h"
+#include "engine/segment_reader.h"
+#include "engine/segment_writer.h"
+
+namespace tracedb::engine {
+namespace {
+
+struct Source {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool finished = false;
+};
+
+class MetaVisitor : public SegmentVisitor {
+ public:
+  void OnMeta(const SegmentMeta& m) override {
+    if (!meta) meta = m;
+  }
+  std::optional<SegmentMeta> meta;
+};
+
+std::string HostName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "";
+  return host;
+}
+
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Status FsyncPath(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open " + path + " to sync it", errno);
+  const int r = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some filesystems refuse fsync on a directory (EINVAL): nothing more can be done there.
+  if (r != 0 && !(directory && err == EINVAL)) {
+    return Status::FromErrno("cannot sync " + path, err);
+  }
+  return Status::Ok();
+}
+
+// Is `path` inside one of `dirs` (as ListSegmentFiles builds paths: DIR + "/" + …)?
+bool UnderInputs(const std::string& path, const std::vector<std::string>& dirs) {
+  for (std::string d : dirs) {
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    if (path.size() > d.size() && path.compare(0, d.size(), d) == 0 && path[d.size()] == '/') {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
+                                                       const DeleteCompactedOptions& options) {
+  DeleteCompactedStats stats;
+  std::map<std::string, Source> sources;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                             db->Prepare("SELECT path, offset, size, finished FROM sources "
+                                         "WHERE format = 'segment'"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      sources[std::string(st.Text(0))] = Source{static_cast<uint64_t>(st.Int(1)),
+                                                static_cast<uint64_t>(st.Int(2)), st.Int(3) != 0};
+    }
+  }
+  // Rows of finished files that are gone (a crash after their unlink): delete them below.
+  std::vector<std::string> forget;
+  for (const auto& [path, s] : sources) {
+    struct stat st;
+    if (s.finished && UnderInputs(path, options.inputs) && ::lstat(path.c_str(), &st) != 0 &&
+        errno == ENOENT) {
+      forget.push_back(path);
+    }
+  }
+
+  std::vector<SegmentFileRef> files;
+  for (const std::string& dir : options.inputs) {
+    StatusOr<std::vector<SegmentFileRef>> f = ListSegmentFiles(dir);
+    if (!f.ok()) {
+      if (f.status().IsNotFound()) continue;  // nothing (left) to delete there
+      return f.status();
+    }
+    files.insert(files.end(), f->begin(), f->end());
+  }
+  // The candidates: taken whole, up to the size the file still has.
+  std::vector<const SegmentFileRef*> candidates;
+  for (const SegmentFileRef& f : files) {
+    auto it = sources.find(f.path);
+    if (it == sources.end() || !it->second.finished) continue;
+    const Source& s = it->second;
+    if (f.size == 0 || s.offset != f.size || s.size != f.size) {
+      stats.kept++;
+      continue;
+    }
+    candidates.push_back(&f);
+  }
+  if (!candidates.empty()) {
+    // The commits that took these files must survive a power loss before the files go.
+    TRACEDB_RETURN_IF_ERROR(FsyncPath(db->path(), false));
+    TRACEDB_RETURN_IF_ERROR(FsyncPath(DirOf(db->path()), true));
+  }
+  const std::string this_host = HostName();
+  std::map<std::string, uint64_t> bytes_by_rank_dir;
+  for (const SegmentFileRef* f : candidates) {
+    // Asked before reading: a writer seen gone (or a closed file) cannot grow afterwards.
+    const WriterState writer = ProbeSegmentWriter(f->path);
+    if (writer == WriterState::kAlive) {
+      stats.kept++;
+      continue;
+    }
+    MetaVisitor v;
+    ScanOptions o;
+    o.events = false;
+    StatusOr<SegmentScan> scan = ScanSegment(f->path, &v, o);
+    if (!scan.ok()) {
+      // Unreadable files were recorded finished with nothing taken: keep them for a person.
+      stats.kept++;
+      if (stats.problems.size() < 32) stats.problems.push_back(scan.status().message());
+      continue;
+    }
+    const bool dead_here = writer == WriterState::kGone && v.meta && v.meta->host == this_host;
+    if (!(scan->closed || dead_here || options.finish)) {
+      stats.kept++;
+      continue;
+    }
+    struct stat st;
+    if (::stat(f->path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != f->size) {
+      stats.kept++;  // changed under us: the next pass decides
+      continue;
+    }
+    if (::unlink(f->path.c_str()) != 0) {
+      if (stats.problems.size() < 32) {
+        stats.problems.push_back(Status::FromErrno("cannot remove " + f->path, errno).message());
+      }
+      stats.kept++;
+      continue;
+    }
+    stats.files++;
+    stats.bytes += f->size;
+    bytes_by_rank_dir[DirOf(f->path)] += f->size;
+    forget.push_back(f->path);
+  }
+  // The files are gone: their rows go too, so that a later file of the same name is new.
+  if (!forget.empty() || stats.files > 0) {
+    TRACEDB_RETURN_IF_ERROR(db->Begin());
+    Status s = [&]() -> Status {
+      TRACEDB_ASSIGN_OR_RETURN(
+          Stmt del, db->Prepare("DELETE FROM sources WHERE path = ?1 AND format = 'segment'"));
+      for (const std::string& p : forget) TRACEDB_RETURN_IF_ERROR(del.Bind(1, p).Run());
+      TRACEDB_ASSIGN_OR_RETURN(
+          Stmt add, db->Prepare("INSERT INTO stats(name, rank, value) VALUES(?1, -1, ?2) "
+                                "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?2"));
+      if (stats.files > 0) {
+        TRACEDB_RETURN_IF_ERROR(
+            add.Bind(1, "deleted_segment_files").Bind(2, static_cast<int64_t>(stats.files)).Run());
+        TRACEDB_RETURN_IF_ERROR(
+            add.Bind(1, "deleted_segment_bytes").Bind(2, static_cast<int64_t>(stats.bytes)).Run());
+      }
+      return Status::Ok();
+    }();
+    if (!s.ok()) {
+      db->Rollback();
+      return s;
+    }
+    TRACEDB_RETURN_IF_ERROR(db->Commit());
+  }
+  return stats;
+}
+
+}  // namespace tracedb::engine
