@@ -26,7 +26,6 @@ struct ArchiveCmdOptions {
   int hc_level = 12;
   bool no_vacuum = false;
   std::string format = "text";
-  bool quiet = false;
 };
 
 // "6h", "90min", "2.5s" -> ns (units of ParseTimeBound: ns, us, ms, s, min, h).
@@ -100,7 +99,7 @@ int RunArchive(const ArchiveCmdOptions& o) {
     std::fputs(ReportJson(*r).c_str(), stdout);
     return kExitOk;
   }
-  if (o.quiet || GetVerbosity() == Verbosity::kQuiet) return kExitOk;
+  if (GetVerbosity() == Verbosity::kQuiet) return kExitOk;
   const uint64_t dropped = r->events_before - r->events_after;
   std::printf("events: %s kept, %s dropped (%s blocks of %s)\n",
               WithCommas(r->events_after).c_str(), WithCommas(dropped).c_str(),
@@ -141,7 +140,7 @@ void SetupArchive(CLI::App& app, int* exit_code) {
                 "Do not VACUUM afterwards (the freed pages are reused, the file does not shrink)");
   sub->add_option("-f,--format", o->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
-  sub->add_flag("-q,--quiet", o->quiet, "Print nothing but errors");
+  AddVerbosityFlags(sub);
   sub->callback([o, exit_code] { *exit_code = RunArchive(*o); });
 }
 
