@@ -9,12 +9,22 @@ import { execFileSync } from "node:child_process";
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
+import os from "node:os";
 
 const [pwDir, chromium, viewUrl, ssApp, jsonFile] = process.argv.slice(2);
 const require = createRequire(path.resolve(pwDir) + "/");
 const { chromium: launcher } = require(pwDir);
 const MARK = `--tracedb-bench=${process.pid}-${Date.now()}`;  // finds the browser's main process
-const ARGS = ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info", MARK];
+// FLAGS=lean adds the flags that cut the fixed cost of headless Chromium without changing what
+// the page runs in (no --single-process): one renderer process, no GPU process rasterizer.
+const LEAN = ["--renderer-process-limit=1", "--disable-software-rasterizer", "--disable-extensions",
+  "--disable-component-extensions-with-background-pages", "--disable-background-networking",
+  "--disable-features=Translate,OptimizationHints,MediaRouter,BackForwardCache,site-per-process",
+  "--disable-dev-shm-usage"];
+const ARGS = ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info", MARK]
+  .concat(process.env.FLAGS === "lean" ? LEAN : []);
+const PROFILE = process.env.PROFILE || "";  // a file: the page's CPU profile (CDP Profiler) goes there
+const VIEW_PID = Number(process.env.VIEW_PID || 0);  // the server, for its CPU time
 
 function browserPid() {
   const ps = execFileSync("ps", ["-e", "-o", "pid=,args="]).toString().split("\n");
@@ -44,6 +54,52 @@ function treeRssMb(pid) {
   while (stack.length) { const p = stack.pop(); total += rss.has(p) ? pssMb(p) : 0; stack.push(...(kids.get(p) || [])); }
   return total / 1024;
 }
+// The processes of the browser's tree with their type (browser, renderer, gpu-process, utility,
+// zygote), PSS (kB) and CPU time (user + system, ms) from /proc.
+function treeProcs(pid) {
+  const ps = execFileSync("ps", ["-e", "-o", "pid=,ppid="]).toString().trim().split("\n")
+    .map((l) => l.trim().split(/\s+/).map(Number));
+  const kids = new Map();
+  for (const [p, pp] of ps) { if (!kids.has(pp)) kids.set(pp, []); kids.get(pp).push(p); }
+  const out = [];
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop();
+    stack.push(...(kids.get(p) || []));
+    try {
+      const args = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split(/[\0 ]/);  // children rewrite theirs
+      const t = args.find((a) => a.startsWith("--type="));
+      let type = t ? t.slice(7) : "browser";
+      if (args.includes("--extension-process")) type = "extension";
+      if (type === "utility") {
+        const u = args.find((a) => a.startsWith("--utility-sub-type="));
+        if (u) type = "utility:" + u.slice(19).split(".").slice(-2).join(".");
+      }
+      out.push({ pid: p, type, pss_kb: pssMb(p), cpu_ms: cpuMs(p) });
+    } catch { /* exited */ }
+  }
+  return out;
+}
+function cpuMs(pid) {
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const v = f.slice(f.lastIndexOf(")") + 2).split(" ");
+    return (Number(v[11]) + Number(v[12])) * 10;  // utime, stime in 1/100 s (CLK_TCK 100)
+  } catch { return 0; }
+}
+const byType = (procs, key) => {
+  const m = {};
+  for (const p of procs) m[p.type] = (m[p.type] || 0) + p[key];
+  return m;
+};
+const cpuDelta = (a, b) => {
+  const m = {};
+  for (const p of b) {
+    const before = a.find((q) => q.pid === p.pid);
+    m[p.type] = (m[p.type] || 0) + p.cpu_ms - (before ? before.cpu_ms : 0);
+  }
+  return m;
+};
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil(p / 100 * s.length) - 1)]; };
 
 async function benchView() {
@@ -52,16 +108,29 @@ async function benchView() {
   await page.goto("about:blank");
   await page.waitForTimeout(500);
   const blank = treeRssMb(browserPid());  // the browser itself, before the page
+  const blankProcs = treeProcs(browserPid());
   const t0 = Date.now();
   await page.goto(viewUrl);
   await page.waitForFunction(() => window.__tdb && window.__tdb.answered >= 1, null, { timeout: 60000 });
   const firstPaint = Date.now() - t0;
   await page.focus("#tl");
+  await page.waitForTimeout(300);  // flows and late work of the first paint, outside the figures
+  let cdp = null;
+  if (PROFILE) {
+    cdp = await page.context().newCDPSession(page);
+    await cdp.send("Profiler.enable");
+    await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
+    await cdp.send("Profiler.start");
+  }
+  const load0 = os.loadavg()[0];
+  const procs0 = treeProcs(browserPid());
+  const server0 = VIEW_PID ? cpuMs(VIEW_PID) : 0;
+  const wall0 = Date.now();
   // Zoom in step by step into the middle (W), pan (A/D) at several depths, zoom out (S).
   const keys = [];
   for (let i = 0; i < 30; i++) keys.push("w", i % 3 === 0 ? "d" : "a");
   for (let i = 0; i < 30; i++) keys.push("s", i % 2 ? "a" : "d");
-  const lat = [], server = [], coarse = [];
+  const lat = [], server = [], coarse = [], parts = [];
   for (const k of keys) {
     const lat1 = await page.evaluate(async (key) => {
       const S = window.__tdb;
@@ -72,13 +141,24 @@ async function benchView() {
         const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
         poll();
       });
-      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base];
+      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts];
     }, k);
-    lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]);
+    lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]); parts.push(lat1[4] || {});
   }
+  const wallLoop = Date.now() - wall0;
+  const procs1 = treeProcs(browserPid());
+  const serverCpu = VIEW_PID ? cpuMs(VIEW_PID) - server0 : 0;
+  const load1 = os.loadavg()[0];
+  if (cdp) {
+    const { profile } = await cdp.send("Profiler.stop");
+    fs.writeFileSync(PROFILE, JSON.stringify(profile));
+  }
+  const cpu = cpuDelta(procs0, procs1);
+  const partP = (k, p) => +pct(parts.map((x) => x[k] || 0), p).toFixed(1);
   const errors = await page.evaluate(() => window.__tdb.errors);
   const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   const rss = treeRssMb(browserPid());
+  const endProcs = treeProcs(browserPid());
   const meta = await page.evaluate(() => window.__tdb.meta.events);
   await page.screenshot({ path: "/tmp/view_bench_last.png" });
   await browser.close();
@@ -88,7 +168,19 @@ async function benchView() {
     zoom_pan_max_ms: +Math.max(...lat).toFixed(1), interactions: lat.length,
     server_p50_ms: +pct(server, 50).toFixed(1), server_p95_ms: +pct(server, 95).toFixed(1),
     overview_answers: coarse.filter(Boolean).length,
-    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0), errors,
+    // In the page, per answer: the request until its headers, the body, decoding, drawing (ms).
+    wait_p50_ms: partP("wait", 50), wait_p95_ms: partP("wait", 95),
+    body_p50_ms: partP("body", 50), decode_p50_ms: partP("decode", 50), decode_p95_ms: partP("decode", 95),
+    draw_p50_ms: partP("draw", 50), draw_p95_ms: partP("draw", 95),
+    answer_kb_p50: partP("kb", 50), answer_kb_max: +Math.max(...parts.map((x) => x.kb || 0)).toFixed(0),
+    // CPU time over the interactions, per interaction (ms), by process type; and the server's.
+    cpu_ms_per_interaction: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, +(v / lat.length).toFixed(1)])),
+    server_cpu_ms_per_interaction: +(serverCpu / lat.length).toFixed(1),
+    loop_wall_s: +(wallLoop / 1000).toFixed(1), load_avg_1min: [+load0.toFixed(1), +load1.toFixed(1)],
+    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0),
+    pss_mb_by_process: Object.fromEntries(Object.entries(byType(endProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    blank_pss_mb_by_process: Object.fromEntries(Object.entries(byType(blankProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    flags: process.env.FLAGS === "lean" ? "lean" : "default", errors,
   };
 }
 

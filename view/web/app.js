@@ -319,7 +319,19 @@ function fetchWindow() {
   const px = Math.max(1, Math.min(20000, Math.round(plotW())));
   const t = performance.now();
   S.requests++;
-  api("api/window", { t0: v0, t1: v1, px, client: S.client, seq }, ctrl.signal).then((w) => {
+  const q = new URLSearchParams({ t0: v0, t1: v1, px, client: S.client, seq });
+  let tHead = 0, tBody = 0, kb = 0;
+  fetch(`api/window?${q}`, { headers: { "X-Tracedb-Token": TOKEN }, signal: ctrl.signal })
+    .then(async (r) => {
+      tHead = performance.now();
+      const text = await r.text();
+      tBody = performance.now();
+      kb = text.length / 1024;
+      let body;
+      try { body = JSON.parse(text); } catch { body = { error: `HTTP ${r.status}` }; }
+      if (!r.ok) { const e = new Error(body.error || `HTTP ${r.status}`); e.status = r.status; throw e; }
+      return body;
+    }).then((w) => {
     if (seq !== S.seq) return;
     w.base = v0; w.w1 = v1;
     w.byTrack = new Map(w.tracks.map((x) => [x.track, x]));
@@ -331,10 +343,15 @@ function fetchWindow() {
       if (d > (S.depthOf.get(tr.track) || 0)) S.depthOf.set(tr.track, d);
     }
     S.win = w;
+    const tDecoded = performance.now();
     S.answered++;
     draw();
-    S.lastMs = performance.now() - t;
+    const tDrawn = performance.now();
+    S.lastMs = tDrawn - t;
     S.timings.push(S.lastMs);
+    // Where the time of this answer went (ms): waiting for the server's headers, the body,
+    // decoding, drawing; read by bench/view_bench.mjs.
+    S.lastParts = { wait: tHead - t, body: tBody - tHead, decode: tDecoded - tBody, draw: tDrawn - tDecoded, kb };
     const items = w.tracks.reduce((n, x) => n + x.items.length + x.runs.length, 0);
     statusEl.textContent = `${fmtNs(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
       `${items} items · ${w.blocks_decoded}/${w.blocks} blocks · ${S.lastMs.toFixed(0)} ms`;
