@@ -81,6 +81,8 @@ TEST(ViewBrowser, TimelineInChromium) {
   const double zt1 =
       std::stod(Match(out, "\"zoomed_window\":\\{\"t0\":\"[0-9]+\",\"t1\":\"([0-9]+)\""));
   EXPECT_LT(zt1 - zt0, 0.6 * (first_t1 - first_t0)) << out;
+  // A key press asked the server at once and drew a preview within two frames.
+  EXPECT_NE(out.find("\"key_press\":{\"sent\":1,\"previewed\":true}"), std::string::npos) << out;
   // The click showed the span under the mouse: SQL's row for its id.
   const std::string id =
       Match(out, "\"clicked\":\\{\"event\":\\{\"sql\":\"[^\"]*\",\"fields\":\\{\"id\":([0-9]+)");

@@ -52,7 +52,18 @@ try {
   out.zoomed_window = zoomed.win;
   out.zoomed_view = [zoomed.v0, zoomed.v1];
 
-  // Zoom onto one step of rank 0's main track, then click its `backward` span.
+  // A key press sends its request at once (no debounce) and draws the previous answer, moved,
+  // at the next frame; then the answer replaces it.
+  out.key_press = await page.evaluate(async () => {
+    const S = window.__tdb;
+    const n = S.requests, p = S.paints, a = S.answered;
+    document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key: "d", bubbles: true }));
+    const sent = S.requests - n;
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const previewed = S.paints > p || S.answered > a;
+    return { sent, previewed };
+  });
+
   const target = await page.evaluate(() => {
     const S = window.__tdb;
     S.v0 = 100 * 100000 + 40000; S.v1 = S.v0 + 60000;   // backward of step 100 lies inside
