@@ -201,6 +201,23 @@ TEST_F(ViewLodTest, CoarseAnswerUsesZoneMaps) {
   const int64_t events = *db_->QueryInt("SELECT count(*) FROM events");
   EXPECT_NEAR(total, static_cast<double>(events), events * 1e-4);
   EXPECT_EQ(r.ranks.size(), 2u);
+  {
+    // With a list of tracks, only their ranks' blocks: rank 1's density adds up to its events.
+    WindowRequest one = req;
+    one.tracks = {static_cast<uint32_t>(
+        *db_->QueryInt("SELECT min(track) FROM tracks WHERE rank = 1 AND kind != 'counter'"))};
+    WindowResult r1;
+    ASSERT_TRUE(ComputeWindow(db_.get(), one, &r1).ok());
+    ASSERT_EQ(r1.ranks.size(), 1u);
+    EXPECT_EQ(r1.ranks[0].rank, 1);
+    double sum = 0;
+    for (float v : r1.ranks[0].events_per_px) sum += v;
+    const int64_t rank1 = *db_->QueryInt("SELECT count(*) FROM events WHERE rank = 1");
+    EXPECT_NEAR(sum, static_cast<double>(rank1), rank1 * 1e-4);
+    EXPECT_EQ(static_cast<int64_t>(r1.events_in_blocks), rank1);
+    EXPECT_LT(r1.blocks, r.blocks);
+    for (const auto& t : r1.tracks) EXPECT_EQ(t.track, one.tracks[0]);
+  }
   // Only events at least min_px wide, each one SQL's row.
   const int64_t min_dur = static_cast<int64_t>(std::ceil((req.t1 - req.t0) / 800.0 * 0.5));
   auto st = db_->Prepare("SELECT dur, name FROM events WHERE id = ?1 AND ts = ?2");

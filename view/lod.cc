@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "engine/event_block.h"
 #include "query/export/block_select.h"
@@ -108,6 +109,20 @@ Status WindowBuilder::Run(engine::Db* db) {
     zones.push_back(z);
     return Status::Ok();
   }));
+  if (!only_.empty()) {
+    // Only the blocks of the ranks that hold the requested tracks count, make the overview's
+    // density and are decoded: a page that shows 40 of 4,096 ranks pays for 40.
+    std::unordered_set<int64_t> ranks;
+    TRACEDB_ASSIGN_OR_RETURN(engine::Stmt rk,
+                             db->Prepare("SELECT rank FROM tracks WHERE track = ?1"));
+    for (uint32_t t : only_) {
+      rk.Reset();
+      rk.Bind(1, static_cast<int64_t>(t));
+      TRACEDB_ASSIGN_OR_RETURN(bool row, rk.Step());
+      if (row) ranks.insert(rk.Int(0));
+    }
+    std::erase_if(zones, [&](const BlockZoneRow& z) { return ranks.count(z.rank) == 0; });
+  }
   out_->blocks = zones.size();
   for (const BlockZoneRow& z : zones) out_->events_in_blocks += z.count;
   out_->coarse = out_->events_in_blocks > req_.decode_budget;

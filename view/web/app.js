@@ -372,6 +372,25 @@ function drawAxis(W) {
 }
 
 // ---- fetching the window ----
+// With many tracks (thousands of ranks), only those on screen (and a screen above and below)
+// are asked for; null: every track. A collapsed rank is asked for by its first track (its
+// density). At most 1,000, to keep the URI short.
+const MANY_TRACKS = 64;
+function visibleTracks() {
+  if (!S.meta || S.meta.tracks.length <= MANY_TRACKS) return null;
+  if (!S.rows.length) layout();
+  const lo = AXIS_H - box.H, hi = 2 * box.H, out = [];
+  for (const r of S.rows) {
+    if (r.y + r.h < lo || r.y > hi) continue;
+    if (r.kind === "track") out.push(r.track);
+    else if (r.kind === "rank" && S.collapsedRank.has(r.rank)) {
+      const t = S.meta.tracks.find((x) => x.rank === r.rank);
+      if (t) out.push(t.track);
+    }
+    if (out.length >= 1000) break;
+  }
+  return out.length ? out : [S.meta.tracks[0].track];
+}
 // A key press asks at once; a stream of wheel or drag events asks at most every 30 ms (the last
 // position always goes out). The request leaves before the preview is drawn.
 let timer = 0, lastSent = -1e9;
@@ -398,6 +417,8 @@ function fetchWindow() {
   const t = performance.now();
   S.requests++;
   const q = new URLSearchParams({ t0: v0, t1: v1, px, client: S.client, seq });
+  const only = visibleTracks();
+  if (only) q.set("tracks", only.join(","));
   let tHead = 0, tBody = 0, kb = 0;
   fetch(`api/window?${q}`, { headers: { "X-Tracedb-Token": TOKEN }, signal: ctrl.signal })
     .then(async (r) => {
@@ -458,6 +479,11 @@ function fetchFlows(v0, v1, seq) {
 }
 
 // ---- interaction ----
+function scrollRows(dy) {
+  S.scrollY = Math.max(0, Math.min(S.scrollY + dy, Math.max(0, (S.contentH || 0) - box.H / 2)));
+  if (S.meta && S.meta.tracks.length > MANY_TRACKS) request(false);  // other rows, other tracks
+  redraw();
+}
 function zoom(factor, atX, now) {
   const t = tOf(atX);
   const span = Math.max(100, (S.v1 - S.v0) * factor);
@@ -472,7 +498,7 @@ function pan(dx, now) {
 }
 canvas.addEventListener("wheel", (e) => {
   e.preventDefault();
-  if (e.shiftKey) { S.scrollY = Math.max(0, S.scrollY + e.deltaY); redraw(); return; }
+  if (e.shiftKey) { scrollRows(e.deltaY); return; }
   zoom(Math.pow(1.0015, e.deltaY), e.offsetX);
 }, { passive: false });
 let drag = null;
@@ -487,7 +513,7 @@ canvas.addEventListener("mousemove", (e) => {
   if (Math.abs(dx) + Math.abs(dy) > 2) drag.moved = true;
   if (!drag.moved) return;
   drag.x = e.offsetX; drag.y = e.offsetY;
-  S.scrollY = Math.max(0, S.scrollY - dy);
+  if (dy) scrollRows(-dy);
   pan(-dx);
 });
 canvas.addEventListener("keydown", (e) => {
@@ -522,7 +548,11 @@ function click(x, y) {
   if (!best) { detailsEl.innerHTML = ""; S.selected = null; draw(); return; }
   select(best[0], S.win.base + best[1], best[2], row.track, best[4]);
 }
-function toggle(set, key) { if (set.has(key)) set.delete(key); else set.add(key); draw(); }
+function toggle(set, key) {
+  if (set.has(key)) set.delete(key); else set.add(key);
+  draw();
+  if (S.meta.tracks.length > MANY_TRACKS) request(true);  // other rows are on screen now
+}
 
 function select(id, relTs, dur, track, depth) {
   S.selected = { id, ts: relTs, dur, track, depth };
