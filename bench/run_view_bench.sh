@@ -2,10 +2,10 @@
 # The `tracedb view` benchmark (docs/bench-view.md): for each size, a Horovod-like job from
 # bench/db_bench_gen compacted into a DB, served by `tracedb view`, opened in headless Chromium
 # (first paint, zoom/pan latency, browser memory); beside it the same trace exported as Chrome
-# JSON and loaded in speedscope, the viewer of tests/viewers. Prints one JSON line per viewer
-# and size, then the ratios.
+# JSON and loaded in speedscope, the viewer of tests/viewers, and in the Chrome-JSON loader of
+# Chrome DevTools (npm @paulirish/trace_engine). Prints one JSON line per viewer and size.
 # Usage: bench/run_view_bench.sh [BUILD_DIR] [WORK_DIR] [SIZES...]   (default sizes: 2M 10M)
-#        PEER=0 skips speedscope; RANKS=N generates N ranks (default 8; 4096 for the scale job);
+#        PEER=0 skips the peers (SPEEDSCOPE=0 speedscope alone; ONLY_PEER=1 skips tracedb view); RANKS=N generates N ranks (default 8; 4096 for the scale job);
 #        FLAGS=lean and PROFILE=FILE are passed to bench/view_bench.mjs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +20,7 @@ chromium=${CHROMIUM:-/usr/bin/chromium}
 mkdir -p "$work"
 pw=$("$root/tests/viewers/setup-playwright.sh" "$build/viewers/playwright" | tail -n1)
 ss=$("$root/tests/viewers/setup-speedscope.sh" "$build/viewers" | tail -n1)
+te=$("$root/bench/view_setup_trace_engine.sh" "$build/viewers/trace_engine" | tail -n1)
 ranks=${RANKS:-8}
 for n in "${sizes[@]}"; do
   tag=$n
@@ -43,7 +44,8 @@ for n in "${sizes[@]}"; do
   echo "== $n events, $ranks ranks: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON;" \
     "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores" >&2
   if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
-    VIEW_PID=$pid node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" | tee "$work/result-$tag.jsonl"
+    VIEW_PID=$pid TRACE_ENGINE=$te node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
+      tee "$work/result-$tag.jsonl"
   else
     VIEW_PID=$pid node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
   fi

@@ -15,10 +15,13 @@ const [pwDir, chromium, viewUrl, ssApp, jsonFile] = process.argv.slice(2);
 const require = createRequire(path.resolve(pwDir) + "/");
 const { chromium: launcher } = require(pwDir);
 const MARK = `--tracedb-bench=${process.pid}-${Date.now()}`;  // finds the browser's main process
-// FLAGS=lean adds the flags that cut the fixed cost of headless Chromium without changing what
-// the page runs in (no --single-process): one renderer process, no GPU process rasterizer.
-const LEAN = ["--renderer-process-limit=1", "--disable-software-rasterizer", "--disable-extensions",
-  "--disable-component-extensions-with-background-pages", "--disable-background-networking",
+// FLAGS=lean adds flags that cut the fixed cost of headless Chromium without changing what the
+// page runs in (no --single-process: the page keeps its own renderer process): one renderer, no
+// zygote, no software rasterizer in the GPU process, no background features, and the network
+// service in the browser process (as Chrome does on low-memory Android devices).
+const LEAN = ["--renderer-process-limit=1", "--no-zygote", "--disable-software-rasterizer",
+  "--disable-extensions", "--disable-component-extensions-with-background-pages",
+  "--disable-background-networking", "--enable-features=NetworkServiceInProcess",
   "--disable-features=Translate,OptimizationHints,MediaRouter,BackForwardCache,site-per-process",
   "--disable-dev-shm-usage"];
 const ARGS = ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info", MARK]
@@ -226,5 +229,82 @@ async function benchSpeedscope() {
   };
 }
 
-console.log(JSON.stringify(await benchView()));
-if (ssApp && jsonFile) console.log(JSON.stringify(await benchSpeedscope()));
+// The Chrome-JSON loader of Chrome DevTools' Performance panel (npm @paulirish/trace_engine, the
+// panel's trace model built for use outside DevTools; Perfetto's UI is not on npm): a page fetches
+// the same JSON, parses it and builds the model with every handler, as the panel does on "Load
+// profile". Time until the model is built (or the error), peak PSS of the browser.
+// third-party-web (CommonJS, so not loadable by a page as is) only names the companies behind
+// URLs of network requests, which these traces have none of: a stub stands in for it.
+const PEER_PAGE = `<!doctype html><meta charset="utf-8"><title>trace_engine</title>
+<script type="importmap">{"imports": {"legacy-javascript": "/nm/legacy-javascript/legacy-javascript.js",
+  "third-party-web": "/third-party-web-stub.js"}}</script><script type="module">
+const t0 = performance.now();
+const mark = (k) => { window.__peer[k] = +(performance.now() - t0).toFixed(0); };
+window.__peer = {};
+try {
+  const Trace = await import("/nm/@paulirish/trace_engine/models/trace/trace.js");
+  const r = await fetch("/trace/" + location.hash.slice(1));
+  const text = await r.text(); mark("fetched_ms");
+  const json = JSON.parse(text); mark("parsed_ms");
+  const events = json.traceEvents ?? json;
+  window.__peer.events = events.length;
+  const model = Trace.TraceModel.Model.createWithAllHandlers();
+  await model.parse(events); mark("model_ms");
+  const t = model.parsedTrace();
+  const data = t && (t.data || t);
+  const procs = data && data.Renderer && data.Renderer.processes;  // the tracks it would draw
+  window.__peer.threads = procs ? [...procs.values()].reduce((n, p) => n + p.threads.size, 0) : -1;
+  window.__peer.model_keys = data ? Object.keys(data).length : 0;
+  window.__peer.ok = !!t;
+} catch (e) { window.__peer.error = String(e && e.message || e).slice(0, 200); }
+window.__peer.done = true;
+</script>`;
+async function benchTraceEngine(nmDir) {  // node_modules holding @paulirish/trace_engine
+  const name = path.basename(jsonFile);
+  const srv = http.createServer((req, res) => {
+    const u = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
+    if (u === "/peer.html") { res.setHeader("Content-Type", "text/html"); res.end(PEER_PAGE); return; }
+    if (u === "/third-party-web-stub.js") {
+      res.setHeader("Content-Type", "text/javascript");
+      res.end("export default { getEntity: () => undefined, getRootDomain: (u) => new URL(u).hostname };");
+      return;
+    }
+    const file = u === `/trace/${name}` ? jsonFile : u.startsWith("/nm/") ? path.join(nmDir, u.slice(4)) : "";
+    if (!file || (file !== jsonFile && !file.startsWith(nmDir + "/"))) { res.statusCode = 404; res.end(); return; }
+    fs.stat(file, (err, st) => {
+      if (err) { res.statusCode = 404; res.end(); return; }
+      res.setHeader("Content-Length", st.size);
+      if (file.endsWith(".js")) res.setHeader("Content-Type", "text/javascript");
+      fs.createReadStream(file).pipe(res);
+    });
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const browser = await launcher.launch({ executablePath: chromium, headless: true, args: ARGS });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  let crashed = false;
+  page.on("crash", () => { crashed = true; });
+  let peakRss = 0;
+  const sampler = setInterval(() => { try { peakRss = Math.max(peakRss, treeRssMb(browserPid())); } catch {} }, 250);
+  const t0 = Date.now();
+  let res = {}, err = "";
+  try {
+    await page.goto(`http://127.0.0.1:${srv.address().port}/peer.html#${name}`);
+    await page.waitForFunction(() => window.__peer && window.__peer.done, null, { timeout: 180000, polling: 250 });
+    res = await page.evaluate(() => window.__peer);
+  } catch (e) { err = String(e.message || e).split("\n")[0]; }
+  const ms = Date.now() - t0;
+  if (crashed) err = "the page crashed (out of memory)";
+  clearInterval(sampler);
+  const size = fs.statSync(jsonFile).size;
+  await browser.close();
+  srv.close();
+  return {
+    viewer: "DevTools trace_engine (Chrome JSON)", json_mb: +(size / 1e6).toFixed(0), loaded: !!res.ok,
+    first_paint_ms: res.ok ? ms : null, ...res, peak_browser_pss_mb: +peakRss.toFixed(0),
+    error: res.ok ? "" : (res.error || err || "no model"),
+  };
+}
+
+if (process.env.ONLY_PEER !== "1") console.log(JSON.stringify(await benchView()));
+if (ssApp && jsonFile && process.env.SPEEDSCOPE !== "0") console.log(JSON.stringify(await benchSpeedscope()));
+if (jsonFile && process.env.TRACE_ENGINE) console.log(JSON.stringify(await benchTraceEngine(process.env.TRACE_ENGINE)));
