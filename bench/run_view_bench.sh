@@ -6,7 +6,9 @@
 # Chrome DevTools (npm @paulirish/trace_engine). Prints one JSON line per viewer and size.
 # Usage: bench/run_view_bench.sh [BUILD_DIR] [WORK_DIR] [SIZES...]   (default sizes: 2M 10M)
 #        PEER=0 skips the peers (SPEEDSCOPE=0 speedscope alone; ONLY_PEER=1 skips tracedb view); RANKS=N generates N ranks (default 8; 4096 for the scale job);
-#        FLAGS=lean and PROFILE=FILE are passed to bench/view_bench.mjs.
+#        FLAGS=lean and PROFILE=FILE are passed to bench/view_bench.mjs. NICE=-10 runs the server
+#        and the browser at that priority (root only): on a machine loaded by others, what the
+#        viewer does when it gets the CPU it asks for, i.e. close to an idle machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -22,6 +24,7 @@ pw=$("$root/tests/viewers/setup-playwright.sh" "$build/viewers/playwright" | tai
 ss=$("$root/tests/viewers/setup-speedscope.sh" "$build/viewers" | tail -n1)
 te=$("$root/bench/view_setup_trace_engine.sh" "$build/viewers/trace_engine" | tail -n1)
 ranks=${RANKS:-8}
+prio=(nice -n "${NICE:-0}")
 for n in "${sizes[@]}"; do
   tag=$n
   [ "$ranks" = 8 ] || tag=$n-r$ranks
@@ -37,17 +40,17 @@ for n in "${sizes[@]}"; do
     "$build/tracedb" export --chrome "$db" -o "$json" -q
   fi
   log="$work/view-$tag.log"
-  "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
+  "${prio[@]}" "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
   url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log")
   echo "== $n events, $ranks ranks: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON;" \
-    "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores" >&2
+    "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, nice ${NICE:-0}" >&2
   if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
-    VIEW_PID=$pid TRACE_ENGINE=$te node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
+    VIEW_PID=$pid TRACE_ENGINE=$te "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
       tee "$work/result-$tag.jsonl"
   else
-    VIEW_PID=$pid node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
+    VIEW_PID=$pid "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
   fi
   kill "$pid"
   wait "$pid" 2>/dev/null || true

@@ -116,6 +116,8 @@ async function benchView() {
   await page.goto(viewUrl);
   await page.waitForFunction(() => window.__tdb && window.__tdb.answered >= 1, null, { timeout: 60000 });
   const firstPaint = Date.now() - t0;
+  const paintedProcs = treeProcs(browserPid());  // the page drawn once, before any interaction
+  const paintedHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   await page.focus("#tl");
   await page.waitForTimeout(300);  // flows and late work of the first paint, outside the figures
   let cdp = null;
@@ -182,6 +184,8 @@ async function benchView() {
     loop_wall_s: +(wallLoop / 1000).toFixed(1), load_avg_1min: [+load0.toFixed(1), +load1.toFixed(1)],
     js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0),
     pss_mb_by_process: Object.fromEntries(Object.entries(byType(endProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    first_paint_pss_mb_by_process: Object.fromEntries(Object.entries(byType(paintedProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    first_paint_js_heap_mb: +paintedHeap.toFixed(1),
     blank_pss_mb_by_process: Object.fromEntries(Object.entries(byType(blankProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
     flags: process.env.FLAGS === "lean" ? "lean" : "default", errors,
   };
@@ -291,7 +295,10 @@ async function benchTraceEngine(nmDir) {  // node_modules holding @paulirish/tra
     await page.goto(`http://127.0.0.1:${srv.address().port}/peer.html#${name}`);
     await page.waitForFunction(() => window.__peer && window.__peer.done, null, { timeout: 180000, polling: 250 });
     res = await page.evaluate(() => window.__peer);
-  } catch (e) { err = String(e.message || e).split("\n")[0]; }
+  } catch (e) {
+    err = String(e.message || e).split("\n")[0];
+    try { res = await page.evaluate(() => window.__peer); } catch { /* the page is gone */ }  // stages reached
+  }
   const ms = Date.now() - t0;
   if (crashed) err = "the page crashed (out of memory)";
   clearInterval(sampler);
