@@ -166,18 +166,26 @@ function draw() {
   S.paints++;
 }
 
-// Rectangles grouped by fill style, filled group by group.
+// Rectangles grouped by fill style, filled group by group. The coordinates go into typed arrays
+// kept from frame to frame (one per style), so drawing allocates next to nothing.
+const rectPool = new Map();  // fill style -> { a: Float32Array, n, batch }
+let batchIds = 0;
 class Batch {
-  constructor() { this.groups = new Map(); }
+  constructor() { this.id = ++batchIds; this.used = []; }
   add(style, x, y, w, h) {
-    let g = this.groups.get(style);
-    if (!g) { g = []; this.groups.set(style, g); }
-    g.push(x, y, w, h);
+    let g = rectPool.get(style);
+    if (!g) { g = { style, a: new Float32Array(64), n: 0, batch: 0 }; rectPool.set(style, g); }
+    if (g.batch !== this.id) { g.batch = this.id; g.n = 0; this.used.push(g); }
+    if (g.n + 4 > g.a.length) { const b = new Float32Array(g.a.length * 2); b.set(g.a); g.a = b; }
+    const a = g.a;
+    a[g.n] = x; a[g.n + 1] = y; a[g.n + 2] = w; a[g.n + 3] = h;
+    g.n += 4;
   }
   fill() {
-    for (const [style, g] of this.groups) {
-      ctx.fillStyle = style;
-      for (let i = 0; i < g.length; i += 4) ctx.fillRect(g[i], g[i + 1], g[i + 2], g[i + 3]);
+    for (const g of this.used) {
+      ctx.fillStyle = g.style;
+      const a = g.a;
+      for (let i = 0; i < g.n; i += 4) ctx.fillRect(a[i], a[i + 1], a[i + 2], a[i + 3]);
     }
   }
 }
