@@ -164,6 +164,13 @@ async function benchView() {
   const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   const rss = treeRssMb(browserPid());
   const endProcs = treeProcs(browserPid());
+  // The same after a full garbage collection (CDP HeapProfiler.collectGarbage): what the page
+  // keeps, apart from garbage V8 had not collected yet.
+  const gc = await page.context().newCDPSession(page);
+  await gc.send("HeapProfiler.collectGarbage");
+  await page.waitForTimeout(500);
+  const gcProcs = treeProcs(browserPid());
+  const gcHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   const meta = await page.evaluate(() => window.__tdb.meta.events);
   await page.screenshot({ path: "/tmp/view_bench_last.png" });
   await browser.close();
@@ -186,6 +193,8 @@ async function benchView() {
     pss_mb_by_process: Object.fromEntries(Object.entries(byType(endProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
     first_paint_pss_mb_by_process: Object.fromEntries(Object.entries(byType(paintedProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
     first_paint_js_heap_mb: +paintedHeap.toFixed(1),
+    after_gc_pss_mb_by_process: Object.fromEntries(Object.entries(byType(gcProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    after_gc_js_heap_mb: +gcHeap.toFixed(1),
     blank_pss_mb_by_process: Object.fromEntries(Object.entries(byType(blankProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
     flags: process.env.FLAGS === "lean" ? "lean" : "default", errors,
   };
