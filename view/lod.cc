@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <set>
 #include <unordered_set>
 
 #include "engine/event_block.h"
@@ -105,14 +106,17 @@ class WindowBuilder {
 
 Status WindowBuilder::Run(engine::Db* db) {
   std::vector<BlockZoneRow> zones;
-  TRACEDB_RETURN_IF_ERROR(query::ForEachBlockZone(db, &w_, [&](const BlockZoneRow& z) {
-    zones.push_back(z);
-    return Status::Ok();
-  }));
-  if (!only_.empty()) {
+  if (only_.empty()) {
+    TRACEDB_RETURN_IF_ERROR(query::ForEachBlockZone(db, &w_, [&](const BlockZoneRow& z) {
+      zones.push_back(z);
+      return Status::Ok();
+    }));
+  } else {
     // Only the blocks of the ranks that hold the requested tracks count, make the overview's
-    // density and are decoded: a page that shows 40 of 4,096 ranks pays for 40.
-    std::unordered_set<int64_t> ranks;
+    // density and are decoded: a page that shows 40 of 4,096 ranks pays for 40. They are listed
+    // rank by rank through blocks_by_rank: a scan of every zone map reads a page per block
+    // (the zone maps share their rows with the blocks' data), 16 MB at 4,096 ranks.
+    std::set<int64_t> ranks;
     TRACEDB_ASSIGN_OR_RETURN(engine::Stmt rk,
                              db->Prepare("SELECT rank FROM tracks WHERE track = ?1"));
     for (uint32_t t : only_) {
@@ -121,7 +125,28 @@ Status WindowBuilder::Run(engine::Db* db) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, rk.Step());
       if (row) ranks.insert(rk.Int(0));
     }
-    std::erase_if(zones, [&](const BlockZoneRow& z) { return ranks.count(z.rank) == 0; });
+    TRACEDB_ASSIGN_OR_RETURN(
+        engine::Stmt list,
+        db->Prepare("SELECT block, rank, min_ts, max_end, max_dur, count FROM blocks "
+                    "WHERE rank = ?1 AND min_ts < ?3 AND max_end >= ?2 ORDER BY min_ts, block"));
+    for (int64_t rank : ranks) {
+      list.Reset();
+      list.Bind(1, rank);
+      list.Bind(2, w_.lo);
+      list.Bind(3, w_.hi);
+      for (;;) {
+        TRACEDB_ASSIGN_OR_RETURN(bool row, list.Step());
+        if (!row) break;
+        BlockZoneRow z;
+        z.block = list.Int(0);
+        z.rank = list.Int(1);
+        z.min_ts = list.Int(2);
+        z.max_end = list.Int(3);
+        z.max_dur = list.Int(4);
+        z.count = static_cast<uint64_t>(std::max<int64_t>(0, list.Int(5)));
+        zones.push_back(z);
+      }
+    }
   }
   out_->blocks = zones.size();
   for (const BlockZoneRow& z : zones) out_->events_in_blocks += z.count;
