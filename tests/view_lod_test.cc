@@ -146,6 +146,28 @@ TEST_F(ViewLodTest, WholeJobAndZoomsMatchSql) {
       EXPECT_TRUE(whole.count(st->Int(0))) << "wide span " << st->Int(0) << " not whole";
     }
     if (t1 - t0 == 2 * kViewStepNs) EXPECT_GT(wide, 10);
+    // Listed through the rank index with the longest block span (what the server does), the
+    // same blocks and the same answer.
+    WindowRequest fast = req;
+    auto span = view::MaxBlockSpan(db_.get());
+    ASSERT_TRUE(span.ok());
+    EXPECT_EQ(*span, *db_->QueryInt("SELECT max(max_end - min_ts) FROM blocks"));
+    fast.max_block_span = *span;
+    WindowResult rf;
+    ASSERT_TRUE(ComputeWindow(db_.get(), fast, &rf).ok());
+    EXPECT_EQ(rf.blocks, r.blocks);
+    EXPECT_EQ(rf.events_in_blocks, r.events_in_blocks);
+    EXPECT_EQ(rf.blocks_decoded, r.blocks_decoded);
+    ASSERT_EQ(rf.tracks.size(), r.tracks.size());
+    for (size_t i = 0; i < r.tracks.size(); ++i) {
+      EXPECT_EQ(rf.tracks[i].track, r.tracks[i].track);
+      EXPECT_EQ(rf.tracks[i].events, r.tracks[i].events);
+      ASSERT_EQ(rf.tracks[i].items.size(), r.tracks[i].items.size());
+      for (size_t k = 0; k < r.tracks[i].items.size(); ++k) {
+        EXPECT_EQ(rf.tracks[i].items[k].id, r.tracks[i].items[k].id);
+      }
+      EXPECT_EQ(rf.tracks[i].runs.size(), r.tracks[i].runs.size());
+    }
   }
 }
 

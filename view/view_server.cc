@@ -147,6 +147,7 @@ struct ViewServer::Impl {
   // Job facts, read once.
   int64_t origin = 0, end = 0;
   std::string meta_json;
+  int64_t max_block_span = -1;  // ns, WindowRequest::max_block_span
 
   // Database connections, one per concurrent request.
   std::mutex pool_mu;
@@ -299,6 +300,7 @@ Status ViewServer::Impl::Init() {
   }
   m += "]}";
   meta_json = std::move(m);
+  TRACEDB_ASSIGN_OR_RETURN(max_block_span, MaxBlockSpan(d));  // lets windows use the rank index
   Release(std::move(db));
   return Status::Ok();
 }
@@ -393,6 +395,7 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
     return;
   }
   w.px = static_cast<int>(px);
+  w.max_block_span = max_block_span;
   if (req.has_param("tracks") && !req.get_param_value("tracks").empty()) {
     const std::string list = req.get_param_value("tracks");
     size_t p = 0;
