@@ -105,6 +105,11 @@ TEST(ViewBrowser, TimelineInChromium) {
             std::to_string(*(*q)->QueryInt("SELECT count(*) FROM events WHERE name = 'MPI_Send'")));
   EXPECT_EQ(Match(out, "\"sql_rows\":([0-9]+)"), "3");
   EXPECT_EQ(Match(out, "\"highlights\":([0-9]+)"), "3");
+  // Above S.manyTracks, only the tracks on screen were asked for, a collapsed rank (1) by its
+  // first track (4), and the answer held no other track.
+  EXPECT_NE(out.find("\"only_tracks\":{\"asked\":\"1,2,3,4\",\"answered\":[1,2,3,4]}"),
+            std::string::npos)
+      << out;
   // Not blank; token required; no script errors.
   EXPECT_GT(std::stoi(Match(out, "\"colours\":([0-9]+)")), 20) << out;
   EXPECT_EQ(Match(out, "\"no_token_status\":([0-9]+)"), "403");

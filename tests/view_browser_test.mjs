@@ -108,6 +108,25 @@ try {
   out.sql_rows = await page.evaluate(() => window.__tdb.lastSql.rows.length);
   out.highlights = await page.evaluate(() => window.__tdb.hits.length);
 
+  // With more tracks than S.manyTracks, only the tracks on screen are asked for; a collapsed
+  // rank by its first track. Here: rank 1 collapsed, so its other tracks are not in the answer.
+  const nOnly = (await st()).answered;
+  await page.evaluate(() => {
+    const S = window.__tdb;
+    S.manyTracks = 2;
+    S.collapsedRank.add(1);
+    document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key: "d", bubbles: true }));
+  });
+  await page.waitForFunction((n) => window.__tdb.answered > n, nOnly, { timeout: 20000 });
+  out.only_tracks = await page.evaluate(() => {
+    const S = window.__tdb;
+    const asked = new URLSearchParams(S.lastQuery).get("tracks");
+    const answered = S.win.tracks.map((t) => t.track).sort((a, b) => a - b);
+    S.manyTracks = 64;
+    S.collapsedRank.delete(1);
+    return { asked, answered };
+  });
+
   // A screenshot of the whole-job view, and how many colours the canvas holds.
   await page.evaluate(() => { const S = window.__tdb; S.v0 = 0; S.v1 = S.meta.duration; S.hits = []; });
   const n0 = (await st()).answered;

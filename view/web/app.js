@@ -19,6 +19,7 @@ const S = {
   rows: [], seq: 0, client: Math.random().toString(36).slice(2), ctrl: null,
   paints: 0, requests: 0, answered: 0, cancelled: 0, lastMs: 0, timings: [], errors: [],
   names: new Map(), scrollY: 0,
+  manyTracks: 64,  // above this many tracks, only those on screen are asked for
 };
 window.__tdb = S;
 
@@ -383,21 +384,20 @@ function drawAxis(W) {
 // With many tracks (thousands of ranks), only those on screen (and a screen above and below)
 // are asked for; null: every track. A collapsed rank is asked for by its first track (its
 // density). At most 1,000, to keep the URI short.
-const MANY_TRACKS = 64;
 function visibleTracks() {
-  if (!S.meta || S.meta.tracks.length <= MANY_TRACKS) return null;
-  if (!S.rows.length) layout();
-  const lo = AXIS_H - box.H, hi = 2 * box.H, out = [];
+  if (!S.meta || S.meta.tracks.length <= S.manyTracks) return null;
+  layout();  // the rows as they are now (a rank may have been collapsed since the last frame)
+  const lo = AXIS_H - box.H, hi = 2 * box.H, out = new Set();
   for (const r of S.rows) {
     if (r.y + r.h < lo || r.y > hi) continue;
-    if (r.kind === "track") out.push(r.track);
+    if (r.kind === "track") out.add(r.track);
     else if (r.kind === "rank" && S.collapsedRank.has(r.rank)) {
       const t = S.meta.tracks.find((x) => x.rank === r.rank);
-      if (t) out.push(t.track);
+      if (t) out.add(t.track);
     }
-    if (out.length >= 1000) break;
+    if (out.size >= 1000) break;
   }
-  return out.length ? out : [S.meta.tracks[0].track];
+  return out.size ? [...out] : [S.meta.tracks[0].track];
 }
 // A key press asks at once; a stream of wheel or drag events asks at most every 30 ms (the last
 // position always goes out). The request leaves before the preview is drawn.
@@ -427,6 +427,7 @@ function fetchWindow() {
   const q = new URLSearchParams({ t0: v0, t1: v1, px, client: S.client, seq });
   const only = visibleTracks();
   if (only) q.set("tracks", only.join(","));
+  S.lastQuery = q.toString();
   let tHead = 0, tBody = 0, kb = 0;
   fetch(`api/window?${q}`, { headers: { "X-Tracedb-Token": TOKEN }, signal: ctrl.signal })
     .then(async (r) => {
@@ -489,7 +490,7 @@ function fetchFlows(v0, v1, seq) {
 // ---- interaction ----
 function scrollRows(dy) {
   S.scrollY = Math.max(0, Math.min(S.scrollY + dy, Math.max(0, (S.contentH || 0) - box.H / 2)));
-  if (S.meta && S.meta.tracks.length > MANY_TRACKS) request(false);  // other rows, other tracks
+  if (S.meta && S.meta.tracks.length > S.manyTracks) request(false);  // other rows, other tracks
   redraw();
 }
 function zoom(factor, atX, now) {
@@ -559,7 +560,7 @@ function click(x, y) {
 function toggle(set, key) {
   if (set.has(key)) set.delete(key); else set.add(key);
   draw();
-  if (S.meta.tracks.length > MANY_TRACKS) request(true);  // other rows are on screen now
+  if (S.meta.tracks.length > S.manyTracks) request(true);  // other rows are on screen now
 }
 
 function select(id, relTs, dur, track, depth) {
