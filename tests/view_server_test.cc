@@ -104,8 +104,8 @@ TEST_F(ViewServerTest, AnswersAreNotCompressed) {
                         "/api/window?t0=5&t1=4"}) {
     httplib::Client c("127.0.0.1", server_->port());
     c.set_decompress(false);
-    auto r = c.Get(p, {{"X-Tracedb-Token", server_->token()},
-                       {"Accept-Encoding", "gzip, deflate, br, zstd"}});
+    auto r = c.Get(
+        p, {{"X-Tracedb-Token", server_->token()}, {"Accept-Encoding", "gzip, deflate, br, zstd"}});
     ASSERT_TRUE(r) << p;
     EXPECT_FALSE(r->has_header("Content-Encoding"))
         << p << ": " << r->get_header_value("Content-Encoding");

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "engine/event_block.h"
