@@ -5,10 +5,11 @@
 # JSON and loaded in speedscope, the viewer of tests/viewers, and in the Chrome-JSON loader of
 # Chrome DevTools (npm @paulirish/trace_engine). Prints one JSON line per viewer and size.
 # Usage: bench/run_view_bench.sh [BUILD_DIR] [WORK_DIR] [SIZES...]   (default sizes: 2M 10M)
-#        PEER=0 skips the peers (SPEEDSCOPE=0 speedscope alone; ONLY_PEER=1 skips tracedb view); RANKS=N generates N ranks (default 8; 4096 for the scale job);
+#        PEER=0 skips the peers; SPEEDSCOPE=0 skips speedscope alone; ONLY_PEER=1 skips
+#        tracedb view. RANKS=N generates N ranks (default 8; 4096 for the scale job).
 #        FLAGS=lean and PROFILE=FILE are passed to bench/view_bench.mjs. NICE=-10 runs the server
-#        and the browser at that priority (root only): on a machine loaded by others, what the
-#        viewer does when it gets the CPU it asks for, i.e. close to an idle machine.
+#        and the browser at that priority (root only): on a machine loaded by others, the viewer
+#        first in line for the CPU.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
