@@ -2,10 +2,14 @@
 # The `tracedb view` benchmark (docs/bench-view.md): for each size, a Horovod-like job from
 # bench/db_bench_gen compacted into a DB, served by `tracedb view`, opened in headless Chromium
 # (first paint, zoom/pan latency, browser memory); beside it the same trace exported as Chrome
-# JSON and loaded in speedscope, the viewer of tests/viewers. Prints one JSON line per viewer
-# and size, then the ratios.
+# JSON and loaded in speedscope, the viewer of tests/viewers, and in the Chrome-JSON loader of
+# Chrome DevTools (npm @paulirish/trace_engine). Prints one JSON line per viewer and size.
 # Usage: bench/run_view_bench.sh [BUILD_DIR] [WORK_DIR] [SIZES...]   (default sizes: 2M 10M)
-#        PEER=0 skips speedscope.
+#        PEER=0 skips the peers; SPEEDSCOPE=0 skips speedscope alone; ONLY_PEER=1 skips
+#        tracedb view. RANKS=N generates N ranks (default 8; 4096 for the scale job).
+#        FLAGS=lean and PROFILE=FILE are passed to bench/view_bench.mjs. NICE=-10 runs the server
+#        and the browser at that priority (root only): on a machine loaded by others, the viewer
+#        first in line for the CPU.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -19,26 +23,35 @@ chromium=${CHROMIUM:-/usr/bin/chromium}
 mkdir -p "$work"
 pw=$("$root/tests/viewers/setup-playwright.sh" "$build/viewers/playwright" | tail -n1)
 ss=$("$root/tests/viewers/setup-speedscope.sh" "$build/viewers" | tail -n1)
+te=$("$root/bench/view_setup_trace_engine.sh" "$build/viewers/trace_engine" | tail -n1)
+ranks=${RANKS:-8}
+prio=(nice -n "${NICE:-0}")
 for n in "${sizes[@]}"; do
-  db="$work/job-$n.tdb"
+  tag=$n
+  [ "$ranks" = 8 ] || tag=$n-r$ranks
+  db="$work/job-$tag.tdb"
   if [ ! -f "$db" ]; then
-    rm -rf "$work/gen-$n"
-    "$build/bench/db_bench_gen" "$work/gen-$n" "$n" 8 --no-csv >&2
-    "$build/tracedb" compact "$work/gen-$n/trace" -o "$db" -q
-    rm -rf "$work/gen-$n"
+    rm -rf "$work/gen-$tag"
+    "$build/bench/db_bench_gen" "$work/gen-$tag" "$n" "$ranks" --no-csv >&2
+    "$build/tracedb" compact "$work/gen-$tag/trace" -o "$db" -q
+    rm -rf "$work/gen-$tag"
   fi
-  json="$work/job-$n.json"
-  [ -f "$json" ] || "$build/tracedb" export --chrome "$db" -o "$json" -q
-  log="$work/view-$n.log"
-  "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
+  json="$work/job-$tag.json"
+  if [ "${PEER:-1}" = 1 ] && [ ! -f "$json" ]; then
+    "$build/tracedb" export --chrome "$db" -o "$json" -q
+  fi
+  log="$work/view-$tag.log"
+  "${prio[@]}" "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
   url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log")
-  echo "== $n events: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON" >&2
+  echo "== $n events, $ranks ranks: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON;" \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, nice ${NICE:-0}" >&2
   if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
-    node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" | tee "$work/result-$n.jsonl"
+    VIEW_PID=$pid TRACE_ENGINE=$te "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
+      tee "$work/result-$tag.jsonl"
   else
-    node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$n.jsonl"
+    VIEW_PID=$pid "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
   fi
   kill "$pid"
   wait "$pid" 2>/dev/null || true

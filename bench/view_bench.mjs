@@ -9,12 +9,25 @@ import { execFileSync } from "node:child_process";
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
+import os from "node:os";
 
 const [pwDir, chromium, viewUrl, ssApp, jsonFile] = process.argv.slice(2);
 const require = createRequire(path.resolve(pwDir) + "/");
 const { chromium: launcher } = require(pwDir);
 const MARK = `--tracedb-bench=${process.pid}-${Date.now()}`;  // finds the browser's main process
-const ARGS = ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info", MARK];
+// FLAGS=lean adds flags that cut the fixed cost of headless Chromium without changing what the
+// page runs in (no --single-process: the page keeps its own renderer process): one renderer, no
+// zygote, no software rasterizer in the GPU process, no background features, and the network
+// service in the browser process (as Chrome does on low-memory Android devices).
+const LEAN = ["--renderer-process-limit=1", "--no-zygote", "--disable-software-rasterizer",
+  "--disable-extensions", "--disable-component-extensions-with-background-pages",
+  "--disable-background-networking", "--enable-features=NetworkServiceInProcess",
+  "--disable-features=Translate,OptimizationHints,MediaRouter,BackForwardCache,site-per-process",
+  "--disable-dev-shm-usage"];
+const ARGS = ["--no-sandbox", "--disable-gpu", "--enable-precise-memory-info", MARK]
+  .concat(process.env.FLAGS === "lean" ? LEAN : []);
+const PROFILE = process.env.PROFILE || "";  // a file: the page's CPU profile (CDP Profiler) goes there
+const VIEW_PID = Number(process.env.VIEW_PID || 0);  // the server, for its CPU time
 
 function browserPid() {
   const ps = execFileSync("ps", ["-e", "-o", "pid=,args="]).toString().split("\n");
@@ -44,6 +57,52 @@ function treeRssMb(pid) {
   while (stack.length) { const p = stack.pop(); total += rss.has(p) ? pssMb(p) : 0; stack.push(...(kids.get(p) || [])); }
   return total / 1024;
 }
+// The processes of the browser's tree with their type (browser, renderer, gpu-process, utility,
+// zygote), PSS (kB) and CPU time (user + system, ms) from /proc.
+function treeProcs(pid) {
+  const ps = execFileSync("ps", ["-e", "-o", "pid=,ppid="]).toString().trim().split("\n")
+    .map((l) => l.trim().split(/\s+/).map(Number));
+  const kids = new Map();
+  for (const [p, pp] of ps) { if (!kids.has(pp)) kids.set(pp, []); kids.get(pp).push(p); }
+  const out = [];
+  const stack = [pid];
+  while (stack.length) {
+    const p = stack.pop();
+    stack.push(...(kids.get(p) || []));
+    try {
+      const args = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split(/[\0 ]/);  // children rewrite theirs
+      const t = args.find((a) => a.startsWith("--type="));
+      let type = t ? t.slice(7) : "browser";
+      if (args.includes("--extension-process")) type = "extension";
+      if (type === "utility") {
+        const u = args.find((a) => a.startsWith("--utility-sub-type="));
+        if (u) type = "utility:" + u.slice(19).split(".").slice(-2).join(".");
+      }
+      out.push({ pid: p, type, pss_kb: pssMb(p), cpu_ms: cpuMs(p) });
+    } catch { /* exited */ }
+  }
+  return out;
+}
+function cpuMs(pid) {
+  try {
+    const f = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const v = f.slice(f.lastIndexOf(")") + 2).split(" ");
+    return (Number(v[11]) + Number(v[12])) * 10;  // utime, stime in 1/100 s (CLK_TCK 100)
+  } catch { return 0; }
+}
+const byType = (procs, key) => {
+  const m = {};
+  for (const p of procs) m[p.type] = (m[p.type] || 0) + p[key];
+  return m;
+};
+const cpuDelta = (a, b) => {
+  const m = {};
+  for (const p of b) {
+    const before = a.find((q) => q.pid === p.pid);
+    m[p.type] = (m[p.type] || 0) + p.cpu_ms - (before ? before.cpu_ms : 0);
+  }
+  return m;
+};
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil(p / 100 * s.length) - 1)]; };
 
 async function benchView() {
@@ -52,16 +111,31 @@ async function benchView() {
   await page.goto("about:blank");
   await page.waitForTimeout(500);
   const blank = treeRssMb(browserPid());  // the browser itself, before the page
+  const blankProcs = treeProcs(browserPid());
   const t0 = Date.now();
   await page.goto(viewUrl);
   await page.waitForFunction(() => window.__tdb && window.__tdb.answered >= 1, null, { timeout: 60000 });
   const firstPaint = Date.now() - t0;
+  const paintedProcs = treeProcs(browserPid());  // the page drawn once, before any interaction
+  const paintedHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   await page.focus("#tl");
+  await page.waitForTimeout(300);  // flows and late work of the first paint, outside the figures
+  let cdp = null;
+  if (PROFILE) {
+    cdp = await page.context().newCDPSession(page);
+    await cdp.send("Profiler.enable");
+    await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
+    await cdp.send("Profiler.start");
+  }
+  const load0 = os.loadavg()[0];
+  const procs0 = treeProcs(browserPid());
+  const server0 = VIEW_PID ? cpuMs(VIEW_PID) : 0;
+  const wall0 = Date.now();
   // Zoom in step by step into the middle (W), pan (A/D) at several depths, zoom out (S).
   const keys = [];
   for (let i = 0; i < 30; i++) keys.push("w", i % 3 === 0 ? "d" : "a");
   for (let i = 0; i < 30; i++) keys.push("s", i % 2 ? "a" : "d");
-  const lat = [], server = [], coarse = [];
+  const lat = [], server = [], coarse = [], parts = [];
   for (const k of keys) {
     const lat1 = await page.evaluate(async (key) => {
       const S = window.__tdb;
@@ -72,13 +146,31 @@ async function benchView() {
         const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
         poll();
       });
-      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base];
+      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts];
     }, k);
-    lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]);
+    lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]); parts.push(lat1[4] || {});
   }
+  const wallLoop = Date.now() - wall0;
+  const procs1 = treeProcs(browserPid());
+  const serverCpu = VIEW_PID ? cpuMs(VIEW_PID) - server0 : 0;
+  const load1 = os.loadavg()[0];
+  if (cdp) {
+    const { profile } = await cdp.send("Profiler.stop");
+    fs.writeFileSync(PROFILE, JSON.stringify(profile));
+  }
+  const cpu = cpuDelta(procs0, procs1);
+  const partP = (k, p) => +pct(parts.map((x) => x[k] || 0), p).toFixed(1);
   const errors = await page.evaluate(() => window.__tdb.errors);
   const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   const rss = treeRssMb(browserPid());
+  const endProcs = treeProcs(browserPid());
+  // The same after a full garbage collection (CDP HeapProfiler.collectGarbage): what the page
+  // keeps, apart from garbage V8 had not collected yet.
+  const gc = await page.context().newCDPSession(page);
+  await gc.send("HeapProfiler.collectGarbage");
+  await page.waitForTimeout(500);
+  const gcProcs = treeProcs(browserPid());
+  const gcHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   const meta = await page.evaluate(() => window.__tdb.meta.events);
   await page.screenshot({ path: "/tmp/view_bench_last.png" });
   await browser.close();
@@ -88,7 +180,23 @@ async function benchView() {
     zoom_pan_max_ms: +Math.max(...lat).toFixed(1), interactions: lat.length,
     server_p50_ms: +pct(server, 50).toFixed(1), server_p95_ms: +pct(server, 95).toFixed(1),
     overview_answers: coarse.filter(Boolean).length,
-    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0), errors,
+    // In the page, per answer: the request until its headers, the body, decoding, drawing (ms).
+    wait_p50_ms: partP("wait", 50), wait_p95_ms: partP("wait", 95),
+    body_p50_ms: partP("body", 50), decode_p50_ms: partP("decode", 50), decode_p95_ms: partP("decode", 95),
+    draw_p50_ms: partP("draw", 50), draw_p95_ms: partP("draw", 95),
+    answer_kb_p50: partP("kb", 50), answer_kb_max: +Math.max(...parts.map((x) => x.kb || 0)).toFixed(0),
+    // CPU time over the interactions, per interaction (ms), by process type; and the server's.
+    cpu_ms_per_interaction: Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, +(v / lat.length).toFixed(1)])),
+    server_cpu_ms_per_interaction: +(serverCpu / lat.length).toFixed(1),
+    loop_wall_s: +(wallLoop / 1000).toFixed(1), load_avg_1min: [+load0.toFixed(1), +load1.toFixed(1)],
+    js_heap_mb: +heap.toFixed(1), browser_pss_mb: +rss.toFixed(0), blank_browser_pss_mb: +blank.toFixed(0),
+    pss_mb_by_process: Object.fromEntries(Object.entries(byType(endProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    first_paint_pss_mb_by_process: Object.fromEntries(Object.entries(byType(paintedProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    first_paint_js_heap_mb: +paintedHeap.toFixed(1),
+    after_gc_pss_mb_by_process: Object.fromEntries(Object.entries(byType(gcProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    after_gc_js_heap_mb: +gcHeap.toFixed(1),
+    blank_pss_mb_by_process: Object.fromEntries(Object.entries(byType(blankProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
+    flags: process.env.FLAGS === "lean" ? "lean" : "default", errors,
   };
 }
 
@@ -134,5 +242,85 @@ async function benchSpeedscope() {
   };
 }
 
-console.log(JSON.stringify(await benchView()));
-if (ssApp && jsonFile) console.log(JSON.stringify(await benchSpeedscope()));
+// The Chrome-JSON loader of Chrome DevTools' Performance panel (npm @paulirish/trace_engine, the
+// panel's trace model built for use outside DevTools; Perfetto's UI is not on npm): a page fetches
+// the same JSON, parses it and builds the model with every handler, as the panel does on "Load
+// profile". Time until the model is built (or the error), peak PSS of the browser.
+// third-party-web (CommonJS, so not loadable by a page as is) only names the companies behind
+// URLs of network requests, which these traces have none of: a stub stands in for it.
+const PEER_PAGE = `<!doctype html><meta charset="utf-8"><title>trace_engine</title>
+<script type="importmap">{"imports": {"legacy-javascript": "/nm/legacy-javascript/legacy-javascript.js",
+  "third-party-web": "/third-party-web-stub.js"}}</script><script type="module">
+const t0 = performance.now();
+const mark = (k) => { window.__peer[k] = +(performance.now() - t0).toFixed(0); };
+window.__peer = {};
+try {
+  const Trace = await import("/nm/@paulirish/trace_engine/models/trace/trace.js");
+  const r = await fetch("/trace/" + location.hash.slice(1));
+  const text = await r.text(); mark("fetched_ms");
+  const json = JSON.parse(text); mark("parsed_ms");
+  const events = json.traceEvents ?? json;
+  window.__peer.events = events.length;
+  const model = Trace.TraceModel.Model.createWithAllHandlers();
+  await model.parse(events); mark("model_ms");
+  const t = model.parsedTrace();
+  const data = t && (t.data || t);
+  const procs = data && data.Renderer && data.Renderer.processes;  // the tracks it would draw
+  window.__peer.threads = procs ? [...procs.values()].reduce((n, p) => n + p.threads.size, 0) : -1;
+  window.__peer.model_keys = data ? Object.keys(data).length : 0;
+  window.__peer.ok = !!t;
+} catch (e) { window.__peer.error = String(e && e.message || e).slice(0, 200); }
+window.__peer.done = true;
+</script>`;
+async function benchTraceEngine(nmDir) {  // node_modules holding @paulirish/trace_engine
+  const name = path.basename(jsonFile);
+  const srv = http.createServer((req, res) => {
+    const u = decodeURIComponent(req.url.split("?")[0].split("#")[0]);
+    if (u === "/peer.html") { res.setHeader("Content-Type", "text/html"); res.end(PEER_PAGE); return; }
+    if (u === "/third-party-web-stub.js") {
+      res.setHeader("Content-Type", "text/javascript");
+      res.end("export default { getEntity: () => undefined, getRootDomain: (u) => new URL(u).hostname };");
+      return;
+    }
+    const file = u === `/trace/${name}` ? jsonFile : u.startsWith("/nm/") ? path.join(nmDir, u.slice(4)) : "";
+    if (!file || (file !== jsonFile && !file.startsWith(nmDir + "/"))) { res.statusCode = 404; res.end(); return; }
+    fs.stat(file, (err, st) => {
+      if (err) { res.statusCode = 404; res.end(); return; }
+      res.setHeader("Content-Length", st.size);
+      if (file.endsWith(".js")) res.setHeader("Content-Type", "text/javascript");
+      fs.createReadStream(file).pipe(res);
+    });
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  const browser = await launcher.launch({ executablePath: chromium, headless: true, args: ARGS });
+  const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+  let crashed = false;
+  page.on("crash", () => { crashed = true; });
+  let peakRss = 0;
+  const sampler = setInterval(() => { try { peakRss = Math.max(peakRss, treeRssMb(browserPid())); } catch {} }, 250);
+  const t0 = Date.now();
+  let res = {}, err = "";
+  try {
+    await page.goto(`http://127.0.0.1:${srv.address().port}/peer.html#${name}`);
+    await page.waitForFunction(() => window.__peer && window.__peer.done, null, { timeout: 180000, polling: 250 });
+    res = await page.evaluate(() => window.__peer);
+  } catch (e) {
+    err = String(e.message || e).split("\n")[0];
+    try { res = await page.evaluate(() => window.__peer); } catch { /* the page is gone */ }  // stages reached
+  }
+  const ms = Date.now() - t0;
+  if (crashed) err = "the page crashed (out of memory)";
+  clearInterval(sampler);
+  const size = fs.statSync(jsonFile).size;
+  await browser.close();
+  srv.close();
+  return {
+    viewer: "DevTools trace_engine (Chrome JSON)", json_mb: +(size / 1e6).toFixed(0), loaded: !!res.ok,
+    first_paint_ms: res.ok ? ms : null, ...res, peak_browser_pss_mb: +peakRss.toFixed(0),
+    error: res.ok ? "" : (res.error || err || "no model"),
+  };
+}
+
+if (process.env.ONLY_PEER !== "1") console.log(JSON.stringify(await benchView()));
+if (ssApp && jsonFile && process.env.SPEEDSCOPE !== "0") console.log(JSON.stringify(await benchSpeedscope()));
+if (jsonFile && process.env.TRACE_ENGINE) console.log(JSON.stringify(await benchTraceEngine(process.env.TRACE_ENGINE)));

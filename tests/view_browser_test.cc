@@ -81,6 +81,8 @@ TEST(ViewBrowser, TimelineInChromium) {
   const double zt1 =
       std::stod(Match(out, "\"zoomed_window\":\\{\"t0\":\"[0-9]+\",\"t1\":\"([0-9]+)\""));
   EXPECT_LT(zt1 - zt0, 0.6 * (first_t1 - first_t0)) << out;
+  // A key press asked the server at once and drew a preview within two frames.
+  EXPECT_NE(out.find("\"key_press\":{\"sent\":1,\"previewed\":true}"), std::string::npos) << out;
   // The click showed the span under the mouse: SQL's row for its id.
   const std::string id =
       Match(out, "\"clicked\":\\{\"event\":\\{\"sql\":\"[^\"]*\",\"fields\":\\{\"id\":([0-9]+)");
@@ -103,6 +105,11 @@ TEST(ViewBrowser, TimelineInChromium) {
             std::to_string(*(*q)->QueryInt("SELECT count(*) FROM events WHERE name = 'MPI_Send'")));
   EXPECT_EQ(Match(out, "\"sql_rows\":([0-9]+)"), "3");
   EXPECT_EQ(Match(out, "\"highlights\":([0-9]+)"), "3");
+  // Above S.manyTracks, only the tracks on screen were asked for, a collapsed rank (1) by its
+  // first track (4), and the answer held no other track.
+  EXPECT_NE(out.find("\"only_tracks\":{\"asked\":\"1,2,3,4\",\"answered\":[1,2,3,4]}"),
+            std::string::npos)
+      << out;
   // Not blank; token required; no script errors.
   EXPECT_GT(std::stoi(Match(out, "\"colours\":([0-9]+)")), 20) << out;
   EXPECT_EQ(Match(out, "\"no_token_status\":([0-9]+)"), "403");

@@ -52,7 +52,18 @@ try {
   out.zoomed_window = zoomed.win;
   out.zoomed_view = [zoomed.v0, zoomed.v1];
 
-  // Zoom onto one step of rank 0's main track, then click its `backward` span.
+  // A key press sends its request at once (no debounce) and draws the previous answer, moved,
+  // at the next frame; then the answer replaces it.
+  out.key_press = await page.evaluate(async () => {
+    const S = window.__tdb;
+    const n = S.requests, p = S.paints, a = S.answered;
+    document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key: "d", bubbles: true }));
+    const sent = S.requests - n;
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const previewed = S.paints > p || S.answered > a;
+    return { sent, previewed };
+  });
+
   const target = await page.evaluate(() => {
     const S = window.__tdb;
     S.v0 = 100 * 100000 + 40000; S.v1 = S.v0 + 60000;   // backward of step 100 lies inside
@@ -96,6 +107,25 @@ try {
   await page.waitForFunction(() => window.__tdb.lastSql, null, { timeout: 20000 });
   out.sql_rows = await page.evaluate(() => window.__tdb.lastSql.rows.length);
   out.highlights = await page.evaluate(() => window.__tdb.hits.length);
+
+  // With more tracks than S.manyTracks, only the tracks on screen are asked for; a collapsed
+  // rank by its first track. Here: rank 1 collapsed, so its other tracks are not in the answer.
+  const nOnly = (await st()).answered;
+  await page.evaluate(() => {
+    const S = window.__tdb;
+    S.manyTracks = 2;
+    S.collapsedRank.add(1);
+    document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key: "d", bubbles: true }));
+  });
+  await page.waitForFunction((n) => window.__tdb.answered > n, nOnly, { timeout: 20000 });
+  out.only_tracks = await page.evaluate(() => {
+    const S = window.__tdb;
+    const asked = new URLSearchParams(S.lastQuery).get("tracks");
+    const answered = S.win.tracks.map((t) => t.track).sort((a, b) => a - b);
+    S.manyTracks = 64;
+    S.collapsedRank.delete(1);
+    return { asked, answered };
+  });
 
   // A screenshot of the whole-job view, and how many colours the canvas holds.
   await page.evaluate(() => { const S = window.__tdb; S.v0 = 0; S.v1 = S.meta.duration; S.hits = []; });

@@ -146,6 +146,28 @@ TEST_F(ViewLodTest, WholeJobAndZoomsMatchSql) {
       EXPECT_TRUE(whole.count(st->Int(0))) << "wide span " << st->Int(0) << " not whole";
     }
     if (t1 - t0 == 2 * kViewStepNs) EXPECT_GT(wide, 10);
+    // Listed through the rank index with the longest block span (what the server does), the
+    // same blocks and the same answer.
+    WindowRequest fast = req;
+    auto span = view::MaxBlockSpan(db_.get());
+    ASSERT_TRUE(span.ok());
+    EXPECT_EQ(*span, *db_->QueryInt("SELECT max(max_end - min_ts) FROM blocks"));
+    fast.max_block_span = *span;
+    WindowResult rf;
+    ASSERT_TRUE(ComputeWindow(db_.get(), fast, &rf).ok());
+    EXPECT_EQ(rf.blocks, r.blocks);
+    EXPECT_EQ(rf.events_in_blocks, r.events_in_blocks);
+    EXPECT_EQ(rf.blocks_decoded, r.blocks_decoded);
+    ASSERT_EQ(rf.tracks.size(), r.tracks.size());
+    for (size_t i = 0; i < r.tracks.size(); ++i) {
+      EXPECT_EQ(rf.tracks[i].track, r.tracks[i].track);
+      EXPECT_EQ(rf.tracks[i].events, r.tracks[i].events);
+      ASSERT_EQ(rf.tracks[i].items.size(), r.tracks[i].items.size());
+      for (size_t k = 0; k < r.tracks[i].items.size(); ++k) {
+        EXPECT_EQ(rf.tracks[i].items[k].id, r.tracks[i].items[k].id);
+      }
+      EXPECT_EQ(rf.tracks[i].runs.size(), r.tracks[i].runs.size());
+    }
   }
 }
 
@@ -201,6 +223,23 @@ TEST_F(ViewLodTest, CoarseAnswerUsesZoneMaps) {
   const int64_t events = *db_->QueryInt("SELECT count(*) FROM events");
   EXPECT_NEAR(total, static_cast<double>(events), events * 1e-4);
   EXPECT_EQ(r.ranks.size(), 2u);
+  {
+    // With a list of tracks, only their ranks' blocks: rank 1's density adds up to its events.
+    WindowRequest one = req;
+    one.tracks = {static_cast<uint32_t>(
+        *db_->QueryInt("SELECT min(track) FROM tracks WHERE rank = 1 AND kind != 'counter'"))};
+    WindowResult r1;
+    ASSERT_TRUE(ComputeWindow(db_.get(), one, &r1).ok());
+    ASSERT_EQ(r1.ranks.size(), 1u);
+    EXPECT_EQ(r1.ranks[0].rank, 1);
+    double sum = 0;
+    for (float v : r1.ranks[0].events_per_px) sum += v;
+    const int64_t rank1 = *db_->QueryInt("SELECT count(*) FROM events WHERE rank = 1");
+    EXPECT_NEAR(sum, static_cast<double>(rank1), rank1 * 1e-4);
+    EXPECT_EQ(static_cast<int64_t>(r1.events_in_blocks), rank1);
+    EXPECT_LT(r1.blocks, r.blocks);
+    for (const auto& t : r1.tracks) EXPECT_EQ(t.track, one.tracks[0]);
+  }
   // Only events at least min_px wide, each one SQL's row.
   const int64_t min_dur = static_cast<int64_t>(std::ceil((req.t1 - req.t0) / 800.0 * 0.5));
   auto st = db_->Prepare("SELECT dur, name FROM events WHERE id = ?1 AND ts = ?2");

@@ -97,6 +97,22 @@ TEST_F(ViewServerTest, TokenRequiredEverywhere) {
   EXPECT_NE(page->body.find("app.js?token=" + server_->token()), std::string::npos);
 }
 
+// Over loopback compression only costs: the answers go as they are even to a client that accepts
+// brotli and gzip, as browsers do (cpp-httplib would otherwise brotli them at its highest quality).
+TEST_F(ViewServerTest, AnswersAreNotCompressed) {
+  for (const char* p : {"/api/meta", "/api/window?t0=0&t1=2000000000&px=1000", "/app.js",
+                        "/api/window?t0=5&t1=4"}) {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_decompress(false);
+    auto r = c.Get(
+        p, {{"X-Tracedb-Token", server_->token()}, {"Accept-Encoding", "gzip, deflate, br, zstd"}});
+    ASSERT_TRUE(r) << p;
+    EXPECT_FALSE(r->has_header("Content-Encoding"))
+        << p << ": " << r->get_header_value("Content-Encoding");
+    EXPECT_TRUE(r->body.size() > 20 && (r->body[0] == '{' || r->body[0] == '/')) << p;
+  }
+}
+
 TEST_F(ViewServerTest, MetaListsRanksTracksSteps) {
   auto r = Get("/api/meta");
   ASSERT_TRUE(r);

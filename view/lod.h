@@ -33,6 +33,10 @@ struct WindowRequest {
   double min_px = 2;                // a span this many pixels wide is sent whole
   size_t max_items = 4000;          // per track
   uint64_t decode_budget = 500000;  // events decoded at most per request
+  // The longest max_end - min_ts of any block (ns), or -1 if unknown. Known, the blocks are
+  // listed rank by rank through blocks_by_rank within [t0 - max_block_span, t1), instead of a
+  // scan of every zone map (a page read per block). MaxBlockSpan() computes it.
+  int64_t max_block_span = -1;
   // Polled between blocks: true stops the work with Status::Cancelled-like Aborted error.
   std::function<bool()> cancelled;
 };
@@ -87,6 +91,9 @@ struct WindowResult {
 // Computes the window. InvalidArgument for an unusable request (empty window, px out of
 // 1..20000), Aborted when `cancelled` said so.
 Status ComputeWindow(engine::Db* db, const WindowRequest& req, WindowResult* out);
+
+// The longest time range of one block of `db` (ns): WindowRequest::max_block_span.
+StatusOr<int64_t> MaxBlockSpan(engine::Db* db);
 
 // The result as JSON (docs/view.md, "/api/window"); names are resolved through `name_of`.
 std::string WindowJson(const WindowResult& r, const WindowRequest& req,

@@ -19,6 +19,7 @@ const S = {
   rows: [], seq: 0, client: Math.random().toString(36).slice(2), ctrl: null,
   paints: 0, requests: 0, answered: 0, cancelled: 0, lastMs: 0, timings: [], errors: [],
   names: new Map(), scrollY: 0,
+  manyTracks: 64,  // above this many tracks, only those on screen are asked for
 };
 window.__tdb = S;
 
@@ -40,12 +41,22 @@ function fmtNs(ns) {
   if (a >= 1e3) return (ns / 1e3).toFixed(a >= 1e4 ? 2 : 3) + " µs";
   return Math.round(ns) + " ns";
 }
+const colors = new Map();  // name -> CSS colour, computed once (parsing a colour is not free)
 function color(name) {
-  let h = 0;
-  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
-  return `hsl(${((h >>> 0) % 360)},55%,${62 + ((h >>> 9) % 14)}%)`;
+  let c = colors.get(name);
+  if (c === undefined) {
+    let h = 0;
+    for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) | 0;
+    c = `hsl(${((h >>> 0) % 360)},55%,${62 + ((h >>> 9) % 14)}%)`;
+    if (colors.size < 100000) colors.set(name, c);
+  }
+  return c;
 }
-const plotW = () => Math.max(1, canvas.clientWidth - LABEL_W);
+// The canvas's size in CSS pixels, read once per frame: reading clientWidth per item forced a
+// layout each time (the first profile's hottest function).
+const box = { W: 1, H: 1 };
+function measure() { box.W = canvas.clientWidth; box.H = canvas.clientHeight; }
+const plotW = () => Math.max(1, box.W - LABEL_W);
 const xOf = (t) => LABEL_W + ((t - S.v0) / (S.v1 - S.v0)) * plotW();
 const tOf = (x) => S.v0 + ((x - LABEL_W) / plotW()) * (S.v1 - S.v0);
 
@@ -92,7 +103,8 @@ function layout() {
 // ---- drawing ----
 function draw() {
   const dpr = window.devicePixelRatio || 1;
-  const W = canvas.clientWidth, H = canvas.clientHeight;
+  measure();
+  const W = box.W, H = box.H;
   if (canvas.width !== W * dpr || canvas.height !== H * dpr) {
     canvas.width = W * dpr; canvas.height = H * dpr;
   }
@@ -142,49 +154,11 @@ function draw() {
     ctx.save();
     ctx.beginPath(); ctx.rect(LABEL_W, row.y, W - LABEL_W, row.h); ctx.clip();
     if (row.counter) drawCounters(lod, row, win, wx);
-    // occupancy (a busy track), then runs, then whole events
-    lod.occupancy.forEach((hex, depth) => {
-      const n = hex.length / 2, step = (win.w1 - win.base) / n;
-      for (let x = 0; x < n; x++) {
-        const v = parseInt(hex.substr(2 * x, 2), 16);
-        if (!v) continue;
-        ctx.fillStyle = `rgba(70,90,140,${(0.25 + 0.75 * v / 255).toFixed(2)})`;
-        const x0 = wx(x * step), x1 = wx((x + 1) * step);
-        ctx.fillRect(x0, row.y + 1 + depth * ROW_H, Math.max(1, x1 - x0), ROW_H - 1);
-      }
-    });
-    // merged runs: the colour of their longest event, lighter, with a count when wide
-    ctx.globalAlpha = 0.6;
-    for (const [ts, end, depth, count, nameId] of lod.runs) {
-      const x0 = wx(ts), x1 = wx(end), y = row.y + 1 + depth * ROW_H;
-      ctx.fillStyle = color(win.names[nameId] ?? "");
-      ctx.fillRect(x0, y + 2, Math.max(1, x1 - x0), ROW_H - 5);
-      if (x1 - x0 > 60) {
-        ctx.fillStyle = "#111";
-        const cx = Math.max(x0, LABEL_W) + 2;
-        ctx.fillText(fit(`${count} × ${win.names[nameId] ?? ""}…`, Math.min(x1, canvas.clientWidth) - cx - 2), cx, y + ROW_H / 2);
-      }
-    }
-    ctx.globalAlpha = 1;
-    for (const it of lod.items) {
-      const [, ts, dur, nameId, depth, kind] = it;
-      const name = win.names[nameId] ?? "";
-      const x0 = wx(ts), x1 = wx(ts + dur), y = row.y + 1 + depth * ROW_H;
-      if (kind === 0) {
-        ctx.fillStyle = color(name);
-        const w = Math.max(1, x1 - x0);
-        ctx.fillRect(x0, y, w, ROW_H - 1);
-        if (w > 24) {
-          ctx.fillStyle = "#111";
-          const cx = Math.max(x0, LABEL_W) + 2;
-          ctx.fillText(fit(name, Math.min(x1, W) - cx - 2), cx, y + ROW_H / 2);
-        }
-      } else {
-        ctx.fillStyle = kind === 3 ? "#c60" : "#333";
-        ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + 4, y + ROW_H / 2); ctx.lineTo(x0, y + ROW_H - 1);
-        ctx.lineTo(x0 - 4, y + ROW_H / 2); ctx.fill();
-      }
-    }
+    // occupancy (a busy track), then runs, then whole events; rectangles are batched by
+    // colour (one fillStyle per colour and track), labels drawn only where they fit.
+    drawOccupancy(lod, row, win, wx);
+    drawRuns(lod, row, win, wx, W);
+    drawItems(lod, row, win, wx, W);
     ctx.restore();
   }
   drawHighlights();
@@ -193,17 +167,119 @@ function draw() {
   S.paints++;
 }
 
-function fit(text, w) {
-  if (w <= 0) return "";
-  if (ctx.measureText(text).width <= w) return text;
-  let lo = 0, hi = text.length;
-  while (lo < hi) {
-    const m = (lo + hi + 1) >> 1;
-    if (ctx.measureText(text.slice(0, m) + "…").width <= w) lo = m; else hi = m - 1;
+// Rectangles grouped by fill style, filled group by group. The coordinates go into typed arrays
+// kept from frame to frame (one per style), so drawing allocates next to nothing.
+const rectPool = new Map();  // fill style -> { a: Float32Array, n, batch }
+let batchIds = 0;
+class Batch {
+  constructor() { this.id = ++batchIds; this.used = []; }
+  add(style, x, y, w, h) {
+    let g = rectPool.get(style);
+    if (!g) { g = { style, a: new Float32Array(64), n: 0, batch: 0 }; rectPool.set(style, g); }
+    if (g.batch !== this.id) { g.batch = this.id; g.n = 0; this.used.push(g); }
+    if (g.n + 4 > g.a.length) { const b = new Float32Array(g.a.length * 2); b.set(g.a); g.a = b; }
+    const a = g.a;
+    a[g.n] = x; a[g.n + 1] = y; a[g.n + 2] = w; a[g.n + 3] = h;
+    g.n += 4;
   }
-  return lo ? text.slice(0, lo) + "…" : "";
+  fill() {
+    for (const g of this.used) {
+      ctx.fillStyle = g.style;
+      const a = g.a;
+      for (let i = 0; i < g.n; i += 4) ctx.fillRect(a[i], a[i + 1], a[i + 2], a[i + 3]);
+    }
+  }
+}
+const OCC_STYLES = Array.from({ length: 8 }, (_, i) => `rgba(70,90,140,${(0.25 + 0.75 * (i + 1) / 8).toFixed(2)})`);
+function drawOccupancy(lod, row, win, wx) {
+  // Per depth and pixel the covered fraction, in 8 shades; a run of pixels of one shade is one
+  // rectangle.
+  const b = new Batch();
+  lod.occ.forEach((v, depth) => {
+    const n = v.length, step = (win.w1 - win.base) / n, y = row.y + 1 + depth * ROW_H;
+    for (let x = 0; x < n;) {
+      const q = v[x] ? Math.min(7, (v[x] * 8) >> 8) : -1;
+      let e = x + 1;
+      while (e < n && (v[e] ? Math.min(7, (v[e] * 8) >> 8) : -1) === q) e++;
+      if (q >= 0) {
+        const x0 = wx(x * step), x1 = wx(e * step);
+        if (x1 >= LABEL_W && x0 <= box.W) b.add(OCC_STYLES[q], x0, y, Math.max(1, x1 - x0), ROW_H - 1);
+      }
+      x = e;
+    }
+  });
+  b.fill();
+}
+function drawRuns(lod, row, win, wx, W) {
+  // Merged runs: the colour of their longest event, lighter, with a count when wide.
+  if (!lod.runs.length) return;
+  const b = new Batch(), labels = [];
+  for (const [ts, end, depth, count, nameId] of lod.runs) {
+    const x0 = wx(ts), x1 = wx(end);
+    if (x1 < LABEL_W || x0 > W) continue;
+    const y = row.y + 1 + depth * ROW_H;
+    b.add(color(win.names[nameId] ?? ""), x0, y + 2, Math.max(1, x1 - x0), ROW_H - 5);
+    if (x1 - x0 > 60) labels.push(x0, x1, y, count, nameId);
+  }
+  ctx.globalAlpha = 0.6;
+  b.fill();
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = "#111";
+  for (let i = 0; i < labels.length; i += 5) {
+    const [x0, x1, y, count, nameId] = labels.slice(i, i + 5);
+    const cx = Math.max(x0, LABEL_W) + 2;
+    ctx.fillText(fit(`${count} × ${win.names[nameId] ?? ""}…`, Math.min(x1, W) - cx - 2), cx, y + ROW_H / 2);
+  }
+}
+function drawItems(lod, row, win, wx, W) {
+  const b = new Batch(), labels = [], marks = [];
+  for (const it of lod.items) {
+    const ts = it[1], dur = it[2], depth = it[4], kind = it[5];
+    const x0 = wx(ts), x1 = wx(ts + dur);
+    if (x1 < LABEL_W - 4 || x0 > W + 4) continue;
+    const y = row.y + 1 + depth * ROW_H;
+    if (kind === 0) {
+      const name = win.names[it[3]] ?? "";
+      const w = Math.max(1, x1 - x0);
+      b.add(color(name), x0, y, w, ROW_H - 1);
+      if (w > 24) labels.push([name, x0, x1, y]);
+    } else {
+      marks.push(x0, y, kind);
+    }
+  }
+  b.fill();
+  ctx.fillStyle = "#111";
+  for (const [name, x0, x1, y] of labels) {
+    const cx = Math.max(x0, LABEL_W) + 2;
+    ctx.fillText(fit(name, Math.min(x1, W) - cx - 2), cx, y + ROW_H / 2);
+  }
+  for (let i = 0; i < marks.length; i += 3) {
+    const x0 = marks[i], y = marks[i + 1];
+    ctx.fillStyle = marks[i + 2] === 3 ? "#c60" : "#333";
+    ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + 4, y + ROW_H / 2); ctx.lineTo(x0, y + ROW_H - 1);
+    ctx.lineTo(x0 - 4, y + ROW_H / 2); ctx.fill();
+  }
 }
 
+const textWidths = new Map();  // label -> width in px at the canvas font
+function textWidth(text) {
+  let w = textWidths.get(text);
+  if (w === undefined) {
+    w = ctx.measureText(text).width;
+    if (textWidths.size < 100000) textWidths.set(text, w);
+  }
+  return w;
+}
+function fit(text, w) {
+  if (w <= 0) return "";
+  if (w < 12) return "";
+  const full = textWidth(text);
+  if (full <= w) return text;
+  // Cut where the average glyph width says, then shorten until it fits.
+  let n = Math.floor(text.length * (w - 8) / full);
+  while (n > 0 && ctx.measureText(text.slice(0, n) + "…").width > w) n--;
+  return n > 0 ? text.slice(0, n) + "…" : "";
+}
 function drawCounters(lod, row, win, wx) {
   // One area chart per counter name: per pixel max (fill) and last (line).
   const series = new Map();
@@ -245,7 +321,7 @@ function drawHighlights() {
     const row = rowOfTrack(h.track);
     if (!row) continue;
     const x0 = xOf(h.ts), x1 = xOf(h.ts + (h.dur || 0));
-    if (x1 < LABEL_W || x0 > canvas.clientWidth) continue;
+    if (x1 < LABEL_W || x0 > box.W) continue;
     ctx.strokeRect(Math.max(LABEL_W, x0) - 1, row.y, Math.max(3, x1 - x0) + 2, row.h - 1);
   }
   if (S.selected) {
@@ -265,7 +341,7 @@ function drawFlows() {
     const ra = rowOfTrack(trackOfId(idA)), rb = rowOfTrack(trackOfId(idB));
     if (!ra || !rb) return;
     const xa = xOf(tA), xb = xOf(tB), ya = ra.y + ROW_H / 2, yb = rb.y + ROW_H / 2;
-    if (Math.max(xa, xb) < LABEL_W || Math.min(xa, xb) > canvas.clientWidth) return;
+    if (Math.max(xa, xb) < LABEL_W || Math.min(xa, xb) > box.W) return;
     ctx.strokeStyle = style;
     ctx.beginPath(); ctx.moveTo(xa, ya);
     ctx.bezierCurveTo(xa + 20, ya, xb - 20, yb, xb, yb); ctx.stroke();
@@ -298,19 +374,48 @@ function drawAxis(W) {
   for (let i = lo; i < steps.length && steps[i][0] <= S.v1; i++) {
     const x = xOf(steps[i][0]);
     if (x - lastX < 3) continue;
-    ctx.beginPath(); ctx.moveTo(x, AXIS_H); ctx.lineTo(x, canvas.clientHeight); ctx.stroke();
+    ctx.beginPath(); ctx.moveTo(x, AXIS_H); ctx.lineTo(x, box.H); ctx.stroke();
     if (x - lastX > 40) { ctx.fillStyle = "#808"; ctx.fillText(`step ${steps[i][1]}`, x + 2, AXIS_H - 5); }
     lastX = x;
   }
 }
 
 // ---- fetching the window ----
-let timer = 0;
-function request() {
+// With many tracks (thousands of ranks), only those on screen (and a screen above and below)
+// are asked for; null: every track. A collapsed rank is asked for by its first track (its
+// density). At most 1,000, to keep the URI short.
+function visibleTracks() {
+  if (!S.meta || S.meta.tracks.length <= S.manyTracks) return null;
+  layout();  // the rows as they are now (a rank may have been collapsed since the last frame)
+  const lo = AXIS_H - box.H, hi = 2 * box.H, out = new Set();
+  for (const r of S.rows) {
+    if (r.y + r.h < lo || r.y > hi) continue;
+    if (r.kind === "track") out.add(r.track);
+    else if (r.kind === "rank" && S.collapsedRank.has(r.rank)) {
+      const t = S.meta.tracks.find((x) => x.rank === r.rank);
+      if (t) out.add(t.track);
+    }
+    if (out.size >= 1000) break;
+  }
+  return out.size ? [...out] : [S.meta.tracks[0].track];
+}
+// A key press asks at once; a stream of wheel or drag events asks at most every 30 ms (the last
+// position always goes out). The request leaves before the preview is drawn.
+let timer = 0, lastSent = -1e9;
+function request(now) {
   clearTimeout(timer);
-  timer = setTimeout(fetchWindow, 15);
+  const wait = now ? 0 : lastSent + 30 - performance.now();
+  if (wait <= 0) fetchWindow(); else timer = setTimeout(fetchWindow, wait);
+}
+// The preview: the previous answer shifted and scaled into the new view, drawn at the next frame
+// (several moves in one frame draw once).
+let frame = 0;
+function redraw() {
+  if (!frame) frame = requestAnimationFrame(() => { frame = 0; draw(); });
 }
 function fetchWindow() {
+  clearTimeout(timer);
+  lastSent = performance.now();
   if (S.ctrl) { S.ctrl.abort(); }
   const ctrl = new AbortController();
   S.ctrl = ctrl;
@@ -319,22 +424,49 @@ function fetchWindow() {
   const px = Math.max(1, Math.min(20000, Math.round(plotW())));
   const t = performance.now();
   S.requests++;
-  api("api/window", { t0: v0, t1: v1, px, client: S.client, seq }, ctrl.signal).then((w) => {
+  const q = new URLSearchParams({ t0: v0, t1: v1, px, client: S.client, seq });
+  const only = visibleTracks();
+  if (only) q.set("tracks", only.join(","));
+  S.lastQuery = q.toString();
+  let tHead = 0, tBody = 0, kb = 0;
+  fetch(`api/window?${q}`, { headers: { "X-Tracedb-Token": TOKEN }, signal: ctrl.signal })
+    .then(async (r) => {
+      tHead = performance.now();
+      const text = await r.text();
+      tBody = performance.now();
+      kb = text.length / 1024;
+      let body;
+      try { body = JSON.parse(text); } catch { body = { error: `HTTP ${r.status}` }; }
+      if (!r.ok) { const e = new Error(body.error || `HTTP ${r.status}`); e.status = r.status; throw e; }
+      return body;
+    }).then((w) => {
     if (seq !== S.seq) return;
     w.base = v0; w.w1 = v1;
     w.byTrack = new Map(w.tracks.map((x) => [x.track, x]));
     w.byRank = new Map(w.ranks.map((x) => [x.rank, x]));
     for (const tr of w.tracks) {
+      // Occupancy: a hex string per depth, decoded once into bytes.
+      tr.occ = tr.occupancy.map((hex) => {
+        const v = new Uint8Array(hex.length >> 1);
+        for (let i = 0; i < v.length; i++) v[i] = parseInt(hex.substr(2 * i, 2), 16);
+        return v;
+      });
       let d = tr.occupancy.length;
       for (const it of tr.items) d = Math.max(d, it[4] + 1);
       for (const r of tr.runs) d = Math.max(d, r[2] + 1);
       if (d > (S.depthOf.get(tr.track) || 0)) S.depthOf.set(tr.track, d);
     }
     S.win = w;
+    const tDecoded = performance.now();
     S.answered++;
+    if (frame) { cancelAnimationFrame(frame); frame = 0; }  // this draw replaces the preview
     draw();
-    S.lastMs = performance.now() - t;
+    const tDrawn = performance.now();
+    S.lastMs = tDrawn - t;
     S.timings.push(S.lastMs);
+    // Where the time of this answer went (ms): waiting for the server's headers, the body,
+    // decoding, drawing; read by bench/view_bench.mjs.
+    S.lastParts = { wait: tHead - t, body: tBody - tHead, decode: tDecoded - tBody, draw: tDrawn - tDecoded, kb };
     const items = w.tracks.reduce((n, x) => n + x.items.length + x.runs.length, 0);
     statusEl.textContent = `${fmtNs(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
       `${items} items · ${w.blocks_decoded}/${w.blocks} blocks · ${S.lastMs.toFixed(0)} ms`;
@@ -356,21 +488,26 @@ function fetchFlows(v0, v1, seq) {
 }
 
 // ---- interaction ----
-function zoom(factor, atX) {
+function scrollRows(dy) {
+  S.scrollY = Math.max(0, Math.min(S.scrollY + dy, Math.max(0, (S.contentH || 0) - box.H / 2)));
+  if (S.meta && S.meta.tracks.length > S.manyTracks) request(false);  // other rows, other tracks
+  redraw();
+}
+function zoom(factor, atX, now) {
   const t = tOf(atX);
   const span = Math.max(100, (S.v1 - S.v0) * factor);
   const f = (t - S.v0) / (S.v1 - S.v0);
   S.v0 = t - f * span; S.v1 = S.v0 + span;
-  draw(); request();
+  request(now); redraw();
 }
-function pan(dx) {
+function pan(dx, now) {
   const dt = (dx / plotW()) * (S.v1 - S.v0);
   S.v0 += dt; S.v1 += dt;
-  draw(); request();
+  request(now); redraw();
 }
 canvas.addEventListener("wheel", (e) => {
   e.preventDefault();
-  if (e.shiftKey) { S.scrollY = Math.max(0, S.scrollY + e.deltaY); draw(); return; }
+  if (e.shiftKey) { scrollRows(e.deltaY); return; }
   zoom(Math.pow(1.0015, e.deltaY), e.offsetX);
 }, { passive: false });
 let drag = null;
@@ -385,19 +522,19 @@ canvas.addEventListener("mousemove", (e) => {
   if (Math.abs(dx) + Math.abs(dy) > 2) drag.moved = true;
   if (!drag.moved) return;
   drag.x = e.offsetX; drag.y = e.offsetY;
-  S.scrollY = Math.max(0, S.scrollY - dy);
+  if (dy) scrollRows(-dy);
   pan(-dx);
 });
 canvas.addEventListener("keydown", (e) => {
   const k = e.key.toLowerCase(), mid = LABEL_W + plotW() / 2;
-  if (k === "w") zoom(0.8, mid);
-  else if (k === "s") zoom(1.25, mid);
-  else if (k === "a") pan(-plotW() * 0.1);
-  else if (k === "d") pan(plotW() * 0.1);
+  if (k === "w") zoom(0.8, mid, true);
+  else if (k === "s") zoom(1.25, mid, true);
+  else if (k === "a") pan(-plotW() * 0.1, true);
+  else if (k === "d") pan(plotW() * 0.1, true);
   else return;
   e.preventDefault();
 });
-window.addEventListener("resize", () => { draw(); request(); });
+window.addEventListener("resize", () => { measure(); request(true); redraw(); });
 
 function click(x, y) {
   canvas.focus();
@@ -420,7 +557,11 @@ function click(x, y) {
   if (!best) { detailsEl.innerHTML = ""; S.selected = null; draw(); return; }
   select(best[0], S.win.base + best[1], best[2], row.track, best[4]);
 }
-function toggle(set, key) { if (set.has(key)) set.delete(key); else set.add(key); draw(); }
+function toggle(set, key) {
+  if (set.has(key)) set.delete(key); else set.add(key);
+  draw();
+  if (S.meta.tracks.length > S.manyTracks) request(true);  // other rows are on screen now
+}
 
 function select(id, relTs, dur, track, depth) {
   S.selected = { id, ts: relTs, dur, track, depth };
@@ -464,7 +605,7 @@ resultsEl.addEventListener("click", (e) => {
   const hit = S.hits[Number(tr.dataset.i)];
   const span = Math.max(hit.dur * 4, 2000);
   S.v0 = hit.ts - span / 2 + hit.dur / 2; S.v1 = S.v0 + span;
-  draw(); request();
+  request(true); redraw();
 });
 document.getElementById("search").addEventListener("keydown", (e) => {
   if (e.key !== "Enter") return;
