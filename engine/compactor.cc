@@ -645,7 +645,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
                                 .Bind(7, static_cast<int64_t>(v.count.events))
                                 .Run());
     TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, clock_ranks, &clocks_stored));
-    batch_events += v.segment_events;
+    batch_events += v.count.events + v.count.steps;
     TRACEDB_RETURN_IF_ERROR(file_done(i));
   }
   if (progress) {
