@@ -3,6 +3,7 @@
 #include "query/views_p2p.h"
 
 #include <algorithm>
+#include <compare>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -233,18 +234,28 @@ std::vector<Recv> Receives(const Inputs& in) {
       return std::hash<int64_t>()(k.second * 1000003 + k.first);
     }
   };
-  std::unordered_map<std::pair<int32_t, int64_t>, std::vector<uint32_t>, PairHash> posted;
+  // The postings of each (rank, flow): the first in `posted`, the others chained through `next`
+  // (no allocation per key).
+  std::unordered_map<std::pair<int32_t, int64_t>, uint32_t, PairHash> posted;
+  std::vector<uint32_t> next;
+  constexpr uint32_t kNone = UINT32_MAX;
   for (uint32_t i = 0; i < in.events.size(); ++i) {
     const MpiEvent& e = in.events[i];
-    if (in.irecv_names.count(e.name) && (e.mask & EventArgs::kFlow))
-      posted[{e.rank, e.flow}].push_back(i);
+    if (!in.irecv_names.count(e.name) || !(e.mask & EventArgs::kFlow)) continue;
+    if (next.empty()) next.assign(in.events.size(), kNone);
+    auto [it, fresh] = posted.try_emplace({e.rank, e.flow}, i);
+    if (!fresh) {  // append, keeping the postings in event order
+      uint32_t last = it->second;
+      while (next[last] != kNone) last = next[last];
+      next[last] = i;
+    }
   }
   if (!posted.empty()) {
     for (const MpiEvent& d : in.events) {
       if (!(d.mask & EventArgs::kFlow) || !(d.mask & EventArgs::kPeer) || d.peer < 0) continue;
       auto it = posted.find({d.rank, d.flow});
       if (it == posted.end()) continue;
-      for (uint32_t si : it->second) {
+      for (uint32_t si = it->second; si != kNone; si = next[si]) {
         const MpiEvent& s = in.events[si];
         if (s.id == d.id) continue;
         const Opt comm = s.Arg(EventArgs::kComm, s.comm);
@@ -262,18 +273,7 @@ std::vector<Recv> Receives(const Inputs& in) {
 
 struct MatchKey {
   int64_t comm, dst, src, tag, n;
-  bool operator==(const MatchKey&) const = default;
-};
-struct MatchHash {
-  size_t operator()(const MatchKey& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v : {k.comm, k.dst, k.src, k.tag, k.n}) {
-      h ^= static_cast<uint64_t>(v);
-      h *= 1099511628211ull;
-      h ^= h >> 29;
-    }
-    return static_cast<size_t>(h);
-  }
+  auto operator<=>(const MatchKey&) const = default;
 };
 
 Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
@@ -314,31 +314,59 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
     return Status::Ok();
   }
   // Messages: sends meet receives on (comm, dst_in_comm, src_in_comm, tag, n); a NULL comm or
-  // tag matches nothing (SQL's `=`).
-  std::unordered_map<MatchKey, std::vector<uint32_t>, MatchHash> by_key;
-  for (uint32_t i = 0; i < recvs.size(); ++i) {
+  // tag matches nothing (SQL's `=`). A sort-merge join: both sides sorted by that key, every
+  // pair of rows with equal keys emitted.
+  const std::vector<Send> sends = Sends(in);
+  auto recv_key = [&](uint32_t i) {
     const Recv& r = recvs[i];
-    if (!r.comm.has || !r.tag.has) continue;
-    by_key[MatchKey{r.comm.v, r.dst_in_comm, r.src_in_comm, r.tag.v, r.n}].push_back(i);
-  }
-  for (const Send& s : Sends(in)) {
-    if (!s.comm.has) continue;
-    auto it = by_key.find(MatchKey{s.comm.v, s.dst_in_comm, s.src_in_comm, s.tag, s.n});
-    if (it == by_key.end()) continue;
-    for (uint32_t ri : it->second) {
-      const Recv& r = recvs[ri];
-      out->Add(s.id);
-      out->Add(r.id);
-      out->Add(s.src);
-      out->Add(r.dst);
-      out->Add(s.comm.v);
-      out->Add(s.tag);
-      out->Add(s.bytes.v, !s.bytes.has);
-      out->Add(s.ts);
-      out->Add(r.end_ts);
-      out->Add(static_cast<int64_t>(static_cast<uint64_t>(r.end_ts) -
-                                    static_cast<uint64_t>(s.ts)));
+    return MatchKey{r.comm.v, r.dst_in_comm, r.src_in_comm, r.tag.v, r.n};
+  };
+  auto send_key = [&](uint32_t i) {
+    const Send& x = sends[i];
+    return MatchKey{x.comm.v, x.dst_in_comm, x.src_in_comm, x.tag, x.n};
+  };
+  std::vector<uint32_t> ri, si;
+  for (uint32_t i = 0; i < recvs.size(); ++i)
+    if (recvs[i].comm.has && recvs[i].tag.has) ri.push_back(i);
+  for (uint32_t i = 0; i < sends.size(); ++i)
+    if (sends[i].comm.has) si.push_back(i);
+  std::stable_sort(ri.begin(), ri.end(),
+                   [&](uint32_t a, uint32_t b) { return recv_key(a) < recv_key(b); });
+  std::stable_sort(si.begin(), si.end(),
+                   [&](uint32_t a, uint32_t b) { return send_key(a) < send_key(b); });
+  size_t a = 0, b = 0;
+  while (a < si.size() && b < ri.size()) {
+    const MatchKey ks = send_key(si[a]), kr = recv_key(ri[b]);
+    if (ks < kr) {
+      ++a;
+      continue;
     }
+    if (kr < ks) {
+      ++b;
+      continue;
+    }
+    size_t a_end = a + 1, b_end = b + 1;
+    while (a_end < si.size() && send_key(si[a_end]) == ks) ++a_end;
+    while (b_end < ri.size() && recv_key(ri[b_end]) == ks) ++b_end;
+    for (size_t x = a; x < a_end; ++x) {
+      for (size_t y = b; y < b_end; ++y) {
+        const Send& s = sends[si[x]];
+        const Recv& r = recvs[ri[y]];
+        out->Add(s.id);
+        out->Add(r.id);
+        out->Add(s.src);
+        out->Add(r.dst);
+        out->Add(s.comm.v);
+        out->Add(s.tag);
+        out->Add(s.bytes.v, !s.bytes.has);
+        out->Add(s.ts);
+        out->Add(r.end_ts);
+        out->Add(static_cast<int64_t>(static_cast<uint64_t>(r.end_ts) -
+                                      static_cast<uint64_t>(s.ts)));
+      }
+    }
+    a = a_end;
+    b = b_end;
   }
   return Status::Ok();
 }

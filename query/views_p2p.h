@@ -5,7 +5,7 @@
 // at 1M events, quadratic beyond); here the MPI blocks (block_names, cat 'mpi') are decoded once,
 // receives are paired with their completions through a hash map on (rank, flow), the n-th
 // message of each (rank, comm, peer, tag) is numbered by sorting, and sends meet receives in a
-// hash join. Rows, columns and NULLs are those of the plain SQL definitions
+// sort-merge join. Rows, columns and NULLs are those of the plain SQL definitions
 // (ViewsReferenceSql() in query/views.h), which tests/events_differential_test.cc checks.
 //   tracedb_p2p_sends     id, src, comm, src_in_comm, dst_in_comm, tag, ts, end_ts, bytes, n
 //   tracedb_p2p_receives  id, dst, comm, dst_in_comm, src_in_comm, tag, posted_ts, end_ts,
