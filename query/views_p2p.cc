@@ -90,8 +90,10 @@ struct Inputs {
 
 std::string Where(const char* table) { return std::string(table) + ": "; }
 
-// Reads the MPI events and the comms table. `table` names the caller in messages.
-Status ReadInputs(engine::Db* db, const char* table, Inputs* in) {
+// Reads the MPI events that `which` can use (sends, receives and their completions) and the
+// comms table. `table` names the caller in messages.
+Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
+  const bool want_sends = which != Which::kReceives, want_recvs = which != Which::kSends;
   static const char* const kSends[] = {"MPI_Send",   "MPI_Ssend",    "MPI_Bsend",
                                        "MPI_Rsend",  "MPI_Isend",    "MPI_Issend",
                                        "MPI_Ibsend", "MPI_Irsend",   "MPI_Sendrecv",
@@ -155,6 +157,14 @@ Status ReadInputs(engine::Db* db, const char* table, Inputs* in) {
     }
     for (size_t i = 0; i < b.n; ++i) {
       if (!mpi_cats.count(b.cat[i])) continue;
+      // Only what Sends() or Receives() may use is kept (they check again).
+      const uint32_t mask = b.arg_mask[i];
+      const bool peer = (mask & EventArgs::kPeer) && b.peer[i] >= 0;
+      const bool use =
+          (want_sends && peer && in->send_names.count(b.name[i])) ||
+          (want_recvs && ((peer && in->recv_names.count(b.name[i])) ||
+                          ((mask & EventArgs::kFlow) && (peer || in->irecv_names.count(b.name[i])))));
+      if (!use) continue;
       MpiEvent e;
       e.id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
       e.rank = rank;
@@ -278,7 +288,7 @@ struct MatchKey {
 
 Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
   Inputs in;
-  TRACEDB_RETURN_IF_ERROR(ReadInputs(db, table, &in));
+  TRACEDB_RETURN_IF_ERROR(ReadInputs(db, which, table, &in));
   out->vals.clear();
   out->null.clear();
   out->cols = 10;
