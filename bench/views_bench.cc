@@ -167,8 +167,7 @@ int main(int argc, char** argv) {
       std::printf("%s\t%s\n", v.view, v.count_only ? "count" : "all");
     return 0;
   }
-  std::fprintf(stderr,
-               "usage: %s export JOB.tdb OUTDIR | time JOB.tdb [REPS] [VIEW...] | list\n",
+  std::fprintf(stderr, "usage: %s export JOB.tdb OUTDIR | time JOB.tdb [REPS] [VIEW...] | list\n",
                argv[0]);
   return 2;
 }

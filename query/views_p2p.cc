@@ -94,10 +94,9 @@ std::string Where(const char* table) { return std::string(table) + ": "; }
 // comms table. `table` names the caller in messages.
 Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
   const bool want_sends = which != Which::kReceives, want_recvs = which != Which::kSends;
-  static const char* const kSends[] = {"MPI_Send",   "MPI_Ssend",    "MPI_Bsend",
-                                       "MPI_Rsend",  "MPI_Isend",    "MPI_Issend",
-                                       "MPI_Ibsend", "MPI_Irsend",   "MPI_Sendrecv",
-                                       "MPI_Sendrecv_replace"};
+  static const char* const kSends[] = {
+      "MPI_Send",   "MPI_Ssend",  "MPI_Bsend",  "MPI_Rsend",    "MPI_Isend",
+      "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
   static const char* const kRecvs[] = {"MPI_Recv", "MPI_Mrecv"};
   static const char* const kIrecvs[] = {"MPI_Irecv", "MPI_Imrecv"};
   std::unordered_map<std::string, std::unordered_set<uint32_t>*> wanted;
@@ -140,8 +139,7 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
   if (!st.ok()) return Status::Corruption(Where(table) + st.status().message());
   DecodedBlock b;
   constexpr uint32_t kWant = engine::kColTrack | engine::kColK | engine::kColName |
-                             engine::kColCat | engine::kColTs | engine::kColDur |
-                             engine::kColArgs;
+                             engine::kColCat | engine::kColTs | engine::kColDur | engine::kColArgs;
   for (;;) {
     auto row = st->Step();
     if (!row.ok()) return Status::Corruption(Where(table) + row.status().message());
@@ -162,8 +160,9 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       const bool peer = (mask & EventArgs::kPeer) && b.peer[i] >= 0;
       const bool use =
           (want_sends && peer && in->send_names.count(b.name[i])) ||
-          (want_recvs && ((peer && in->recv_names.count(b.name[i])) ||
-                          ((mask & EventArgs::kFlow) && (peer || in->irecv_names.count(b.name[i])))));
+          (want_recvs &&
+           ((peer && in->recv_names.count(b.name[i])) ||
+            ((mask & EventArgs::kFlow) && (peer || in->irecv_names.count(b.name[i])))));
       if (!use) continue;
       MpiEvent e;
       e.id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
@@ -172,8 +171,8 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       e.mask = b.arg_mask[i];
       e.ts = b.ts[i];
       // As events.end_ts: ts + dur (wrapping instead of undefined on overflow).
-      e.end_ts = static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) +
-                                      static_cast<uint64_t>(b.dur[i]));
+      e.end_ts =
+          static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(b.dur[i]));
       e.peer = b.peer[i];
       e.tag = b.tag[i];
       e.comm = b.comm[i];
@@ -371,8 +370,8 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
         out->Add(s.bytes.v, !s.bytes.has);
         out->Add(s.ts);
         out->Add(r.end_ts);
-        out->Add(static_cast<int64_t>(static_cast<uint64_t>(r.end_ts) -
-                                      static_cast<uint64_t>(s.ts)));
+        out->Add(
+            static_cast<int64_t>(static_cast<uint64_t>(r.end_ts) - static_cast<uint64_t>(s.ts)));
       }
     }
     a = a_end;

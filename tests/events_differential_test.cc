@@ -898,9 +898,10 @@ void RunSeed(uint64_t seed) {
   }
   // The point-to-point views (computed in C++) have messages to match, blocking receives and
   // nonblocking ones paired with their completions: their comparison is not vacuous.
-  const Answer p2p = Run(h,
-                         "SELECT (SELECT count(*) FROM ref_p2p_messages), (SELECT count(*) FROM "
-                         "ref_p2p_receives r JOIN ref e ON e.id = r.id WHERE e.name <> 'MPI_Recv')");
+  const Answer p2p =
+      Run(h,
+          "SELECT (SELECT count(*) FROM ref_p2p_messages), (SELECT count(*) FROM "
+          "ref_p2p_receives r JOIN ref e ON e.id = r.id WHERE e.name <> 'MPI_Recv')");
   ASSERT_TRUE(p2p.ok) << p2p.error;
   EXPECT_GT(std::atoll(p2p.rows.at(0).at(0).c_str()), 0);
   EXPECT_GT(std::atoll(p2p.rows.at(0).at(1).c_str()), 0);
