@@ -1,14 +1,144 @@
 // Built-in views. See views.h; documented in docs/sql.md.
 #include "query/views.h"
 
+#include <string>
+
 #include "query/events_vtab.h"
 #include "query/functions.h"
 #include "query/gpu_views.h"
+#include "query/views_p2p.h"
 
 namespace tracedb::query {
 
-const char* ViewsSql() {
-  return R"sql(
+namespace {
+
+// The views up to the point-to-point ones, as shipped.
+const char* const kHeadSql = R"sql(
+CREATE TEMP VIEW IF NOT EXISTS spans AS
+  SELECT * FROM events WHERE kind = 'span';
+
+-- Per (rank, name): count, total, mean and exact percentiles of span durations.
+CREATE TEMP VIEW IF NOT EXISTS span_stats AS
+  SELECT rank, name, count(*) AS count, sum(dur) AS total_ns,
+         CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS p50_ns,
+         percentile(dur, 95) AS p95_ns, percentile(dur, 99) AS p99_ns, max(dur) AS max_ns
+  FROM events WHERE kind = 'span' GROUP BY rank, name;
+
+-- The same per name over all ranks.
+CREATE TEMP VIEW IF NOT EXISTS name_stats_all AS
+  SELECT name, count(*) AS count, count(DISTINCT rank) AS ranks, sum(dur) AS total_ns,
+         CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS p50_ns,
+         percentile(dur, 95) AS p95_ns, percentile(dur, 99) AS p99_ns, max(dur) AS max_ns
+  FROM events WHERE kind = 'span' GROUP BY name;
+
+-- Per (rank, name) from the summary tables, without decoding any event.
+CREATE TEMP VIEW IF NOT EXISTS name_summary AS
+  SELECT ns.rank AS rank, n.s AS name, c.s AS cat,
+         CASE ns.kind WHEN 0 THEN 'span' WHEN 1 THEN 'instant' WHEN 2 THEN 'counter'
+                      ELSE 'flow' END AS kind,
+         ns.count AS count, ns.total_dur AS total_ns,
+         CAST(ns.total_dur / ns.count AS INTEGER) AS mean_ns, ns.min_dur AS min_ns,
+         ns.max_dur AS max_ns
+  FROM main.name_stats ns JOIN main.strings n ON n.id = ns.name
+  LEFT JOIN main.strings c ON c.id = ns.cat;
+
+-- Per rank: time covered by compute spans, by communication spans, by both at once
+-- (communication hidden behind compute), and the rank's wall time. What counts as compute or
+-- communication is activity(): recorded categories (compute; comm, mpi, nccl) and imported
+-- ones (Kineto kernels, NCCL kernels, gloo/NCCL operators; BytePS Comm; every Horovod and
+-- Bluefog phase). docs/sql.md, "Views on imported traces".
+CREATE TEMP VIEW IF NOT EXISTS rank_time_split AS
+  WITH gpu AS (
+    SELECT DISTINCT ns.rank FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+    WHERE c.s = 'kernel'),
+  a AS (
+    SELECT e.rank, e.ts, e.dur,
+           activity(r.source, e.cat, e.name, e.rank IN (SELECT rank FROM gpu)) AS act
+    FROM events e LEFT JOIN main.ranks r ON r.rank = e.rank WHERE e.kind = 'span')
+  SELECT rank,
+         covered_ns(ts, dur) FILTER (WHERE act = 'compute') AS compute_ns,
+         covered_ns(ts, dur) FILTER (WHERE act = 'comm') AS comm_ns,
+         overlap_ns(ts, dur, act = 'comm') FILTER (WHERE act IS NOT NULL) AS overlap_ns,
+         max(ts + dur) - min(ts) AS wall_ns
+  FROM a GROUP BY rank;
+
+-- Training steps per rank (from tracedb_step markers or imported step spans).
+CREATE TEMP VIEW IF NOT EXISTS step_times AS
+  SELECT rank, step, ts AS start_ts,
+         coalesce(lead(ts) OVER (PARTITION BY rank ORDER BY ts),
+                  (SELECT max(max_end) FROM main.blocks b WHERE b.rank = s.rank)) - ts AS dur
+  FROM main.steps s;
+
+-- Per step over all ranks: the slowest rank's time and the spread. (The slowest rank is numbered
+-- by a window over step_times, computed once: a correlated subquery per step recomputed
+-- step_times for every step, quadratic in the steps; docs/sql.md "What each view costs".)
+CREATE TEMP VIEW IF NOT EXISTS step_summary AS
+  WITH t AS (
+    SELECT step, rank, dur, row_number() OVER (PARTITION BY step ORDER BY dur DESC, rank) AS r
+    FROM step_times)
+  SELECT step, count(*) AS ranks, min(dur) AS min_ns, CAST(avg(dur) AS INTEGER) AS mean_ns,
+         max(dur) AS max_ns,
+         -- CAST: the column's INTEGER affinity, as the subquery's steps.rank has.
+         CAST(max(CASE WHEN r = 1 THEN rank END) AS INTEGER) AS slowest_rank
+  FROM t GROUP BY step;
+
+-- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
+
+-- Every rank's arrival at every collective: recorded MPI calls, PyTorch collectives (cat
+-- 'comm') and NCCL collectives (their issue instants), matched by communicator and sequence
+-- number; and imported Horovod negotiations, where rank 0's timeline holds one
+-- RANK_READY tick per rank (comm 0, seq = the NEGOTIATE_* span's id, name without NEGOTIATE_;
+-- a tick has no duration, so dur and end_ts are NULL).
+-- (The NEGOTIATE_* spans are read once into a table SQLite indexes: a join on events.id per
+-- tick would decode a block per tick.)
+CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
+  WITH n AS MATERIALIZED (
+    SELECT id, name FROM events
+    WHERE kind = 'span' AND name LIKE 'NEGOTIATE\_%' ESCAPE '\')
+  SELECT rank, name, comm, seq, id, ts, dur, end_ts
+  FROM events
+  WHERE (cat IN ('mpi', 'comm') OR (cat = 'nccl' AND kind = 'instant')) AND seq IS NOT NULL
+  UNION ALL
+  SELECT t.peer, substr(n.name, 11), 0, n.id, t.id, t.ts, NULL, NULL
+  FROM events t JOIN n ON n.id = t.parent
+  WHERE t.name = 'RANK_READY' AND t.peer IS NOT NULL;
+
+-- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
+-- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
+-- who arrived last.
+CREATE TEMP VIEW IF NOT EXISTS collective_arrivals AS
+  SELECT rank, name, comm, seq, id, ts, dur, end_ts,
+         ts - min(ts) OVER w AS late_ns,
+         max(ts) OVER w - ts AS wait_ns,
+         count(*) OVER w AS ranks,
+         first_value(rank) OVER (PARTITION BY comm, seq ORDER BY ts DESC, rank) AS last_rank
+  FROM collective_calls
+  WINDOW w AS (PARTITION BY comm, seq);
+
+-- One row per collective: its arrival skew and the straggler (the last rank to arrive).
+CREATE TEMP VIEW IF NOT EXISTS collectives AS
+  SELECT comm, seq, name, ranks, min(ts) AS first_arrival, max(ts) AS last_arrival,
+         max(late_ns) AS skew_ns, last_rank, max(end_ts) - min(end_ts) AS exit_spread_ns,
+         max(dur) AS max_dur
+  FROM collective_arrivals GROUP BY comm, seq;
+
+-- Per rank: how often it was the straggler, and the time the others spent waiting for it.
+CREATE TEMP VIEW IF NOT EXISTS stragglers AS
+  SELECT last_rank AS rank, count(*) AS times_last, sum(skew_ns) AS caused_wait_ns,
+         max(skew_ns) AS max_skew_ns
+  FROM collectives WHERE ranks > 1 GROUP BY last_rank;
+
+-- Per rank: the time it spent waiting in collectives for later ranks.
+CREATE TEMP VIEW IF NOT EXISTS collective_wait AS
+  SELECT rank, count(*) AS collectives, sum(wait_ns) AS waited_ns, sum(late_ns) AS late_ns,
+         sum(CASE WHEN rank = last_rank THEN 1 ELSE 0 END) AS times_last
+  FROM collective_arrivals GROUP BY rank;
+
+)sql";
+
+// The same views as plain SQL where the shipped ones differ (the reference the differential
+// test compares them with): step_summary's correlated subquery.
+const char* const kHeadReferenceSql = R"sql(
 CREATE TEMP VIEW IF NOT EXISTS spans AS
   SELECT * FROM events WHERE kind = 'span';
 
@@ -124,6 +254,33 @@ CREATE TEMP VIEW IF NOT EXISTS collective_wait AS
          sum(CASE WHEN rank = last_rank THEN 1 ELSE 0 END) AS times_last
   FROM collective_arrivals GROUP BY rank;
 
+)sql";
+
+// Point-to-point matching over the table-valued functions of query/views_p2p.h.
+const char* const kP2pSql = R"sql(
+-- Point-to-point messages: the n-th send from rank A to B with tag T on a communicator matches
+-- the n-th receive posted at B from A with tag T (MPI's non-overtaking rule). Ranks in `peer`
+-- are communicator ranks; the comms table translates them. Computed in C++ over the decoded MPI
+-- blocks (query/views_p2p.h): the same rows as the SQL in ViewsReferenceSql().
+CREATE TEMP VIEW IF NOT EXISTS p2p_sends AS
+  SELECT id, src, comm, src_in_comm, dst_in_comm, tag, ts, end_ts, bytes, n
+  FROM tracedb_p2p_sends;
+
+-- Receives with their actual source and tag (MPI_Recv, and MPI_Irecv with its completion).
+CREATE TEMP VIEW IF NOT EXISTS p2p_receives AS
+  SELECT id, dst, comm, dst_in_comm, src_in_comm, tag, posted_ts, end_ts, bytes, n
+  FROM tracedb_p2p_receives;
+
+-- Matched messages, with the time from the start of the send to the end of the receive.
+CREATE TEMP VIEW IF NOT EXISTS p2p_messages AS
+  SELECT send_id, recv_id, src, dst, comm, tag, bytes, send_ts, recv_end_ts, latency_ns
+  FROM tracedb_p2p_messages;
+
+)sql";
+
+// The same in plain SQL: window functions and a self-join of `events` on (rank, flow), which
+// SQLite runs as nested loops (kept as the reference of the C++ matching).
+const char* const kP2pReferenceSql = R"sql(
 -- Point-to-point messages: the n-th send from rank A to B with tag T on a communicator matches
 -- the n-th receive posted at B from A with tag T (MPI's non-overtaking rule). Ranks in `peer`
 -- are communicator ranks; the comms table translates them.
@@ -161,6 +318,9 @@ CREATE TEMP VIEW IF NOT EXISTS p2p_messages AS
     ON r.comm = s.comm AND r.dst_in_comm = s.dst_in_comm AND r.src_in_comm = s.src_in_comm
    AND r.tag = s.tag AND r.n = s.n;
 
+)sql";
+
+const char* const kTailSql = R"sql(
 -- Horovod negotiations (imported timelines): per NEGOTIATE_* span, the rank whose readiness
 -- tick came last, and how long after the negotiation started.
 CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
@@ -261,11 +421,23 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
       FROM why, (SELECT 'negotiation_ticks' AS name UNION ALL SELECT 'negotiations') v
     UNION ALL SELECT 'clock_alignment', 1, '', formats FROM why);
 )sql";
+
+}  // namespace
+
+const char* ViewsSql() {
+  static const std::string sql = std::string(kHeadSql) + kP2pSql + kTailSql;
+  return sql.c_str();
+}
+
+const char* ViewsReferenceSql() {
+  static const std::string sql = std::string(kHeadReferenceSql) + kP2pReferenceSql + kTailSql;
+  return sql.c_str();
 }
 
 int InstallSqlSurface(sqlite3* db, char** err) {
   int rc = RegisterEventsModule(db);
   if (rc == SQLITE_OK) rc = RegisterFunctions(db);
+  if (rc == SQLITE_OK) rc = RegisterP2pModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));
