@@ -266,9 +266,9 @@ int LoadPartition(EventsCursor* c) {
     size_t next = 0;
     for_each_row([&](size_t r, uint32_t row) {
       if (next < first.size() && first[next] == r) {
-        const size_t bi = static_cast<size_t>(
-            std::upper_bound(c->part_start.begin(), c->part_start.end(), row) -
-            c->part_start.begin() - 1);
+        const size_t bi =
+            static_cast<size_t>(std::upper_bound(c->part_start.begin(), c->part_start.end(), row) -
+                                c->part_start.begin() - 1);
         rep[next++] = (static_cast<uint64_t>(bi) << 32) | (row - c->part_start[bi]);
       }
     });
@@ -309,9 +309,9 @@ void SetGroupedRow(EventsCursor* c) {
   } else {
     for (int step = 0; row >= start[bi + 1]; ++step) {
       if (step == 8) {
-        bi = static_cast<size_t>(std::upper_bound(start.begin() + static_cast<long>(bi), start.end(),
-                                                  row) -
-                                 start.begin() - 1);
+        bi = static_cast<size_t>(
+            std::upper_bound(start.begin() + static_cast<long>(bi), start.end(), row) -
+            start.begin() - 1);
         break;
       }
       ++bi;

@@ -86,8 +86,8 @@ struct PercentilePool {
 
 struct Percentile {
   PercentilePool* pool = nullptr;
-  std::vector<int64_t> ints;  // while every value is an integer
-  std::vector<double> reals;  // once one is not (then `ints` is empty)
+  std::vector<int64_t> ints;               // while every value is an integer
+  std::vector<double> reals;               // once one is not (then `ints` is empty)
   int64_t lo = INT64_MAX, hi = INT64_MIN;  // of `ints`
   double p = -1;
   bool all_int = true;
@@ -134,8 +134,9 @@ void PercentileStep(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     s->p = 50;
   }
   try {
-    if (s->all_int && (type == SQLITE_INTEGER ||
-                       (type != SQLITE_FLOAT && sqlite3_value_numeric_type(argv[0]) == SQLITE_INTEGER))) {
+    if (s->all_int &&
+        (type == SQLITE_INTEGER ||
+         (type != SQLITE_FLOAT && sqlite3_value_numeric_type(argv[0]) == SQLITE_INTEGER))) {
       const int64_t v = sqlite3_value_int64(argv[0]);
       s->ints.push_back(v);
       s->lo = std::min(s->lo, v);
@@ -413,9 +414,8 @@ int RegisterFunctions(sqlite3* db) {
     auto* pool = new (std::nothrow) PercentilePool();
     if (pool == nullptr) return SQLITE_NOMEM;
     rc = sqlite3_create_function_v2(db, name, n, flags, pool, nullptr, PercentileStep,
-                                    PercentileFinal, [](void* p) {
-                                      delete static_cast<PercentilePool*>(p);
-                                    });
+                                    PercentileFinal,
+                                    [](void* p) { delete static_cast<PercentilePool*>(p); });
   }
   add("covered_ns", 2, nullptr, IntervalStep, CoveredFinal);
   add("overlap_ns", 3, nullptr, IntervalStep, OverlapFinal);

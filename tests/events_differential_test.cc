@@ -946,8 +946,8 @@ TEST(EventsDifferential, PercentileAgainstPlainSql) {
     std::string sql;  // as written in percentile()
     int num, den;     // p = num / den
   };
-  const std::vector<P> ps = {{"0", 0, 1},   {"1", 1, 1},       {"7", 7, 1},   {"12.5", 25, 2},
-                             {"25", 25, 1}, {"50", 50, 1},     {"90", 90, 1}, {"95", 95, 1},
+  const std::vector<P> ps = {{"0", 0, 1},   {"1", 1, 1},       {"7", 7, 1},    {"12.5", 25, 2},
+                             {"25", 25, 1}, {"50", 50, 1},     {"90", 90, 1},  {"95", 95, 1},
                              {"99", 99, 1}, {"99.75", 399, 4}, {"100", 100, 1}};
   const std::vector<std::string> xs = {"dur", "depth", "bytes", "value", "ts"};
   const std::vector<std::string> gs = {"name", "rank", "track", "cat", "kind", "depth"};
@@ -971,16 +971,16 @@ TEST(EventsDifferential, PercentileAgainstPlainSql) {
           const Answer want = Sql(h, NearestRankSql(x, g, p.num, p.den, where));
           ASSERT_TRUE(got.ok) << got_sql << ": " << got.error;
           ASSERT_TRUE(want.ok) << want.error;
-          EXPECT_EQ(got.rows, want.rows) << got_sql << "\nevents: " << Show(got)
-                                         << "reference: " << Show(want);
+          EXPECT_EQ(got.rows, want.rows)
+              << got_sql << "\nevents: " << Show(got) << "reference: " << Show(want);
           ++compared;
         }
         const std::string med_sql = "SELECT " + g + ", median(" + x + ") FROM events WHERE " +
                                     where + " GROUP BY " + g + " ORDER BY 1";
         const Answer med = Sql(h, med_sql);
         const Answer want = Sql(h, NearestRankSql(x, g, 50, 1, where));
-        EXPECT_EQ(med.rows, want.rows) << med_sql << "\nevents: " << Show(med)
-                                       << "reference: " << Show(want);
+        EXPECT_EQ(med.rows, want.rows)
+            << med_sql << "\nevents: " << Show(med) << "reference: " << Show(want);
         const Answer sizes =
             Sql(h, "SELECT count(*) FROM (SELECT count(" + x + ") AS n FROM ref WHERE " + where +
                        " GROUP BY " + g + ") WHERE n BETWEEN 1 AND 4");
@@ -992,8 +992,9 @@ TEST(EventsDifferential, PercentileAgainstPlainSql) {
   // Every group size from 1 to 120 against every integer p: the rank arithmetic alone
   // (p / 100.0 * n in doubles is one too high, e.g. for p = 7 and n = 100).
   for (int n = 1; n <= 120; ++n) {
-    const std::string s = "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < " +
-                          std::to_string(n) + ") ";
+    const std::string s =
+        "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < " +
+        std::to_string(n) + ") ";
     std::string got_sql = s + "SELECT ", want;
     for (int p = 0; p <= 100; ++p) {
       got_sql += (p ? ", percentile(11 * x, " : "percentile(11 * x, ") + std::to_string(p) + ")";
@@ -1012,11 +1013,12 @@ TEST(EventsDifferential, PercentileAgainstPlainSql) {
                          "4611686018427387905 AS x UNION ALL SELECT 4611686018427387907 UNION ALL "
                          "SELECT 4611686018427387903 UNION ALL SELECT NULL)");
   ASSERT_TRUE(big.ok) << big.error;
-  EXPECT_EQ(big.rows.at(0), (std::vector<std::string>{
-                                "4611686018427387905", "4611686018427387907", "4611686018427387903"}));
+  EXPECT_EQ(big.rows.at(0), (std::vector<std::string>{"4611686018427387905", "4611686018427387907",
+                                                      "4611686018427387903"}));
   const Answer mixed =
-      Sql(h, "SELECT median(x), median(NULL), count(*) FROM (SELECT 3 AS x UNION ALL SELECT 1.5 "
-             "UNION ALL SELECT 2 UNION ALL SELECT -7)");
+      Sql(h,
+          "SELECT median(x), median(NULL), count(*) FROM (SELECT 3 AS x UNION ALL SELECT 1.5 "
+          "UNION ALL SELECT 2 UNION ALL SELECT -7)");
   ASSERT_TRUE(mixed.ok) << mixed.error;
   EXPECT_EQ(mixed.rows.at(0), (std::vector<std::string>{"r1.5", "NULL", "4"}));
   for (const char* bad : {"101", "-1", "100.5"}) {
