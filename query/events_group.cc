@@ -123,18 +123,15 @@ int CompareSql(int col, const DecodedBlock& ba, size_t ia, int32_t rank_a, const
 
 // Loads the next partition (the blocks of one rank when the groups are within a rank, else
 // every block) and orders its selected rows group after group. Per selected row it keeps only
-// a group id while loading and the row's number in the order (4 bytes each; a row's block and
-// index are found from its number): at 10M rows the temporaries' page faults cost more than
-// the grouping itself.
+// a group id while loading (4 bytes) and the row's (block << 32) | row code in the order (8
+// bytes): at 10M rows the temporaries' page faults cost more than the grouping itself.
 int LoadPartition(EventsCursor* c) {
   const DbCatalog& cat = c->vtab->catalog;
   const Constraints& f = c->f;
   c->part_blocks.clear();
   c->part_ranks.clear();
-  c->part_start.clear();
   c->part_order.clear();
   c->part_pos = 0;
-  c->part_block = 0;
   const bool per_rank = c->per_rank;
   const bool one_col = f.group_cols.size() == 1;
   uint32_t key_cols = 0;
@@ -156,10 +153,11 @@ int LoadPartition(EventsCursor* c) {
   }
   c->part_blocks.reserve(expect_blocks);
   c->part_ranks.reserve(expect_blocks);
-  c->part_start.reserve(expect_blocks + 1);
+  std::vector<size_t> sel_start;  // per block: the selected rows before it
+  sel_start.reserve(expect_blocks + 1);
   part_sel.reserve(expect_blocks);
   for (auto& k : keys) k.reserve(expect_rows);
-  uint64_t rows = 0;  // rows of the partition's blocks, selected or not
+  size_t selected = 0;
   while (c->next_part_block < c->blocks.size()) {
     const BlockRef& ref = c->blocks[c->next_part_block];
     if (per_rank && !c->part_blocks.empty() && ref.rank != c->part_ranks.back()) break;
@@ -194,29 +192,26 @@ int LoadPartition(EventsCursor* c) {
         for (uint32_t i : sel) add(i, KeyValue(col, b, i, ref.rank, cat));
       }
     }
-    c->part_start.push_back(static_cast<uint32_t>(rows));
-    rows += b.n;
-    if (rows > UINT32_MAX) {
-      return Fail(&c->vtab->base, "events: a grouped scan's partition holds more than 2^32 rows");
-    }
+    sel_start.push_back(selected);
+    selected += sel.size();
     part_sel.emplace_back();
     if (sel.size() != b.n) part_sel.back() = sel;
     c->part_blocks.push_back(std::move(b));
     c->part_ranks.push_back(ref.rank);
   }
-  c->part_start.push_back(static_cast<uint32_t>(rows));
+  sel_start.push_back(selected);
   const size_t n = keys.front().size();
   if (n == 0) return SQLITE_OK;
-  // Each selected row, in block order, with its partition row number.
+  // Each selected row, in block order, with its code (block << 32) | row.
   auto for_each_row = [&](auto fn) {
     size_t r = 0;
     for (size_t bi = 0; bi < c->part_blocks.size(); ++bi) {
-      const uint32_t base = c->part_start[bi];
+      const uint64_t base = static_cast<uint64_t>(bi) << 32;
       if (part_sel[bi].empty()) {
         const size_t rows_here = c->part_blocks[bi].n;
-        for (size_t i = 0; i < rows_here; ++i) fn(r++, base + static_cast<uint32_t>(i));
+        for (size_t i = 0; i < rows_here; ++i) fn(r++, base | i);
       } else {
-        for (uint32_t i : part_sel[bi]) fn(r++, base + i);
+        for (uint32_t i : part_sel[bi]) fn(r++, base | i);
       }
     }
   };
@@ -261,17 +256,17 @@ int LoadPartition(EventsCursor* c) {
       }
     }
     for (size_t j = 1; j < keys.size(); ++j) std::vector<uint32_t>().swap(keys[j]);
-    // The groups' first rows as (block << 32) | row.
+    // The groups' first rows as (block << 32) | row: selected row r is in the last block
+    // whose selected rows start at or before r.
     rep.resize(ngroups);
-    size_t next = 0;
-    for_each_row([&](size_t r, uint32_t row) {
-      if (next < first.size() && first[next] == r) {
-        const size_t bi =
-            static_cast<size_t>(std::upper_bound(c->part_start.begin(), c->part_start.end(), row) -
-                                c->part_start.begin() - 1);
-        rep[next++] = (static_cast<uint64_t>(bi) << 32) | (row - c->part_start[bi]);
-      }
-    });
+    for (size_t g = 0; g < first.size(); ++g) {
+      const size_t r = static_cast<size_t>(first[g]);
+      const size_t bi = static_cast<size_t>(
+          std::upper_bound(sel_start.begin(), sel_start.end(), r) - sel_start.begin() - 1);
+      const size_t j = r - sel_start[bi];
+      const uint64_t i = part_sel[bi].empty() ? j : part_sel[bi][j];
+      rep[g] = (static_cast<uint64_t>(bi) << 32) | i;
+    }
   }
   // The groups in ORDER BY order (SQL values compared as SQLite does), then a counting sort
   // of the rows by their group's place (stable: within a group, rows stay in block order).
@@ -293,33 +288,16 @@ int LoadPartition(EventsCursor* c) {
   for (uint32_t g : gid) ++start[place[g] + 1];
   for (uint32_t g = 0; g < ngroups; ++g) start[g + 1] += start[g];
   c->part_order.resize(n);
-  uint32_t* order = c->part_order.data();
-  for_each_row([&](size_t r, uint32_t row) { order[start[place[gid[r]]]++] = row; });
+  uint64_t* order = c->part_order.data();
+  for_each_row([&](size_t r, uint64_t code) { order[start[place[gid[r]]]++] = code; });
   return SQLITE_OK;
 }
 
 void SetGroupedRow(EventsCursor* c) {
-  const uint32_t row = c->part_order[c->part_pos];
-  const std::vector<uint32_t>& start = c->part_start;
-  size_t bi = c->part_block;
-  // Within a group rows come in block order: the next row is in this block or a later one,
-  // usually near; a new group starts over (a binary search).
-  if (row < start[bi]) {
-    bi = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), row) - start.begin() - 1);
-  } else {
-    for (int step = 0; row >= start[bi + 1]; ++step) {
-      if (step == 8) {
-        bi = static_cast<size_t>(
-            std::upper_bound(start.begin() + static_cast<long>(bi), start.end(), row) -
-            start.begin() - 1);
-        break;
-      }
-      ++bi;
-    }
-  }
-  c->part_block = bi;
+  const uint64_t code = c->part_order[c->part_pos];
+  const size_t bi = static_cast<size_t>(code >> 32);
   c->blk = &c->part_blocks[bi];
-  c->row = row - start[bi];
+  c->row = static_cast<size_t>(code & 0xffffffffu);
   c->rank = c->part_ranks[bi];
 }
 

@@ -224,13 +224,10 @@ struct EventsCursor {
 
   // Grouped mode: the blocks of one partition (a rank, or the whole table) and the order of
   // their rows, group after group.
-  // Rows are numbered across the partition: block j's row i is part_start[j] + i.
   std::vector<engine::DecodedBlock> part_blocks;
   std::vector<int32_t> part_ranks;
-  std::vector<uint32_t> part_start;  // per block, then the partition's row count
-  std::vector<uint32_t> part_order;  // the selected rows' numbers, group after group
+  std::vector<uint64_t> part_order;  // (block index << 32) | row, group after group
   size_t part_pos = 0;
-  size_t part_block = 0;  // the block of the current row
   size_t next_part_block = 0;  // index into `blocks` of the next partition's first block
   bool per_rank = false;       // partitions are ranks (else one partition: every block)
 
