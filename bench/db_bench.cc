@@ -4,9 +4,11 @@
 //       top-10 slowest COMMUNICATE, a per-rank x name aggregate (over decoded events, and from
 //       the summary table), a full-scan count; prints "name wall_ms rows cpu_ms" lines (medians).
 //       NAMEs: only those.
-//   db_bench sqlite-rows EVENTS.csv OUT.db
+//   db_bench sqlite-rows EVENTS.csv OUT.db [REPS]
 //       loads the same events into a plain SQLite table with two indexes (the row-per-event
-//       baseline) and prints its bytes per event.
+//       baseline) and prints its bytes per event; then times median and 95th percentile by name
+//       over that table (SQLite's own floor for them: the index on (name, dur) serves the rows
+//       in group order, no virtual table) as "sqlite_rows_NAME wall_ms rows cpu_ms" lines.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "engine/sqlite.h"
+#include "query/functions.h"
 #include "query/query_db.h"
 
 namespace {
@@ -59,6 +62,40 @@ double CpuMs() {
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
 
+// Runs `q` REPS times on `db`; prints "PREFIXname wall_ms rows cpu_ms" (medians).
+int TimeQuery(Db* db, const Query& q, int reps, const char* prefix) {
+  std::vector<double> ms, cpu_ms;
+  uint64_t rows = 0;
+  for (int r = 0; r < reps; ++r) {
+    const double c0 = CpuMs();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto st = db->Prepare(q.sql);
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", st.status().ToString().c_str());
+      return 1;
+    }
+    rows = 0;
+    for (;;) {
+      auto row = st->Step();
+      if (!row.ok()) {
+        std::fprintf(stderr, "%s\n", row.status().ToString().c_str());
+        return 1;
+      }
+      if (!*row) break;
+      ++rows;
+    }
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    cpu_ms.push_back(CpuMs() - c0);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::sort(cpu_ms.begin(), cpu_ms.end());
+  std::printf("%s%s %.3f %llu %.3f\n", prefix, q.name, ms[ms.size() / 2],
+              static_cast<unsigned long long>(rows), cpu_ms[cpu_ms.size() / 2]);
+  std::fflush(stdout);
+  return 0;
+}
+
 int RunQueries(const std::string& path, int reps, const std::vector<std::string>& only) {
   auto db = tracedb::query::OpenQueryDb(path);
   if (!db.ok()) {
@@ -67,39 +104,12 @@ int RunQueries(const std::string& path, int reps, const std::vector<std::string>
   }
   for (const Query& q : kQueries) {
     if (!only.empty() && std::find(only.begin(), only.end(), q.name) == only.end()) continue;
-    std::vector<double> ms, cpu_ms;
-    uint64_t rows = 0;
-    for (int r = 0; r < reps; ++r) {
-      const double c0 = CpuMs();
-      const auto t0 = std::chrono::steady_clock::now();
-      auto st = (*db)->Prepare(q.sql);
-      if (!st.ok()) {
-        std::fprintf(stderr, "%s\n", st.status().ToString().c_str());
-        return 1;
-      }
-      rows = 0;
-      for (;;) {
-        auto row = st->Step();
-        if (!row.ok()) {
-          std::fprintf(stderr, "%s\n", row.status().ToString().c_str());
-          return 1;
-        }
-        if (!*row) break;
-        ++rows;
-      }
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      cpu_ms.push_back(CpuMs() - c0);
-    }
-    std::sort(ms.begin(), ms.end());
-    std::sort(cpu_ms.begin(), cpu_ms.end());
-    std::printf("%s %.3f %llu %.3f\n", q.name, ms[ms.size() / 2],
-                static_cast<unsigned long long>(rows), cpu_ms[cpu_ms.size() / 2]);
+    if (TimeQuery(db->get(), q, reps, "") != 0) return 1;
   }
   return 0;
 }
 
-int SqliteRows(const std::string& csv, const std::string& out) {
+int SqliteRows(const std::string& csv, const std::string& out, int reps) {
   std::filesystem::remove(out);
   auto db = Db::Open(out, Db::Mode::kCreate);
   if (!db.ok()) return 1;
@@ -146,6 +156,16 @@ int SqliteRows(const std::string& csv, const std::string& out) {
   std::printf("sqlite_rows_events %llu\nsqlite_rows_bytes %llu\nsqlite_rows_bytes_per_event %.2f\n",
               static_cast<unsigned long long>(n), static_cast<unsigned long long>(bytes),
               static_cast<double>(bytes) / static_cast<double>(n));
+  // The same median and percentile functions as over `events` (query/functions.cc).
+  if (tracedb::query::RegisterFunctions(d->raw()) != SQLITE_OK) {
+    std::fprintf(stderr, "%s: registering the SQL functions failed\n", out.c_str());
+    return 1;
+  }
+  for (const Query& q : kQueries) {
+    const std::string name = q.name;
+    if (name != "median_by_name" && name != "p95_by_name") continue;
+    if (TimeQuery(d, q, reps, "sqlite_rows_") != 0) return 1;
+  }
   return 0;
 }
 
@@ -156,8 +176,10 @@ int main(int argc, char** argv) {
     return RunQueries(argv[2], argc > 3 ? std::atoi(argv[3]) : 5,
                       std::vector<std::string>(argv + std::min(argc, 4), argv + argc));
   }
-  if (argc >= 4 && std::strcmp(argv[1], "sqlite-rows") == 0) return SqliteRows(argv[2], argv[3]);
-  std::fprintf(stderr, "usage: %s queries JOB.tdb [REPS] | sqlite-rows EVENTS.csv OUT.db\n",
+  if (argc >= 4 && std::strcmp(argv[1], "sqlite-rows") == 0) {
+    return SqliteRows(argv[2], argv[3], argc > 4 ? std::atoi(argv[4]) : 5);
+  }
+  std::fprintf(stderr, "usage: %s queries JOB.tdb [REPS] | sqlite-rows EVENTS.csv OUT.db [REPS]\n",
                argv[0]);
   return 2;
 }

@@ -226,7 +226,7 @@ struct EventsCursor {
   // their rows, group after group.
   std::vector<engine::DecodedBlock> part_blocks;
   std::vector<int32_t> part_ranks;
-  std::vector<uint64_t> part_order;  // (block index << 32) | row
+  std::vector<uint64_t> part_order;  // (block index << 32) | row, group after group
   size_t part_pos = 0;
   size_t next_part_block = 0;  // index into `blocks` of the next partition's first block
   bool per_rank = false;       // partitions are ranks (else one partition: every block)

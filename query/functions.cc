@@ -4,12 +4,15 @@
 #include "query/human_units.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tracedb::query {
@@ -33,53 +36,203 @@ void Release(sqlite3_context* ctx) {
   }
 }
 
+// percentile(x, p) and median(x): nearest rank, exact. Integers are kept as int64_t (no
+// double conversion: exact beyond 2^53); the first value that is not an integer turns the
+// group's values into doubles, as SQLite's sqlite3_value_double() reads them.
+//
+// Each registration owns a pool of value buffers: with rows in GROUP BY order (the `events`
+// grouped scan, or SQLite's sorter) one group is open at a time, and its buffer is handed to
+// the next group instead of being freed and grown again page by page (at 10M rows the regrowth
+// and its page faults cost more than the selection itself). A connection keeps at most
+// kPoolBuffers buffers of at most kPoolMaxValues values each.
+struct PercentilePool {
+  static constexpr size_t kPoolBuffers = 4;
+  static constexpr size_t kPoolMaxValues = size_t{1} << 24;  // 128 MiB of int64_t
+  std::vector<std::vector<int64_t>> ints;
+  std::vector<std::vector<double>> reals;
+
+  template <typename T>
+  std::vector<std::vector<T>>& Of() {
+    if constexpr (std::is_same_v<T, int64_t>) {
+      return ints;
+    } else {
+      return reals;
+    }
+  }
+  template <typename T>
+  std::vector<T> Take() {
+    auto& free = Of<T>();
+    if (free.empty()) return {};
+    std::vector<T> v = std::move(free.back());
+    free.pop_back();
+    return v;
+  }
+  template <typename T>
+  void Give(std::vector<T>&& v) {
+    auto& free = Of<T>();
+    if (v.capacity() == 0 || v.capacity() > kPoolMaxValues) return;
+    v.clear();
+    if (free.size() < kPoolBuffers) {
+      free.push_back(std::move(v));
+      return;
+    }
+    // Keep the largest buffers.
+    auto smallest = std::min_element(free.begin(), free.end(), [](const auto& a, const auto& b) {
+      return a.capacity() < b.capacity();
+    });
+    if (smallest->capacity() < v.capacity()) *smallest = std::move(v);
+  }
+};
+
 struct Percentile {
-  std::vector<double> values;
+  PercentilePool* pool = nullptr;
+  std::vector<int64_t> ints;               // while every value is an integer
+  std::vector<double> reals;               // once one is not (then `ints` is empty)
+  int64_t lo = INT64_MAX, hi = INT64_MIN;  // of `ints`
   double p = -1;
   bool all_int = true;
 };
 
+void ReleasePercentile(sqlite3_context* ctx) {
+  auto** p = static_cast<Percentile**>(sqlite3_aggregate_context(ctx, 0));
+  if (p == nullptr || *p == nullptr) return;
+  Percentile* s = *p;
+  if (s->pool != nullptr) {
+    s->pool->Give(std::move(s->ints));
+    s->pool->Give(std::move(s->reals));
+  }
+  delete s;
+  *p = nullptr;
+}
+
 void PercentileStep(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
-  auto* s = State<Percentile>(ctx, true);
-  if (s == nullptr) {
+  const int type = sqlite3_value_type(argv[0]);
+  if (type == SQLITE_NULL) return;
+  auto** slot = static_cast<Percentile**>(sqlite3_aggregate_context(ctx, sizeof(Percentile*)));
+  if (slot == nullptr) {
     sqlite3_result_error_nomem(ctx);
     return;
   }
-  const double p = argc > 1 ? sqlite3_value_double(argv[1]) : 50.0;
-  if (p < 0 || p > 100 || std::isnan(p)) {
-    sqlite3_result_error(ctx, "percentile: p must be between 0 and 100", -1);
-    return;
+  Percentile* s = *slot;
+  if (s == nullptr) {
+    s = *slot = new (std::nothrow) Percentile();
+    if (s == nullptr) {
+      sqlite3_result_error_nomem(ctx);
+      return;
+    }
+    s->pool = static_cast<PercentilePool*>(sqlite3_user_data(ctx));
+    if (s->pool != nullptr) s->ints = s->pool->Take<int64_t>();
   }
-  s->p = p;
-  if (sqlite3_value_numeric_type(argv[0]) != SQLITE_INTEGER) s->all_int = false;
+  if (argc > 1) {
+    const double p = sqlite3_value_double(argv[1]);
+    if (!(p >= 0 && p <= 100)) {  // NaN too
+      sqlite3_result_error(ctx, "percentile: p must be between 0 and 100", -1);
+      return;
+    }
+    s->p = p;
+  } else {
+    s->p = 50;
+  }
   try {
-    s->values.push_back(sqlite3_value_double(argv[0]));
+    if (s->all_int &&
+        (type == SQLITE_INTEGER ||
+         (type != SQLITE_FLOAT && sqlite3_value_numeric_type(argv[0]) == SQLITE_INTEGER))) {
+      const int64_t v = sqlite3_value_int64(argv[0]);
+      s->ints.push_back(v);
+      s->lo = std::min(s->lo, v);
+      s->hi = std::max(s->hi, v);
+      return;
+    }
+    if (s->all_int) {  // the first value that is not an integer: every value becomes a double
+      s->all_int = false;
+      if (s->pool != nullptr) s->reals = s->pool->Take<double>();
+      s->reals.reserve(s->ints.size() + 1);
+      for (int64_t v : s->ints) s->reals.push_back(static_cast<double>(v));
+      if (s->pool != nullptr) {
+        s->pool->Give(std::move(s->ints));
+      }
+      s->ints = std::vector<int64_t>();
+    }
+    s->reals.push_back(sqlite3_value_double(argv[0]));
   } catch (...) {
     sqlite3_result_error_nomem(ctx);
   }
 }
 
+// The nearest rank of the p-th percentile of n values (1-based): the smallest r with
+// r >= p/100 * n, computed exactly (p/100.0 * n in doubles gives 8 for p = 7, n = 100).
+size_t NearestRank(double p, size_t n) {
+  if (p <= 0 || n == 0) return 1;
+  if (p >= 100) return n;
+  // p = m * 2^e exactly, m an integer below 2^53.
+  int e = 0;
+  const double frac = std::frexp(p, &e);  // p = frac * 2^e, frac in [0.5, 1)
+  const auto m = static_cast<uint64_t>(std::ldexp(frac, 53));
+  e -= 53;
+  // rank = ceil(m * n / (100 * 2^-e)); p < 128 makes -e >= 46, and m * n < 2^117.
+  const int shift = -e;
+  if (shift >= 120) return 1;  // p * n / 100 < 2^53 * 2^64 / 2^120 < 1
+  const unsigned __int128 num = static_cast<unsigned __int128>(m) * n;
+  const unsigned __int128 den = static_cast<unsigned __int128>(100) << shift;
+  const unsigned __int128 r = (num + den - 1) / den;
+  return std::clamp<size_t>(static_cast<size_t>(r), 1, n);
+}
+
+// The k-th smallest (0-based) of v, all of them in [lo, hi]: radix selection on the offset
+// from lo, 12 bits a pass (a histogram on the stack, one pass to count and one to keep the
+// bucket holding k), then nth_element once few values are left. Reorders v.
+int64_t SelectInt(std::vector<int64_t>* values, size_t k, int64_t lo, int64_t hi) {
+  constexpr int kBits = 12;
+  constexpr size_t kSmall = 2048;
+  int64_t* v = values->data();
+  size_t n = values->size();
+  uint32_t hist[size_t{1} << kBits];
+  while (n > kSmall) {
+    const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    if (range == 0) return lo;
+    const int width = 64 - std::countl_zero(range);
+    const int shift = std::max(0, width - kBits);
+    const size_t buckets = static_cast<size_t>(range >> shift) + 1;
+    std::fill(hist, hist + buckets, 0u);
+    const auto base = static_cast<uint64_t>(lo);
+    for (size_t i = 0; i < n; ++i) ++hist[(static_cast<uint64_t>(v[i]) - base) >> shift];
+    size_t b = 0, below = 0;
+    while (below + hist[b] <= k) below += hist[b++];
+    // Keep bucket b's values (in place, at the front) and look for the (k - below)-th there.
+    size_t kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t x = v[i];
+      v[kept] = x;
+      kept += ((static_cast<uint64_t>(x) - base) >> shift) == b;
+    }
+    k -= below;
+    n = kept;
+    lo = static_cast<int64_t>(base + (static_cast<uint64_t>(b) << shift));
+    const uint64_t top = (static_cast<uint64_t>(b) << shift) + ((uint64_t{1} << shift) - 1);
+    hi = static_cast<int64_t>(base + std::min(top, range));
+    if (shift == 0) return lo;  // a bucket of one value
+  }
+  std::nth_element(v, v + k, v + n);
+  return v[k];
+}
+
 void PercentileFinal(sqlite3_context* ctx) {
-  auto* s = State<Percentile>(ctx, false);
-  if (s == nullptr || s->values.empty()) {
+  auto** slot = static_cast<Percentile**>(sqlite3_aggregate_context(ctx, 0));
+  Percentile* s = slot != nullptr ? *slot : nullptr;
+  const size_t n = s == nullptr ? 0 : s->all_int ? s->ints.size() : s->reals.size();
+  if (n == 0) {
     sqlite3_result_null(ctx);
-    Release<Percentile>(ctx);
+    ReleasePercentile(ctx);
     return;
   }
-  // Nearest rank: the smallest value with at least p% of the values at or below it.
-  const size_t n = s->values.size();
-  size_t rank = static_cast<size_t>(std::ceil(s->p / 100.0 * static_cast<double>(n)));
-  rank = std::clamp<size_t>(rank, 1, n);
-  std::nth_element(s->values.begin(), s->values.begin() + static_cast<long>(rank - 1),
-                   s->values.end());
-  const double v = s->values[rank - 1];
+  const size_t k = NearestRank(s->p, n) - 1;
   if (s->all_int) {
-    sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(v));
+    sqlite3_result_int64(ctx, SelectInt(&s->ints, k, s->lo, s->hi));
   } else {
-    sqlite3_result_double(ctx, v);
+    std::nth_element(s->reals.begin(), s->reals.begin() + static_cast<long>(k), s->reals.end());
+    sqlite3_result_double(ctx, s->reals[k]);
   }
-  Release<Percentile>(ctx);
+  ReleasePercentile(ctx);
 }
 
 struct Intervals {
@@ -255,8 +408,15 @@ int RegisterFunctions(sqlite3* db) {
                  void (*final)(sqlite3_context*)) {
     if (rc == SQLITE_OK) rc = sqlite3_create_function(db, name, n, flags, nullptr, fn, step, final);
   };
-  add("percentile", 2, nullptr, PercentileStep, PercentileFinal);
-  add("median", 1, nullptr, PercentileStep, PercentileFinal);
+  // Each percentile registration owns its buffer pool (freed with the function).
+  for (const auto& [name, n] : {std::pair<const char*, int>{"percentile", 2}, {"median", 1}}) {
+    if (rc != SQLITE_OK) break;
+    auto* pool = new (std::nothrow) PercentilePool();
+    if (pool == nullptr) return SQLITE_NOMEM;
+    rc = sqlite3_create_function_v2(db, name, n, flags, pool, nullptr, PercentileStep,
+                                    PercentileFinal,
+                                    [](void* p) { delete static_cast<PercentilePool*>(p); });
+  }
   add("covered_ns", 2, nullptr, IntervalStep, CoveredFinal);
   add("overlap_ns", 3, nullptr, IntervalStep, OverlapFinal);
   add("log2_bucket", 1, Log2Bucket, nullptr, nullptr);

@@ -1,13 +1,15 @@
 // Diff tests: for each case in fixtures/diff/<case>/, segment files are written from
 // input.spec, compacted with the real `tracedb compact`, and every <name>.sql is run with
 // `tracedb query --format csv`; the output must equal <name>.csv byte for byte.
-// TRACEDB_UPDATE_GOLDEN=1 rewrites the .csv files instead (review the diff before committing).
+// TRACEDB_REWRITE_EXPECTED=1 rewrites the .csv files instead (tests/db_rows.h RewriteExpected;
+// review the diff before committing).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
 
@@ -42,11 +44,8 @@ TEST_P(DiffTest, MatchesGolden) {
     EXPECT_EQ(status, 0) << q << ": " << got;
     fs::path golden = q;
     golden.replace_extension(".csv");
-    if (std::getenv("TRACEDB_UPDATE_GOLDEN")) {
-      WriteFile(golden, got);
-      continue;
-    }
-    ASSERT_TRUE(fs::exists(golden)) << golden << " missing; run with TRACEDB_UPDATE_GOLDEN=1";
+    if (RewriteExpected(golden.string(), got)) continue;
+    ASSERT_TRUE(fs::exists(golden)) << golden << " missing; run with TRACEDB_REWRITE_EXPECTED=1";
     EXPECT_EQ(got, ReadFile(golden)) << q;
   }
   // The stock integrity check passes on what compaction wrote.

@@ -949,5 +949,115 @@ TEST(EventsDifferential, SeedFromEnvironment) {
   RunSeed(std::strtoull(s, nullptr, 10));
 }
 
+// median() and percentile() against plain SQL: the nearest rank written out with window
+// functions over the plain copy (`ref`), no C++ aggregate involved: the value whose row number
+// in its group, by value, is max(1, ceil(p * n / 100)), in integer arithmetic. Groups of every
+// size (one row, even counts), ties (depth, the generator's recurring durations), NULLs (bytes,
+// value: absent arguments), reals (value) and the edges p = 0 and p = 100.
+std::string NearestRankSql(const std::string& x, const std::string& g, int num, int den,
+                           const std::string& where) {
+  // p = num / den: rank = ceil(num * n / (100 * den)) = (num * n + 100 * den - 1) / (100 * den).
+  const std::string d = std::to_string(100 * den);
+  return "WITH v AS (SELECT " + g + " AS g, " + x + " AS x, row_number() OVER (PARTITION BY " + g +
+         " ORDER BY " + x + ") AS rn, count(*) OVER (PARTITION BY " + g + ") AS n FROM ref WHERE " +
+         where + " AND " + x + " IS NOT NULL), groups AS (SELECT DISTINCT " + g +
+         " AS g FROM ref WHERE " + where + ") SELECT groups.g, (SELECT v.x FROM v WHERE v.g IS " +
+         "groups.g AND v.rn = max(1, (" + std::to_string(num) + " * v.n + " + d + " - 1) / " + d +
+         ")) FROM groups ORDER BY 1";
+}
+
+// Run() for the TEST body below (inside a test, Run names the test's own Run()).
+Answer Sql(sqlite3* db, const std::string& sql) { return Run(db, sql); }
+
+TEST(EventsDifferential, PercentileAgainstPlainSql) {
+  Env env;
+  Tally tally;
+  ASSERT_NO_FATAL_FAILURE(Build(20261125, &env, &tally));
+  sqlite3* h = env.db->raw();
+  struct P {
+    std::string sql;  // as written in percentile()
+    int num, den;     // p = num / den
+  };
+  const std::vector<P> ps = {{"0", 0, 1},   {"1", 1, 1},       {"7", 7, 1},    {"12.5", 25, 2},
+                             {"25", 25, 1}, {"50", 50, 1},     {"90", 90, 1},  {"95", 95, 1},
+                             {"99", 99, 1}, {"99.75", 399, 4}, {"100", 100, 1}};
+  const std::vector<std::string> xs = {"dur", "depth", "bytes", "value", "ts"};
+  const std::vector<std::string> gs = {"name", "rank", "track", "cat", "kind", "depth"};
+  // Small groups too: one rank and a time window leave groups of 0, 1, 2, 3... rows.
+  const Answer ts = Sql(h, "SELECT min(ts), max(ts) FROM ref");
+  ASSERT_TRUE(ts.ok && !ts.rows.empty()) << ts.error;
+  const int64_t t0 = std::atoll(ts.rows[0][0].c_str()), t1 = std::atoll(ts.rows[0][1].c_str());
+  const std::vector<std::string> wheres = {
+      "1", "rank = 1", "rank = 2 AND ts < " + std::to_string(t0 + (t1 - t0) / 50),
+      "track = 3 AND ts BETWEEN " + std::to_string(t0 + (t1 - t0) / 3) + " AND " +
+          std::to_string(t0 + (t1 - t0) / 3 + (t1 - t0) / 200)};
+  int compared = 0, small_groups = 0;
+  for (const std::string& where : wheres) {
+    for (const std::string& g : gs) {
+      for (const std::string& x : xs) {
+        for (const P& p : ps) {
+          const std::string got_sql = "SELECT " + g + ", percentile(" + x + ", " + p.sql +
+                                      ") FROM events WHERE " + where + " GROUP BY " + g +
+                                      " ORDER BY 1";
+          const Answer got = Sql(h, got_sql);
+          const Answer want = Sql(h, NearestRankSql(x, g, p.num, p.den, where));
+          ASSERT_TRUE(got.ok) << got_sql << ": " << got.error;
+          ASSERT_TRUE(want.ok) << want.error;
+          EXPECT_EQ(got.rows, want.rows)
+              << got_sql << "\nevents: " << Show(got) << "reference: " << Show(want);
+          ++compared;
+        }
+        const std::string med_sql = "SELECT " + g + ", median(" + x + ") FROM events WHERE " +
+                                    where + " GROUP BY " + g + " ORDER BY 1";
+        const Answer med = Sql(h, med_sql);
+        const Answer want = Sql(h, NearestRankSql(x, g, 50, 1, where));
+        EXPECT_EQ(med.rows, want.rows)
+            << med_sql << "\nevents: " << Show(med) << "reference: " << Show(want);
+        const Answer sizes =
+            Sql(h, "SELECT count(*) FROM (SELECT count(" + x + ") AS n FROM ref WHERE " + where +
+                       " GROUP BY " + g + ") WHERE n BETWEEN 1 AND 4");
+        small_groups += std::atoi(sizes.rows.at(0).at(0).c_str());
+      }
+    }
+  }
+  EXPECT_GT(small_groups, 20);  // the windows did make small (and even) groups
+  // Every group size from 1 to 120 against every integer p: the rank arithmetic alone
+  // (p / 100.0 * n in doubles is one too high, e.g. for p = 7 and n = 100).
+  for (int n = 1; n <= 120; ++n) {
+    const std::string s =
+        "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < " +
+        std::to_string(n) + ") ";
+    std::string got_sql = s + "SELECT ", want;
+    for (int p = 0; p <= 100; ++p) {
+      got_sql += (p ? ", percentile(11 * x, " : "percentile(11 * x, ") + std::to_string(p) + ")";
+      want += (p ? "," : "") + std::to_string(11 * std::max(1, (p * n + 99) / 100));
+    }
+    const Answer got = Sql(h, got_sql + " FROM s");
+    ASSERT_TRUE(got.ok) << got.error;
+    std::string got_row;
+    for (size_t i = 0; i < got.rows.at(0).size(); ++i) got_row += (i ? "," : "") + got.rows[0][i];
+    EXPECT_EQ(got_row, want) << "n = " << n;
+  }
+  // Integers beyond 2^53 stay exact; a real turns the group into reals; NULLs are skipped and
+  // a group of NULLs only is NULL; p outside [0, 100] is an error.
+  const Answer big = Sql(h,
+                         "SELECT median(x), percentile(x, 100), percentile(x, 0) FROM (SELECT "
+                         "4611686018427387905 AS x UNION ALL SELECT 4611686018427387907 UNION ALL "
+                         "SELECT 4611686018427387903 UNION ALL SELECT NULL)");
+  ASSERT_TRUE(big.ok) << big.error;
+  EXPECT_EQ(big.rows.at(0), (std::vector<std::string>{"4611686018427387905", "4611686018427387907",
+                                                      "4611686018427387903"}));
+  const Answer mixed =
+      Sql(h,
+          "SELECT median(x), median(NULL), count(*) FROM (SELECT 3 AS x UNION ALL SELECT 1.5 "
+          "UNION ALL SELECT 2 UNION ALL SELECT -7)");
+  ASSERT_TRUE(mixed.ok) << mixed.error;
+  EXPECT_EQ(mixed.rows.at(0), (std::vector<std::string>{"r1.5", "NULL", "4"}));
+  for (const char* bad : {"101", "-1", "100.5"}) {
+    EXPECT_FALSE(Sql(h, std::string("SELECT percentile(dur, ") + bad + ") FROM ref").ok) << bad;
+  }
+  std::printf("%d percentile queries compared with plain SQL\n", compared);
+}
+
 }  // namespace
 }  // namespace tracedb::testing
