@@ -36,8 +36,8 @@ class ClockModel {
         return SaturatingAdd(cached_.common, static_cast<int64_t>(d));  // rate 1: an offset
       }
       if (d < (uint64_t{1} << 30)) {
-        return SaturatingAdd(cached_.common,
-                             static_cast<int64_t>((d * static_cast<uint64_t>(cached_.slope)) >> 32));
+        return SaturatingAdd(
+            cached_.common, static_cast<int64_t>((d * static_cast<uint64_t>(cached_.slope)) >> 32));
       }
       return SaturateInt64(cached_.common + (static_cast<__int128>(d) * cached_.slope >> 32));
     }

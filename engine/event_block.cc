@@ -172,8 +172,8 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   uint32_t last_cat = rows[0].cat, last_cat_idx = cats.Index(last_cat);
   for (size_t i = 0; i < n; ++i) {
     const Row& r = rows[i];
-    if (i > 0 && (r.track < rows[i - 1].track ||
-                  (r.track == rows[i - 1].track && r.k < rows[i - 1].k))) {
+    if (i > 0 &&
+        (r.track < rows[i - 1].track || (r.track == rows[i - 1].track && r.k < rows[i - 1].k))) {
       sorted = false;
     }
     base = std::min(base, r.ts);

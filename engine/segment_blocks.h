@@ -85,8 +85,8 @@ class EventsBlockDecoder {
  public:
   Status Init(std::string_view payload);
   uint32_t thread_index() const { return thread_index_; }
-  uint64_t count() const { return n_; }           // events in the block
-  bool done() const { return done_ == n_; }       // every event has been returned
+  uint64_t count() const { return n_; }      // events in the block
+  bool done() const { return done_ == n_; }  // every event has been returned
   // Replaces *events with the next min(max, events left) events. On the call that returns the
   // last event it also checks that no column holds more values than the events.
   Status Next(size_t max, std::vector<SegmentEvent>* events);
