@@ -26,9 +26,20 @@ class ClockModel {
   // case: `t` in the segment used last.
   int64_t Map(int64_t t) const {
     if (t >= cached_.lo && t < cached_.hi) {
-      // In 128 bits, clamped: knots and times may come from a hostile file.
-      return SaturateInt64(cached_.common +
-                           ((static_cast<__int128>(t) - cached_.local) * cached_.slope >> 32));
+      // t - local is >= 0 here and fits in uint64. At rate 1 (identity or realtime-anchored
+      // clocks without drift) it is an offset. Below 2^30 (about a second), and with a slope
+      // at most 2 (Recompute clamps it), the product fits in 64 bits: the usual case, without
+      // 128-bit arithmetic. Else in 128 bits. Clamped either way: knots and times may come from
+      // a hostile file.
+      const uint64_t d = static_cast<uint64_t>(t) - static_cast<uint64_t>(cached_.local);
+      if (cached_.slope == (int64_t{1} << 32) && d <= static_cast<uint64_t>(INT64_MAX)) {
+        return SaturatingAdd(cached_.common, static_cast<int64_t>(d));  // rate 1: an offset
+      }
+      if (d < (uint64_t{1} << 30)) {
+        return SaturatingAdd(
+            cached_.common, static_cast<int64_t>((d * static_cast<uint64_t>(cached_.slope)) >> 32));
+      }
+      return SaturateInt64(cached_.common + (static_cast<__int128>(d) * cached_.slope >> 32));
     }
     return MapSlow(t);
   }

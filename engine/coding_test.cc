@@ -32,6 +32,71 @@ TEST(Coding, VarintRoundTripAtEveryLength) {
   EXPECT_TRUE(r.empty());
 }
 
+// The writers and the loop-free reader path (Reader::GetVarint64 with 8 bytes ahead) against a
+// byte-at-a-time LEB128 written here: same bytes, same values, at every length, also
+// non-canonical (padded) encodings and varints that end right at the span's end.
+TEST(Coding, VarintPathsEqualByteAtATimeLeb128) {
+  auto leb = [](uint64_t v) {
+    std::string out;
+    do {
+      unsigned char b = v & 0x7f;
+      v >>= 7;
+      if (v) b |= 0x80;
+      out.push_back(static_cast<char>(b));
+    } while (v);
+    return out;
+  };
+  std::mt19937_64 rng(12);
+  std::vector<uint64_t> values;
+  for (int bits = 0; bits <= 64; ++bits) {
+    for (int i = 0; i < 50; ++i) {
+      const uint64_t v = bits == 0 ? 0 : (rng() >> (64 - bits)) | (1ull << (bits - 1));
+      values.push_back(v);
+    }
+  }
+  std::string expect;
+  ByteBuf wide;
+  for (uint64_t v : values) {
+    expect += leb(v);
+    wide.Reserve(10);
+    wide.PutVarint(v);
+  }
+  ASSERT_EQ(std::string(wide.view()), expect);
+  // Decoding: every value with plenty of bytes after it, then each alone at a span's end.
+  Reader r(expect);
+  for (uint64_t v : values) {
+    uint64_t got = 0;
+    ASSERT_TRUE(r.GetVarint64(&got));
+    ASSERT_EQ(got, v);
+  }
+  EXPECT_TRUE(r.empty());
+  for (uint64_t v : values) {
+    const std::string one = leb(v) + std::string(8, '\x7f');
+    for (size_t tail : {size_t{0}, size_t{1}, size_t{7}, size_t{8}}) {
+      const std::string bytes = one.substr(0, leb(v).size() + tail);
+      Reader rr(bytes);
+      uint64_t got = 0;
+      ASSERT_TRUE(rr.GetVarint64(&got));
+      ASSERT_EQ(got, v);
+      EXPECT_EQ(rr.remaining(), tail);
+    }
+  }
+  // A padded encoding (0x85 0x80 0x00 = 5) reads as its value, with and without bytes after.
+  for (size_t tail : {size_t{0}, size_t{9}}) {
+    std::string padded = std::string("\x85\x80\x00", 3) + std::string(tail, '\x01');
+    Reader rr(padded);
+    uint64_t got = 0;
+    ASSERT_TRUE(rr.GetVarint64(&got));
+    EXPECT_EQ(got, 5u);
+    EXPECT_EQ(rr.remaining(), tail);
+  }
+  // Eight continuation bytes with no end among them: the slow path decides (here: truncated).
+  const std::string no_end(8, '\xff');
+  Reader rr(no_end);
+  uint64_t got;
+  EXPECT_FALSE(rr.GetVarint64(&got));
+}
+
 TEST(Coding, ZigZagRoundTrip) {
   for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{63}, int64_t{-64},
                     std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {

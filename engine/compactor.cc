@@ -24,6 +24,10 @@ namespace {
 using ProcessKey = std::pair<int32_t, uint32_t>;  // (rank, pid)
 
 constexpr const char* kStateKey = "compaction.open_spans";
+// Segment events are decoded and compacted this many at a time: 1,024 SegmentEvents (88 KB) stay
+// in the core's cache between the decoder and the builder, where a whole 64K-event block (5.8 MB)
+// went through memory.
+constexpr size_t kEventChunk = 1024;
 
 struct SourceState {
   uint64_t offset = 0;
@@ -605,6 +609,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     ScanOptions body;
     body.start_offset = prev.offset;
     body.end_offset = stop;
+    body.event_chunk = kEventChunk;
     v.set_count_stats(true);
     StatusOr<SegmentScan> got = ScanSegment(f.path, &v, body);
     if (!got.ok()) return got.status();

@@ -147,26 +147,11 @@ inline int64_t TsReference(bool run_start, int64_t base, int64_t prev_ts, int64_
 
 }  // namespace
 
-void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone) {
-  const size_t n = rows.size();
-  // Order by (track, k) without moving rows: usually they already are, per track.
-  thread_local std::vector<uint32_t> order;
-  order.resize(n);
-  bool sorted = true;
-  for (size_t i = 0; i < n; ++i) {
-    order[i] = static_cast<uint32_t>(i);
-    if (i > 0 && (rows[i].track < rows[i - 1].track ||
-                  (rows[i].track == rows[i - 1].track && rows[i].k < rows[i - 1].k))) {
-      sorted = false;
-    }
-  }
-  if (!sorted) {
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return rows[a].track != rows[b].track ? rows[a].track < rows[b].track : rows[a].k < rows[b].k;
-    });
-  }
-
-  // Zone map, dictionaries, time scale.
+void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
+  // One pass over the rows for everything the columns need first: whether they are in (track,
+  // k) order, the zone map, the time base and scale, and the dense name and category indexes.
+  // (Rows are large and a block of them does not fit in a core's cache: each pass is a trip to
+  // memory.)
   *zone = BlockZone();
   zone->count = n;
   zone->min_ts = INT64_MAX;
@@ -174,57 +159,63 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
   thread_local DenseIds names, cats;
   names.Reset();
   cats.Reset();
-  int64_t base = INT64_MAX;
-  __int128 last_end = INT64_MIN;
-  for (const Row& r : rows) {
-    base = std::min(base, r.ts);
-    last_end = std::max(last_end, static_cast<__int128>(r.ts) + r.dur);
-  }
-  // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
-  // absurd input) scale 1 keeps the wrap-around coding exact.
-  uint64_t scale = last_end - base > INT64_MAX ? 1 : 0;
   thread_local std::vector<uint32_t> name_idx, cat_idx;
   name_idx.resize(n);
   cat_idx.resize(n);
+  bool sorted = true;
+  int64_t base = INT64_MAX;
+  __int128 last_end = INT64_MIN;
+  // gcd of the differences between the starts, and of the durations (0 while all are 0).
+  uint64_t ts_gcd = 0, dur_gcd = 0;
+  const int64_t ts0 = rows[0].ts;
+  uint32_t last_name = rows[0].name, last_name_idx = names.Index(last_name);
+  uint32_t last_cat = rows[0].cat, last_cat_idx = cats.Index(last_cat);
   for (size_t i = 0; i < n; ++i) {
     const Row& r = rows[i];
-    zone->min_ts = std::min(zone->min_ts, r.ts);
+    if (i > 0 &&
+        (r.track < rows[i - 1].track || (r.track == rows[i - 1].track && r.k < rows[i - 1].k))) {
+      sorted = false;
+    }
+    base = std::min(base, r.ts);
+    last_end = std::max(last_end, static_cast<__int128>(r.ts) + r.dur);
     zone->max_end = std::max(zone->max_end, r.end());
     zone->max_dur = std::max(zone->max_dur, r.dur);
-    if (scale != 1) {
-      scale = std::gcd(scale, static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(base));
-      scale = std::gcd(scale, static_cast<uint64_t>(r.dur));
+    // (Once a gcd is 1 it stays 1: skip the division.)
+    if (ts_gcd != 1) {
+      const uint64_t d = r.ts >= ts0 ? static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(ts0)
+                                     : static_cast<uint64_t>(ts0) - static_cast<uint64_t>(r.ts);
+      ts_gcd = std::gcd(ts_gcd, d);
     }
-    name_idx[i] = names.Index(r.name);
-    cat_idx[i] = cats.Index(r.cat);
+    if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(r.dur));
+    if (r.name != last_name) {
+      last_name = r.name;
+      last_name_idx = names.Index(r.name);
+    }
+    if (r.cat != last_cat) {
+      last_cat = r.cat;
+      last_cat_idx = cats.Index(r.cat);
+    }
+    name_idx[i] = last_name_idx;
+    cat_idx[i] = last_cat_idx;
   }
+  zone->min_ts = base;
+  thread_local std::vector<uint32_t> order;
+  order.resize(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+  if (!sorted) {
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return rows[a].track != rows[b].track ? rows[a].track < rows[b].track : rows[a].k < rows[b].k;
+    });
+  }
+  // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
+  // absurd input) scale 1 keeps the wrap-around coding exact. Every ts - base is a difference of
+  // two starts, a multiple of ts_gcd, so gcd(ts_gcd, dur_gcd) divides all of them and the durs.
+  uint64_t scale = last_end - base > INT64_MAX ? 1 : std::gcd(ts_gcd, dur_gcd);
   if (scale == 0) scale = 1;
   // Per (name, cat, kind) statistics, in a table indexed by the dense indexes.
   const size_t nnames = names.list().size(), ncats = cats.list().size();
-  std::vector<int32_t> info_at(nnames * ncats * kNumRowKinds, -1);
-  for (size_t i = 0; i < n; ++i) {
-    const Row& r = rows[i];
-    const size_t key =
-        (name_idx[i] * ncats + cat_idx[i]) * kNumRowKinds + static_cast<size_t>(r.kind);
-    int32_t& at = info_at[key];
-    if (at < 0) {
-      at = static_cast<int32_t>(zone->names.size());
-      BlockNameInfo info;
-      info.name = r.name;
-      info.cat = r.cat;
-      info.kind = r.kind;
-      info.min_dur = r.dur;
-      info.max_dur = r.dur;
-      zone->names.push_back(info);
-    }
-    BlockNameInfo& info = zone->names[static_cast<size_t>(at)];
-    info.count++;
-    info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
-    info.min_dur = std::min(info.min_dur, r.dur);
-    info.max_dur = std::max(info.max_dur, r.dur);
-    info.hist[static_cast<size_t>(DurationBucket(r.dur))]++;
-  }
-
+  thread_local std::vector<int32_t> info_at;
+  info_at.assign(nnames * ncats * kNumRowKinds, -1);
   thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, tsc, masks, args, values,
       json;
   for (ByteBuf* b : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &masks, &args,
@@ -247,6 +238,26 @@ void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone
   for (size_t j = 0; j < n; ++j) {
     const uint32_t i = order[j];
     const Row& r = rows[i];
+    {
+      const size_t key =
+          (name_idx[i] * ncats + cat_idx[i]) * kNumRowKinds + static_cast<size_t>(r.kind);
+      int32_t& at = info_at[key];
+      if (at < 0) {
+        at = static_cast<int32_t>(zone->names.size());
+        BlockNameInfo& info = zone->names.emplace_back();
+        info.name = r.name;
+        info.cat = r.cat;
+        info.kind = r.kind;
+        info.min_dur = r.dur;
+        info.max_dur = r.dur;
+      }
+      BlockNameInfo& info = zone->names[static_cast<size_t>(at)];
+      info.count++;
+      info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
+      info.min_dur = std::min(info.min_dur, r.dur);
+      info.max_dur = std::max(info.max_dur, r.dur);
+      info.hist[static_cast<size_t>(DurationBucket(r.dur))]++;
+    }
     const bool run_start = j == 0 || r.track != run_track;
     if (run_start) {
       if (j != 0) {

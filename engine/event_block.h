@@ -72,7 +72,10 @@ struct BlockZone {
 
 // Encodes `rows` into a compressed block, ordered by (track, k) (`rows` itself is not
 // reordered). REQUIRES: rows not empty and at most 65536 of them.
-void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone);
+void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone);
+inline void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone) {
+  EncodeBlock(rows.data(), rows.size(), out, zone);
+}
 
 // Column groups of a block, decoded on demand (DecodedBlock::Need).
 enum BlockColumns : uint32_t {

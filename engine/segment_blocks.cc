@@ -77,53 +77,59 @@ void EventsBlockEncoder::Finish(std::string* dst) const {
   }
 }
 
-Status DecodeEventsBlock(std::string_view payload, uint32_t* thread_index,
-                         std::vector<SegmentEvent>* events) {
+Status EventsBlockDecoder::Init(std::string_view payload) {
   Reader r(payload);
-  uint64_t n;
-  int64_t ts;
-  if (!r.GetVarint32(thread_index) || !r.GetVarint64(&n) || !r.GetVarsigned(&ts)) {
+  n_ = done_ = 0;
+  if (!r.GetVarint32(&thread_index_) || !r.GetVarint64(&n_) || !r.GetVarsigned(&ts_)) {
+    n_ = 0;
     return Bad("EVENTS", "truncated header");
   }
-  Reader kinds, cats, tss, names, lanes, ints, values, args;
-  if (!GetColumn(&r, &kinds) || !GetColumn(&r, &cats) || !GetColumn(&r, &tss) ||
-      !GetColumn(&r, &names) || !GetColumn(&r, &lanes) || !GetColumn(&r, &ints) ||
-      !GetColumn(&r, &values) || !GetColumn(&r, &args)) {
+  if (!GetColumn(&r, &kinds_) || !GetColumn(&r, &cats_) || !GetColumn(&r, &tss_) ||
+      !GetColumn(&r, &names_) || !GetColumn(&r, &lanes_) || !GetColumn(&r, &ints_) ||
+      !GetColumn(&r, &values_) || !GetColumn(&r, &args_)) {
+    n_ = 0;
     return Bad("EVENTS", "truncated column");
   }
-  if (kinds.remaining() != n || cats.remaining() != n) {
+  if (kinds_.remaining() != n_ || cats_.remaining() != n_) {
+    n_ = 0;
     return Bad("EVENTS", "kind/category column length differs from the event count");
   }
-  events->resize(n);
-  for (uint64_t i = 0; i < n; ++i) {
+  return Status::Ok();
+}
+
+Status EventsBlockDecoder::Next(size_t max, std::vector<SegmentEvent>* events) {
+  const size_t m = static_cast<size_t>(std::min<uint64_t>(max, n_ - done_));
+  events->resize(m);
+  int64_t ts = ts_;
+  for (size_t i = 0; i < m; ++i) {
     SegmentEvent& e = (*events)[i];
     uint8_t k = 0, c = 0;
     uint64_t delta;
-    kinds.GetU8(&k);
-    cats.GetU8(&c);
+    kinds_.GetU8(&k);  // both columns hold exactly n_ bytes (Init)
+    cats_.GetU8(&c);
     if ((k & kKindMask) >= kNumEventKinds || (k & ~(kKindMask | kKindHasArgs)) != 0) {
       return Bad("EVENTS", "unknown event kind");
     }
-    if (!tss.GetVarint64(&delta)) return Bad("EVENTS", "truncated ts column");
+    if (!tss_.GetVarint64(&delta)) return Bad("EVENTS", "truncated ts column");
     ts = WrapAdd(ts, UnZigZag(delta));  // wrap-around: hostile deltas never overflow
     e.ts = ts;
     e.kind = static_cast<EventKind>(k & kKindMask);
     e.cat = c;
-    if (!names.GetVarint32(&e.name)) return Bad("EVENTS", "truncated name column");
-    if (!lanes.GetVarint32(&e.lane)) return Bad("EVENTS", "truncated lane column");
+    if (!names_.GetVarint32(&e.name)) return Bad("EVENTS", "truncated name column");
+    if (!lanes_.GetVarint32(&e.lane)) return Bad("EVENTS", "truncated lane column");
     e.ival = 0;
     e.value = 0;
     if (e.kind == EventKind::kComplete) {
       uint64_t d;
-      if (!ints.GetVarint64(&d) || d > static_cast<uint64_t>(INT64_MAX)) {
+      if (!ints_.GetVarint64(&d) || d > static_cast<uint64_t>(INT64_MAX)) {
         return Bad("EVENTS", "truncated duration column");
       }
       e.ival = static_cast<int64_t>(d);
     } else if (e.kind == EventKind::kStep) {
-      if (!ints.GetVarsigned(&e.ival)) return Bad("EVENTS", "truncated step column");
+      if (!ints_.GetVarsigned(&e.ival)) return Bad("EVENTS", "truncated step column");
     } else if (e.kind == EventKind::kCounter) {
       uint64_t bits;
-      if (!values.GetFixed64(&bits)) return Bad("EVENTS", "truncated value column");
+      if (!values_.GetFixed64(&bits)) return Bad("EVENTS", "truncated value column");
       std::memcpy(&e.value, &bits, 8);
     }
     e.has_args = (k & kKindHasArgs) != 0;
@@ -131,40 +137,50 @@ Status DecodeEventsBlock(std::string_view payload, uint32_t* thread_index,
     if (e.has_args) {
       EventArgs& a = e.args;
       uint64_t v;
-      if (!args.GetVarint32(&a.mask) || (a.mask & ~EventArgs::kAllFields)) {
+      if (!args_.GetVarint32(&a.mask) || (a.mask & ~EventArgs::kAllFields)) {
         return Bad("EVENTS", "bad argument mask");
       }
-      if ((a.mask & EventArgs::kBytes) && !args.GetVarint64(&a.bytes)) {
+      if ((a.mask & EventArgs::kBytes) && !args_.GetVarint64(&a.bytes)) {
         return Bad("EVENTS", "truncated args column");
       }
       if (a.mask & EventArgs::kPeer) {
-        if (!args.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
+        if (!args_.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
           return Bad("EVENTS", "bad peer");
         }
         a.peer = static_cast<int32_t>(UnZigZag(v));
       }
       if (a.mask & EventArgs::kTag) {
-        if (!args.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
+        if (!args_.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
           return Bad("EVENTS", "bad tag");
         }
         a.tag = static_cast<int32_t>(UnZigZag(v));
       }
-      if ((a.mask & EventArgs::kComm) && !args.GetVarint32(&a.comm)) {
+      if ((a.mask & EventArgs::kComm) && !args_.GetVarint32(&a.comm)) {
         return Bad("EVENTS", "truncated args column");
       }
-      if ((a.mask & EventArgs::kSeq) && !args.GetVarint64(&a.seq)) {
+      if ((a.mask & EventArgs::kSeq) && !args_.GetVarint64(&a.seq)) {
         return Bad("EVENTS", "truncated args column");
       }
-      if ((a.mask & EventArgs::kFlow) && !args.GetVarint64(&a.flow)) {
+      if ((a.mask & EventArgs::kFlow) && !args_.GetVarint64(&a.flow)) {
         return Bad("EVENTS", "truncated args column");
       }
     }
   }
-  if (!tss.empty() || !names.empty() || !lanes.empty() || !ints.empty() || !values.empty() ||
-      !args.empty()) {
+  ts_ = ts;
+  done_ += m;
+  if (done_ == n_ && (!tss_.empty() || !names_.empty() || !lanes_.empty() || !ints_.empty() ||
+                      !values_.empty() || !args_.empty())) {
     return Bad("EVENTS", "columns hold more values than events");
   }
   return Status::Ok();
+}
+
+Status DecodeEventsBlock(std::string_view payload, uint32_t* thread_index,
+                         std::vector<SegmentEvent>* events) {
+  EventsBlockDecoder d;
+  TRACEDB_RETURN_IF_ERROR(d.Init(payload));
+  *thread_index = d.thread_index();
+  return d.Next(static_cast<size_t>(std::min<uint64_t>(d.count(), SIZE_MAX)), events);
 }
 
 // ---- META ----

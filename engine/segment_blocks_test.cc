@@ -90,6 +90,82 @@ TEST(EventsBlock, EveryTruncationIsCorruptionNotACrash) {
   }
 }
 
+// The chunked decoder returns, chunk after chunk, exactly what the whole-block decoder returns,
+// and fails on the same damaged inputs.
+TEST(EventsBlock, ChunkedDecodeEqualsWholeDecode) {
+  EventsBlockEncoder enc;
+  enc.Reset(3);
+  EventArgs a;
+  a.mask = EventArgs::kPeer | EventArgs::kFlow;
+  a.peer = -9;
+  a.flow = 77;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t ts = static_cast<int64_t>(rng() % 1000000) - 500000;
+    switch (i % 5) {
+      case 0:
+        enc.AddWithInt(EventKind::kComplete, 1, ts, 1 + i % 7, 0, rng() % 99999, &a);
+        break;
+      case 1:
+        enc.AddCounter(2, ts, 3, 1, static_cast<double>(i) / 3);
+        break;
+      case 2:
+        enc.AddWithInt(EventKind::kStep, 7, ts, 0, 0, -i, nullptr);
+        break;
+      default:
+        enc.Add(i % 2 ? EventKind::kBegin : EventKind::kEnd, 0, ts, 4, 0, i % 3 ? nullptr : &a);
+    }
+  }
+  std::string raw;
+  enc.Finish(&raw);
+  uint32_t thread = 0;
+  std::vector<SegmentEvent> whole;
+  ASSERT_TRUE(DecodeEventsBlock(raw, &thread, &whole).ok());
+  ASSERT_EQ(whole.size(), 1000u);
+  for (size_t chunk : {1, 7, 256, 999, 1000, 5000}) {
+    EventsBlockDecoder d;
+    ASSERT_TRUE(d.Init(raw).ok());
+    EXPECT_EQ(d.thread_index(), 3u);
+    EXPECT_EQ(d.count(), 1000u);
+    std::vector<SegmentEvent> part;
+    size_t at = 0, calls = 0;
+    while (!d.done()) {
+      ASSERT_TRUE(d.Next(chunk, &part).ok()) << chunk;
+      ASSERT_LE(part.size(), chunk);
+      ++calls;
+      for (const SegmentEvent& e : part) {
+        ASSERT_LT(at, whole.size());
+        const SegmentEvent& w = whole[at++];
+        EXPECT_EQ(e.ts, w.ts);
+        EXPECT_EQ(e.ival, w.ival);
+        EXPECT_EQ(e.value, w.value);
+        EXPECT_EQ(e.name, w.name);
+        EXPECT_EQ(e.lane, w.lane);
+        EXPECT_EQ(e.kind, w.kind);
+        EXPECT_EQ(e.cat, w.cat);
+        EXPECT_EQ(e.has_args, w.has_args);
+        EXPECT_EQ(e.args, w.args);
+      }
+    }
+    EXPECT_EQ(at, 1000u) << chunk;
+    EXPECT_EQ(calls, (1000 + chunk - 1) / chunk) << chunk;
+  }
+  // A column holding one value too many is caught by the call that returns the last event.
+  std::string longer;
+  EventsBlockEncoder enc2;
+  enc2.Reset(1);
+  enc2.Add(EventKind::kInstant, 0, 5, 1, 0, nullptr);
+  enc2.Finish(&longer);
+  // Payload: thread, n=1, ts, then columns; append a byte to the last (args) column.
+  longer.back() = 1;
+  longer.push_back('\x05');
+  EventsBlockDecoder d;
+  ASSERT_TRUE(d.Init(longer).ok());
+  std::vector<SegmentEvent> part;
+  EXPECT_FALSE(d.Next(1, &part).ok());
+  EXPECT_FALSE(DecodeEventsBlock(longer, &thread, &part).ok());
+}
+
 TEST(EventsBlock, RandomBytesNeverCrash) {
   std::mt19937 rng(42);
   uint32_t thread;

@@ -131,7 +131,7 @@ FrameResult ParseFrame(std::string_view bytes, uint64_t pos, RangeCrc* crcs, Fra
 }
 
 Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, SegmentScan* scan,
-                std::vector<SegmentEvent>* events_buf) {
+                std::vector<SegmentEvent>* events_buf, size_t event_chunk) {
   switch (f.type) {
     case BlockType::kMeta: {
       SegmentMeta m;
@@ -159,10 +159,20 @@ Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, Segment
       return Status::Ok();
     }
     case BlockType::kEvents: {
-      uint32_t thread;
-      TRACEDB_RETURN_IF_ERROR(DecodeEventsBlock(raw, &thread, events_buf));
-      scan->events += events_buf->size();
-      v->OnEvents(thread, *events_buf);
+      if (event_chunk == 0) {
+        uint32_t thread;
+        TRACEDB_RETURN_IF_ERROR(DecodeEventsBlock(raw, &thread, events_buf));
+        scan->events += events_buf->size();
+        v->OnEvents(thread, *events_buf);
+        return Status::Ok();
+      }
+      EventsBlockDecoder d;
+      TRACEDB_RETURN_IF_ERROR(d.Init(raw));
+      do {
+        TRACEDB_RETURN_IF_ERROR(d.Next(event_chunk, events_buf));
+        scan->events += events_buf->size();
+        v->OnEvents(d.thread_index(), *events_buf);
+      } while (!d.done());
       return Status::Ok();
     }
     case BlockType::kSync: {
@@ -297,7 +307,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
       s = Lz4Decompress(f.payload, f.raw, &raw_buf);
       raw = raw_buf;
     }
-    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &events);
+    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &events, options.event_chunk);
     if (!s.ok()) {
       Problem(&scan, pos, s.message());
       scan.corrupt_blocks++;

@@ -54,6 +54,11 @@ struct ScanOptions {
   uint64_t end_offset = UINT64_MAX;  // stop before the block that starts at or after this
   bool events = true;                // decode EVENTS blocks (else only check their CRC)
   bool catalog = true;               // decode every other block type
+  // 0: each EVENTS block reaches OnEvents whole, or not at all when it is malformed. N > 0: in
+  // calls of at most N events, decoded just before each call (cache-friendly for large blocks);
+  // a block whose CRC holds but whose payload is malformed may then have handed its leading,
+  // well-formed events on before it is counted corrupt.
+  size_t event_chunk = 0;
 };
 
 // Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or

@@ -173,6 +173,29 @@ TEST(SegmentReader, ReadsEveryBlock) {
   EXPECT_EQ(scan->events, 500u);
 }
 
+// ScanOptions::event_chunk hands each block on in calls of at most N events: the same events in
+// the same order as whole blocks, ceil(100 / N) calls per 100-event block.
+TEST(SegmentReader, ChunkedEventsEqualWholeBlocks) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-77-000000.tds");
+  WriteSample(path, 5);
+  CountingVisitor whole;
+  ASSERT_TRUE(ScanSegment(path, &whole).ok());
+  ASSERT_EQ(whole.ts.size(), 500u);
+  EXPECT_EQ(whole.blocks, 5u);
+  for (size_t chunk : {1, 30, 100, 4096}) {
+    CountingVisitor v;
+    ScanOptions o;
+    o.event_chunk = chunk;
+    auto scan = ScanSegment(path, &v, o);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(v.ts, whole.ts) << chunk;
+    EXPECT_EQ(v.blocks, 5 * ((100 + chunk - 1) / chunk)) << chunk;
+    EXPECT_EQ(scan->events, 500u);
+    EXPECT_EQ(scan->corrupt_blocks, 0u);
+  }
+}
+
 TEST(SegmentReader, TornTailAtEveryOffsetKeepsWholeBlocks) {
   TempDir tmp;
   const std::string path = tmp.Sub("full.tds");

@@ -103,15 +103,33 @@ Row& TraceWriter::NewRow(int32_t rank, uint32_t track) {
   if (rank != last_rank_ || last_rows_ == nullptr) {
     last_rows_ = &pending_[rank];
     last_rank_ = rank;
-    if (last_rows_->capacity() < kBlockRows) last_rows_->reserve(kBlockRows);
+    if (last_rows_->rows.capacity() < kBlockRows) last_rows_->rows.reserve(kBlockRows);
   }
-  Row& row = last_rows_->emplace_back();
+  PendingRows& p = *last_rows_;
+  if (p.n == p.rows.size()) {
+    p.rows.emplace_back();
+  } else {
+    // Back to Row's defaults, field by field (a kept Row's json keeps its capacity).
+    Row& r = p.rows[p.n];
+    r.ts = 0;
+    r.dur = 0;
+    r.name = 0;
+    r.cat = 0;
+    r.kind = RowKind::kSpan;
+    r.depth = 0;
+    r.k = 0;
+    r.parent_k = 0;
+    r.args = EventArgs();
+    r.value = 0;
+    r.json.clear();
+  }
+  Row& row = p.rows[p.n++];
   row.track = track;
   return row;
 }
 
 Status TraceWriter::CommitRow() {
-  if (last_rows_->size() >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+  if (last_rows_->n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
   return Status::Ok();
 }
 
@@ -129,10 +147,10 @@ void TraceWriter::AddStat(std::string_view name, int32_t rank, int64_t delta) {
   stats_[{std::string(name), rank}] += delta;
 }
 
-Status TraceWriter::WriteBlock(int32_t rank, std::vector<Row>* rows) {
-  if (rows->empty()) return Status::Ok();
+Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
+  if (pending->n == 0) return Status::Ok();
   BlockZone zone;
-  EncodeBlock(*rows, &block_scratch_, &zone);
+  EncodeBlock(pending->rows.data(), pending->n, &block_scratch_, &zone);
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt ins, db_->Prepare("INSERT INTO blocks(rank, min_ts, max_end, max_dur, count, data) "
                              "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -169,9 +187,9 @@ Status TraceWriter::WriteBlock(int32_t rank, std::vector<Row>* rows) {
         .Bind(5, v.second);
     TRACEDB_RETURN_IF_ERROR(names.Run());
   }
-  rows_written_ += rows->size();
+  rows_written_ += pending->n;
   blocks_written_++;
-  rows->clear();
+  pending->n = 0;
   return Status::Ok();
 }
 

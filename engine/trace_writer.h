@@ -106,8 +106,14 @@ class TraceWriter {
 
   explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
   Status Load();
-  Status FlushRank(int32_t rank, std::vector<Row>* rows);
-  Status WriteBlock(int32_t rank, std::vector<Row>* rows);
+  // Rows of one rank not yet in a block. The Row objects are kept between blocks (n counts
+  // the live ones), so that NewRow() resets a few fields in place instead of constructing and
+  // zeroing a whole Row in memory the last block has left cold.
+  struct PendingRows {
+    std::vector<Row> rows;
+    size_t n = 0;
+  };
+  Status WriteBlock(int32_t rank, PendingRows* pending);
 
   std::unique_ptr<Db> db_;
   bool in_batch_ = false;
@@ -117,9 +123,9 @@ class TraceWriter {
   std::vector<TrackInfo> tracks_;  // index = track id; [0] unused
   std::map<std::tuple<int32_t, std::string, int64_t, int64_t>, uint32_t> track_by_local_;
   std::map<std::tuple<int32_t, std::string, std::string>, uint32_t> track_by_name_;
-  std::map<int32_t, std::vector<Row>> pending_;  // rank -> rows not yet in a block
-  int32_t last_rank_ = INT32_MIN;                // AddRow's cache of pending_[last_rank_]
-  std::vector<Row>* last_rows_ = nullptr;
+  std::map<int32_t, PendingRows> pending_;  // rank -> rows not yet in a block
+  int32_t last_rank_ = INT32_MIN;           // NewRow's cache of pending_[last_rank_]
+  PendingRows* last_rows_ = nullptr;
   std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
   std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
   std::map<std::pair<std::string, int32_t>, int64_t> stats_;
