@@ -77,12 +77,16 @@ CREATE TABLE mpi_callsites(
   rank INTEGER NOT NULL, site INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT NULL,
   max_ns INTEGER, mean_ns INTEGER, min_ns INTEGER, app_pct REAL, mpi_pct REAL,
   bytes_sum REAL, location TEXT, PRIMARY KEY(rank, site, routine)) WITHOUT ROWID;
-)sql"
-                                   // The communicators as schema version 1 stored them.
-                                   R"sql(
+)sql";
+
+// The communicators with the columns of schema version 1's comms table. One table with a
+// scalar subquery, not a join: SQLite then flattens the view into the events views' LEFT JOIN
+// (a search of rank_comms' key) instead of materializing every member list first.
+constexpr const char* kCommsViewSql = R"sql(
 CREATE VIEW comms(rank, comm, size, rank_in_comm, members) AS
-  SELECT r.rank, r.comm, r.size, r.rank_in_comm, g.members
-  FROM rank_comms r LEFT JOIN comm_groups g ON g.group_id = r.group_id;
+  SELECT r.rank, r.comm, r.size, r.rank_in_comm,
+         (SELECT g.members FROM comm_groups g WHERE g.group_id = r.group_id)
+  FROM rank_comms r;
 )sql";
 
 // Version 1 -> 2: each rank's communicators kept one full copy of their member list (the
@@ -101,9 +105,6 @@ INSERT INTO rank_comms(rank, comm, size, rank_in_comm, group_id)
   SELECT c.rank, c.comm, c.size, c.rank_in_comm, g.group_id
   FROM comms c LEFT JOIN comm_groups g ON g.members = c.members;
 DROP TABLE comms;
-CREATE VIEW comms(rank, comm, size, rank_in_comm, members) AS
-  SELECT r.rank, r.comm, r.size, r.rank_in_comm, g.members
-  FROM rank_comms r LEFT JOIN comm_groups g ON g.group_id = r.group_id;
 UPDATE meta SET value = '2' WHERE key = 'schema_version';
 )sql";
 
@@ -119,6 +120,7 @@ StatusOr<std::string> SchemaVersion(Db* db) {
 
 Status CreateSchema(Db* db) {
   TRACEDB_RETURN_IF_ERROR(db->Exec(kSchemaSql));
+  TRACEDB_RETURN_IF_ERROR(db->Exec(kCommsViewSql));
   TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)"));
   TRACEDB_RETURN_IF_ERROR(st.Bind(1, "format").Bind(2, "tracedb").Run());
   TRACEDB_RETURN_IF_ERROR(
@@ -156,7 +158,10 @@ Status UpgradeSchema(Db* db) {
   // Re-read inside the write transaction: another writer may have upgraded meanwhile.
   StatusOr<std::string> again = SchemaVersion(db);
   Status s = again.ok() ? Status::Ok() : again.status();
-  if (s.ok() && *again == "1") s = db->Exec(kUpgradeV1Sql);
+  if (s.ok() && *again == "1") {
+    s = db->Exec(kUpgradeV1Sql);
+    if (s.ok()) s = db->Exec(kCommsViewSql);
+  }
   if (!s.ok()) {
     db->Rollback();
     return s.WithContext(db->path() + ": upgrading schema version 1 to 2");
