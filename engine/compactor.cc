@@ -105,9 +105,9 @@ Status StorePrepass(Db* db, const SegmentFileRef& f, const PrepassVisitor& v) {
   }
   // Each distinct member list is stored once (comm_groups, found again by its text: a re-run
   // or a later rank reuses the group); rank_comms points at it. `comms` is their view.
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt g, db->Prepare("INSERT INTO comm_groups(size, members) VALUES(?1, ?2) "
-                          "ON CONFLICT(members) DO NOTHING"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt g,
+                           db->Prepare("INSERT INTO comm_groups(size, members) VALUES(?1, ?2) "
+                                       "ON CONFLICT(members) DO NOTHING"));
   TRACEDB_ASSIGN_OR_RETURN(Stmt gid,
                            db->Prepare("SELECT group_id FROM comm_groups WHERE members = ?1"));
   TRACEDB_ASSIGN_OR_RETURN(

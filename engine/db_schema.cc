@@ -140,10 +140,9 @@ Status CheckSchema(Db* db) {
   if (!*row) return Status::InvalidArgument(db->path() + ": not a tracedb database");
   const std::string v(st->Text(0));
   if (v != std::to_string(kSchemaVersion) && v != std::to_string(kOldestSchemaVersion)) {
-    return Status::NotSupported(db->path() + ": schema version " + v +
-                                ", this build reads versions " +
-                                std::to_string(kOldestSchemaVersion) + " to " +
-                                std::to_string(kSchemaVersion));
+    return Status::NotSupported(
+        db->path() + ": schema version " + v + ", this build reads versions " +
+        std::to_string(kOldestSchemaVersion) + " to " + std::to_string(kSchemaVersion));
   }
   return Status::Ok();
 }

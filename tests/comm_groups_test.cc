@@ -73,9 +73,9 @@ std::string ExpectedComms(const std::string& spec) {
       std::string members;
       w >> id >> size >> rank_in_comm >> members;
       if (members.find(',') != std::string::npos) members = "\"" + members + "\"";
-      rows.push_back({{rank, id}, std::to_string(rank) + "," + std::to_string(id) + "," +
-                                      std::to_string(size) + "," +
-                                      std::to_string(rank_in_comm) + "," + members + "\n"});
+      rows.push_back({{rank, id},
+                      std::to_string(rank) + "," + std::to_string(id) + "," + std::to_string(size) +
+                          "," + std::to_string(rank_in_comm) + "," + members + "\n"});
     }
   }
   std::sort(rows.begin(), rows.end());
@@ -94,9 +94,9 @@ std::string Sql(const std::string& db, const std::string& sql) {
 
 std::string TracedbQuery(const std::string& db, const std::string& sql) {
   int rc = 0;
-  const std::string out = RunCommand(TracedbBin() + " query " + ShellQuote(db) + " " +
-                                         ShellQuote(sql) + " --format csv 2>&1",
-                                     &rc);
+  const std::string out = RunCommand(
+      TracedbBin() + " query " + ShellQuote(db) + " " + ShellQuote(sql) + " --format csv 2>&1",
+      &rc);
   EXPECT_EQ(rc, 0) << sql << ": " << out;
   return out;
 }
