@@ -107,20 +107,38 @@ Status StorePrepass(Db* db, const SegmentFileRef& f, const PrepassVisitor& v) {
                                 .Bind(6, p.uncertainty_ns)
                                 .Run());
   }
+  // Each distinct member list is stored once (comm_groups, found again by its text: a re-run
+  // or a later rank reuses the group); rank_comms points at it. `comms` is their view.
+  TRACEDB_ASSIGN_OR_RETURN(Stmt g,
+                           db->Prepare("INSERT INTO comm_groups(size, members) VALUES(?1, ?2) "
+                                       "ON CONFLICT(members) DO NOTHING"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt gid,
+                           db->Prepare("SELECT group_id FROM comm_groups WHERE members = ?1"));
   TRACEDB_ASSIGN_OR_RETURN(
-      Stmt c, db->Prepare("INSERT OR REPLACE INTO comms(rank, comm, size, rank_in_comm, members) "
-                          "VALUES(?1, ?2, ?3, ?4, ?5)"));
+      Stmt c, db->Prepare("INSERT OR REPLACE INTO rank_comms(rank, comm, size, rank_in_comm, "
+                          "group_id) VALUES(?1, ?2, ?3, ?4, ?5)"));
   for (const CommInfo& ci : v.comms) {
-    std::string members;
-    for (size_t i = 0; i < ci.members.size(); ++i) {
-      if (i) members += ",";
-      members += std::to_string(ci.members[i]);
-    }
     c.Bind(1, f.rank).Bind(2, ci.comm).Bind(3, ci.size).Bind(4, ci.rank_in_comm);
-    if (ci.members.empty())
+    if (ci.members.empty()) {
       c.BindNull(5);
-    else
-      c.Bind(5, members);
+    } else {
+      std::string members;
+      for (size_t i = 0; i < ci.members.size(); ++i) {
+        if (i) members += ",";
+        members += std::to_string(ci.members[i]);
+      }
+      TRACEDB_RETURN_IF_ERROR(
+          g.Bind(1, static_cast<int64_t>(ci.members.size())).Bind(2, members).Run());
+      gid.Bind(1, members);
+      TRACEDB_ASSIGN_OR_RETURN(bool found, gid.Step());
+      if (!found) {
+        gid.Reset();
+        return Status::Internal(f.path + ": comm " + std::to_string(ci.comm) +
+                                ": its member group was not stored in comm_groups");
+      }
+      c.Bind(5, gid.Int(0));
+      gid.Reset();
+    }
     TRACEDB_RETURN_IF_ERROR(c.Run());
   }
   return Status::Ok();

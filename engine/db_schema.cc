@@ -52,9 +52,11 @@ CREATE TABLE steps(
 CREATE TABLE stats(
   name TEXT NOT NULL, rank INTEGER NOT NULL, value INTEGER NOT NULL,
   PRIMARY KEY(name, rank)) WITHOUT ROWID;
-CREATE TABLE comms(
+CREATE TABLE comm_groups(
+  group_id INTEGER PRIMARY KEY, size INTEGER NOT NULL, members TEXT NOT NULL UNIQUE);
+CREATE TABLE rank_comms(
   rank INTEGER NOT NULL, comm INTEGER NOT NULL, size INTEGER NOT NULL,
-  rank_in_comm INTEGER NOT NULL, members TEXT, PRIMARY KEY(rank, comm)) WITHOUT ROWID;
+  rank_in_comm INTEGER NOT NULL, group_id INTEGER, PRIMARY KEY(rank, comm)) WITHOUT ROWID;
 CREATE TABLE sources(
   path TEXT PRIMARY KEY, format TEXT NOT NULL, rank INTEGER, pid INTEGER,
   offset INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0,
@@ -77,10 +79,48 @@ CREATE TABLE mpi_callsites(
   bytes_sum REAL, location TEXT, PRIMARY KEY(rank, site, routine)) WITHOUT ROWID;
 )sql";
 
+// The communicators with the columns of schema version 1's comms table. One table with a
+// scalar subquery, not a join: SQLite then flattens the view into the events views' LEFT JOIN
+// (a search of rank_comms' key) instead of materializing every member list first.
+constexpr const char* kCommsViewSql = R"sql(
+CREATE VIEW comms(rank, comm, size, rank_in_comm, members) AS
+  SELECT r.rank, r.comm, r.size, r.rank_in_comm,
+         (SELECT g.members FROM comm_groups g WHERE g.group_id = r.group_id)
+  FROM rank_comms r;
+)sql";
+
+// Version 1 -> 2: each rank's communicators kept one full copy of their member list (the
+// world's list 4,096 times at 4,096 ranks); version 2 stores each distinct list once in
+// comm_groups. The group's size is its member count (commas + 1).
+constexpr const char* kUpgradeV1Sql = R"sql(
+CREATE TABLE comm_groups(
+  group_id INTEGER PRIMARY KEY, size INTEGER NOT NULL, members TEXT NOT NULL UNIQUE);
+CREATE TABLE rank_comms(
+  rank INTEGER NOT NULL, comm INTEGER NOT NULL, size INTEGER NOT NULL,
+  rank_in_comm INTEGER NOT NULL, group_id INTEGER, PRIMARY KEY(rank, comm)) WITHOUT ROWID;
+INSERT INTO comm_groups(size, members)
+  SELECT length(members) - length(replace(members, ',', '')) + 1, members
+  FROM comms WHERE members IS NOT NULL AND members != '' GROUP BY members ORDER BY min(rank);
+INSERT INTO rank_comms(rank, comm, size, rank_in_comm, group_id)
+  SELECT c.rank, c.comm, c.size, c.rank_in_comm, g.group_id
+  FROM comms c LEFT JOIN comm_groups g ON g.members = c.members;
+DROP TABLE comms;
+UPDATE meta SET value = '2' WHERE key = 'schema_version';
+)sql";
+
+// The schema version written in `db`'s meta table ("" when absent).
+StatusOr<std::string> SchemaVersion(Db* db) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("SELECT value FROM meta WHERE key = 'schema_version'"));
+  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? std::string(st.Text(0)) : std::string();
+}
+
 }  // namespace
 
 Status CreateSchema(Db* db) {
   TRACEDB_RETURN_IF_ERROR(db->Exec(kSchemaSql));
+  TRACEDB_RETURN_IF_ERROR(db->Exec(kCommsViewSql));
   TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)"));
   TRACEDB_RETURN_IF_ERROR(st.Bind(1, "format").Bind(2, "tracedb").Run());
   TRACEDB_RETURN_IF_ERROR(
@@ -99,11 +139,33 @@ Status CheckSchema(Db* db) {
   if (!row.ok()) return row.status();
   if (!*row) return Status::InvalidArgument(db->path() + ": not a tracedb database");
   const std::string v(st->Text(0));
-  if (v != std::to_string(kSchemaVersion)) {
-    return Status::NotSupported(db->path() + ": schema version " + v +
-                                ", this build reads version " + std::to_string(kSchemaVersion));
+  if (v != std::to_string(kSchemaVersion) && v != std::to_string(kOldestSchemaVersion)) {
+    return Status::NotSupported(
+        db->path() + ": schema version " + v + ", this build reads versions " +
+        std::to_string(kOldestSchemaVersion) + " to " + std::to_string(kSchemaVersion));
   }
   return Status::Ok();
+}
+
+Status UpgradeSchema(Db* db) {
+  TRACEDB_ASSIGN_OR_RETURN(std::string v, SchemaVersion(db));
+  if (v == std::to_string(kSchemaVersion)) return Status::Ok();
+  if (v != "1") {
+    return Status::NotSupported(db->path() + ": cannot upgrade schema version " + v);
+  }
+  TRACEDB_RETURN_IF_ERROR(db->Begin());
+  // Re-read inside the write transaction: another writer may have upgraded meanwhile.
+  StatusOr<std::string> again = SchemaVersion(db);
+  Status s = again.ok() ? Status::Ok() : again.status();
+  if (s.ok() && *again == "1") {
+    s = db->Exec(kUpgradeV1Sql);
+    if (s.ok()) s = db->Exec(kCommsViewSql);
+  }
+  if (!s.ok()) {
+    db->Rollback();
+    return s.WithContext(db->path() + ": upgrading schema version 1 to 2");
+  }
+  return db->Commit();
 }
 
 StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only) {
@@ -145,6 +207,9 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   // Reading a file that is not SQLite fails here with a clear message.
   Status s = CheckSchema(db.get());
   if (!s.ok()) return s;
+  // An older DB opened for writing is upgraded first, so that writers see one layout; read-only
+  // opens read the old layout as it is (version 1's comms table has today's view's columns).
+  if (!read_only) TRACEDB_RETURN_IF_ERROR(UpgradeSchema(db.get()));
   return db;
 }
 

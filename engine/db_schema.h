@@ -9,7 +9,10 @@
 
 namespace tracedb::engine {
 
-inline constexpr int kSchemaVersion = 1;
+// Version 2 stores each distinct communicator member list once (comm_groups, rank_comms, and
+// comms as a view); version 1 DBs are read as they are and upgraded when opened for writing.
+inline constexpr int kSchemaVersion = 2;
+inline constexpr int kOldestSchemaVersion = 1;
 
 // Creates every table in an empty database (inside the caller's transaction or not).
 Status CreateSchema(Db* db);
@@ -17,6 +20,10 @@ Status CreateSchema(Db* db);
 // Checks that `db` is a tracedb database of a version this build reads: InvalidArgument
 // ("not a tracedb database") or NotSupported ("schema version N") otherwise.
 Status CheckSchema(Db* db);
+
+// Rewrites an older schema version's tables into today's, in one transaction (a no-op on a
+// current DB). Called by OpenTraceDb for writable opens.
+Status UpgradeSchema(Db* db);
 
 // Opens (or creates, when `create`) a trace database and checks or creates its schema.
 StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only);

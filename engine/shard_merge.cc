@@ -27,7 +27,7 @@ constexpr uint8_t kFormatBitLength = 2;
 
 // The tables keyed by rank whose rows a shard's ranks own, copied whole on every merge.
 constexpr const char* kRankTables[] = {"ranks", "processes", "clock_knots", "sync_points",
-                                       "comms", "steps",     "stats",       "sources"};
+                                       "steps", "stats", "sources"};
 
 Status Bad(const std::string& shard, int64_t block, std::string_view why) {
   return Status::Corruption(shard + ": block " + std::to_string(block) + ": " + std::string(why));
@@ -379,6 +379,21 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
     TRACEDB_RETURN_IF_ERROR(dst->Exec(std::string("DELETE FROM main.") + t + owned));
     TRACEDB_RETURN_IF_ERROR(
         dst->Exec(std::string("INSERT INTO main.") + t + " SELECT * FROM shard." + t + owned));
+  }
+  {
+    // Communicators: a shard's member lists are found in the target by their text (or added),
+    // and its rank_comms rows point at the target's group ids (`comms` is their view).
+    TRACEDB_RETURN_IF_ERROR(dst->Exec("DELETE FROM main.rank_comms" + owned));
+    TRACEDB_RETURN_IF_ERROR(dst->Exec(
+        "INSERT OR IGNORE INTO main.comm_groups(size, members) SELECT size, members "
+        "FROM shard.comm_groups WHERE group_id IN (SELECT group_id FROM shard.rank_comms" +
+        owned + ") ORDER BY group_id"));
+    TRACEDB_RETURN_IF_ERROR(dst->Exec(
+        "INSERT INTO main.rank_comms(rank, comm, size, rank_in_comm, group_id) "
+        "SELECT r.rank, r.comm, r.size, r.rank_in_comm, "
+        "(SELECT t.group_id FROM main.comm_groups t JOIN shard.comm_groups g "
+        "ON g.members = t.members WHERE g.group_id = r.group_id) FROM shard.rank_comms r" +
+        owned));
   }
   {
     TRACEDB_RETURN_IF_ERROR(dst->Exec("DELETE FROM main.name_stats" + owned));

@@ -156,6 +156,21 @@ def main():
     if nranks != args.ranks:
         fail(f"ranks has {nranks} rows, expected {args.ranks}")
 
+    # Communicators: each rank defines the world (comm 0) and its MPI_COMM_SELF (comm 2 + rank),
+    # as the generator's DefineComms writes them; every distinct member list is stored once.
+    world = None if "--no-members" in args.gen_arg else ",".join(map(str, range(args.ranks)))
+    want = sorted([(r, 0, args.ranks, r, world) for r in range(args.ranks)] +
+                  [(r, 2 + r, 1, 0, str(r)) for r in range(args.ranks)])
+    got = sorted(con.execute("SELECT rank, comm, size, rank_in_comm, members FROM comms"))
+    if got != want:
+        bad = next((w, g) for w, g in zip(want + [None] * len(got), got + [None] * len(want))
+                   if w != g)
+        fail(f"comms differs from the generator's: expected {bad[0]}, got {bad[1]}")
+    groups = con.execute("SELECT count(*) FROM comm_groups").fetchone()[0]
+    if groups != args.ranks + (world is not None):
+        fail(f"comm_groups has {groups} rows, expected {args.ranks + (world is not None)} "
+             "(the world once, one MPI_COMM_SELF per rank)")
+
     # Clocks: every step marker against the truth, within its rank's stated uncertainty.
     unc = {}
     method = {}
