@@ -214,8 +214,17 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   if (scale == 0) scale = 1;
   // Per (name, cat, kind) statistics, in a table indexed by the dense indexes.
   const size_t nnames = names.list().size(), ncats = cats.list().size();
+  // Dense while names x categories stays near the row count; a block of thousands of distinct
+  // names in thousands of categories (an import) would need a table of gigabytes: a hash map then.
+  const size_t combos = nnames * ncats * kNumRowKinds;
+  const bool dense_info = combos <= std::max<size_t>(size_t{1} << 16, 16 * n);
   thread_local std::vector<int32_t> info_at;
-  info_at.assign(nnames * ncats * kNumRowKinds, -1);
+  thread_local std::unordered_map<size_t, int32_t> info_map;
+  if (dense_info) {
+    info_at.assign(combos, -1);
+  } else {
+    info_map.clear();
+  }
   thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, tsc, masks, args, values,
       json;
   for (ByteBuf* b : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &masks, &args,
@@ -241,7 +250,7 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
     {
       const size_t key =
           (name_idx[i] * ncats + cat_idx[i]) * kNumRowKinds + static_cast<size_t>(r.kind);
-      int32_t& at = info_at[key];
+      int32_t& at = dense_info ? info_at[key] : info_map.try_emplace(key, -1).first->second;
       if (at < 0) {
         at = static_cast<int32_t>(zone->names.size());
         BlockNameInfo& info = zone->names.emplace_back();

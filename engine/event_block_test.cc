@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 namespace tracedb::engine {
@@ -172,6 +173,46 @@ TEST(EventBlock, DurationsOfEveryBitLengthRoundTrip) {
   ASSERT_EQ(d.n, rows.size());
   for (size_t i = 0; i < d.n; ++i) EXPECT_EQ(d.dur[i], durs[i]) << i;
   ASSERT_TRUE(d.Need(kColAll).ok());
+  for (size_t i = 0; i < d.n; ++i) ExpectRowEq(d.RowAt(i), rows[i]);
+}
+
+
+// A block of distinct names in distinct categories (an import can make one) has names x
+// categories combinations far beyond its rows: the per-(name, cat, kind) statistics must come out
+// as for any block, without a table of that size (16K x 16K x 4 entries would be 4 GiB).
+TEST(EventBlock, ManyNamesInManyCategoriesKeepExactStatistics) {
+  const int n = 16000;
+  std::vector<Row> rows;
+  for (int i = 0; i < n; ++i) {
+    Row r;
+    r.ts = 1000 + i * 10;
+    r.dur = 5 + i % 3;
+    r.track = 1;
+    r.k = static_cast<uint64_t>(i);
+    r.name = 100 + static_cast<uint32_t>(i / 2);      // each name twice
+    r.cat = 100000 + static_cast<uint32_t>(i / 2);    // in its own category
+    r.kind = RowKind::kComplete;
+    rows.push_back(r);
+  }
+  std::string blob;
+  BlockZone zone;
+  EncodeBlock(rows, &blob, &zone);
+  ASSERT_EQ(zone.names.size(), static_cast<size_t>(n / 2));
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, int64_t>> expect;  // count, total
+  for (const Row& r : rows) {
+    auto& e = expect[{r.name, r.cat}];
+    e.first++;
+    e.second += r.dur;
+  }
+  for (const BlockNameInfo& info : zone.names) {
+    const auto it = expect.find({info.name, info.cat});
+    ASSERT_NE(it, expect.end());
+    EXPECT_EQ(info.count, it->second.first);
+    EXPECT_EQ(info.total_dur, it->second.second);
+  }
+  DecodedBlock d;
+  ASSERT_TRUE(DecodeBlock(blob, 1, &d).ok());
+  ASSERT_EQ(d.n, static_cast<size_t>(n));
   for (size_t i = 0; i < d.n; ++i) ExpectRowEq(d.RowAt(i), rows[i]);
 }
 
