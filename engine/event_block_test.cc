@@ -191,7 +191,7 @@ TEST(EventBlock, ManyNamesInManyCategoriesKeepExactStatistics) {
     r.k = static_cast<uint64_t>(i);
     r.name = 100 + static_cast<uint32_t>(i / 2);      // each name twice
     r.cat = 100000 + static_cast<uint32_t>(i / 2);    // in its own category
-    r.kind = RowKind::kComplete;
+    r.kind = RowKind::kSpan;
     rows.push_back(r);
   }
   std::string blob;
