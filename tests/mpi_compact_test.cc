@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -271,6 +272,16 @@ TEST_F(MpiCompact, KilledAtAnyMomentResumes) {
   std::mt19937 rng(12);
   const std::string db = tmp_.Sub("killed.tdb");
   const std::string cmd = MpiCompactCmd(2, tmp_.Sub("trace"), db) + " -q";
+  // The kill moments are drawn over the time a whole run takes on this machine (idle, a run can
+  // end before any fixed delay; loaded, it can take seconds).
+  RemoveTree(db + ".shards");
+  ::unlink(db.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(Sh(cmd), 0);
+  const auto run_us = std::max<int64_t>(
+      20000, std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::steady_clock::now() - t0)
+                 .count());
   int killed = 0;
   for (int round = 0; round < 8; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
@@ -282,7 +293,7 @@ TEST_F(MpiCompact, KilledAtAnyMomentResumes) {
       ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
       ::_exit(127);
     }
-    ::usleep(100000 + rng() % 1500000);
+    ::usleep(static_cast<useconds_t>(rng() % static_cast<uint64_t>(run_us * 9 / 10)));
     // Freeze the tree, then kill it: nothing gets to clean up.
     std::vector<pid_t> tree = Descendants(pid);
     ::kill(pid, SIGSTOP);
