@@ -29,7 +29,7 @@ packages=(
 if [ "$set_name" = full ]; then
   packages+=(
     libgtest-dev libgmock-dev
-    chromium time tmux groff-base
+    chromium time tmux zsh groff-base
     clang-14 libclang-rt-14-dev
   )
 fi
@@ -41,7 +41,7 @@ fi
 # /usr/bin/python3, the Python python3-torch installs into (python/, docs/python.md);
 # libcpp-httplib-dev: the HTTP server of `tracedb view` (view/).
 # tmux: drives `tracedb shell` on a terminal (tab completion, pager) in tests/shell_test.sh;
-# groff-base: checks the manual page (tracedb --help-man) there too.
+# groff-base: checks the manual page (tracedb --help-man) there too; zsh: the zsh completion.
 # time: GNU time, peak RSS of exports (tests, bench/run_export_bench.sh). The speedscope npm
 # package itself is installed by tests/viewers/setup-speedscope.sh when the test runs, with npm
 # (Debian packages nodejs and npm, unless a node with npm is already on the PATH, e.g. from

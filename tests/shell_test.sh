@@ -271,4 +271,22 @@ tmux new-session -d -s "$session" -x 120 -y 30 \
 wait_for "export-finished"
 screen | grep -q "^exported 5 of 5 events from " || { screen; fail "no summary on the terminal"; }
 screen | grep -q "export: 5 events" && { screen; fail "the progress line was left on the terminal"; }
+# ---- the zsh completion script, in an interactive zsh on the terminal ----
+if ! command -v zsh >/dev/null; then
+  [ "${CI:-}" != true ] || fail "zsh is missing (scripts/setup-deps.sh installs it)"
+  echo "SKIP: no zsh: its completion not checked"
+else
+  tmux kill-session -t "$session" 2>/dev/null || true
+  tmux new-session -d -s "$session" -x 120 -y 30 \
+    "env -i HOME=$tmp TERM=xterm PATH=$(dirname "$bin"):/usr/bin:/bin zsh -f"
+  tmux send-keys -t "$session" -l "fpath=($src/shell/completions \$fpath); autoload -U compinit; compinit -u; PROMPT='zsh> '"
+  tmux send-keys -t "$session" Enter
+  wait_for "zsh> "
+  for line in "tracedb comp|tracedb compact" "tracedb query x.tdb -f bo|-f box" \
+      "tracedb import --input-format hor|--input-format horovod" \
+      "tracedb archive --keep-st|--keep-steps"; do
+    tmux send-keys -t "$session" C-u "${line%%|*}" Tab
+    wait_for "${line#*|}"
+  done
+fi
 echo ok
