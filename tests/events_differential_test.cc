@@ -912,14 +912,14 @@ void RunSeed(uint64_t seed) {
   // The collective views (computed in C++) have the shapes they must get right: collectives
   // on several ranks, ranks missing from some, a NULL comm, a rank arriving twice (a repeated
   // seq, or two RANK_READY ticks of one rank), and Horovod ticks (NULL dur).
-  const Answer coll = Run(
-      h,
-      "SELECT (SELECT count(*) FROM ref_collectives WHERE ranks > 1), "
-      "(SELECT count(*) FROM ref_collectives WHERE ranks < 4), "
-      "(SELECT count(*) FROM ref_collective_arrivals WHERE comm IS NULL), "
-      "(SELECT count(*) FROM (SELECT 1 FROM ref_collective_calls GROUP BY comm, seq, rank "
-      "HAVING count(*) > 1)), "
-      "(SELECT count(*) FROM ref_collective_calls WHERE dur IS NULL)");
+  const Answer coll =
+      Run(h,
+          "SELECT (SELECT count(*) FROM ref_collectives WHERE ranks > 1), "
+          "(SELECT count(*) FROM ref_collectives WHERE ranks < 4), "
+          "(SELECT count(*) FROM ref_collective_arrivals WHERE comm IS NULL), "
+          "(SELECT count(*) FROM (SELECT 1 FROM ref_collective_calls GROUP BY comm, seq, rank "
+          "HAVING count(*) > 1)), "
+          "(SELECT count(*) FROM ref_collective_calls WHERE dur IS NULL)");
   ASSERT_TRUE(coll.ok) << coll.error;
   for (size_t i = 0; i < coll.rows.at(0).size(); ++i)
     EXPECT_GT(std::atoll(coll.rows[0][i].c_str()), 0) << "collective shape " << i;
@@ -927,8 +927,9 @@ void RunSeed(uint64_t seed) {
   for (const char* v : {"collective_calls", "collective_arrivals", "collectives", "stragglers",
                         "collective_wait"}) {
     const std::string q = std::string("SELECT (SELECT count(*) FROM (SELECT * FROM ") + v +
-                          " EXCEPT SELECT * FROM ref_" + v + ")), (SELECT count(*) FROM (SELECT * FROM ref_" +
-                          v + " EXCEPT SELECT * FROM " + v + ")), (SELECT count(*) FROM " + v +
+                          " EXCEPT SELECT * FROM ref_" + v +
+                          ")), (SELECT count(*) FROM (SELECT * FROM ref_" + v +
+                          " EXCEPT SELECT * FROM " + v + ")), (SELECT count(*) FROM " + v +
                           "), (SELECT count(*) FROM ref_" + v + ")";
     const Answer d = Run(h, q);
     ASSERT_TRUE(d.ok) << v << ": " << d.error;
