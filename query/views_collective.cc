@@ -57,7 +57,8 @@ Status Compute(engine::Db* db, Table* out) {
   out->names.clear();
   // The strings the SQL compares with: categories, RANK_READY and the negotiation spans' names.
   std::vector<std::string> strings;
-  uint32_t cat_mpi = 0, cat_comm = 0, cat_nccl = 0;  // 0: absent (string 0 is no category)
+  // strings has no unique key on the text: every id of a category counts (id 0 is no category).
+  std::unordered_set<uint32_t> cat_mpi, cat_comm, cat_nccl;
   std::unordered_set<uint32_t> ready, negotiations;
   {
     auto st = db->Prepare("SELECT id, s FROM main.strings");
@@ -70,9 +71,9 @@ Status Compute(engine::Db* db, Table* out) {
       if (id < 0 || id > UINT32_MAX) continue;  // no event can name it
       const auto u = static_cast<uint32_t>(id);
       std::string s(st->Text(1));
-      if (u != 0 && s == "mpi") cat_mpi = u;
-      if (u != 0 && s == "comm") cat_comm = u;
-      if (u != 0 && s == "nccl") cat_nccl = u;
+      if (u != 0 && s == "mpi") cat_mpi.insert(u);
+      if (u != 0 && s == "comm") cat_comm.insert(u);
+      if (u != 0 && s == "nccl") cat_nccl.insert(u);
       if (s == "RANK_READY") ready.insert(u);
       if (IsNegotiation(s)) negotiations.insert(u);
       if (strings.size() <= u) strings.resize(u + 1);
@@ -80,10 +81,18 @@ Status Compute(engine::Db* db, Table* out) {
     }
   }
   // As the events table: a name id without a string reads NULL, category 0 or "" reads NULL.
-  auto cat_is = [&](uint32_t c, uint32_t want) { return want != 0 && c == want; };
+  // Per string id, what it is (a lookup per decoded row, no hashing).
+  enum : uint8_t { kMpiOrComm = 1, kNccl = 2, kReady = 4, kNegotiation = 8 };
+  std::vector<uint8_t> what(strings.size(), 0);
+  for (const auto* set : {&cat_mpi, &cat_comm})
+    for (uint32_t c : *set) what[c] |= kMpiOrComm;
+  for (uint32_t c : cat_nccl) what[c] |= kNccl;
+  for (uint32_t n : ready) what[n] |= kReady;
+  for (uint32_t n : negotiations) what[n] |= kNegotiation;
+  auto what_of = [&](uint32_t id) -> uint8_t { return id < what.size() ? what[id] : 0; };
   std::string cats, names;
-  for (uint32_t c : {cat_mpi, cat_comm, cat_nccl})
-    if (c != 0) cats += (cats.empty() ? "" : ", ") + std::to_string(c);
+  for (const auto* set : {&cat_mpi, &cat_comm, &cat_nccl})
+    for (uint32_t c : *set) cats += (cats.empty() ? "" : ", ") + std::to_string(c);
   for (const auto* set : {&ready, &negotiations})
     for (uint32_t n : *set) names += (names.empty() ? "" : ", ") + std::to_string(n);
   if (cats.empty() && ready.empty()) return Status::Ok();
@@ -138,8 +147,9 @@ Status Compute(engine::Db* db, Table* out) {
       const int64_t id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
       const uint32_t c = b.cat[i];
       const auto kind = static_cast<RowKind>(b.kind[i]);
-      if ((mask & EventArgs::kSeq) && (cat_is(c, cat_mpi) || cat_is(c, cat_comm) ||
-                                       (cat_is(c, cat_nccl) && kind == RowKind::kInstant))) {
+      const uint8_t cat_what = what_of(c), name_what = what_of(b.name[i]);
+      if ((mask & EventArgs::kSeq) &&
+          ((cat_what & kMpiOrComm) || ((cat_what & kNccl) && kind == RowKind::kInstant))) {
         Arrival a;
         a.rank = rank;
         a.name = name_idx(b.name[i]);
@@ -155,13 +165,13 @@ Status Compute(engine::Db* db, Table* out) {
             static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(b.dur[i]));
         out->rows.push_back(a);
       }
-      if (ready.count(b.name[i]) && (mask & EventArgs::kPeer) && b.parent_k[i] != 0) {
+      if ((name_what & kReady) && (mask & EventArgs::kPeer) && b.parent_k[i] != 0) {
         ticks.push_back(
             Tick{b.peer[i],
                  (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.parent_k[i] - 1),
                  id, b.ts[i]});
       }
-      if (kind == RowKind::kSpan && negotiations.count(b.name[i]))
+      if (kind == RowKind::kSpan && (name_what & kNegotiation))
         negotiation_name.emplace(id, intern(strings[b.name[i]].substr(10)));
     }
   }
