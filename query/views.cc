@@ -6,6 +6,7 @@
 #include "query/events_vtab.h"
 #include "query/functions.h"
 #include "query/gpu_views.h"
+#include "query/views_collective.h"
 #include "query/views_p2p.h"
 
 namespace tracedb::query {
@@ -82,58 +83,6 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
          CAST(max(CASE WHEN r = 1 THEN rank END) AS INTEGER) AS slowest_rank
   FROM t GROUP BY step;
 
--- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
-
--- Every rank's arrival at every collective: recorded MPI calls, PyTorch collectives (cat
--- 'comm') and NCCL collectives (their issue instants), matched by communicator and sequence
--- number; and imported Horovod negotiations, where rank 0's timeline holds one
--- RANK_READY tick per rank (comm 0, seq = the NEGOTIATE_* span's id, name without NEGOTIATE_;
--- a tick has no duration, so dur and end_ts are NULL).
--- (The NEGOTIATE_* spans are read once into a table SQLite indexes: a join on events.id per
--- tick would decode a block per tick.)
-CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
-  WITH n AS MATERIALIZED (
-    SELECT id, name FROM events
-    WHERE kind = 'span' AND name LIKE 'NEGOTIATE\_%' ESCAPE '\')
-  SELECT rank, name, comm, seq, id, ts, dur, end_ts
-  FROM events
-  WHERE (cat IN ('mpi', 'comm') OR (cat = 'nccl' AND kind = 'instant')) AND seq IS NOT NULL
-  UNION ALL
-  SELECT t.peer, substr(n.name, 11), 0, n.id, t.id, t.ts, NULL, NULL
-  FROM events t JOIN n ON n.id = t.parent
-  WHERE t.name = 'RANK_READY' AND t.peer IS NOT NULL;
-
--- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
--- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
--- who arrived last.
-CREATE TEMP VIEW IF NOT EXISTS collective_arrivals AS
-  SELECT rank, name, comm, seq, id, ts, dur, end_ts,
-         ts - min(ts) OVER w AS late_ns,
-         max(ts) OVER w - ts AS wait_ns,
-         count(*) OVER w AS ranks,
-         first_value(rank) OVER (PARTITION BY comm, seq ORDER BY ts DESC, rank) AS last_rank
-  FROM collective_calls
-  WINDOW w AS (PARTITION BY comm, seq);
-
--- One row per collective: its arrival skew and the straggler (the last rank to arrive).
-CREATE TEMP VIEW IF NOT EXISTS collectives AS
-  SELECT comm, seq, name, ranks, min(ts) AS first_arrival, max(ts) AS last_arrival,
-         max(late_ns) AS skew_ns, last_rank, max(end_ts) - min(end_ts) AS exit_spread_ns,
-         max(dur) AS max_dur
-  FROM collective_arrivals GROUP BY comm, seq;
-
--- Per rank: how often it was the straggler, and the time the others spent waiting for it.
-CREATE TEMP VIEW IF NOT EXISTS stragglers AS
-  SELECT last_rank AS rank, count(*) AS times_last, sum(skew_ns) AS caused_wait_ns,
-         max(skew_ns) AS max_skew_ns
-  FROM collectives WHERE ranks > 1 GROUP BY last_rank;
-
--- Per rank: the time it spent waiting in collectives for later ranks.
-CREATE TEMP VIEW IF NOT EXISTS collective_wait AS
-  SELECT rank, count(*) AS collectives, sum(wait_ns) AS waited_ns, sum(late_ns) AS late_ns,
-         sum(CASE WHEN rank = last_rank THEN 1 ELSE 0 END) AS times_last
-  FROM collective_arrivals GROUP BY rank;
-
 )sql";
 
 // The same views as plain SQL where the shipped ones differ (the reference the differential
@@ -202,6 +151,53 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
           ORDER BY t2.dur DESC LIMIT 1) AS slowest_rank
   FROM step_times t GROUP BY step;
 
+)sql";
+
+// Collective matching over the table-valued function of query/views_collective.h (the views
+// after it read it through collective_arrivals).
+const char* const kCollSql = R"sql(
+-- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
+
+-- Every rank's arrival at every collective: recorded MPI calls, PyTorch collectives (cat
+-- 'comm') and NCCL collectives (their issue instants), matched by communicator and sequence
+-- number; and imported Horovod negotiations, where rank 0's timeline holds one
+-- RANK_READY tick per rank (comm 0, seq = the NEGOTIATE_* span's id, name without NEGOTIATE_;
+-- a tick has no duration, so dur and end_ts are NULL).
+-- Computed in C++ over the decoded blocks (query/views_collective.h): the same rows as the SQL
+-- in ViewsReferenceSql().
+CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
+  SELECT rank, name, comm, seq, id, ts, dur, end_ts FROM tracedb_collective_arrivals;
+
+-- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
+-- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
+-- who arrived last.
+CREATE TEMP VIEW IF NOT EXISTS collective_arrivals AS
+  SELECT rank, name, comm, seq, id, ts, dur, end_ts, late_ns, wait_ns, ranks, last_rank
+  FROM tracedb_collective_arrivals;
+
+-- One row per collective: its arrival skew and the straggler (the last rank to arrive).
+CREATE TEMP VIEW IF NOT EXISTS collectives AS
+  SELECT comm, seq, name, ranks, min(ts) AS first_arrival, max(ts) AS last_arrival,
+         max(late_ns) AS skew_ns, last_rank, max(end_ts) - min(end_ts) AS exit_spread_ns,
+         max(dur) AS max_dur
+  FROM collective_arrivals GROUP BY comm, seq;
+
+-- Per rank: how often it was the straggler, and the time the others spent waiting for it.
+CREATE TEMP VIEW IF NOT EXISTS stragglers AS
+  SELECT last_rank AS rank, count(*) AS times_last, sum(skew_ns) AS caused_wait_ns,
+         max(skew_ns) AS max_skew_ns
+  FROM collectives WHERE ranks > 1 GROUP BY last_rank;
+
+-- Per rank: the time it spent waiting in collectives for later ranks.
+CREATE TEMP VIEW IF NOT EXISTS collective_wait AS
+  SELECT rank, count(*) AS collectives, sum(wait_ns) AS waited_ns, sum(late_ns) AS late_ns,
+         sum(CASE WHEN rank = last_rank THEN 1 ELSE 0 END) AS times_last
+  FROM collective_arrivals GROUP BY rank;
+
+)sql";
+
+// The same in plain SQL: window functions over (comm, seq) (kept as the reference of the C++).
+const char* const kCollReferenceSql = R"sql(
 -- ---- Cross-rank matching (MPI capture; docs/sql.md "Stragglers") ----
 
 -- Every rank's arrival at every collective: recorded MPI calls, PyTorch collectives (cat
@@ -219,9 +215,11 @@ CREATE TEMP VIEW IF NOT EXISTS collective_calls AS
   FROM events
   WHERE (cat IN ('mpi', 'comm') OR (cat = 'nccl' AND kind = 'instant')) AND seq IS NOT NULL
   UNION ALL
-  SELECT t.peer, substr(n.name, 11), 0, n.id, t.id, t.ts, NULL, NULL
+  SELECT t.peer, substr(n.name, 11), CAST(0 AS INTEGER), n.id, t.id, t.ts, NULL, NULL
   FROM events t JOIN n ON n.id = t.parent
   WHERE t.name = 'RANK_READY' AND t.peer IS NOT NULL;
+-- (CAST: the ticks' comm has the INTEGER affinity of every other comm, as the C++ table's
+-- column does; a bare 0 had none, so `comm > '-1'` differed between the two kinds of row.)
 
 -- Every rank's call of every collective, matched across ranks by (comm, seq): how late it
 -- arrived after the first rank (late_ns), how long it waited for the last one (wait_ns), and
@@ -425,12 +423,13 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
 }  // namespace
 
 const char* ViewsSql() {
-  static const std::string sql = std::string(kHeadSql) + kP2pSql + kTailSql;
+  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kTailSql;
   return sql.c_str();
 }
 
 const char* ViewsReferenceSql() {
-  static const std::string sql = std::string(kHeadReferenceSql) + kP2pReferenceSql + kTailSql;
+  static const std::string sql =
+      std::string(kHeadReferenceSql) + kCollReferenceSql + kP2pReferenceSql + kTailSql;
   return sql.c_str();
 }
 
@@ -438,6 +437,7 @@ int InstallSqlSurface(sqlite3* db, char** err) {
   int rc = RegisterEventsModule(db);
   if (rc == SQLITE_OK) rc = RegisterFunctions(db);
   if (rc == SQLITE_OK) rc = RegisterP2pModules(db);
+  if (rc == SQLITE_OK) rc = RegisterCollectiveModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));

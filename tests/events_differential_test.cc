@@ -176,7 +176,10 @@ class TraceGen {
     if (name == "MPI_Allreduce" || name == "ncclAllReduce") {
       a.mask |= EventArgs::kComm | EventArgs::kSeq;
       a.comm = name == "MPI_Allreduce" ? 0 : 1;
-      a.seq = (*seq_)++;
+      // The collective views' edge cases too: a seq repeated on a rank, and no communicator
+      // (a NULL comm, its own partition).
+      a.seq = Chance(0.05) && *seq_ > 0 ? *seq_ - 1 : (*seq_)++;
+      if (Chance(0.05)) a.mask &= ~EventArgs::kComm;
     }
     if (name == "MPI_Send" || name == "MPI_Recv") {
       a.mask |= EventArgs::kPeer | EventArgs::kTag | EventArgs::kComm;
@@ -809,6 +812,7 @@ void Build(uint64_t seed, Env* env, Tally* tally) {
   ASSERT_EQ(env->views, reference_views);
   // The reference must not read the table-valued functions it checks.
   ASSERT_EQ(reference.find("tracedb_p2p_"), std::string::npos);
+  ASSERT_EQ(reference.find("tracedb_collective_"), std::string::npos);
   // Only table references (after FROM or JOIN) are renamed, never column aliases.
   std::string ref_sql =
       std::regex_replace(reference, std::regex("\\b(FROM|JOIN)(\\s+)events\\b"), "$1$2ref");
@@ -905,6 +909,34 @@ void RunSeed(uint64_t seed) {
   ASSERT_TRUE(p2p.ok) << p2p.error;
   EXPECT_GT(std::atoll(p2p.rows.at(0).at(0).c_str()), 0);
   EXPECT_GT(std::atoll(p2p.rows.at(0).at(1).c_str()), 0);
+  // The collective views (computed in C++) have the shapes they must get right: collectives
+  // on several ranks, ranks missing from some, a NULL comm, a rank arriving twice (a repeated
+  // seq, or two RANK_READY ticks of one rank), and Horovod ticks (NULL dur).
+  const Answer coll =
+      Run(h,
+          "SELECT (SELECT count(*) FROM ref_collectives WHERE ranks > 1), "
+          "(SELECT count(*) FROM ref_collectives WHERE ranks < 4), "
+          "(SELECT count(*) FROM ref_collective_arrivals WHERE comm IS NULL), "
+          "(SELECT count(*) FROM (SELECT 1 FROM ref_collective_calls GROUP BY comm, seq, rank "
+          "HAVING count(*) > 1)), "
+          "(SELECT count(*) FROM ref_collective_calls WHERE dur IS NULL)");
+  ASSERT_TRUE(coll.ok) << coll.error;
+  for (size_t i = 0; i < coll.rows.at(0).size(); ++i)
+    EXPECT_GT(std::atoll(coll.rows[0][i].c_str()), 0) << "collective shape " << i;
+  // And the whole views, row for row (not only the random queries' samples).
+  for (const char* v : {"collective_calls", "collective_arrivals", "collectives", "stragglers",
+                        "collective_wait"}) {
+    const std::string q = std::string("SELECT (SELECT count(*) FROM (SELECT * FROM ") + v +
+                          " EXCEPT SELECT * FROM ref_" + v +
+                          ")), (SELECT count(*) FROM (SELECT * FROM ref_" + v +
+                          " EXCEPT SELECT * FROM " + v + ")), (SELECT count(*) FROM " + v +
+                          "), (SELECT count(*) FROM ref_" + v + ")";
+    const Answer d = Run(h, q);
+    ASSERT_TRUE(d.ok) << v << ": " << d.error;
+    EXPECT_EQ(d.rows.at(0).at(0), "0") << v << ": rows not in the reference";
+    EXPECT_EQ(d.rows.at(0).at(1), "0") << v << ": reference rows missing";
+    EXPECT_EQ(d.rows.at(0).at(2), d.rows.at(0).at(3)) << v << ": row counts";
+  }
   const int64_t n = Queries();
   int64_t failures = 0;
   std::map<std::string, std::pair<int64_t, double>> by_kind;  // kind -> (queries, seconds)

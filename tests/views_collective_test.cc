@@ -1,0 +1,159 @@
+// The collective views (collective_calls, collective_arrivals, collectives, stragglers,
+// collective_wait; computed by the table-valued function of query/views_collective.h) on a
+// small hand-built trace whose every expected value is worked out by hand below: arrivals on
+// three ranks, a rank missing from a collective, a tie for last place, a NULL comm, NCCL issue
+// instants (and an NCCL span that is not one), an event with a seq outside the collective
+// categories, and a Horovod negotiation with a repeated RANK_READY tick.
+// tests/events_differential_test.cc compares the same views with their plain SQL on random traces.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/trace_builder.h"
+#include "engine/trace_writer.h"
+#include "query/query_db.h"
+#include "tests/test_util.h"
+
+namespace tracedb::testing {
+namespace {
+
+using engine::EventArgs;
+
+EventArgs Coll(int64_t comm, uint64_t seq, bool has_comm = true) {
+  EventArgs a;
+  a.mask = EventArgs::kSeq | (has_comm ? EventArgs::kComm : 0);
+  a.comm = static_cast<uint32_t>(comm);
+  a.seq = seq;
+  return a;
+}
+
+// Rows of `sql` as text, one string per row ("NULL" for NULL), fields joined by '|'.
+std::vector<std::string> Rows(engine::Db* db, const std::string& sql) {
+  std::vector<std::string> out;
+  auto st = db->Prepare(sql);
+  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
+  if (!st.ok()) return out;
+  for (;;) {
+    auto row = st->Step();
+    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
+    if (!row.ok() || !*row) break;
+    std::string r;
+    for (int i = 0; i < sqlite3_column_count(st->raw()); ++i) {
+      if (i) r += "|";
+      r += sqlite3_column_type(st->raw(), i) == SQLITE_NULL ? "NULL" : std::string(st->Text(i));
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+TEST(CollectiveViews, HandBuiltTraceGivesHandDerivedRows) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("coll.tdb");
+  int64_t negotiation_id = 0;
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    engine::TraceWriter* tw = w->get();
+    engine::TraceBuilder b(tw);
+    ASSERT_TRUE(tw->BeginBatch().ok());
+    std::vector<uint32_t> track(3);
+    for (int r = 0; r < 3; ++r) {
+      engine::RankRecord rec;
+      rec.rank = r;
+      rec.world_size = 3;
+      rec.source = "collective-test";
+      ASSERT_TRUE(tw->SetRank(rec).ok());
+      engine::TrackSpec s;
+      s.rank = r;
+      s.name = "main";
+      s.tid = 100 + r;
+      s.local_id = 1;
+      track[r] = tw->Track(s);
+    }
+    const uint32_t allreduce = tw->Intern("MPI_Allreduce"), mpi = tw->Intern("mpi");
+    const uint32_t nccl_name = tw->Intern("ncclAllReduce"), nccl = tw->Intern("nccl");
+    const uint32_t compute = tw->Intern("compute"), fwd = tw->Intern("forward");
+    const uint32_t negotiate = tw->Intern("NEGOTIATE_ALLREDUCE"), comm = tw->Intern("comm");
+    const uint32_t ready = tw->Intern("RANK_READY");
+    EventArgs a;
+    // A: comm 5 seq 1 on ranks 0, 1, 2 at 100, 130, 120 (durations 50, 10, 30).
+    a = Coll(5, 1);
+    ASSERT_TRUE(b.Complete(track[0], 100, 50, allreduce, mpi, &a).ok());
+    ASSERT_TRUE(b.Complete(track[1], 130, 10, allreduce, mpi, &a).ok());
+    ASSERT_TRUE(b.Complete(track[2], 120, 30, allreduce, mpi, &a).ok());
+    // B: comm 5 seq 2 on ranks 0 and 2 only, both at 200: the lower rank counts as last.
+    a = Coll(5, 2);
+    ASSERT_TRUE(b.Complete(track[0], 200, 5, allreduce, mpi, &a).ok());
+    ASSERT_TRUE(b.Complete(track[2], 200, 7, allreduce, mpi, &a).ok());
+    // C: no comm, seq 1, rank 1 alone.
+    a = Coll(0, 1, /*has_comm=*/false);
+    ASSERT_TRUE(b.Complete(track[1], 210, 4, allreduce, mpi, &a).ok());
+    // A seq outside the collective categories: no arrival.
+    a = Coll(5, 3);
+    ASSERT_TRUE(b.Complete(track[1], 220, 4, fwd, compute, &a).ok());
+    // NCCL: issue instants of comm 7 seq 1 on ranks 0 and 2 at 300 and 310; a span with a seq
+    // in cat nccl is not an arrival.
+    a = Coll(7, 1);
+    ASSERT_TRUE(b.Instant(track[0], 300, nccl_name, nccl, &a).ok());
+    ASSERT_TRUE(b.Instant(track[2], 310, nccl_name, nccl, &a).ok());
+    ASSERT_TRUE(b.Complete(track[1], 305, 20, nccl_name, nccl, &a).ok());
+    // Horovod: rank 0's negotiation 400..500 with ticks of ranks 2 (410), 1 (450), 2 (460).
+    ASSERT_TRUE(b.Begin(track[0], 400, negotiate, comm, nullptr).ok());
+    for (auto [peer, ts] : std::vector<std::pair<int32_t, int64_t>>{{2, 410}, {1, 450}, {2, 460}}) {
+      EventArgs t;
+      t.mask = EventArgs::kPeer;
+      t.peer = peer;
+      ASSERT_TRUE(b.Instant(track[0], ts, ready, comm, &t).ok());
+    }
+    ASSERT_TRUE(b.End(track[0], 500).ok());
+    ASSERT_TRUE(tw->CommitBatch().ok());
+  }
+  auto db = query::OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  engine::Db* q = db->get();
+  auto id = q->QueryInt("SELECT id FROM events WHERE name = 'NEGOTIATE_ALLREDUCE'", -1);
+  ASSERT_TRUE(id.ok());
+  negotiation_id = *id;
+  ASSERT_GE(negotiation_id, 0);
+  const std::string n = std::to_string(negotiation_id);
+
+  // rank, name, comm, seq, ts, dur, end_ts, late_ns, wait_ns, ranks, last_rank
+  EXPECT_EQ(Rows(q,
+                 "SELECT rank, name, comm, seq, ts, dur, end_ts, late_ns, wait_ns, ranks, "
+                 "last_rank FROM collective_arrivals ORDER BY comm, seq, ts, rank"),
+            (std::vector<std::string>{
+                "1|MPI_Allreduce|NULL|1|210|4|214|0|0|1|1",
+                "2|ALLREDUCE|0|" + n + "|410|NULL|NULL|0|50|3|2",
+                "1|ALLREDUCE|0|" + n + "|450|NULL|NULL|40|10|3|2",
+                "2|ALLREDUCE|0|" + n + "|460|NULL|NULL|50|0|3|2",
+                "0|MPI_Allreduce|5|1|100|50|150|0|30|3|1",
+                "2|MPI_Allreduce|5|1|120|30|150|20|10|3|1",
+                "1|MPI_Allreduce|5|1|130|10|140|30|0|3|1",
+                "0|MPI_Allreduce|5|2|200|5|205|0|0|2|0",
+                "2|MPI_Allreduce|5|2|200|7|207|0|0|2|0",
+                "0|ncclAllReduce|7|1|300|0|300|0|10|2|2",
+                "2|ncclAllReduce|7|1|310|0|310|10|0|2|2",
+            }));
+  EXPECT_EQ(Rows(q, "SELECT count(*) FROM collective_calls"), (std::vector<std::string>{"11"}));
+  // comm, seq, name, ranks, first, last, skew, last_rank, exit_spread, max_dur
+  EXPECT_EQ(Rows(q,
+                 "SELECT comm, seq, name, ranks, first_arrival, last_arrival, skew_ns, last_rank, "
+                 "exit_spread_ns, max_dur FROM collectives ORDER BY comm, seq"),
+            (std::vector<std::string>{
+                "NULL|1|MPI_Allreduce|1|210|210|0|1|0|4",
+                "0|" + n + "|ALLREDUCE|3|410|460|50|2|NULL|NULL",
+                "5|1|MPI_Allreduce|3|100|130|30|1|10|50", "5|2|MPI_Allreduce|2|200|200|0|0|2|7",
+                "7|1|ncclAllReduce|2|300|310|10|2|10|0",  // instants: end_ts = ts
+            }));
+  // rank, times_last, caused_wait_ns, max_skew_ns (collectives on more than one rank)
+  EXPECT_EQ(Rows(q, "SELECT * FROM stragglers ORDER BY rank"),
+            (std::vector<std::string>{"0|1|0|0", "1|1|30|30", "2|2|60|50"}));
+  // rank, collectives, waited_ns, late_ns, times_last
+  EXPECT_EQ(Rows(q, "SELECT * FROM collective_wait ORDER BY rank"),
+            (std::vector<std::string>{"0|3|40|0|1", "1|3|10|70|2", "2|5|60|80|3"}));
+}
+
+}  // namespace
+}  // namespace tracedb::testing
