@@ -176,7 +176,6 @@ TEST(EventBlock, DurationsOfEveryBitLengthRoundTrip) {
   for (size_t i = 0; i < d.n; ++i) ExpectRowEq(d.RowAt(i), rows[i]);
 }
 
-
 // A block of distinct names in distinct categories (an import can make one) has names x
 // categories combinations far beyond its rows: the per-(name, cat, kind) statistics must come out
 // as for any block, without a table of that size (16K x 16K x 4 entries would be 4 GiB).
@@ -189,8 +188,8 @@ TEST(EventBlock, ManyNamesInManyCategoriesKeepExactStatistics) {
     r.dur = 5 + i % 3;
     r.track = 1;
     r.k = static_cast<uint64_t>(i);
-    r.name = 100 + static_cast<uint32_t>(i / 2);      // each name twice
-    r.cat = 100000 + static_cast<uint32_t>(i / 2);    // in its own category
+    r.name = 100 + static_cast<uint32_t>(i / 2);    // each name twice
+    r.cat = 100000 + static_cast<uint32_t>(i / 2);  // in its own category
     r.kind = RowKind::kSpan;
     rows.push_back(r);
   }

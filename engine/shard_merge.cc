@@ -27,7 +27,7 @@ constexpr uint8_t kFormatBitLength = 2;
 
 // The tables keyed by rank whose rows a shard's ranks own, copied whole on every merge.
 constexpr const char* kRankTables[] = {"ranks", "processes", "clock_knots", "sync_points",
-                                       "steps", "stats", "sources"};
+                                       "steps", "stats",     "sources"};
 
 Status Bad(const std::string& shard, int64_t block, std::string_view why) {
   return Status::Corruption(shard + ": block " + std::to_string(block) + ": " + std::string(why));

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "engine/compactor.h"
-#include "engine/shard_compact.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_gc.h"
+#include "engine/shard_compact.h"
 #include "engine/trace_writer.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -40,8 +40,8 @@ struct CompactCmdOptions {
   double interval_s = 2.0;
   bool finish = false;
   int64_t stale_after_s = 120;
-  bool mpi = false;       // exec tracedb-mpi-compact (run under mpirun)
-  std::string shard_by;   // "node": one database per node and a manifest at `output`
+  bool mpi = false;               // exec tracedb-mpi-compact (run under mpirun)
+  std::string shard_by;           // "node": one database per node and a manifest at `output`
   bool delete_compacted = false;  // remove segment files once durably in the database
 };
 
@@ -60,8 +60,8 @@ void PrintSummary(const engine::CompactStats& s, double seconds) {
       "(%s events/s)\n",
       WithCommas(s.segment_events).c_str(),
       s.step_markers ? (" and " + WithCommas(s.step_markers) + " step markers").c_str() : "",
-      static_cast<unsigned long long>(s.files_read),
-      static_cast<unsigned long long>(s.files), WithCommas(s.rows).c_str(), seconds,
+      static_cast<unsigned long long>(s.files_read), static_cast<unsigned long long>(s.files),
+      WithCommas(s.rows).c_str(), seconds,
       WithCommas(static_cast<uint64_t>(seconds > 0 ? s.segment_events / seconds : 0)).c_str());
   if (s.dropped) {
     std::fprintf(stderr, "  the recorder dropped %s events (full buffers)\n",
@@ -325,8 +325,7 @@ int RunCompact(const CompactCmdOptions& o) {
       return kExitError;
     }
     if (!open_db()) return kExitError;
-    Verbose("compact", "database %s (%s)", o.output.c_str(),
-            existed ? "extended" : "created");
+    Verbose("compact", "database %s (%s)", o.output.c_str(), existed ? "extended" : "created");
     auto stats = engine::Compact(writer.get(), co, progress);
     pass_done();
     if (!stats.ok()) return fail(stats.status());

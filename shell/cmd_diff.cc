@@ -10,9 +10,9 @@
 
 #include "query/report_data.h"
 #include "shell/commands.h"
-#include "shell/verbosity.h"
 #include "shell/format.h"
 #include "shell/report_html.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {

@@ -158,8 +158,8 @@ int RunExport(const ExportCmdOptions& o) {
       std::fprintf(stderr, "tracedb export: warning: no message flows: %s\n", m.message().c_str());
       eo.extra_flows.clear();
     }
-    Verbose("export", "%s: %s matched MPI messages to draw as flows, found in %.3f s",
-            o.db.c_str(), WithCommas(eo.extra_flows.size()).c_str(), Now() - t_flows);
+    Verbose("export", "%s: %s matched MPI messages to draw as flows, found in %.3f s", o.db.c_str(),
+            WithCommas(eo.extra_flows.size()).c_str(), Now() - t_flows);
   }
 
   const double t0 = Now();

@@ -1,5 +1,5 @@
-// `tracedb import FILE|DIR... -o JOB.tdb [--input-format F] [--rank N]`: reads traces written by other
-// tools (Horovod, BytePS, Bluefog, PyTorch profiler, any Chrome JSON; mpitrace and mpiP once
+// `tracedb import FILE|DIR... -o JOB.tdb [--input-format F] [--rank N]`: reads traces written by
+// other tools (Horovod, BytePS, Bluefog, PyTorch profiler, any Chrome JSON; mpitrace and mpiP once
 // their importers are registered) into one trace database. Each input file is one batch (one
 // SQLite transaction), so a failure keeps the files imported before it. Formats are detected from
 // the first 64 KiB of content (decompressed); a directory is a BytePS trace dir or else every
@@ -37,8 +37,8 @@ constexpr const char* kFormats[] = {"chrome", "horovod",  "byteps", "bluefog",
 struct ImportOptions {
   std::vector<std::string> inputs;
   std::string output;
-  std::string format = "auto";   // --input-format
-  std::string old_format;        // --format: the deprecated name of --input-format
+  std::string format = "auto";  // --input-format
+  std::string old_format;       // --format: the deprecated name of --input-format
   int rank = -1;
   bool merge = false;     // inputs of another job go into the same ranks anyway
   bool separate = false;  // inputs of another job go into a database of their own
@@ -209,7 +209,7 @@ Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const Impo
     s = Status::InvalidArgument(
         "all " + WithCommas(result.skipped) + " records skipped, none imported" +
         (it.importer != nullptr ? " (is --input-format " + std::string(imp->name()) + " right?)"
-                                  : ""));
+                                : ""));
   }
   bool other_job = false;
   if (s.ok() && !o.merge) {
@@ -242,8 +242,7 @@ Attempt ImportInto(Output* out, const Item& it, query::Importer* imp, const Impo
   progress->state.events += result.events;
   Verbose("import", "%s: %s%s, %s events, %s skipped, into %s in %.3f s", it.path.c_str(),
           imp->name(), it.importer != nullptr ? "" : " (detected)",
-          WithCommas(result.events).c_str(), WithCommas(result.skipped).c_str(),
-          out->path.c_str(),
+          WithCommas(result.events).c_str(), WithCommas(result.skipped).c_str(), out->path.c_str(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   out->imported++;
   out->last = Done{it.path, imp->name(), out->path, std::move(result)};
@@ -308,7 +307,7 @@ int RunImport(ImportOptions o) {
   std::vector<Done> done;
   int failures = 0;
   bool skipped_already = false;  // an input already imported (not a failure)
-  uint64_t bytes_before = 0;  // input bytes of the items before this one
+  uint64_t bytes_before = 0;     // input bytes of the items before this one
   for (const Item& it : items) {
     progress.state.files_done++;
     progress.bytes_before = bytes_before;
@@ -343,7 +342,7 @@ int RunImport(ImportOptions o) {
         out.existed = std::filesystem::exists(out.path, ec);
         if (Status s = out.Reopen(); !s.ok()) {
           progress.line.Finish();
-        std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());
+          std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());
           PrintSummary(done);
           return kExitError;
         }

@@ -7,8 +7,8 @@
 
 #include "query/query_db.h"
 #include "shell/commands.h"
-#include "shell/verbosity.h"
 #include "shell/sql_runner.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {

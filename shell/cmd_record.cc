@@ -41,8 +41,8 @@
 #include "query/query_db.h"
 #include "recorder/cuda/record_env.h"
 #include "shell/commands.h"
-#include "shell/verbosity.h"
 #include "shell/format.h"
+#include "shell/verbosity.h"
 
 extern char** environ;
 
@@ -256,8 +256,8 @@ int WaitRanks(const std::vector<pid_t>& pids) {
     --left;
     const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (failed && !terminating) {
-      std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n", rank,
-                   static_cast<int>(pid), DescribeStatus(status).c_str(), left);
+      std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n",
+                   rank, static_cast<int>(pid), DescribeStatus(status).c_str(), left);
       first_failure = ExitCodeOf(status);
       terminating = true;
       kill_at = Now() + 10;
@@ -447,8 +447,8 @@ int RunRecord(const RecordOptions& o) {
     }
     exit_code = ExitCodeOf(status);
     if (exit_code != 0) {
-      std::fprintf(stderr, "tracedb record: %s (pid %d) %s\n", o.command[0].c_str(), static_cast<int>(pid),
-                   DescribeStatus(status).c_str());
+      std::fprintf(stderr, "tracedb record: %s (pid %d) %s\n", o.command[0].c_str(),
+                   static_cast<int>(pid), DescribeStatus(status).c_str());
     }
   }
   const double seconds = Now() - t0;
@@ -456,7 +456,8 @@ int RunRecord(const RecordOptions& o) {
   signal(SIGQUIT, SIG_DFL);
   if (exit_code != 0) {
     ReportUnfinishedWriters(dir);
-    std::fprintf(stderr, "tracedb record: the job failed (exit code %d); compacting what it flushed\n",
+    std::fprintf(stderr,
+                 "tracedb record: the job failed (exit code %d); compacting what it flushed\n",
                  exit_code);
   }
 

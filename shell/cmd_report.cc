@@ -17,10 +17,10 @@
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
-#include "shell/verbosity.h"
 #include "shell/report_html.h"
 #include "shell/result_format.h"
 #include "shell/sql_runner.h"
+#include "shell/verbosity.h"
 
 namespace tracedb::shell {
 namespace {
@@ -286,8 +286,8 @@ int RunMpiReport(const ReportOptions& o) {
     std::fprintf(stderr, "tracedb report mpi: %s\n", report.status().message().c_str());
     return kExitError;
   }
-  Verbose("report mpi", "%s: %d of %d ranks with calls (source: %s), built in %.3f s",
-          o.db.c_str(), report->ranks_with_calls, report->world_size, report->source.c_str(),
+  Verbose("report mpi", "%s: %d of %d ranks with calls (source: %s), built in %.3f s", o.db.c_str(),
+          report->ranks_with_calls, report->world_size, report->source.c_str(),
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::string out;
   if (o.format == "text")

@@ -338,8 +338,7 @@ int RunReportHtml(const HtmlOptions& o) {
     std::fprintf(stderr, "tracedb %s: %s: %s\n", cmd, o.db.c_str(), s.message().c_str());
     return kExitError;
   }
-  Verbose("report html", "%s: the page's aggregates computed in %.2f s", o.db.c_str(),
-          seconds());
+  Verbose("report html", "%s: the page's aggregates computed in %.2f s", o.db.c_str(), seconds());
   if (!o.baseline.empty()) {
     query::RunSummary a, b;
     if (!LoadRunSummary(cmd, o.baseline, &a) || !LoadRunSummary(cmd, o.db, &b)) return kExitError;

@@ -45,13 +45,15 @@ TEST(ImportCli, UsageErrorsExitWithTwo) {
   std::string out;
   EXPECT_EQ(Import("", &out), 2) << out;
   EXPECT_EQ(Import(dir.Sub("t.json"), &out), 2) << out;  // no -o
-  EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --input-format nope", &out), 2);
+  EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --input-format nope", &out),
+            2);
   EXPECT_NE(out.find("unknown format 'nope'"), std::string::npos) << out;
   // A format of the list that this build has no importer for (mpitrace and mpiP come
   // separately): still a usage error, said as such.
   for (const char* f : {"mpitrace", "mpip"}) {
     if (query::FindImporter(f) != nullptr) continue;
-    EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --input-format " + f, &out), 2);
+    EXPECT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("j.tdb") + " --input-format " + f, &out),
+              2);
     EXPECT_NE(out.find("no importer for the format '" + std::string(f) + "'"), std::string::npos)
         << out;
   }
@@ -70,8 +72,9 @@ TEST(ImportCli, UnreadableInputsExitWithOneAndNameFileAndOffset) {
       << out;
 
   WriteFile(dir.Sub("notes.json"), "  hello, this is not JSON\n");
-  EXPECT_EQ(Import(dir.Sub("notes.json") + " -o " + dir.Sub("j.tdb") + " --input-format chrome", &out),
-            1);
+  EXPECT_EQ(
+      Import(dir.Sub("notes.json") + " -o " + dir.Sub("j.tdb") + " --input-format chrome", &out),
+      1);
   EXPECT_NE(out.find(dir.Sub("notes.json") + ": byte offset 2: not a JSON trace"),
             std::string::npos)
       << out;
@@ -110,8 +113,8 @@ TEST(ImportCli, UnreadableInputsExitWithOneAndNameFileAndOffset) {
       << out;
 }
 
-// Junk, an empty file, or a file whose every record is skipped (a wrong --input-format) fails: exit 1,
-// a message naming the file and the count, and no database left behind (or the previous one
+// Junk, an empty file, or a file whose every record is skipped (a wrong --input-format) fails: exit
+// 1, a message naming the file and the count, and no database left behind (or the previous one
 // unchanged).
 TEST(ImportCli, AnImportOfNothingFailsAndLeavesNoFile) {
   TempDir dir;
@@ -131,7 +134,8 @@ TEST(ImportCli, AnImportOfNothingFailsAndLeavesNoFile) {
   // A BytePS trace forced through the Horovod importer: no record is Horovod's.
   const std::string byteps =
       SourceRoot() + "/fixtures/import/byteps/trace_dir/input/trace/0/comm.json";
-  EXPECT_EQ(Import("'" + byteps + "' --input-format horovod -o " + dir.Sub("w.tdb"), &out), 1) << out;
+  EXPECT_EQ(Import("'" + byteps + "' --input-format horovod -o " + dir.Sub("w.tdb"), &out), 1)
+      << out;
   EXPECT_NE(out.find("comm.json (as horovod): all "), std::string::npos) << out;
   EXPECT_NE(out.find("records skipped, none imported (is --input-format horovod right?)"),
             std::string::npos)
@@ -143,7 +147,8 @@ TEST(ImportCli, AnImportOfNothingFailsAndLeavesNoFile) {
   ASSERT_EQ(Import(dir.Sub("t.json") + " -o " + dir.Sub("k.tdb"), &out), 0) << out;
   const std::string before = RowsCsv(ReadDbRows(dir.Sub("k.tdb"))) + TablesCsv(dir.Sub("k.tdb"));
   EXPECT_EQ(Import(dir.Sub("junk.bin") + " -o " + dir.Sub("k.tdb"), &out), 1) << out;
-  EXPECT_EQ(Import("'" + byteps + "' --input-format horovod -o " + dir.Sub("k.tdb"), &out), 1) << out;
+  EXPECT_EQ(Import("'" + byteps + "' --input-format horovod -o " + dir.Sub("k.tdb"), &out), 1)
+      << out;
   EXPECT_EQ(RowsCsv(ReadDbRows(dir.Sub("k.tdb"))) + TablesCsv(dir.Sub("k.tdb")), before);
 }
 

@@ -279,9 +279,9 @@ TEST_F(MpiCompact, KilledAtAnyMomentResumes) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(Sh(cmd), 0);
   const auto run_us = std::max<int64_t>(
-      20000, std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::steady_clock::now() - t0)
-                 .count());
+      20000,
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   int killed = 0;
   for (int round = 0; round < 8; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));

@@ -153,11 +153,11 @@ TEST(Compact, ShowsProgressAndOneVerboseLinePerFile) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("\rcompact: file [1-3]/3, [0-9,]+ events, ")))
       << out;
-  for (const char* file : {"rank-0/seg-100-000000.tds", "rank-0/seg-101-000000.tds",
-                           "rank-1/seg-200-000000.tds"}) {
-    EXPECT_TRUE(std::regex_search(
-        out, std::regex("tracedb compact: [^\n]*/trace/" + std::string(file) +
-                        ": [0-9,]+ rows from [0-9.]+ [KM]?B in [0-9.]+ s\n")))
+  for (const char* file :
+       {"rank-0/seg-100-000000.tds", "rank-0/seg-101-000000.tds", "rank-1/seg-200-000000.tds"}) {
+    EXPECT_TRUE(
+        std::regex_search(out, std::regex("tracedb compact: [^\n]*/trace/" + std::string(file) +
+                                          ": [0-9,]+ rows from [0-9.]+ [KM]?B in [0-9.]+ s\n")))
         << file << " in " << out;
   }
   // -q: neither the progress line nor the summary.
