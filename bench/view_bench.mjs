@@ -46,6 +46,16 @@ function pssMb(pid) {
     return m ? Number(m[1]) : 0;
   } catch { return 0; }
 }
+// What Chrome's task manager shows as a process's "Memory footprint" on Linux: its private
+// memory (pages no other process maps: Private_Clean + Private_Dirty) plus what of it is swapped
+// out, in kB. Unlike PSS it does not move with other browsers sharing the same library pages.
+function privateKb(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const f = (k) => { const m = s.match(new RegExp(`^${k}:\\s+(\\d+) kB`, "m")); return m ? Number(m[1]) : 0; };
+    return f("Private_Clean") + f("Private_Dirty") + f("Swap");
+  } catch { return 0; }
+}
 function treeRssMb(pid) {
   const ps = execFileSync("ps", ["-e", "-o", "pid=,ppid=,rss="]).toString().trim().split("\n")
     .map((l) => l.trim().split(/\s+/).map(Number));
@@ -74,11 +84,12 @@ function treeProcs(pid) {
       const t = args.find((a) => a.startsWith("--type="));
       let type = t ? t.slice(7) : "browser";
       if (args.includes("--extension-process")) type = "extension";
+      if (args.includes("--top-chrome-webui")) type = "renderer:webui";
       if (type === "utility") {
         const u = args.find((a) => a.startsWith("--utility-sub-type="));
         if (u) type = "utility:" + u.slice(19).split(".").slice(-2).join(".");
       }
-      out.push({ pid: p, type, pss_kb: pssMb(p), cpu_ms: cpuMs(p) });
+      out.push({ pid: p, type, pss_kb: pssMb(p), private_kb: privateKb(p), cpu_ms: cpuMs(p) });
     } catch { /* exited */ }
   }
   return out;
@@ -102,6 +113,35 @@ const cpuDelta = (a, b) => {
     m[p.type] = (m[p.type] || 0) + p.cpu_ms - (before ? before.cpu_ms : 0);
   }
   return m;
+};
+const mbByType = (procs, key) =>
+  Object.fromEntries(Object.entries(byType(procs, key)).map(([k, v]) => [k, +(v / 1024).toFixed(0)]));
+// Memory at one point: PSS and private footprint by process type, each renderer's private
+// footprint (the tab's is the largest; Chromium may keep a spare one), and the page's JS heap.
+const mb1 = (kb) => +(kb / 1024).toFixed(1);
+const sum = (procs, key) => procs.reduce((n, p) => n + p[key], 0);
+// tabPid: the renderer of the tab (the one that ran the page); the other renderers are Chromium's
+// own UI (--top-chrome-webui, "renderer:webui") and a spare one kept for the next tab.
+const memAt = (procs, heapMb, tabPid) => {
+  const tab = procs.find((p) => p.pid === tabPid);
+  return {
+    pss_mb: mbByType(procs, "pss_kb"), private_mb: mbByType(procs, "private_kb"),
+    whole_browser_pss_mb: +(sum(procs, "pss_kb") / 1024).toFixed(0),
+    whole_browser_private_mb: +(sum(procs, "private_kb") / 1024).toFixed(0),
+    tab_private_mb: tab ? mb1(tab.private_kb) : null, tab_pss_mb: tab ? mb1(tab.pss_kb) : null,
+    ...(heapMb === undefined ? {} : { js_heap_mb: +heapMb.toFixed(1) }),
+  };
+};
+// The page's renderer: of the tab renderers (not Chromium's UI), the one that worked most.
+const tabRenderer = (a, b) => {
+  let best = -1, most = -1;
+  for (const p of b) {
+    if (p.type !== "renderer") continue;
+    const before = a.find((q) => q.pid === p.pid);
+    const d = p.cpu_ms - (before ? before.cpu_ms : 0);
+    if (d > most) { most = d; best = p.pid; }
+  }
+  return best;
 };
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil(p / 100 * s.length) - 1)]; };
 
@@ -137,17 +177,32 @@ async function benchView() {
   for (let i = 0; i < 30; i++) keys.push("s", i % 2 ? "a" : "d");
   const lat = [], server = [], coarse = [], parts = [];
   for (const k of keys) {
-    const lat1 = await page.evaluate(async (key) => {
+    const lat1 = await page.evaluate(async ([key, rafPoll]) => {
       const S = window.__tdb;
       const n = S.answered + S.cancelled + S.errors.length;
-      const t = performance.now();
-      document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+      const isDone = () => S.answered + S.cancelled + S.errors.length > n;
+      let t = 0;
       await new Promise((resolve) => {
-        const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
-        poll();
+        if (rafPoll) {  // POLL=raf: the earlier way, a check at every frame while waiting
+          t = performance.now();
+          document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+          const poll = () => (isDone() ? resolve() : requestAnimationFrame(poll));
+          poll();
+          return;
+        }
+        // The page's "tdb-settled" event, then the next frame (the one that shows the answer):
+        // the same end point as a check at every frame, without waking the page every frame.
+        const on = () => {
+          if (!isDone()) return;
+          window.removeEventListener("tdb-settled", on);
+          requestAnimationFrame(() => resolve());
+        };
+        window.addEventListener("tdb-settled", on);
+        t = performance.now();
+        document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
       });
       return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts];
-    }, k);
+    }, [k, process.env.POLL === "raf"]);
     lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]); parts.push(lat1[4] || {});
   }
   const wallLoop = Date.now() - wall0;
@@ -159,6 +214,7 @@ async function benchView() {
     fs.writeFileSync(PROFILE, JSON.stringify(profile));
   }
   const cpu = cpuDelta(procs0, procs1);
+  const tabPid = tabRenderer(procs0, procs1);
   const partP = (k, p) => +pct(parts.map((x) => x[k] || 0), p).toFixed(1);
   const errors = await page.evaluate(() => window.__tdb.errors);
   const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
@@ -173,6 +229,22 @@ async function benchView() {
   const gcHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
   const meta = await page.evaluate(() => window.__tdb.meta.events);
   await page.screenshot({ path: "/tmp/view_bench_last.png" });
+  // A blank tab in the same browser beside the page: what any tab costs (its renderer's
+  // private footprint), to set the page's against.
+  let blankTab = null;
+  if (process.env.BLANK_TAB !== "0") {
+    const before = new Set(treeProcs(browserPid()).map((p) => p.pid));
+    const blankPage = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+    await blankPage.goto("about:blank");
+    await blankPage.waitForTimeout(500);
+    const now = treeProcs(browserPid());
+    const fresh = now.filter((p) => !before.has(p.pid) && p.type === "renderer");
+    // Its renderer: the new one that worked most (another new one is the next spare).
+    const own = fresh.reduce((a, p) => (!a || p.cpu_ms > a.cpu_ms ? p : a), null);
+    blankTab = { tab_private_mb: own ? mb1(own.private_kb) : null, tab_pss_mb: own ? mb1(own.pss_kb) : null,
+      new_renderers_private_mb: fresh.map((p) => mb1(p.private_kb)), ...memAt(now, undefined, own && own.pid) };
+    await blankPage.close();
+  }
   await browser.close();
   return {
     viewer: "tracedb view", events: meta, first_paint_ms: firstPaint,
@@ -196,7 +268,13 @@ async function benchView() {
     after_gc_pss_mb_by_process: Object.fromEntries(Object.entries(byType(gcProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
     after_gc_js_heap_mb: +gcHeap.toFixed(1),
     blank_pss_mb_by_process: Object.fromEntries(Object.entries(byType(blankProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
-    flags: process.env.FLAGS === "lean" ? "lean" : "default", errors,
+    // Private footprint (Chrome's task manager's "Memory footprint") beside PSS, at each point.
+    memory: {
+      blank: memAt(blankProcs, undefined, tabPid), first_paint: memAt(paintedProcs, paintedHeap, tabPid),
+      after_interactions: memAt(endProcs, heap, tabPid), after_gc: memAt(gcProcs, gcHeap, tabPid),
+      ...(blankTab ? { second_blank_tab: blankTab } : {}),
+    },
+    flags: process.env.FLAGS === "lean" ? "lean" : "default", poll: process.env.POLL === "raf" ? "raf" : "event", errors,
   };
 }
 
