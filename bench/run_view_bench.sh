@@ -13,7 +13,8 @@
 #        A DB already in WORK_DIR (job-SIZE.tdb, job-SIZE-rRANKS.tdb) is reused as it is, so a
 #        second run on the same WORK_DIR only measures: GEN_ONLY=1 generates the DBs and stops;
 #        DB=FILE measures that one DB (no SIZES, nothing generated). PERF=PREFIX records the
-#        server's CPU profile over the browser's run into PREFIX-SIZE.data (perf record -g).
+#        server's CPU profile over the browser's run into PREFIX-SIZE.data (perf record -g);
+#        PERF_BROWSER=PREFIX the browser's and node's, by thread, into PREFIX-SIZE.data.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -61,11 +62,13 @@ for n in "${sizes[@]}"; do
     perf record -F 999 -g -p "$pid" -o "$PERF-$tag.data" 2> "$PERF-$tag.log" &
     perf_pid=$!
   fi
+  wrap=("${prio[@]}")
+  [ -z "${PERF_BROWSER:-}" ] || wrap+=(perf record -F 999 -o "$PERF_BROWSER-$tag.data" --)
   if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
-    VIEW_PID=$pid TRACE_ENGINE=$te "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
+    VIEW_PID=$pid TRACE_ENGINE=$te "${wrap[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
       tee "$work/result-$tag.jsonl"
   else
-    VIEW_PID=$pid "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
+    VIEW_PID=$pid "${wrap[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
   fi
   if [ -n "$perf_pid" ]; then
     kill -INT "$perf_pid"

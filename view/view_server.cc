@@ -812,9 +812,11 @@ void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res
     id(s, it->b_id);
     s->append("," + std::to_string(it->b_ts - origin) + "," + std::to_string(it->extra) + "]");
   }
-  res.set_content(
-      m + "]},\"collectives\":" + c + "]},\"truncated\":" + (truncated ? "true" : "false") + "}",
-      kJson);
+  // job_flows: the pairs of the whole job; with none, the page stops asking.
+  res.set_content(m + "]},\"collectives\":" + c +
+                      "]},\"truncated\":" + (truncated ? "true" : "false") +
+                      ",\"job_flows\":" + std::to_string(flows.size()) + "}",
+                  kJson);
 }
 
 ViewServer::ViewServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -490,11 +490,18 @@ function fetchWindow() {
 function settled() { window.dispatchEvent(new Event("tdb-settled")); }
 function fetchFlows(v0, v1, seq) {
   // Arrows only in detail windows; the server matches them once over the job (pending meanwhile).
+  // A job without any (job_flows 0) is not asked again, and a window without arrows, after one
+  // without, is not drawn again: both were a second request and a second draw per answer.
   if (S.win.coarse) { S.flows = null; return; }
+  if (S.noFlows) return;
   api("api/flows", { t0: v0, t1: v1 }).then((f) => {
     if (seq !== S.seq) return;
     if (f.pending) { setTimeout(() => { if (seq === S.seq) fetchFlows(v0, v1, seq); }, 1000); return; }
-    S.flows = f; draw();
+    if (f.job_flows === 0) S.noFlows = true;
+    const arrows = (x) => !!x && x.messages.rows.length + x.collectives.rows.length > 0;
+    const redraw = arrows(S.flows) || arrows(f);
+    S.flows = f;
+    if (redraw) draw();
   }).catch(() => { S.flows = null; });
 }
 
