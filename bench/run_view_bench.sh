@@ -51,6 +51,7 @@ for n in "${sizes[@]}"; do
     "$build/tracedb" export --chrome "$db" -o "$json" -q
   fi
   log="$work/view-$tag.log"
+  rm -f "$log"  # else the loop below may read the URL of the previous run's server
   "${prio[@]}" "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
