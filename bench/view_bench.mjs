@@ -158,6 +158,9 @@ async function benchView() {
   const firstPaint = Date.now() - t0;
   const paintedProcs = treeProcs(browserPid());  // the page drawn once, before any interaction
   const paintedHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  // V8's heap as allocated from the system (used + free space it keeps), at each point.
+  const heapTotal = () => page.evaluate(() => +(performance.memory.totalJSHeapSize / 1e6).toFixed(1));
+  const heapTotals = { first_paint: await heapTotal() };
   await page.focus("#tl");
   await page.waitForTimeout(300);  // flows and late work of the first paint, outside the figures
   let cdp = null;
@@ -166,6 +169,12 @@ async function benchView() {
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
     await cdp.send("Profiler.start");
+  }
+  // TRACE=FILE: a Chromium trace (chrome://tracing, Perfetto) of the interactions, for where the
+  // browser's CPU goes beyond JavaScript.
+  if (process.env.TRACE) {
+    await browser.startTracing(page, { path: process.env.TRACE, categories: ["toplevel", "blink",
+      "cc", "viz", "gpu", "v8", "renderer.scheduler", "loading", "netlog", "disabled-by-default-devtools.timeline"] });
   }
   const load0 = os.loadavg()[0];
   const procs0 = treeProcs(browserPid());
@@ -219,6 +228,7 @@ async function benchView() {
     }, keys)) one(r);
   }
   const wallLoop = Date.now() - wall0;
+  if (process.env.TRACE) await browser.stopTracing();
   const procs1 = treeProcs(browserPid());
   const serverCpu = VIEW_PID ? cpuMs(VIEW_PID) - server0 : 0;
   const load1 = os.loadavg()[0];
@@ -231,6 +241,7 @@ async function benchView() {
   const partP = (k, p) => +pct(parts.map((x) => x[k] || 0), p).toFixed(1);
   const errors = await page.evaluate(() => window.__tdb.errors);
   const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  heapTotals.after_interactions = await heapTotal();
   const rss = treeRssMb(browserPid());
   const endProcs = treeProcs(browserPid());
   // The same after a full garbage collection (CDP HeapProfiler.collectGarbage): what the page
@@ -240,6 +251,13 @@ async function benchView() {
   await page.waitForTimeout(500);
   const gcProcs = treeProcs(browserPid());
   const gcHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  // Then what Chromium gives back under memory pressure (CDP Memory.simulatePressureNotification,
+  // "critical": caches purged, free pages returned): what the tab keeps when the system asks.
+  await gc.send("Memory.simulatePressureNotification", { level: "critical" });
+  await gc.send("HeapProfiler.collectGarbage");
+  await page.waitForTimeout(1000);
+  const pressureProcs = treeProcs(browserPid());
+  heapTotals.after_gc = await heapTotal();
   const meta = await page.evaluate(() => window.__tdb.meta.events);
   await page.screenshot({ path: "/tmp/view_bench_last.png" });
   // A blank tab in the same browser beside the page: what any tab costs (its renderer's
@@ -285,6 +303,7 @@ async function benchView() {
     memory: {
       blank: memAt(blankProcs, undefined, tabPid), first_paint: memAt(paintedProcs, paintedHeap, tabPid),
       after_interactions: memAt(endProcs, heap, tabPid), after_gc: memAt(gcProcs, gcHeap, tabPid),
+      after_pressure: memAt(pressureProcs, undefined, tabPid), js_heap_total_mb: heapTotals,
       ...(blankTab ? { second_blank_tab: blankTab } : {}),
     },
     flags: process.env.FLAGS === "lean" ? "lean" : "default", poll: process.env.POLL === "raf" ? "raf" : "event, in page", errors,
