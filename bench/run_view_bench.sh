@@ -54,7 +54,7 @@ for n in "${sizes[@]}"; do
   rm -f "$log"  # else the loop below may read the URL of the previous run's server
   "${prio[@]}" "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -qs token= "$log" && break; sleep 0.1; done
   url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log")
   echo "== $db ($n events, $ranks ranks): $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON;" \
     "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, nice ${NICE:-0}" >&2

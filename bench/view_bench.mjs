@@ -186,27 +186,42 @@ async function benchView() {
   for (let i = 0; i < 30; i++) keys.push("s", i % 2 ? "a" : "d");
   const lat = [], server = [], coarse = [], parts = [];
   const one = (r) => { lat.push(r[0]); server.push(r[1]); coarse.push(r[2]); parts.push(r[4] || {}); };
-  if (process.env.POLL === "raf") {
-    // The earlier way: one page.evaluate per key (a DevTools round trip each), and a check at
-    // every animation frame while the request is out.
+  if (process.env.LOOP !== "page") {
+    // One page.evaluate per key (a DevTools round trip between keys, as a quick user leaves a
+    // moment between presses). The answer is waited for through the page's "tdb-settled" event
+    // and then the next animation frame, the one that shows it; POLL=raf checks at every frame
+    // instead (the earlier way: the same end point).
+    const rafPoll = process.env.POLL === "raf";
     for (const k of keys) {
-      one(await page.evaluate(async (key) => {
+      one(await page.evaluate(async ([key, raf]) => {
         const S = window.__tdb;
         const n = S.answered + S.cancelled + S.errors.length;
-        const t = performance.now();
-        document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+        const isDone = () => S.answered + S.cancelled + S.errors.length > n;
+        let t = 0;
         await new Promise((resolve) => {
-          const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
-          poll();
+          if (raf) {
+            t = performance.now();
+            document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+            const poll = () => (isDone() ? resolve() : requestAnimationFrame(poll));
+            poll();
+            return;
+          }
+          const on = () => {
+            if (!isDone()) return;
+            window.removeEventListener("tdb-settled", on);
+            requestAnimationFrame(() => resolve());
+          };
+          window.addEventListener("tdb-settled", on);
+          t = performance.now();
+          document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
         });
         return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts];
-      }, k));
+      }, [k, rafPoll]));
     }
   } else {
-    // The keys pressed one after the other inside the page (one evaluate for all of them), each
-    // waited for through the page's "tdb-settled" event and then the next animation frame, the
-    // one that shows the answer: the same end point as a check at every frame, without the
-    // bench's own work in the browser between two keys.
+    // LOOP=page: the keys pressed one after the other inside the page (one evaluate for all of
+    // them, no DevTools traffic during the interactions, and no pause between keys), each waited
+    // for as above.
     for (const r of await page.evaluate(async (ks) => {
       const S = window.__tdb, out = [];
       for (const key of ks) {
@@ -306,7 +321,7 @@ async function benchView() {
       after_pressure: memAt(pressureProcs, undefined, tabPid), js_heap_total_mb: heapTotals,
       ...(blankTab ? { second_blank_tab: blankTab } : {}),
     },
-    flags: process.env.FLAGS === "lean" ? "lean" : "default", poll: process.env.POLL === "raf" ? "raf" : "event, in page", errors,
+    flags: process.env.FLAGS === "lean" ? "lean" : "default", poll: process.env.LOOP === "page" ? "event, keys in the page" : process.env.POLL === "raf" ? "raf" : "event", errors,
   };
 }
 
