@@ -46,8 +46,9 @@ struct Sums {
 // end. The same values, groups and order as the SQL
 //   SELECT rank, name, count(*), total(bytes), sum(dur) FROM events WHERE cat = 'mpi'
 //   GROUP BY rank, name   (and the bins: GROUP BY rank, name, hi ORDER BY rank, name, hi)
-// which ran each as a scan of `events` through SQLite's row engine (~5.5 s at 10M events
-// against ~0.6 s for DuckDB); tests/mpi_report_events_test.cc compares them.
+// which ran each as a scan of `events` through SQLite's row engine (9x DuckDB's CPU time for
+// the same queries at 10M events, docs/bench-db.md); tests/mpi_report_events_test.cc compares
+// them.
 Status FromEvents(Db* db, MpiReport* out) {
   // The strings as the events table reads them: an id past the last string is a NULL name
   // (kNull), an id inside without a row reads "" (query/events_catalog.cc); category 0 or one
