@@ -8,6 +8,7 @@
 #include "query/gpu_views.h"
 #include "query/views_collective.h"
 #include "query/views_p2p.h"
+#include "query/views_steps.h"
 
 namespace tracedb::query {
 
@@ -63,12 +64,11 @@ CREATE TEMP VIEW IF NOT EXISTS rank_time_split AS
          max(ts + dur) - min(ts) AS wall_ns
   FROM a GROUP BY rank;
 
--- Training steps per rank (from tracedb_step markers or imported step spans).
+-- Training steps per rank (from tracedb_step markers or imported step spans): each step lasts
+-- until the rank's next one, the last until the end of the rank's events. Computed in C++ over
+-- main.steps (query/views_steps.h; the plain SQL, a lead() window, is ViewsReferenceSql()).
 CREATE TEMP VIEW IF NOT EXISTS step_times AS
-  SELECT rank, step, ts AS start_ts,
-         coalesce(lead(ts) OVER (PARTITION BY rank ORDER BY ts),
-                  (SELECT max(max_end) FROM main.blocks b WHERE b.rank = s.rank)) - ts AS dur
-  FROM main.steps s;
+  SELECT rank, step, start_ts, dur FROM tracedb_step_times;
 
 -- Per step over all ranks: the slowest rank's time and the spread. (The slowest rank is numbered
 -- by a window over step_times, computed once: a correlated subquery per step recomputed
@@ -86,7 +86,7 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
 )sql";
 
 // The same views as plain SQL where the shipped ones differ (the reference the differential
-// test compares them with): step_summary's correlated subquery.
+// test compares them with): step_times' window, step_summary's correlated subquery.
 const char* const kHeadReferenceSql = R"sql(
 CREATE TEMP VIEW IF NOT EXISTS spans AS
   SELECT * FROM events WHERE kind = 'span';
@@ -438,6 +438,7 @@ int InstallSqlSurface(sqlite3* db, char** err) {
   if (rc == SQLITE_OK) rc = RegisterFunctions(db);
   if (rc == SQLITE_OK) rc = RegisterP2pModules(db);
   if (rc == SQLITE_OK) rc = RegisterCollectiveModules(db);
+  if (rc == SQLITE_OK) rc = RegisterStepsModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));
