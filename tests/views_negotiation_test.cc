@@ -1,11 +1,12 @@
 // The Horovod negotiation views (negotiation_ticks, negotiations; computed by the table-valued
 // functions of query/views_negotiation.h) on a small hand-built trace whose every expected row is
 // worked out by hand below: negotiations on three ranks, on lanes (tensor) and on a thread track
-// (tensor NULL), ties in ts (broken by peer, NULL first), a NULL peer, a repeated tick, a tick
-// that is itself a span, ticks whose parent is not a negotiation (a plain span, a name without
-// the underscore of NEGOTIATE_), a tick without a parent, a negotiation without ticks and a
-// lower-case negotiate_ name (LIKE ignores ASCII case). tests/events_differential_test.cc
-// compares the same views with their plain SQL on random traces.
+// (tensor NULL), a negotiation on a rank without ticks, ties in ts (broken by peer, NULL first), a
+// NULL peer, a repeated tick, a tick that is itself a span, ticks whose parent is not a
+// negotiation (a plain span, a name without the underscore of NEGOTIATE_), a tick without a
+// parent, a negotiation without ticks and a lower-case negotiate_ name (LIKE ignores ASCII case).
+// tests/events_differential_test.cc compares the same views with their plain SQL on random
+// traces.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,10 +68,10 @@ TEST(NegotiationViews, HandBuiltTraceGivesHandDerivedRows) {
     engine::TraceWriter* tw = w->get();
     engine::TraceBuilder b(tw);
     ASSERT_TRUE(tw->BeginBatch().ok());
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < 4; ++r) {
       engine::RankRecord rec;
       rec.rank = r;
-      rec.world_size = 3;
+      rec.world_size = 4;
       rec.source = "horovod";
       ASSERT_TRUE(tw->SetRank(rec).ok());
     }
@@ -83,6 +84,7 @@ TEST(NegotiationViews, HandBuiltTraceGivesHandDerivedRows) {
     };
     const uint32_t lane0 = track(0, "lane", "grad.w1"), main0 = track(0, "thread", "main0");
     const uint32_t lane1 = track(1, "lane", "grad.w2"), main2 = track(2, "thread", "main2");
+    const uint32_t lane3 = track(3, "lane", "grad.w1");
     const uint32_t allreduce = tw->Intern("NEGOTIATE_ALLREDUCE");
     const uint32_t broadcast = tw->Intern("negotiate_broadcast");
     const uint32_t allgather = tw->Intern("NEGOTIATE_ALLGATHER");
@@ -120,6 +122,9 @@ TEST(NegotiationViews, HandBuiltTraceGivesHandDerivedRows) {
     a = Peer(1);
     ASSERT_TRUE(b.Complete(main2, 560, 10, ready, cat, &a).ok());
     ASSERT_TRUE(b.End(main2, 600).ok());
+    // Rank 3: a negotiation on a rank that has no tick at all: no negotiations row.
+    ASSERT_TRUE(b.Begin(lane3, 100, allreduce, cat, nullptr).ok());
+    ASSERT_TRUE(b.End(lane3, 200).ok());
     // Rank 0's thread: a tick under QUEUE (a tick, no negotiation), a tick without a parent (no
     // tick at all), and a tick under NEGOTIATEXALLREDUCE (no underscore: no negotiation).
     ASSERT_TRUE(b.Begin(main0, 900, queue, cat, nullptr).ok());
@@ -137,7 +142,12 @@ TEST(NegotiationViews, HandBuiltTraceGivesHandDerivedRows) {
   auto db = query::OpenQueryDb(path);
   ASSERT_TRUE(db.ok()) << db.status().message();
   engine::Db* q = db->get();
-  const std::string na = IdOf(q, "NEGOTIATE_ALLREDUCE", 100);
+  auto na_id = q->QueryInt(
+      "SELECT id FROM events WHERE name = 'NEGOTIATE_ALLREDUCE' AND ts = 100 "
+      "AND rank = 0",
+      -1);
+  ASSERT_TRUE(na_id.ok());
+  const std::string na = std::to_string(*na_id);
   const std::string nb = IdOf(q, "negotiate_broadcast", 300);
   const std::string nc = IdOf(q, "NEGOTIATE_ALLGATHER", 500);
   const std::string nq = IdOf(q, "QUEUE", 900);
