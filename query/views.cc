@@ -7,6 +7,7 @@
 #include "query/functions.h"
 #include "query/gpu_views.h"
 #include "query/views_collective.h"
+#include "query/views_negotiation.h"
 #include "query/views_p2p.h"
 #include "query/views_steps.h"
 
@@ -318,7 +319,24 @@ CREATE TEMP VIEW IF NOT EXISTS p2p_messages AS
 
 )sql";
 
-const char* const kTailSql = R"sql(
+// Horovod negotiations over the table-valued functions of query/views_negotiation.h.
+const char* const kNegSql = R"sql(
+-- Horovod negotiations (imported timelines): per NEGOTIATE_* span, the rank whose readiness
+-- tick came last, and how long after the negotiation started. Computed in C++ over the decoded
+-- blocks that hold RANK_READY ticks and NEGOTIATE_* spans (query/views_negotiation.h): the same
+-- rows as the SQL in ViewsReferenceSql().
+CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
+  SELECT negotiation, ready_rank, ts, from_last FROM tracedb_negotiation_ticks;
+
+CREATE TEMP VIEW IF NOT EXISTS negotiations AS
+  SELECT id, rank, name, tensor, ts, dur, last_rank, last_ready_after_ns
+  FROM tracedb_negotiations;
+
+)sql";
+
+// The same in plain SQL: a row_number() window over the ticks, joined to the spans (kept as the
+// reference of the C++).
+const char* const kNegReferenceSql = R"sql(
 -- Horovod negotiations (imported timelines): per NEGOTIATE_* span, the rank whose readiness
 -- tick came last, and how long after the negotiation started.
 CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
@@ -335,6 +353,9 @@ CREATE TEMP VIEW IF NOT EXISTS negotiations AS
   FROM negotiation_ticks t JOIN n ON n.id = t.negotiation
   WHERE t.from_last = 1;
 
+)sql";
+
+const char* const kTailSql = R"sql(
 -- Each rank's clock alignment.
 CREATE TEMP VIEW IF NOT EXISTS clock_alignment AS
   SELECT rank, host, clock_method, offset_ns, drift_ppm, uncertainty_ns, sync_points
@@ -423,13 +444,13 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
 }  // namespace
 
 const char* ViewsSql() {
-  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kTailSql;
+  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kNegSql + kTailSql;
   return sql.c_str();
 }
 
 const char* ViewsReferenceSql() {
-  static const std::string sql =
-      std::string(kHeadReferenceSql) + kCollReferenceSql + kP2pReferenceSql + kTailSql;
+  static const std::string sql = std::string(kHeadReferenceSql) + kCollReferenceSql +
+                                 kP2pReferenceSql + kNegReferenceSql + kTailSql;
   return sql.c_str();
 }
 
@@ -439,6 +460,7 @@ int InstallSqlSurface(sqlite3* db, char** err) {
   if (rc == SQLITE_OK) rc = RegisterP2pModules(db);
   if (rc == SQLITE_OK) rc = RegisterCollectiveModules(db);
   if (rc == SQLITE_OK) rc = RegisterStepsModules(db);
+  if (rc == SQLITE_OK) rc = RegisterNegotiationModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));

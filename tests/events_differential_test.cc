@@ -210,19 +210,23 @@ class TraceGen {
     const EventArgs* ap = a.mask ? &a : nullptr;
     const int what = static_cast<int>(Int(0, 9));
     if (what <= 3 && depth < 3) {
-      // A span with children; NEGOTIATE_ALLREDUCE holds RANK_READY ticks.
+      // A span with children; NEGOTIATE_ALLREDUCE holds RANK_READY ticks, and now and then
+      // another span holds one (a tick of no negotiation). Ticks may tie in ts and lack a peer.
       TRACEDB_RETURN_IF_ERROR(b_.Begin(track, *t, name, cat, ap, json));
       const int64_t start = *t;
       const int kids = static_cast<int>(Int(0, 3));
       for (int i = 0; i < kids; ++i) {
-        if (std::string(n.name) == "NEGOTIATE_ALLREDUCE") {
-          *t += Int(1, 300);
+        if (std::string(n.name) == "NEGOTIATE_ALLREDUCE" || Chance(0.05)) {
+          *t += Chance(0.2) ? 0 : Int(1, 300);
           EventArgs ready;
-          ready.mask = EventArgs::kPeer;
-          ready.peer = static_cast<int32_t>(Int(0, 3));
+          if (!Chance(0.1)) {
+            ready.mask = EventArgs::kPeer;
+            ready.peer = static_cast<int32_t>(Int(0, 3));
+          }
+          const EventArgs* rp = ready.mask ? &ready : nullptr;
           TRACEDB_RETURN_IF_ERROR(
-              b_.Instant(track, *t, w_->Intern("RANK_READY"), w_->Intern("comm"), &ready));
-          Count(RowKind::kInstant, 0, &ready, "");
+              b_.Instant(track, *t, w_->Intern("RANK_READY"), w_->Intern("comm"), rp));
+          Count(RowKind::kInstant, 0, rp, "");
         } else {
           TRACEDB_RETURN_IF_ERROR(Item(track, t, depth + 1));
         }
@@ -813,6 +817,7 @@ void Build(uint64_t seed, Env* env, Tally* tally) {
   // The reference must not read the table-valued functions it checks.
   ASSERT_EQ(reference.find("tracedb_p2p_"), std::string::npos);
   ASSERT_EQ(reference.find("tracedb_collective_"), std::string::npos);
+  ASSERT_EQ(reference.find("tracedb_negotiation"), std::string::npos);
   // Only table references (after FROM or JOIN) are renamed, never column aliases.
   std::string ref_sql =
       std::regex_replace(reference, std::regex("\\b(FROM|JOIN)(\\s+)events\\b"), "$1$2ref");
@@ -923,9 +928,22 @@ void RunSeed(uint64_t seed) {
   ASSERT_TRUE(coll.ok) << coll.error;
   for (size_t i = 0; i < coll.rows.at(0).size(); ++i)
     EXPECT_GT(std::atoll(coll.rows[0][i].c_str()), 0) << "collective shape " << i;
+  // The negotiation views (computed in C++) have ticks without a peer, ticks tied in ts within
+  // a negotiation, ticks whose parent is no negotiation, and negotiations on several ranks.
+  const Answer neg =
+      Run(h,
+          "SELECT (SELECT count(*) FROM ref_negotiation_ticks WHERE ready_rank IS NULL), "
+          "(SELECT count(*) FROM (SELECT 1 FROM ref_negotiation_ticks GROUP BY negotiation, ts "
+          "HAVING count(*) > 1)), "
+          "(SELECT count(*) FROM ref_negotiation_ticks WHERE negotiation NOT IN "
+          "(SELECT id FROM ref_negotiations)), "
+          "(SELECT count(DISTINCT rank) - 1 FROM ref_negotiations)");
+  ASSERT_TRUE(neg.ok) << neg.error;
+  for (size_t i = 0; i < neg.rows.at(0).size(); ++i)
+    EXPECT_GT(std::atoll(neg.rows[0][i].c_str()), 0) << "negotiation shape " << i;
   // And the whole views, row for row (not only the random queries' samples).
   for (const char* v : {"collective_calls", "collective_arrivals", "collectives", "stragglers",
-                        "collective_wait"}) {
+                        "collective_wait", "negotiation_ticks", "negotiations"}) {
     const std::string q = std::string("SELECT (SELECT count(*) FROM (SELECT * FROM ") + v +
                           " EXCEPT SELECT * FROM ref_" + v +
                           ")), (SELECT count(*) FROM (SELECT * FROM ref_" + v +
