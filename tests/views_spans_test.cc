@@ -193,6 +193,38 @@ TEST(SpanViews, KindFilterOverPureAndMixedBlocks) {
             (std::vector<std::string>{}));
 }
 
+// Without the summaries (name_stats emptied, then dropped) nothing is settled per block: every
+// row is checked, with the same counts.
+TEST(SpanViews, KindFilterWithoutSummaries) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("nostats.tdb");
+  Write(path, 2, [](Trace& t) {
+    const uint32_t s = t.tw->Intern("s"), i = t.tw->Intern("i");
+    for (int64_t k = 0; k < 300; ++k) {
+      ASSERT_TRUE(t.b->Complete(t.track[0], 10 * k, 5, s, 0, nullptr).ok());
+      ASSERT_TRUE(t.b->Instant(t.track[1], 10 * k, i, 0, nullptr).ok());
+      if (k % 3 == 0) {
+        ASSERT_TRUE(t.b->Complete(t.track[1], 10 * k + 1, 2, s, 0, nullptr).ok());
+      }
+    }
+  });
+  for (const char* change : {"DELETE FROM name_stats", "DROP TABLE name_stats"}) {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(raw, change, nullptr, nullptr, nullptr), SQLITE_OK) << change;
+    sqlite3_close(raw);
+    auto db = query::OpenQueryDb(path);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    engine::Db* q = db->get();
+    EXPECT_EQ(Rows(q, "SELECT rank, count(*) FROM spans GROUP BY rank"),
+              (std::vector<std::string>{"0|300", "1|100"}))
+        << change;
+    EXPECT_EQ(Rows(q, "SELECT count(*) FROM events WHERE kind = 'instant'"),
+              (std::vector<std::string>{"300"}))
+        << change;
+  }
+}
+
 TEST(SpanViews, NoSpansNoRows) {
   TempDir tmp;
   const std::string path = tmp.Sub("instants.tdb");
