@@ -139,6 +139,10 @@ struct EventsVtab {
   BlockCache cache;
   engine::Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once
   std::map<std::string, engine::Stmt> zone_queries;  // CollectBlocks' statements, by SQL
+  // Per block, the kinds it may hold (BlockRef::kinds), for the file as it was when the
+  // catalog last saw it (the catalog's data version and change count); built on first use.
+  std::unordered_map<int64_t, uint8_t> block_kinds;
+  int64_t block_kinds_version = -1, block_kinds_changes = -1;
 };
 
 // A set of integers [lo, hi] that a column must fall in. `set` once any constraint applies (so
@@ -184,6 +188,10 @@ struct BlockRef {
   int64_t max_dur;
   int64_t min_ts = INT64_MIN, max_end = INT64_MAX;
   int64_t count = 0;
+  // The kinds (bit 1 << RowKind) the block may hold: from its (name, cat) pairs (block_names)
+  // and their kinds on its rank (name_stats); filled only when a kind is constrained.
+  uint8_t kinds = kAllKinds;
+  static constexpr uint8_t kAllKinds = (1u << engine::kNumRowKinds) - 1;
 };
 
 struct TopRow {

@@ -10,6 +10,7 @@
 #include "query/views_negotiation.h"
 #include "query/views_p2p.h"
 #include "query/views_steps.h"
+#include "query/views_spans.h"
 
 namespace tracedb::query {
 
@@ -21,18 +22,16 @@ CREATE TEMP VIEW IF NOT EXISTS spans AS
   SELECT * FROM events WHERE kind = 'span';
 
 -- Per (rank, name): count, total, mean and exact percentiles of span durations.
+-- Computed in C++ over the decoded blocks (query/views_spans.h): the same rows as the SQL in
+-- ViewsReferenceSql().
 CREATE TEMP VIEW IF NOT EXISTS span_stats AS
-  SELECT rank, name, count(*) AS count, sum(dur) AS total_ns,
-         CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS p50_ns,
-         percentile(dur, 95) AS p95_ns, percentile(dur, 99) AS p99_ns, max(dur) AS max_ns
-  FROM events WHERE kind = 'span' GROUP BY rank, name;
+  SELECT rank, name, count, total_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns
+  FROM tracedb_span_stats;
 
 -- The same per name over all ranks.
 CREATE TEMP VIEW IF NOT EXISTS name_stats_all AS
-  SELECT name, count(*) AS count, count(DISTINCT rank) AS ranks, sum(dur) AS total_ns,
-         CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS p50_ns,
-         percentile(dur, 95) AS p95_ns, percentile(dur, 99) AS p99_ns, max(dur) AS max_ns
-  FROM events WHERE kind = 'span' GROUP BY name;
+  SELECT name, count, ranks, total_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns
+  FROM tracedb_name_stats_all;
 
 -- Per (rank, name) from the summary tables, without decoding any event.
 CREATE TEMP VIEW IF NOT EXISTS name_summary AS
@@ -87,7 +86,8 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
 )sql";
 
 // The same views as plain SQL where the shipped ones differ (the reference the differential
-// test compares them with): step_times' window, step_summary's correlated subquery.
+// test compares them with): step_times' window, step_summary's correlated subquery, and
+// span_stats and name_stats_all as the GROUP BY the C++ of query/views_spans.h computes.
 const char* const kHeadReferenceSql = R"sql(
 CREATE TEMP VIEW IF NOT EXISTS spans AS
   SELECT * FROM events WHERE kind = 'span';
@@ -461,6 +461,7 @@ int InstallSqlSurface(sqlite3* db, char** err) {
   if (rc == SQLITE_OK) rc = RegisterCollectiveModules(db);
   if (rc == SQLITE_OK) rc = RegisterStepsModules(db);
   if (rc == SQLITE_OK) rc = RegisterNegotiationModules(db);
+  if (rc == SQLITE_OK) rc = RegisterSpanStatsModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));

@@ -955,6 +955,18 @@ void RunSeed(uint64_t seed) {
     EXPECT_EQ(d.rows.at(0).at(1), "0") << v << ": reference rows missing";
     EXPECT_EQ(d.rows.at(0).at(2), d.rows.at(0).at(3)) << v << ": row counts";
   }
+  // The span statistics (computed in C++): every row, value and type, in the reference's order
+  // (GROUP BY's), over groups large enough for p50, p95 and p99 to be different elements.
+  const Answer big = Run(h, "SELECT count(*) FROM ref_span_stats WHERE count >= 100");
+  ASSERT_TRUE(big.ok) << big.error;
+  EXPECT_GT(std::atoll(big.rows.at(0).at(0).c_str()), 3);
+  for (const char* v : {"span_stats", "name_stats_all"}) {
+    const Answer got = Run(h, std::string("SELECT * FROM ") + v);
+    const Answer want = Run(h, std::string("SELECT * FROM ref_") + v);
+    ASSERT_TRUE(got.ok && want.ok) << v << ": " << got.error << want.error;
+    EXPECT_FALSE(want.rows.empty()) << v;
+    EXPECT_EQ(got.rows, want.rows) << v << ": not the reference's rows in its order";
+  }
   const int64_t n = Queries();
   int64_t failures = 0;
   std::map<std::string, std::pair<int64_t, double>> by_kind;  // kind -> (queries, seconds)
