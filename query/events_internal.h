@@ -191,7 +191,7 @@ struct EventsVtab {
   // catalog last saw it (the catalog's data version and change count); built on first use.
   std::unordered_map<int64_t, uint8_t> block_kinds;
   int64_t block_kinds_version = -1, block_kinds_changes = -1;
-  ScanScratch scratch;                               // grouped scans' memory, reused
+  ScanScratch scratch;  // grouped scans' memory, reused
 };
 
 // A set of integers [lo, hi] that a column must fall in. `set` once any constraint applies (so

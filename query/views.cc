@@ -9,8 +9,8 @@
 #include "query/views_collective.h"
 #include "query/views_negotiation.h"
 #include "query/views_p2p.h"
-#include "query/views_steps.h"
 #include "query/views_spans.h"
+#include "query/views_steps.h"
 
 namespace tracedb::query {
 
