@@ -48,11 +48,6 @@ struct CompactCmdOptions {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 void PrintSummary(const engine::CompactStats& s, double seconds) {
   std::fprintf(
       stderr,

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "query/export/csv_text.h"
 #include "query/report_data.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -23,16 +24,6 @@ struct DiffOptions {
   double alpha = 0.01;
   int limit = 40;
 };
-
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Fmt(const char* fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
 
 std::string Change(double c) { return Fmt("%+.1f%%", 100 * c); }
 
@@ -87,16 +78,6 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
   return out;
 }
 
-std::string Csv(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
-
 std::string Opt(bool has, double v, const char* fmt = "%.6g") { return has ? Fmt(fmt, v) : ""; }
 
 // One row per name, then rows for the step time and the communication share (name empty, kind
@@ -108,7 +89,8 @@ std::string RenderCsv(const query::RunDiff& d, double alpha) {
   for (const auto& n : d.names) {
     const auto* a = n.a;
     const auto* b = n.b;
-    out += Csv(n.name) + "," + (n.routine ? "routine" : "phase") + "," + Csv(n.cat) + ",";
+    out += query::csv::Field(n.name) + "," + (n.routine ? "routine" : "phase") + "," +
+           query::csv::Field(n.cat) + ",";
     out += Opt(a, a ? a->count : 0, "%.0f") + "," + Opt(b, b ? b->count : 0, "%.0f") + ",";
     out += Opt(a, a ? a->mean_ns : 0, "%.1f") + "," + Opt(b, b ? b->mean_ns : 0, "%.1f") + ",";
     out += Opt(a, a ? a->p50_ns : 0, "%.0f") + "," + Opt(b, b ? b->p50_ns : 0, "%.0f") + ",";

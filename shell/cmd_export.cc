@@ -56,11 +56,6 @@ Status MessageFlows(const std::string& path, std::vector<std::pair<int64_t, int6
   return Status::Ok();
 }
 
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 int Fail(int code, const std::string& msg) {
   std::fprintf(stderr, "tracedb export: %s\n", msg.c_str());
   return code;

@@ -109,11 +109,6 @@ std::string LauncherFlavor(const std::string& cmd) {
   return "";
 }
 
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 // The Python package's directories: "_boot" (sitecustomize.py) and the package's parent, in the
 // build tree (build/python) or installed (lib/tracedb/python). Empty when not built.
 std::vector<std::string> FindPythonDirs() {

@@ -17,6 +17,7 @@
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
+#include "shell/format.h"
 #include "shell/report_html.h"
 #include "shell/result_format.h"
 #include "shell/sql_runner.h"
@@ -33,16 +34,6 @@ struct ReportOptions {
 };
 
 double Sec(int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Fmt(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
 
 void RoutineTable(std::string* out, const std::vector<query::RoutineStat>& routines) {
   *out += "-----------------------------------------------------------------------\n";
@@ -173,38 +164,36 @@ std::string RenderText(const std::string& path, const query::MpiReport& r, bool 
   return out;
 }
 
-std::string Csv(const std::string& s) { return query::csv::Field(s); }
-
 // One table: section, rank (-1: all ranks), routine, calls, bytes, time_ns, min/max bytes.
 std::string RenderCsv(const query::MpiReport& r) {
   std::string out =
       "section,rank,host,routine,calls,bytes,time_ns,min_bytes,max_bytes,"
       "comm_ns,elapsed_ns,cov\n";
   for (const auto& s : query::SpreadAcrossRanks(r)) {
-    out += Fmt("routine,-1,,%s,%llu,%.0f,%lld,,,,,%.6f\n", Csv(s.routine).c_str(),
+    out += Fmt("routine,-1,,%s,%llu,%.0f,%lld,,,,,%.6f\n", query::csv::Field(s.routine).c_str(),
                static_cast<unsigned long long>(s.calls), s.bytes, static_cast<long long>(s.time_ns),
                s.cov);
   }
   for (const auto& x : r.ranks) {
-    out += Fmt("rank,%d,%s,,,,,,,%lld,%lld,\n", x.rank, Csv(x.host).c_str(),
+    out += Fmt("rank,%d,%s,,,,,,,%lld,%lld,\n", x.rank, query::csv::Field(x.host).c_str(),
                static_cast<long long>(x.comm_ns), static_cast<long long>(x.elapsed_ns));
     for (const auto& s : x.routines) {
       out +=
-          Fmt("routine,%d,,%s,%llu,%.0f,%lld,,,,,\n", x.rank, Csv(s.routine).c_str(),
+          Fmt("routine,%d,,%s,%llu,%.0f,%lld,,,,,\n", x.rank, query::csv::Field(s.routine).c_str(),
               static_cast<unsigned long long>(s.calls), s.bytes, static_cast<long long>(s.time_ns));
     }
     for (const auto& b : x.bins) {
-      out +=
-          Fmt("msgsize,%d,,%s,%llu,%.0f,%lld,%lld,%lld,,,\n", x.rank, Csv(b.routine).c_str(),
-              static_cast<unsigned long long>(b.calls), b.bytes, static_cast<long long>(b.time_ns),
-              static_cast<long long>(b.min_bytes), static_cast<long long>(b.max_bytes));
+      out += Fmt("msgsize,%d,,%s,%llu,%.0f,%lld,%lld,%lld,,,\n", x.rank,
+                 query::csv::Field(b.routine).c_str(), static_cast<unsigned long long>(b.calls),
+                 b.bytes, static_cast<long long>(b.time_ns), static_cast<long long>(b.min_bytes),
+                 static_cast<long long>(b.max_bytes));
     }
   }
   return out;
 }
 
 // A double as an exact JSON number (null when not finite).
-std::string Num(double v) {
+std::string JsonNumber(double v) {
   std::string s;
   query::json::AppendNumber(&s, v);
   return s;
@@ -227,13 +216,14 @@ std::string RenderJson(const query::MpiReport& r) {
   for (const auto& s : query::SpreadAcrossRanks(r)) {
     out += first ? "" : ", ";
     first = false;
-    out += Fmt(
-        "{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld, "
-        "\"ranks\": %d, \"mean_ns\": %s, \"min_ns\": %s, \"min_rank\": %d, "
-        "\"max_ns\": %s, \"max_rank\": %d, \"cov\": %s}",
-        query::json::String(s.routine).c_str(), static_cast<unsigned long long>(s.calls),
-        Num(s.bytes).c_str(), static_cast<long long>(s.time_ns), s.ranks, Num(s.mean_ns).c_str(),
-        Num(s.min_ns).c_str(), s.min_rank, Num(s.max_ns).c_str(), s.max_rank, Num(s.cov).c_str());
+    out +=
+        Fmt("{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld, "
+            "\"ranks\": %d, \"mean_ns\": %s, \"min_ns\": %s, \"min_rank\": %d, "
+            "\"max_ns\": %s, \"max_rank\": %d, \"cov\": %s}",
+            query::json::String(s.routine).c_str(), static_cast<unsigned long long>(s.calls),
+            JsonNumber(s.bytes).c_str(), static_cast<long long>(s.time_ns), s.ranks,
+            JsonNumber(s.mean_ns).c_str(), JsonNumber(s.min_ns).c_str(), s.min_rank,
+            JsonNumber(s.max_ns).c_str(), s.max_rank, JsonNumber(s.cov).c_str());
   }
   out += "], \"ranks\": [";
   first = true;
@@ -249,7 +239,7 @@ std::string RenderJson(const query::MpiReport& r) {
       const auto& s = x.routines[i];
       out += Fmt("%s{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld}",
                  i ? ", " : "", query::json::String(s.routine).c_str(),
-                 static_cast<unsigned long long>(s.calls), Num(s.bytes).c_str(),
+                 static_cast<unsigned long long>(s.calls), JsonNumber(s.bytes).c_str(),
                  static_cast<long long>(s.time_ns));
     }
     out += "], \"message_sizes\": [";
@@ -260,7 +250,7 @@ std::string RenderJson(const query::MpiReport& r) {
               "\"bytes\": %s, \"time_ns\": %lld}",
               i ? ", " : "", query::json::String(b.routine).c_str(),
               static_cast<long long>(b.min_bytes), static_cast<long long>(b.max_bytes),
-              static_cast<unsigned long long>(b.calls), Num(b.bytes).c_str(),
+              static_cast<unsigned long long>(b.calls), JsonNumber(b.bytes).c_str(),
               static_cast<long long>(b.time_ns));
     }
     out += "]}";

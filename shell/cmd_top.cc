@@ -43,18 +43,8 @@ struct TopOptions {
   int frames = 0;  // 0: until q, Ctrl-C or the end of input
 };
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop.store(true); }
-
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Fmt(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
+std::atomic<bool> g_top_stop{false};
+void OnTopSignal(int) { g_top_stop.store(true); }
 
 double WallNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -249,7 +239,7 @@ class RawTerminal {
   // Waits up to `seconds` for q (true) or a signal.
   bool WaitForQuit(double seconds) const {
     const double until = WallNow() + seconds;
-    while (!g_stop.load()) {
+    while (!g_top_stop.load()) {
       const double left = until - WallNow();
       if (left <= 0) return false;
       if (!active_) {
@@ -313,7 +303,7 @@ int RunTop(const TopOptions& o) {
     }
   };
   struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
+  sa.sa_handler = OnTopSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   const bool tty = isatty(STDOUT_FILENO) && !o.once;
@@ -324,7 +314,7 @@ int RunTop(const TopOptions& o) {
   Previous prev;
   int frames = 0;
   int rc = kExitOk;
-  while (!g_stop.load()) {
+  while (!g_top_stop.load()) {
     std::string error;
     if (from_dir) {
       if (writer == nullptr) {
@@ -382,7 +372,7 @@ int RunTop(const TopOptions& o) {
     if (term != nullptr) {
       if (term->WaitForQuit(o.interval_s)) break;
     } else {
-      for (double w = 0; w < o.interval_s && !g_stop.load(); w += 0.05) usleep(50000);
+      for (double w = 0; w < o.interval_s && !g_top_stop.load(); w += 0.05) usleep(50000);
     }
   }
   cleanup();

@@ -24,9 +24,9 @@ struct ViewOptions {
   double exit_after = 0;
 };
 
-std::atomic<bool> g_stop{false};
+std::atomic<bool> g_view_stop{false};
 
-void OnSignal(int) { g_stop = true; }  // the watcher thread stops the server
+void OnViewSignal(int) { g_view_stop = true; }  // the watcher thread stops the server
 
 int RunView(const ViewOptions& o) {
   if (::access(o.path.c_str(), R_OK) != 0) {
@@ -46,7 +46,7 @@ int RunView(const ViewOptions& o) {
               s->url().c_str());
   std::fflush(stdout);
   struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
+  sa.sa_handler = OnViewSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   // Stops the server on SIGINT/SIGTERM or after --exit-after seconds; ends with the server.
@@ -56,7 +56,7 @@ int RunView(const ViewOptions& o) {
     while (!done) {
       const double ran =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (g_stop || (secs > 0 && ran >= secs)) {
+      if (g_view_stop || (secs > 0 && ran >= secs)) {
         s->Stop();
         return;
       }

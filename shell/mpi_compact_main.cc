@@ -23,10 +23,12 @@
 #include <vector>
 
 #include "engine/shard_compact.h"
+#include "shell/format.h"
 
 namespace {
 
 using tracedb::engine::CompactOptions;
+using tracedb::shell::Now;
 
 struct Args {
   CompactOptions compact;
@@ -90,11 +92,6 @@ double CpuSeconds() {
   ::getrusage(RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
          1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
 // Waits for a non-blocking collective without spinning: Open MPI's blocking calls poll a core
