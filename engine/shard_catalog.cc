@@ -138,6 +138,7 @@ class ShardBlockSource {
       Shard& s = shards_[st.Int(0)];
       const std::string p(st.Text(1));
       s.path = !p.empty() && p[0] == '/' ? p : manifest_dir + "/" + p;
+      // NULL: a shard listed but not merged yet (its maps are written with its first blocks).
       Status d = DecodeIdMap(st.IsNull(2) ? std::string_view() : st.Blob(2), &s.strings);
       if (d.ok()) d = DecodeIdMap(st.IsNull(3) ? std::string_view() : st.Blob(3), &s.tracks);
       if (!d.ok()) return d.WithContext(catalog->path() + ": shard_files " + p);

@@ -174,7 +174,6 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
 }
 
 std::string EncodeIdMap(const IdMap& map) {
-  if (IsIdentity(map)) return "";
   std::string out;
   PutVarint64(&out, map.size());
   for (size_t i = 1; i < map.size(); ++i) PutVarint64(&out, map[i]);
@@ -187,7 +186,7 @@ Status DecodeIdMap(std::string_view bytes, IdMap* map) {
   Reader r(bytes);
   uint64_t n;
   // Every entry takes at least one byte: a size past that is corrupt, not a reason to allocate.
-  if (!r.GetVarint64(&n) || n == 0 || n - 1 > r.remaining()) {
+  if (!r.GetVarint64(&n) || (n > 0 && n - 1 > r.remaining())) {
     return Status::Corruption("id map: bad size");
   }
   map->assign(n, 0);

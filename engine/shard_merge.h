@@ -53,7 +53,8 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
                   std::string* out, bool* changed, bool compress = true);
 
 // An id map as stored in a shard catalog (shard_files.strings / .tracks): varint size, then
-// map[1..size-1] as varints; "" for an identity map. DecodeIdMap is bounds-checked.
+// map[1..size-1] as varints (identity maps too: an id past a map's end is unknown to RemapBlock,
+// so a map cannot be left out for one kind of id only). DecodeIdMap is bounds-checked.
 std::string EncodeIdMap(const IdMap& map);
 Status DecodeIdMap(std::string_view bytes, IdMap* map);
 // Does `map` send every id it knows to itself?
