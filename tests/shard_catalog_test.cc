@@ -381,6 +381,13 @@ TEST_F(ShardCatalog, OpenShardFilesAreBounded) {
       << got;
   EXPECT_EQ(want, got);
   EXPECT_NE(want.find("\n99,"), std::string::npos) << want;
+  // The limit does bind: below the cap of 64 shard files, the same query runs out of them.
+  EXPECT_NE(Sh("ulimit -n 40 && " + Tracedb() + "query -f csv " + ShellQuote(nodes) + " " +
+                   ShellQuote(sql),
+               &got),
+            0)
+      << got;
+  EXPECT_NE(got.find("unable to open"), std::string::npos) << got;
 }
 
 TEST_F(ShardCatalog, MissingOrCorruptShardNamesTheFile) {
