@@ -268,6 +268,33 @@ StatusOr<std::string> RealPath(const std::string& path) {
   return std::string(buf);
 }
 
+// Does the catalog at `path` list exactly the shards `listed` (resolved: `shards`), each with the
+// change counter it has now? Then a refresh has nothing to check or write: the rank check and
+// the per-shard merge (an open and an attach each, some 2-3 ms per shard) are skipped, and an
+// open of a job of thousands of shards costs a header read per shard. Any doubt says no.
+bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
+              const std::vector<std::string>& listed) {
+  if (!Exists(path) || Exists(path + "-journal")) return false;
+  auto db = Db::Open(path, Db::Mode::kReadOnly);
+  if (!db.ok() || !(*db)->HasTable("block_refs")) return false;
+  auto n = (*db)->QueryInt("SELECT count(*) FROM shard_files", -1);
+  if (!n.ok() || *n != static_cast<int64_t>(listed.size())) return false;
+  auto st = (*db)->Prepare(
+      "SELECT CAST(s.value AS INTEGER) FROM shard_files f JOIN state s "
+      "ON s.key = 'shard_merge_counter:' || f.path WHERE f.path = ?1");
+  if (!st.ok()) return false;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    st->Bind(1, listed[i]);
+    auto row = st->Step();
+    if (!row.ok() || !*row) return false;
+    const int64_t recorded = st->Int(0);
+    st->Reset();
+    const int64_t now = ChangeCounter(shards[i]);
+    if (now < 0 || now != recorded) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string CatalogPath(const std::string& manifest) { return ShardDir(manifest) + "/catalog.tdb"; }
@@ -279,6 +306,11 @@ std::string LegacyMergedPath(const std::string& manifest) {
 StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
   std::vector<std::string> listed;
   TRACEDB_ASSIGN_OR_RETURN(std::vector<std::string> shards, ReadManifest(manifest, &listed));
+  if (UpToDate(CatalogPath(manifest), shards, listed)) {
+    MergeSummary sum;
+    sum.shards = static_cast<int>(shards.size());
+    return sum;
+  }
   for (const std::string& shard : shards) {
     if (!Exists(shard)) {
       return Status::NotFound("shard " + shard + " (listed in " + manifest + "): no such database");

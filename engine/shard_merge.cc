@@ -58,8 +58,8 @@ Status ReencodeBlock(std::string_view data, int64_t block, const IdMap& strings,
   return Status::Ok();
 }
 
-// The file change counter of SQLite database `path` (header offset 24, big-endian), -1 when the
-// header cannot be read.
+}  // namespace
+
 int64_t ChangeCounter(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -69,8 +69,6 @@ int64_t ChangeCounter(const std::string& path) {
   if (n != 4) return -1;
   return (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
 }
-
-}  // namespace
 
 Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, const IdMap& tracks,
                   std::string* out, bool* changed, bool compress) {

@@ -60,6 +60,11 @@ Status DecodeIdMap(std::string_view bytes, IdMap* map);
 // Does `map` send every id it knows to itself?
 bool IsIdentity(const IdMap& map);
 
+// The file change counter of SQLite database `path` (header offset 24, big-endian, bumped by
+// every commit in rollback-journal mode), -1 when the header cannot be read. MergeShard records
+// it per shard (`state` key `shard_merge_counter:KEY`).
+int64_t ChangeCounter(const std::string& path);
+
 // Merges what is new in the shard database at `shard_path` into `dst` (a trace database, not in
 // a transaction), under the name `key` (stable across runs: it keys the merge's progress).
 // With `ref_shard` > 0, `dst` is a shard catalog (engine/shard_catalog.h): the shard's blocks
