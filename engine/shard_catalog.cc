@@ -147,9 +147,12 @@ class ShardBlockSource {
     return Status::Ok();
   }
 
-  // The payload of block `block` of shard `shard`, its ids mapped to the catalog's, in *out
-  // (valid until the next call).
-  Status Read(int64_t shard, int64_t block, std::string_view* out) {
+  // Calls emit(payload) with block `block` of shard `shard`, its ids mapped to the catalog's.
+  // The shard's statement is reset before returning: a statement left stepped would hold the
+  // shard's read lock between calls (for the rest of a `tracedb shell` session, say), and a
+  // compaction writing that shard could not commit.
+  template <typename Emit>
+  Status Read(int64_t shard, int64_t block, const Emit& emit) {
     auto it = shards_.find(shard);
     if (it == shards_.end()) {
       return Status::Corruption("shard " + std::to_string(shard) +
@@ -157,7 +160,10 @@ class ShardBlockSource {
     }
     Shard& s = it->second;
     TRACEDB_RETURN_IF_ERROR(Connect(shard, &s));
-    s.get.Reset();
+    struct ResetOnReturn {
+      Stmt* st;
+      ~ResetOnReturn() { st->Reset(); }
+    } reset{&s.get};
     s.get.Bind(1, block);
     TRACEDB_ASSIGN_OR_RETURN(bool row, s.get.Step());
     if (!row) {
@@ -167,14 +173,14 @@ class ShardBlockSource {
     }
     const std::string_view data = s.get.Blob(0);
     if (s.identity) {
-      *out = data;
+      emit(data);
       return Status::Ok();
     }
     bool changed = false;
     Status r = RemapBlock(data, block, s.strings, s.tracks, &rewritten_, &changed,
                           /*compress=*/false);
     if (!r.ok()) return r.WithContext(s.path);
-    *out = changed ? std::string_view(rewritten_) : data;
+    emit(changed ? std::string_view(rewritten_) : data);
     return Status::Ok();
   }
 
@@ -229,13 +235,12 @@ void ShardBlockFn(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     sqlite3_result_error(ctx, "tracedb_shard_block(shard, shard_block): two integers", -1);
     return;
   }
-  std::string_view data;
-  Status s = src->Read(sqlite3_value_int64(argv[0]), sqlite3_value_int64(argv[1]), &data);
-  if (!s.ok()) {
-    sqlite3_result_error(ctx, s.message().c_str(), -1);
-    return;
-  }
-  sqlite3_result_blob64(ctx, data.data(), data.size(), SQLITE_TRANSIENT);
+  Status s = src->Read(sqlite3_value_int64(argv[0]), sqlite3_value_int64(argv[1]),
+                       [ctx](std::string_view data) {
+                         // SQLITE_TRANSIENT: SQLite copies it before the shard's row goes.
+                         sqlite3_result_blob64(ctx, data.data(), data.size(), SQLITE_TRANSIENT);
+                       });
+  if (!s.ok()) sqlite3_result_error(ctx, s.message().c_str(), -1);
 }
 
 void DestroySource(void* p) {

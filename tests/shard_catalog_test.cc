@@ -390,6 +390,27 @@ TEST_F(ShardCatalog, OpenShardFilesAreBounded) {
   EXPECT_NE(got.find("unable to open"), std::string::npos) << got;
 }
 
+TEST_F(ShardCatalog, AnOpenManifestDoesNotBlockAShardsWriter) {
+  WriteJob({0}, 100);
+  const std::string nodes = tmp_.Sub("nodes.tdb");
+  Compact("--shard-by node " + ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(nodes));
+  auto db = query::OpenQueryDb(nodes);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  // Every shard read, and the connection kept (as `tracedb shell` or `view` keep it).
+  auto n = (*db)->QueryInt("SELECT sum(length(data)) FROM blocks");
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  ASSERT_GT(*n, 0);
+  // A compaction of the next file into a shard must be able to commit meanwhile.
+  for (const char* h : {"h0", "h1", "h2"}) {
+    auto w = engine::Db::Open(nodes + ".shards/node-" + h + ".tdb", engine::Db::Mode::kReadWrite);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Exec("PRAGMA busy_timeout = 200").ok());
+    const Status s = (*w)->Exec(
+        "BEGIN IMMEDIATE; INSERT OR REPLACE INTO state(key, value) VALUES('test', 1); COMMIT");
+    EXPECT_TRUE(s.ok()) << h << ": " << s.message();
+  }
+}
+
 TEST_F(ShardCatalog, MissingOrCorruptShardNamesTheFile) {
   WriteJob({0}, 100);
   const std::string nodes = tmp_.Sub("nodes.tdb");
