@@ -97,8 +97,22 @@ Status SetMeta(Db* db, const std::string& key, const std::string& value) {
   return st.Bind(1, key).Bind(2, value).Run();
 }
 
-// Shards must own disjoint ranks (a merge replaces a rank's rows with its shard's): an error
-// naming both files and the rank otherwise, e.g. for a manifest listing two jobs' shards.
+class MetaVisitor : public SegmentVisitor {
+ public:
+  void OnMeta(const SegmentMeta& m) override {
+    if (!meta) meta = m;
+  }
+  std::optional<SegmentMeta> meta;
+};
+
+}  // namespace
+
+std::string ShardDir(const std::string& output) { return output + ".shards"; }
+
+std::string MpiShardPath(const std::string& output, int p, int k) {
+  return ShardDir(output) + "/mpi-" + std::to_string(p) + "-of-" + std::to_string(k) + ".tdb";
+}
+
 Status CheckDisjoint(const std::vector<std::string>& shards) {
   std::map<int64_t, std::string> owner;
   for (const std::string& shard : shards) {
@@ -117,22 +131,6 @@ Status CheckDisjoint(const std::vector<std::string>& shards) {
     }
   }
   return Status::Ok();
-}
-
-class MetaVisitor : public SegmentVisitor {
- public:
-  void OnMeta(const SegmentMeta& m) override {
-    if (!meta) meta = m;
-  }
-  std::optional<SegmentMeta> meta;
-};
-
-}  // namespace
-
-std::string ShardDir(const std::string& output) { return output + ".shards"; }
-
-std::string MpiShardPath(const std::string& output, int p, int k) {
-  return ShardDir(output) + "/mpi-" + std::to_string(p) + "-of-" + std::to_string(k) + ".tdb";
 }
 
 StatusOr<CompactStats> CompactMpiShard(const CompactOptions& base, const std::string& output, int p,
@@ -212,6 +210,15 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
     out.push_back(std::move(s));
   }
   // The manifest, written last: it lists only shards that exist.
+  std::vector<ManifestEntry> entries;
+  for (const NodeShard& s : out) {
+    entries.push_back({BaseOf(ShardDir(manifest)) + "/" + BaseOf(s.path), s.host});
+  }
+  TRACEDB_RETURN_IF_ERROR(WriteManifest(manifest, entries));
+  return out;
+}
+
+Status WriteManifest(const std::string& manifest, const std::vector<ManifestEntry>& shards) {
   TRACEDB_ASSIGN_OR_RETURN(auto db, Db::Open(manifest, Db::Mode::kCreate));
   TRACEDB_RETURN_IF_ERROR(db->Exec(
       "PRAGMA journal_mode=DELETE; BEGIN IMMEDIATE;"
@@ -222,12 +229,10 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
   TRACEDB_RETURN_IF_ERROR(m.Bind(1, "format").Bind(2, kManifestFormat).Run());
   TRACEDB_ASSIGN_OR_RETURN(Stmt ins,
                            db->Prepare("INSERT OR REPLACE INTO shards(path, host) VALUES(?1, ?2)"));
-  for (const NodeShard& s : out) {
-    const std::string rel = BaseOf(ShardDir(manifest)) + "/" + BaseOf(s.path);
-    TRACEDB_RETURN_IF_ERROR(ins.Bind(1, rel).Bind(2, s.host).Run());
+  for (const ManifestEntry& e : shards) {
+    TRACEDB_RETURN_IF_ERROR(ins.Bind(1, e.path).Bind(2, e.host).Run());
   }
-  TRACEDB_RETURN_IF_ERROR(db->Commit());
-  return out;
+  return db->Commit();
 }
 
 bool IsManifest(const std::string& path) {
@@ -241,7 +246,8 @@ bool IsManifest(const std::string& path) {
   return row.ok() && *row && st->Text(0) == kManifestFormat;
 }
 
-StatusOr<std::vector<std::string>> ReadManifest(const std::string& path) {
+StatusOr<std::vector<std::string>> ReadManifest(const std::string& path,
+                                                std::vector<std::string>* listed) {
   if (!IsManifest(path)) return Status::InvalidArgument(path + ": not a shard manifest");
   TRACEDB_ASSIGN_OR_RETURN(auto db, Db::Open(path, Db::Mode::kReadOnly));
   TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT path FROM shards ORDER BY path"));
@@ -250,30 +256,11 @@ StatusOr<std::vector<std::string>> ReadManifest(const std::string& path) {
     TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
     std::string p(st.Text(0));
+    if (listed) listed->push_back(p);
     out.push_back(!p.empty() && p[0] == '/' ? p : DirOf(path) + "/" + p);
   }
   if (out.empty()) return Status::InvalidArgument(path + ": a shard manifest without shards");
   return out;
-}
-
-StatusOr<MergeSummary> MergeManifest(const std::string& manifest, const std::string& merged) {
-  TRACEDB_ASSIGN_OR_RETURN(std::vector<std::string> shards, ReadManifest(manifest));
-  TRACEDB_RETURN_IF_ERROR(CheckDisjoint(shards));
-  TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(merged, true, false));
-  MergeSummary sum;
-  int64_t open_spans = 0;
-  for (const std::string& shard : shards) {
-    TRACEDB_ASSIGN_OR_RETURN(ShardMergeStats s, MergeShard(db.get(), shard, BaseOf(shard)));
-    sum.total.blocks += s.blocks;
-    sum.total.blocks_rewritten += s.blocks_rewritten;
-    sum.total.rows += s.rows;
-    sum.total.bytes += s.bytes;
-    open_spans += s.open_spans;
-    sum.shards++;
-  }
-  TRACEDB_RETURN_IF_ERROR(SetMeta(db.get(), "open_spans", std::to_string(open_spans)));
-  sum.total.open_spans = open_spans;
-  return sum;
 }
 
 }  // namespace tracedb::engine

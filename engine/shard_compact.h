@@ -53,13 +53,25 @@ struct NodeShard {
 StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
                                                const std::string& manifest);
 
+// Writes manifest `manifest` (created, or extended when it exists) listing `shards`: each a path
+// as stored (relative to the manifest's directory, or absolute) and the host it holds ("" when
+// unknown).
+struct ManifestEntry {
+  std::string path;
+  std::string host;
+};
+Status WriteManifest(const std::string& manifest, const std::vector<ManifestEntry>& shards);
+
 // Is `path` a shard manifest? (false for a trace database or anything else).
 bool IsManifest(const std::string& path);
-// The shard paths a manifest lists, resolved against its directory.
-StatusOr<std::vector<std::string>> ReadManifest(const std::string& path);
+// The shard paths a manifest lists, resolved against its directory; *listed (when given) gets
+// them as written in the manifest (relative or absolute), in the same order.
+StatusOr<std::vector<std::string>> ReadManifest(const std::string& path,
+                                                std::vector<std::string>* listed = nullptr);
 
-// Merges the shards of manifest `manifest` into database `merged` (created when missing;
-// incremental: only the shards' new blocks are copied).
-StatusOr<MergeSummary> MergeManifest(const std::string& manifest, const std::string& merged);
+// Shards must own disjoint ranks (a merge replaces a rank's rows with its shard's, and a query
+// would see a rank's events twice): InvalidArgument naming both files and the rank otherwise,
+// e.g. for a manifest listing two jobs' shards. Files that do not exist are skipped.
+Status CheckDisjoint(const std::vector<std::string>& shards);
 
 }  // namespace tracedb::engine

@@ -58,8 +58,8 @@ Status ReencodeBlock(std::string_view data, int64_t block, const IdMap& strings,
   return Status::Ok();
 }
 
-// The file change counter of SQLite database `path` (header offset 24, big-endian), -1 when the
-// header cannot be read.
+}  // namespace
+
 int64_t ChangeCounter(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -70,10 +70,8 @@ int64_t ChangeCounter(const std::string& path) {
   return (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
 }
 
-}  // namespace
-
 Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, const IdMap& tracks,
-                  std::string* out, bool* changed) {
+                  std::string* out, bool* changed, bool compress) {
   auto bad = [&](std::string_view why) {
     return Status::Corruption("block " + std::to_string(block) + ": " + std::string(why));
   };
@@ -164,7 +162,8 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   out->clear();
   thread_local std::string compressed;
   compressed.clear();
-  const bool use_lz4 = Lz4Compress(payload, &compressed).ok() && compressed.size() < payload.size();
+  const bool use_lz4 =
+      compress && Lz4Compress(payload, &compressed).ok() && compressed.size() < payload.size();
   out->push_back(static_cast<char>(use_lz4 ? kCodecLz4 : kCodecRaw));
   PutVarint64(out, payload.size());
   PutFixed32(out, Crc32c(payload.data(), payload.size()));
@@ -172,8 +171,41 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   return Status::Ok();
 }
 
-StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
-                                     const std::string& key) {
+std::string EncodeIdMap(const IdMap& map) {
+  std::string out;
+  PutVarint64(&out, map.size());
+  for (size_t i = 1; i < map.size(); ++i) PutVarint64(&out, map[i]);
+  return out;
+}
+
+Status DecodeIdMap(std::string_view bytes, IdMap* map) {
+  map->clear();
+  if (bytes.empty()) return Status::Ok();
+  Reader r(bytes);
+  uint64_t n;
+  // Every entry takes at least one byte: a size past that is corrupt, not a reason to allocate.
+  if (!r.GetVarint64(&n) || (n > 0 && n - 1 > r.remaining())) {
+    return Status::Corruption("id map: bad size");
+  }
+  map->assign(n, 0);
+  for (uint64_t i = 1; i < n; ++i) {
+    uint64_t id;
+    if (!r.GetVarint64(&id) || id > UINT32_MAX) return Status::Corruption("id map: bad entry");
+    (*map)[i] = static_cast<uint32_t>(id);
+  }
+  if (!r.empty()) return Status::Corruption("id map: bytes after the entries");
+  return Status::Ok();
+}
+
+bool IsIdentity(const IdMap& map) {
+  for (size_t i = 1; i < map.size(); ++i) {
+    if (map[i] != 0 && map[i] != i) return false;
+  }
+  return true;
+}
+
+StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, const std::string& key,
+                                     int64_t ref_shard) {
   {
     // A readable tracedb database of a version this build knows, before anything is attached.
     TRACEDB_ASSIGN_OR_RETURN(auto shard, OpenTraceDb(shard_path, false, true));
@@ -324,7 +356,62 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
     }
   }
   int64_t last_block = merged_upto;
-  {
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt bn, dst->Prepare("INSERT INTO main.block_names(name, max_dur, block, cat, count) "
+                            "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  auto add_block_names = [&](int64_t block, int64_t new_block) -> Status {
+    for (const auto& [name, max_dur, cat, count] : names[block]) {
+      uint32_t to_name, to_cat = 0;
+      if (!Map(strings, name, &to_name) || (cat != 0 && !Map(strings, cat, &to_cat))) {
+        return fail(Bad("block_names", block, "a string id not in strings"));
+      }
+      TRACEDB_RETURN_IF_ERROR(bn.Bind(1, to_name)
+                                  .Bind(2, max_dur)
+                                  .Bind(3, new_block)
+                                  .Bind(4, to_cat)
+                                  .Bind(5, count)
+                                  .Run());
+    }
+    return Status::Ok();
+  };
+  if (ref_shard > 0) {
+    // Read in place: the zone maps and where the payload is; the payload is read (and its ids
+    // mapped through the maps saved below) when a query asks for it.
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, dst->Prepare("SELECT block, rank, min_ts, max_end, max_dur, count FROM "
+                              "shard.blocks WHERE block > ?1 ORDER BY block"));
+    st.Bind(1, merged_upto);
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt ins, dst->Prepare("INSERT INTO main.block_refs(rank, min_ts, max_end, max_dur, "
+                               "count, shard, shard_block) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      const int64_t block = st.Int(0);
+      TRACEDB_RETURN_IF_ERROR(ins.Bind(1, st.Int(1))
+                                  .Bind(2, st.Int(2))
+                                  .Bind(3, st.Int(3))
+                                  .Bind(4, st.Int(4))
+                                  .Bind(5, st.Int(5))
+                                  .Bind(6, ref_shard)
+                                  .Bind(7, block)
+                                  .Run());
+      TRACEDB_RETURN_IF_ERROR(add_block_names(block, dst->LastInsertRowid()));
+      stats.blocks++;
+      stats.rows += static_cast<uint64_t>(st.Int(5));
+      last_block = block;
+    }
+    TRACEDB_ASSIGN_OR_RETURN(Stmt maps,
+                             dst->Prepare("UPDATE main.shard_files SET strings = ?2, tracks = ?3 "
+                                          "WHERE shard = ?1"));
+    TRACEDB_RETURN_IF_ERROR(maps.Bind(1, ref_shard)
+                                .BindBlob(2, EncodeIdMap(strings))
+                                .BindBlob(3, EncodeIdMap(tracks))
+                                .Run());
+    if (dst->Changes() != 1) {
+      return fail(Status::Internal("shard " + std::to_string(ref_shard) + " not in shard_files"));
+    }
+  } else {
     TRACEDB_ASSIGN_OR_RETURN(
         Stmt st, dst->Prepare("SELECT block, rank, min_ts, max_end, max_dur, count, data FROM "
                               "shard.blocks WHERE block > ?1 ORDER BY block"));
@@ -332,9 +419,6 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
     TRACEDB_ASSIGN_OR_RETURN(
         Stmt ins, dst->Prepare("INSERT INTO main.blocks(rank, min_ts, max_end, max_dur, count, "
                                "data) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt bn, dst->Prepare("INSERT INTO main.block_names(name, max_dur, block, cat, count) "
-                              "VALUES(?1, ?2, ?3, ?4, ?5)"));
     std::string rewritten;
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -352,19 +436,7 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
                                   .Bind(5, st.Int(5))
                                   .BindBlob(6, stored)
                                   .Run());
-      const int64_t new_block = dst->LastInsertRowid();
-      for (const auto& [name, max_dur, cat, count] : names[block]) {
-        uint32_t to_name, to_cat = 0;
-        if (!Map(strings, name, &to_name) || (cat != 0 && !Map(strings, cat, &to_cat))) {
-          return fail(Bad("block_names", block, "a string id not in strings"));
-        }
-        TRACEDB_RETURN_IF_ERROR(bn.Bind(1, to_name)
-                                    .Bind(2, max_dur)
-                                    .Bind(3, new_block)
-                                    .Bind(4, to_cat)
-                                    .Bind(5, count)
-                                    .Run());
-      }
+      TRACEDB_RETURN_IF_ERROR(add_block_names(block, dst->LastInsertRowid()));
       stats.blocks++;
       stats.blocks_rewritten += changed;
       stats.rows += static_cast<uint64_t>(st.Int(5));

@@ -46,13 +46,31 @@ using IdMap = std::vector<uint32_t>;
 // mapped through `strings` and its track ids through `tracks`, into *out. *changed is false
 // (and *out untouched) when every id maps to itself. Block formats 1 and 2 are rewritten in
 // place (header and track column); any other format is decoded and encoded again. Corruption
-// naming `block` for malformed data or an id the maps do not know.
+// naming `block` for malformed data or an id the maps do not know. With `compress` false the
+// rewritten block is stored raw (codec 0): for a block read once and decoded at once (a shard
+// read in place, engine/shard_catalog.h), LZ4 would cost a compression and a decompression.
 Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, const IdMap& tracks,
-                  std::string* out, bool* changed);
+                  std::string* out, bool* changed, bool compress = true);
+
+// An id map as stored in a shard catalog (shard_files.strings / .tracks): varint size, then
+// map[1..size-1] as varints (identity maps too: an id past a map's end is unknown to RemapBlock,
+// so a map cannot be left out for one kind of id only). DecodeIdMap is bounds-checked.
+std::string EncodeIdMap(const IdMap& map);
+Status DecodeIdMap(std::string_view bytes, IdMap* map);
+// Does `map` send every id it knows to itself?
+bool IsIdentity(const IdMap& map);
+
+// The file change counter of SQLite database `path` (header offset 24, big-endian, bumped by
+// every commit in rollback-journal mode), -1 when the header cannot be read. MergeShard records
+// it per shard (`state` key `shard_merge_counter:KEY`).
+int64_t ChangeCounter(const std::string& path);
 
 // Merges what is new in the shard database at `shard_path` into `dst` (a trace database, not in
 // a transaction), under the name `key` (stable across runs: it keys the merge's progress).
-StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path,
-                                     const std::string& key);
+// With `ref_shard` > 0, `dst` is a shard catalog (engine/shard_catalog.h): the shard's blocks
+// are not copied but listed in block_refs as (ref_shard, block in the shard) with their zone
+// maps, and the shard's id maps are saved in shard_files row `ref_shard` (which must exist).
+StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, const std::string& key,
+                                     int64_t ref_shard = 0);
 
 }  // namespace tracedb::engine

@@ -11,11 +11,9 @@
 
 namespace tracedb::query {
 
-// `path` may also be a shard manifest (`tracedb compact --shard-by node`, engine/shard_compact.h):
-// its shards are then merged (incrementally) into MergedShardsPath(path), which is opened.
+// `path` may also be a shard manifest (`tracedb compact --shard-by node`, `tracedb shards
+// create`, engine/shard_compact.h): its shards are then read in place through their catalog
+// (engine/shard_catalog.h), brought up to date first; a manifest opens read-only.
 StatusOr<std::unique_ptr<engine::Db>> OpenQueryDb(const std::string& path, bool writable = false);
-
-// Where the shards of manifest `manifest` are merged for queries.
-std::string MergedShardsPath(const std::string& manifest);
 
 }  // namespace tracedb::query

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "engine/db_schema.h"
+#include "engine/shard_catalog.h"
+#include "engine/shard_compact.h"
 #include "query/export/chrome_exporter.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -143,7 +145,10 @@ int RunExport(const ExportCmdOptions& o) {
   eo.gzip_level = o.gzip_level;
   eo.epoch_ts = o.absolute;
 
-  auto db = engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
+  // A shard manifest is exported from its shards in place (engine/shard_catalog.h).
+  auto db = engine::IsManifest(o.db)
+                ? engine::OpenShardCatalog(o.db)
+                : engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
   if (!db.ok()) return Fail(kExitUsage, db.status().message());
   const double t_flows = Now();
   if (!o.no_messages) {

@@ -10,6 +10,7 @@
 
 #include "engine/db_schema.h"
 #include "engine/segment_dir.h"
+#include "engine/shard_catalog.h"
 #include "engine/shard_compact.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -110,17 +111,22 @@ struct DbInfo {
 };
 
 StatusOr<DbInfo> ReadDbInfo(const std::string& given) {
-  std::string path = given;
-  if (engine::IsManifest(given)) {
-    // A shard manifest (compact --shard-by node): its shards merged, as every reader sees them.
-    path = query::MergedShardsPath(given);
-    TRACEDB_ASSIGN_OR_RETURN(auto merged, engine::MergeManifest(given, path));
-    (void)merged;
-  }
-  TRACEDB_ASSIGN_OR_RETURN(auto db, engine::OpenTraceDb(path, false, /*read_only=*/true));
+  std::unique_ptr<engine::Db> db;
   DbInfo info;
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0) info.bytes = st.st_size;
+  if (engine::IsManifest(given)) {
+    // A shard manifest (compact --shard-by node, shards create): its shards as every reader sees
+    // them, through their catalog; the bytes are the shards' and the catalog's.
+    TRACEDB_ASSIGN_OR_RETURN(db, engine::OpenShardCatalog(given));
+    TRACEDB_ASSIGN_OR_RETURN(std::vector<std::string> shards, engine::ReadManifest(given));
+    shards.push_back(engine::CatalogPath(given));
+    for (const std::string& f : shards) {
+      if (::stat(f.c_str(), &st) == 0) info.bytes += st.st_size;
+    }
+  } else {
+    TRACEDB_ASSIGN_OR_RETURN(db, engine::OpenTraceDb(given, false, /*read_only=*/true));
+    if (::stat(given.c_str(), &st) == 0) info.bytes = st.st_size;
+  }
   {
     TRACEDB_ASSIGN_OR_RETURN(
         engine::Stmt q, db->Prepare("SELECT rank, sum(count), min(min_ts), max(max_end), count(*) "

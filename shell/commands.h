@@ -26,5 +26,6 @@ void SetupView(CLI::App& app, int* exit_code);
 void SetupDiff(CLI::App& app, int* exit_code);
 void SetupTop(CLI::App& app, int* exit_code);
 void SetupArchive(CLI::App& app, int* exit_code);
+void SetupShards(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   ts::SetupDiff(app, &exit_code);
   ts::SetupTop(app, &exit_code);
   ts::SetupArchive(app, &exit_code);
+  ts::SetupShards(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,435 @@
+// Shards read in place. See shard_catalog.h; format in docs/database-format.md "Shards".
+#include "engine/shard_catalog.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "engine/db_schema.h"
+#include "engine/shard_merge.h"
+
+namespace tracedb::engine {
+namespace {
+
+constexpr const char* kFunction = "tracedb_shard_block";
+
+// A trace database made by OpenTraceDb becomes a catalog: `blocks` (empty) gives way to
+// block_refs and a view of the same name and columns (block_refs is what marks a catalog; meta
+// stays as a merged database's, since readers show it). The view is plain enough for SQLite to
+// flatten into every query: `WHERE block = ?` searches block_refs' primary key, `WHERE rank = ?
+// AND min_ts ...` its index, and `data` is only computed for the rows a query reads it from.
+constexpr const char* kCatalogSql = R"sql(
+DROP INDEX blocks_by_rank;
+DROP TABLE blocks;
+CREATE TABLE shard_files(
+  shard INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, strings BLOB, tracks BLOB);
+CREATE TABLE block_refs(
+  block INTEGER PRIMARY KEY, rank INTEGER NOT NULL, min_ts INTEGER NOT NULL,
+  max_end INTEGER NOT NULL, max_dur INTEGER NOT NULL, count INTEGER NOT NULL,
+  shard INTEGER NOT NULL, shard_block INTEGER NOT NULL);
+CREATE INDEX block_refs_by_rank ON block_refs(rank, min_ts);
+CREATE VIEW blocks(block, rank, min_ts, max_end, max_dur, count, data) AS
+  SELECT block, rank, min_ts, max_end, max_dur, count, tracedb_shard_block(shard, shard_block)
+  FROM block_refs;
+)sql";
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Status::IOError(path + ": cannot remove: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Opens (creating or converting) the catalog at `path` for writing.
+StatusOr<std::unique_ptr<Db>> OpenCatalogForWrite(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || st.st_size == 0) {
+    // Created here, schema and conversion in one transaction, with 1 KiB pages: a catalog is
+    // mostly tables of a few rows, and at 4 KiB a page each its empty tables alone took 140 KB.
+    TRACEDB_ASSIGN_OR_RETURN(auto raw, Db::Open(path, Db::Mode::kCreate));
+    TRACEDB_RETURN_IF_ERROR(raw->Exec("PRAGMA journal_mode=DELETE; PRAGMA page_size=1024"));
+    TRACEDB_RETURN_IF_ERROR(raw->Begin());
+    if (raw->HasTable("meta")) {  // another process made it meanwhile
+      raw->Rollback();
+    } else {
+      Status s = CreateSchema(raw.get());
+      if (s.ok()) s = raw->Exec(kCatalogSql);
+      if (!s.ok()) {
+        raw->Rollback();
+        return s.WithContext(path);
+      }
+      TRACEDB_RETURN_IF_ERROR(raw->Commit());
+    }
+  }
+  TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(path, /*create=*/true, /*read_only=*/false));
+  if (db->HasTable("block_refs")) return db;
+  // Fresh from OpenTraceDb (or from a run killed before this transaction committed): no block.
+  TRACEDB_RETURN_IF_ERROR(db->Begin());
+  if (db->HasTable("block_refs")) {  // another process converted it meanwhile
+    TRACEDB_RETURN_IF_ERROR(db->Commit());
+    return db;
+  }
+  StatusOr<int64_t> blocks = db->QueryInt("SELECT count(*) FROM blocks");
+  Status s = blocks.ok() ? Status::Ok() : blocks.status();
+  if (s.ok() && *blocks != 0) {
+    s = Status::InvalidArgument(path + ": a trace database with blocks, not a shard catalog");
+  }
+  if (s.ok()) s = db->Exec(kCatalogSql);
+  if (!s.ok()) {
+    db->Rollback();
+    return s;
+  }
+  TRACEDB_RETURN_IF_ERROR(db->Commit());
+  return db;
+}
+
+// Writes meta(key) = value unless it holds that already (an unchanged refresh writes nothing).
+Status SetMeta(Db* db, const std::string& key, const std::string& value) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt get, db->Prepare("SELECT value FROM meta WHERE key = ?1"));
+  get.Bind(1, key);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, get.Step());
+  if (row && get.Text(0) == value) return Status::Ok();
+  get.Reset();
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
+  return st.Bind(1, key).Bind(2, value).Run();
+}
+
+// The state of tracedb_shard_block on one catalog connection: each shard's file and id maps,
+// and the shard connections open now, most recently used first.
+class ShardBlockSource {
+ public:
+  struct Shard {
+    std::string path;
+    IdMap strings, tracks;
+    bool identity = true;  // every id maps to itself: the stored bytes are the answer
+    std::unique_ptr<Db> db;
+    Stmt get;  // SELECT data FROM blocks WHERE block = ?1
+    std::list<int64_t>::iterator lru;
+  };
+
+  explicit ShardBlockSource(size_t max_open) : max_open_(max_open < 1 ? 1 : max_open) {}
+
+  Status Load(Db* catalog, const std::string& manifest_dir) {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, catalog->Prepare("SELECT shard, path, strings, tracks FROM "
+                                                       "shard_files"));
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      Shard& s = shards_[st.Int(0)];
+      const std::string p(st.Text(1));
+      s.path = !p.empty() && p[0] == '/' ? p : manifest_dir + "/" + p;
+      // NULL: a shard listed but not merged yet (its maps are written with its first blocks).
+      Status d = DecodeIdMap(st.IsNull(2) ? std::string_view() : st.Blob(2), &s.strings);
+      if (d.ok()) d = DecodeIdMap(st.IsNull(3) ? std::string_view() : st.Blob(3), &s.tracks);
+      if (!d.ok()) return d.WithContext(catalog->path() + ": shard_files " + p);
+      s.identity = IsIdentity(s.strings) && IsIdentity(s.tracks);
+    }
+    return Status::Ok();
+  }
+
+  // Calls emit(payload) with block `block` of shard `shard`, its ids mapped to the catalog's.
+  // The shard's statement is reset before returning: a statement left stepped would hold the
+  // shard's read lock between calls (for the rest of a `tracedb shell` session, say), and a
+  // compaction writing that shard could not commit.
+  template <typename Emit>
+  Status Read(int64_t shard, int64_t block, const Emit& emit) {
+    auto it = shards_.find(shard);
+    if (it == shards_.end()) {
+      return Status::Corruption("shard " + std::to_string(shard) +
+                                " is not in the catalog's shard_files");
+    }
+    Shard& s = it->second;
+    TRACEDB_RETURN_IF_ERROR(Connect(shard, &s));
+    struct ResetOnReturn {
+      Stmt* st;
+      ~ResetOnReturn() { st->Reset(); }
+    } reset{&s.get};
+    s.get.Bind(1, block);
+    TRACEDB_ASSIGN_OR_RETURN(bool row, s.get.Step());
+    if (!row) {
+      return Status::Corruption(s.path + ": block " + std::to_string(block) +
+                                " is missing (the shard changed since the catalog was built: "
+                                "open the manifest again)");
+    }
+    const std::string_view data = s.get.Blob(0);
+    if (s.identity) {
+      emit(data);
+      return Status::Ok();
+    }
+    bool changed = false;
+    Status r = RemapBlock(data, block, s.strings, s.tracks, &rewritten_, &changed,
+                          /*compress=*/false);
+    if (!r.ok()) return r.WithContext(s.path);
+    emit(changed ? std::string_view(rewritten_) : data);
+    return Status::Ok();
+  }
+
+  ShardConnectionCounts counts() const { return counts_; }
+
+ private:
+  Status Connect(int64_t id, Shard* s) {
+    if (s->db) {
+      lru_.splice(lru_.begin(), lru_, s->lru);  // most recently used first
+      return Status::Ok();
+    }
+    while (counts_.open >= max_open_ && !lru_.empty()) {
+      Shard& old = shards_[lru_.back()];
+      old.get = Stmt();
+      old.db.reset();
+      lru_.pop_back();
+      counts_.open--;
+    }
+    auto db = OpenTraceDb(s->path, /*create=*/false, /*read_only=*/true);
+    if (!db.ok()) return db.status().WithContext("shard " + s->path);
+    auto get = (*db)->Prepare("SELECT data FROM blocks WHERE block = ?1");
+    if (!get.ok()) return get.status().WithContext("shard " + s->path);
+    s->db = std::move(*db);
+    s->get = std::move(*get);
+    lru_.push_front(id);
+    s->lru = lru_.begin();
+    counts_.open++;
+    counts_.opened++;
+    counts_.peak = std::max(counts_.peak, counts_.open);
+    return Status::Ok();
+  }
+
+  const size_t max_open_;
+  std::unordered_map<int64_t, Shard> shards_;
+  std::list<int64_t> lru_;
+  ShardConnectionCounts counts_;
+  std::string rewritten_;
+};
+
+// The sources by catalog connection, for ShardConnections (SQLite gives a function's user data
+// only to the function).
+std::mutex g_sources_mu;
+std::unordered_map<sqlite3*, ShardBlockSource*>& Sources() {
+  static auto* m = new std::unordered_map<sqlite3*, ShardBlockSource*>();
+  return *m;
+}
+
+void ShardBlockFn(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  auto* src = static_cast<ShardBlockSource*>(sqlite3_user_data(ctx));
+  if (argc != 2 || sqlite3_value_type(argv[0]) != SQLITE_INTEGER ||
+      sqlite3_value_type(argv[1]) != SQLITE_INTEGER) {
+    sqlite3_result_error(ctx, "tracedb_shard_block(shard, shard_block): two integers", -1);
+    return;
+  }
+  Status s = src->Read(sqlite3_value_int64(argv[0]), sqlite3_value_int64(argv[1]),
+                       [ctx](std::string_view data) {
+                         // SQLITE_TRANSIENT: SQLite copies it before the shard's row goes.
+                         sqlite3_result_blob64(ctx, data.data(), data.size(), SQLITE_TRANSIENT);
+                       });
+  if (!s.ok()) sqlite3_result_error(ctx, s.message().c_str(), -1);
+}
+
+void DestroySource(void* p) {
+  auto* src = static_cast<ShardBlockSource*>(p);
+  {
+    std::lock_guard<std::mutex> lock(g_sources_mu);
+    for (auto it = Sources().begin(); it != Sources().end(); ++it) {
+      if (it->second == src) {
+        Sources().erase(it);
+        break;
+      }
+    }
+  }
+  delete src;
+}
+
+// Is `path` under directory `dir` (both absolute, normalized)? Sets *rel to the rest.
+bool Under(const std::string& path, const std::string& dir, std::string* rel) {
+  const std::string prefix = dir == "/" ? dir : dir + "/";
+  if (path.compare(0, prefix.size(), prefix) != 0) return false;
+  *rel = path.substr(prefix.size());
+  return true;
+}
+
+StatusOr<std::string> RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) {
+    return Status::NotFound(path + ": " + std::strerror(errno));
+  }
+  return std::string(buf);
+}
+
+// Does the catalog at `path` list exactly the shards `listed` (resolved: `shards`), each with the
+// change counter it has now? Then a refresh has nothing to check or write: the rank check and
+// the per-shard merge (an open and an attach each, some 2-3 ms per shard) are skipped, and an
+// open of a job of thousands of shards costs a header read per shard. Any doubt says no.
+bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
+              const std::vector<std::string>& listed) {
+  if (!Exists(path) || Exists(path + "-journal")) return false;
+  auto db = Db::Open(path, Db::Mode::kReadOnly);
+  if (!db.ok() || !(*db)->HasTable("block_refs")) return false;
+  auto n = (*db)->QueryInt("SELECT count(*) FROM shard_files", -1);
+  if (!n.ok() || *n != static_cast<int64_t>(listed.size())) return false;
+  auto st = (*db)->Prepare(
+      "SELECT CAST(s.value AS INTEGER) FROM shard_files f JOIN state s "
+      "ON s.key = 'shard_merge_counter:' || f.path WHERE f.path = ?1");
+  if (!st.ok()) return false;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    st->Bind(1, listed[i]);
+    auto row = st->Step();
+    if (!row.ok() || !*row) return false;
+    const int64_t recorded = st->Int(0);
+    st->Reset();
+    const int64_t now = ChangeCounter(shards[i]);
+    if (now < 0 || now != recorded) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string CatalogPath(const std::string& manifest) { return ShardDir(manifest) + "/catalog.tdb"; }
+
+std::string LegacyMergedPath(const std::string& manifest) {
+  return ShardDir(manifest) + "/merged.tdb";
+}
+
+StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
+  std::vector<std::string> listed;
+  TRACEDB_ASSIGN_OR_RETURN(std::vector<std::string> shards, ReadManifest(manifest, &listed));
+  if (UpToDate(CatalogPath(manifest), shards, listed)) {
+    MergeSummary sum;
+    sum.shards = static_cast<int>(shards.size());
+    return sum;
+  }
+  for (const std::string& shard : shards) {
+    if (!Exists(shard)) {
+      return Status::NotFound("shard " + shard + " (listed in " + manifest + "): no such database");
+    }
+  }
+  TRACEDB_RETURN_IF_ERROR(CheckDisjoint(shards));
+  const std::string path = CatalogPath(manifest);
+  if (!Exists(ShardDir(manifest)) && ::mkdir(ShardDir(manifest).c_str(), 0777) != 0 &&
+      errno != EEXIST) {
+    return Status::IOError(ShardDir(manifest) + ": cannot create: " + std::strerror(errno));
+  }
+  std::unique_ptr<Db> db;
+  {
+    TRACEDB_ASSIGN_OR_RETURN(db, OpenCatalogForWrite(path));
+    // A shard no longer listed (a manifest rewritten with fewer files): its rows cannot be taken
+    // out of the per-name tables piecemeal, so the catalog (small) is built again.
+    std::set<std::string> now(listed.begin(), listed.end());
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT path FROM shard_files"));
+    bool stale = false;
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      stale |= now.count(std::string(st.Text(0))) == 0;
+    }
+    st = Stmt();
+    if (stale) {
+      db.reset();
+      TRACEDB_RETURN_IF_ERROR(RemoveFile(path));
+      TRACEDB_ASSIGN_OR_RETURN(db, OpenCatalogForWrite(path));
+    }
+  }
+  TRACEDB_ASSIGN_OR_RETURN(Stmt add,
+                           db->Prepare("INSERT OR IGNORE INTO shard_files(path) VALUES(?1)"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt find, db->Prepare("SELECT shard FROM shard_files WHERE path = ?1"));
+  MergeSummary sum;
+  int64_t open_spans = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    TRACEDB_RETURN_IF_ERROR(add.Bind(1, listed[i]).Run());
+    find.Bind(1, listed[i]);
+    TRACEDB_ASSIGN_OR_RETURN(bool row, find.Step());
+    if (!row) return Status::Internal(path + ": shard " + listed[i] + " not recorded");
+    const int64_t id = find.Int(0);
+    find.Reset();
+    auto s = MergeShard(db.get(), shards[i], listed[i], id);
+    if (!s.ok()) return s.status().WithContext("shard " + shards[i]);
+    sum.total.blocks += s->blocks;
+    sum.total.rows += s->rows;
+    sum.total.strings_added += s->strings_added;
+    sum.total.tracks_added += s->tracks_added;
+    open_spans += s->open_spans;
+    sum.shards++;
+  }
+  TRACEDB_RETURN_IF_ERROR(SetMeta(db.get(), "open_spans", std::to_string(open_spans)));
+  sum.total.open_spans = open_spans;
+  return sum;
+}
+
+StatusOr<std::unique_ptr<Db>> OpenShardCatalog(const std::string& manifest, size_t max_open) {
+  TRACEDB_ASSIGN_OR_RETURN(MergeSummary sum, RefreshCatalog(manifest));
+  (void)sum;
+  // The full copy an older tracedb kept of the shards' blocks: the catalog replaces it, and it
+  // doubled the disk used (it is never brought up to date again).
+  TRACEDB_RETURN_IF_ERROR(RemoveFile(LegacyMergedPath(manifest)));
+  TRACEDB_RETURN_IF_ERROR(RemoveFile(LegacyMergedPath(manifest) + "-journal"));
+  const std::string path = CatalogPath(manifest);
+  TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(path, /*create=*/false, /*read_only=*/true));
+  auto src = std::make_unique<ShardBlockSource>(max_open);
+  TRACEDB_RETURN_IF_ERROR(src->Load(db.get(), DirOf(manifest)));
+  ShardBlockSource* raw = src.release();
+  {
+    std::lock_guard<std::mutex> lock(g_sources_mu);
+    Sources()[db->raw()] = raw;
+  }
+  // Innocuous: it reads only the files the catalog lists, by their number, and changes nothing,
+  // so it may run from the catalog's view under SQLite's trusted_schema=OFF too.
+  const int rc = sqlite3_create_function_v2(db->raw(), kFunction, 2, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                                            raw, ShardBlockFn, nullptr, nullptr, DestroySource);
+  if (rc != SQLITE_OK) return db->Error(rc, "installing tracedb_shard_block");
+  return db;
+}
+
+ShardConnectionCounts ShardConnections(Db* catalog) {
+  std::lock_guard<std::mutex> lock(g_sources_mu);
+  auto it = Sources().find(catalog->raw());
+  return it == Sources().end() ? ShardConnectionCounts{} : it->second->counts();
+}
+
+Status CreateManifest(const std::string& manifest, const std::vector<std::string>& dbs) {
+  if (dbs.empty()) return Status::InvalidArgument("no database to list in " + manifest);
+  if (Exists(manifest)) {
+    return Status::InvalidArgument(manifest + ": exists; a new manifest is written to a new file");
+  }
+  std::vector<std::string> real;
+  for (const std::string& d : dbs) {
+    TRACEDB_ASSIGN_OR_RETURN(std::string r, RealPath(d));
+    if (IsManifest(r)) return Status::InvalidArgument(d + ": a manifest, not a trace database");
+    // Each a readable trace database (the error names the file otherwise).
+    TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(r, /*create=*/false, /*read_only=*/true));
+    real.push_back(r);
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < real.size(); ++i) {
+    if (!seen.insert(real[i]).second) {
+      return Status::InvalidArgument(dbs[i] + ": listed twice");
+    }
+  }
+  TRACEDB_RETURN_IF_ERROR(CheckDisjoint(real));
+  TRACEDB_ASSIGN_OR_RETURN(std::string dir, RealPath(DirOf(manifest)));
+  std::vector<ManifestEntry> entries;
+  for (const std::string& r : real) {
+    std::string rel;
+    entries.push_back({Under(r, dir, &rel) ? rel : r, ""});
+  }
+  return WriteManifest(manifest, entries);
+}
+
+}  // namespace tracedb::engine
