@@ -124,7 +124,7 @@ class DecodedBlock {
   int64_t block_ = 0;
   int64_t base_ = 0;
   uint64_t scale_ = 1;
-  uint8_t format_ = 0;  // the block format (1 or 2)
+  uint8_t format_ = 0;  // the block format (1, 2 or 3)
   std::vector<uint32_t> names_, cats_;
   std::string_view cols_[13];
   uint32_t decoded_ = 0;
@@ -135,5 +135,21 @@ class DecodedBlock {
 // messages.
 Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out,
                    uint32_t want = kColAll);
+
+// Column codecs of block format 3 (docs/database-format.md "Event blocks"), exposed for the
+// tests and bench/block_codec_bench.
+
+// Entropy-coded bit lengths: per value a canonical Huffman code (at most 12 bits) of its symbol,
+// the value's bit length or one of up to 8 frequent values of the column, then for a bit length
+// L >= 2 the L - 1 bits under the leading one. Appends the column to `dst`.
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst);
+// Reads exactly n values; false on a malformed column (never reads past `col`).
+bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out);
+
+// A row with children (the next row of its track run is deeper) has its duration coded as the
+// zigzag of its difference from the sum of its children's durations; other rows as themselves.
+// In place, over rows in (track, k) order; wrap-around arithmetic, so any input round-trips.
+void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n);
+void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* track, size_t n);
 
 }  // namespace tracedb::engine
