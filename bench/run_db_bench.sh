@@ -10,6 +10,9 @@
 # compaction speed, bytes per event and query times (medians of REPS runs, default 5).
 # Usage: bench/run_db_bench.sh [SIZES...]   (default: 2000000 10000000 100000000)
 #   SQLITE_ROWS=0 skips the row-per-event SQLite baseline (its load takes minutes at 10M).
+#   DUCKDB=0 skips DuckDB (its columns stay empty).
+#   BUILD_DIR=DIR uses the binaries of an existing build instead of making build-bench/ (e.g. to
+#   compare two builds: each run's binaries in their own directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -18,11 +21,15 @@ sizes=("$@")
 work=${TRACEDB_BENCH_DIR:-/tmp/tracedb-db-bench}
 reps=${REPS:-5}
 
-cmake -S "$root" -B "$root/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACEDB_TESTS=OFF >/dev/null
-cmake --build "$root/build-bench" --target tracedb_cli db_bench_gen db_bench >/dev/null
-bin="$root/build-bench"
+if [ -n "${BUILD_DIR:-}" ]; then
+  bin=$(cd "$BUILD_DIR" && pwd)  # an existing build (its tracedb, bench/db_bench_gen, bench/db_bench)
+else
+  cmake -S "$root" -B "$root/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACEDB_TESTS=OFF >/dev/null
+  cmake --build "$root/build-bench" --target tracedb_cli db_bench_gen db_bench >/dev/null
+  bin="$root/build-bench"
+fi
 have_duckdb=0
-if command -v node >/dev/null; then
+if [ "${DUCKDB:-1}" != 0 ] && command -v node >/dev/null; then
   (cd "$root/bench" && npm install --no-audit --no-fund --silent >/dev/null 2>&1) && have_duckdb=1
 fi
 [ $have_duckdb -eq 1 ] || echo "DuckDB (npm @duckdb/node-api) could not be installed: its column is empty"
