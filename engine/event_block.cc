@@ -296,6 +296,8 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
   // A value earns a symbol when its occurrences would spend more than 8 bytes of mantissa bits.
   uint64_t exact[kMaxExact];
   int nexact = 0;
+  uint64_t exact_slot[64] = {};
+  uint8_t exact_sym[64] = {};
   {
     Slot cand[256];
     int ncand = 0;
@@ -308,25 +310,23 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
     }
     std::sort(cand, cand + ncand,
               [](const Slot& a, const Slot& b) { return a.c != b.c ? a.c > b.c : a.v < b.v; });
-    for (int i = 0; i < ncand && nexact < kMaxExact; ++i) exact[nexact++] = cand[i].v;
+    // The frequent values go into a 64-slot direct-mapped table, so that a value finds its
+    // symbol with one comparison and no branch; one that would share a slot gets no symbol.
+    // An empty slot holds 0 with symbol 0, which is 0's symbol anyway.
+    for (int i = 0; i < ncand && nexact < kMaxExact; ++i) {
+      uint64_t& slot = exact_slot[Hash64(cand[i].v) >> 58];
+      if (slot != 0) continue;
+      slot = cand[i].v;
+      exact_sym[Hash64(cand[i].v) >> 58] = static_cast<uint8_t>(kLengthSymbols + nexact);
+      exact[nexact++] = cand[i].v;
+    }
   }
   thread_local std::vector<uint8_t> syms;
   syms.resize(n);
   uint32_t freq[kSymbols] = {};
-  // The bit lengths of the frequent values: most values need no comparison with them.
-  uint64_t exact_lengths = 0;
-  for (int e = 0; e < nexact; ++e)
-    exact_lengths |= uint64_t{1} << (BitLength(exact[e]) & 63);  // (64 shares 0's bit)
   for (size_t i = 0; i < n; ++i) {
-    int s = BitLength(v[i]);
-    if ((exact_lengths >> (s & 63)) & 1) {
-      for (int e = 0; e < nexact; ++e) {
-        if (exact[e] == v[i]) {
-          s = kLengthSymbols + e;
-          break;
-        }
-      }
-    }
+    const size_t slot = Hash64(v[i]) >> 58;
+    const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
     syms[i] = static_cast<uint8_t>(s);
     ++freq[s];
   }
@@ -344,19 +344,26 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
     dst->push_back(static_cast<char>(s));
     dst->push_back(static_cast<char>(len[s]));
   }
+  // Per symbol: the mantissa bits that follow its code (s - 1 under the leading one for a bit
+  // length s >= 2, none otherwise) and their mask, so that the loop below has no branch on the
+  // kind of symbol.
+  uint8_t mbits[kSymbols];
+  uint64_t mmask[kSymbols];
+  for (int s = 0; s < kSymbols; ++s) {
+    mbits[s] = static_cast<uint8_t>(s >= 2 && s < kLengthSymbols ? s - 1 : 0);
+    mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
+  }
+  dst->reserve(dst->size() + n * 10 + 16);
   BitWriter bits(dst);
   for (size_t i = 0; i < n; ++i) {
     const int s = syms[i];
-    if (s >= 2 && s < kLengthSymbols) {
-      const uint64_t m = v[i] & (~0ull >> (65 - s));  // the s - 1 bits under the leading one
-      if (len[s] + s - 1 <= 64) {
-        bits.Put(code[s] | (m << len[s]), len[s] + s - 1);
-      } else {
-        bits.Put(code[s], len[s]);
-        bits.Put(m, s - 1);
-      }
+    const uint64_t m = v[i] & mmask[s];
+    const int total = len[s] + mbits[s];
+    if (total <= 64) {
+      bits.Put(code[s] | (m << len[s]), total);
     } else {
       bits.Put(code[s], len[s]);
+      bits.Put(m, mbits[s]);
     }
   }
   bits.Finish();
@@ -386,17 +393,38 @@ bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
     if (nused > 1) kraft += 1u << (kHuffMaxBits - l);
   }
   if (nused > 1 && kraft != (1u << kHuffMaxBits)) return false;
-  // table[bits] = symbol << 4 | code length, for the next kHuffMaxBits bits of the stream.
-  thread_local std::vector<uint16_t> table;
-  table.resize(1u << kHuffMaxBits);
+  // Per symbol: the value's bits above its mantissa (the leading one, the value 0 or 1, or the
+  // frequent value) and the number of mantissa bits after the code, so that the loop has no
+  // branch on the kind of symbol.
+  uint64_t base[kSymbols], mmask[kSymbols];
+  uint8_t mbits[kSymbols];
+  for (int s = 0; s < kSymbols; ++s) {
+    if (s >= kLengthSymbols) {
+      base[s] = s - kLengthSymbols < nexact ? exact[s - kLengthSymbols] : 0;
+      mbits[s] = 0;
+    } else if (s <= 1) {
+      base[s] = static_cast<uint64_t>(s);
+      mbits[s] = 0;
+    } else {
+      base[s] = uint64_t{1} << (s - 1);
+      mbits[s] = static_cast<uint8_t>(s - 1);
+    }
+    mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
+  }
+  // table[bits] = symbol | code length << 8 | (code length + mantissa bits) << 16, for the next
+  // kHuffMaxBits bits of the stream: the bits a value takes come straight from the table, which
+  // keeps the serial chain from one value to the next short.
+  uint32_t table[1u << kHuffMaxBits];
   if (nused == 1) {
-    std::fill(table.begin(), table.end(), static_cast<uint16_t>(prev << 4));
+    std::fill(table, table + (1u << kHuffMaxBits),
+              static_cast<uint32_t>(prev) | uint32_t{mbits[prev]} << 16);
   } else {
     uint32_t code[kSymbols] = {};
     CanonicalCodes(len, code);
     for (int s = 0; s < kSymbols; ++s) {
       if (len[s] == 0) continue;
-      const auto entry = static_cast<uint16_t>(s << 4 | len[s]);
+      const uint32_t entry = static_cast<uint32_t>(s) | uint32_t{len[s]} << 8 |
+                             static_cast<uint32_t>(len[s] + mbits[s]) << 16;
       for (uint32_t hi = 0; hi < (1u << (kHuffMaxBits - len[s])); ++hi) {
         table[code[s] | (hi << len[s])] = entry;
       }
@@ -405,24 +433,17 @@ bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   BitWindow bits(std::string_view(r.data(), r.remaining()));
   for (size_t i = 0; i < n; ++i) {
     const uint64_t w = bits.Peek();
-    const uint16_t e = table[w & ((1u << kHuffMaxBits) - 1)];
-    const int l = e & 15, s = e >> 4;
-    if (s >= 2 && s < kLengthSymbols && l + s - 1 <= 57) {
+    const uint32_t e = table[w & ((1u << kHuffMaxBits) - 1)];
+    const int s = e & 0xff, l = (e >> 8) & 0xff, total = static_cast<int>(e >> 16);
+    if (total <= 57) {
       // The usual case: the code and the mantissa both within the bits already read.
-      if (!bits.Skip(l + s - 1)) return false;
-      out[i] = (1ull << (s - 1)) | ((w >> l) & (~0ull >> (65 - s)));
+      if (!bits.Skip(total)) return false;
+      out[i] = base[s] | ((w >> l) & mmask[s]);
       continue;
     }
-    if (!bits.Skip(l)) return false;
-    if (s >= kLengthSymbols) {
-      out[i] = exact[s - kLengthSymbols];
-    } else if (s <= 1) {
-      out[i] = static_cast<uint64_t>(s);
-    } else {
-      uint64_t m;
-      if (!bits.Get(s - 1, &m)) return false;
-      out[i] = (1ull << (s - 1)) | m;
-    }
+    uint64_t m;
+    if (!bits.Skip(l) || !bits.Get(mbits[s], &m)) return false;
+    out[i] = base[s] | m;
   }
   return bits.at_end();
 }
