@@ -1,5 +1,6 @@
 // Event blocks of the trace database: up to 64K finished events of one rank, stored column by
-// column (dictionaries, deltas, varints, a common time scale), then LZ4-compressed, in one BLOB
+// column (dictionaries, deltas, varints, entropy-coded bit lengths for ts and dur, a common time
+// scale), then LZ4-compressed, in one BLOB
 // row of the `blocks` table. EncodeBlock also computes the block's zone map.
 // Thread safety: pure functions and plain data.
 // Format: docs/database-format.md, "Event blocks".
