@@ -11,8 +11,9 @@
 # Usage: bench/run_db_bench.sh [SIZES...]   (default: 2000000 10000000 100000000)
 #   SQLITE_ROWS=0 skips the row-per-event SQLite baseline (its load takes minutes at 10M).
 #   DUCKDB=0 skips DuckDB (its columns stay empty).
-#   BUILD_DIR=DIR uses the binaries of an existing build instead of making build-bench/ (e.g. to
-#   compare two builds: each run's binaries in their own directory).
+#   QUERIES="median_by_name p95_by_name" times only those of tracedb's queries (DuckDB runs all).
+#   BUILD_DIR (default build-bench, a Release build made here) picks an existing build instead
+#   (e.g. to compare two builds: each run's binaries in their own directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -21,13 +22,12 @@ sizes=("$@")
 work=${TRACEDB_BENCH_DIR:-/tmp/tracedb-db-bench}
 reps=${REPS:-5}
 
-if [ -n "${BUILD_DIR:-}" ]; then
-  bin=$(cd "$BUILD_DIR" && pwd)  # an existing build (its tracedb, bench/db_bench_gen, bench/db_bench)
-else
-  cmake -S "$root" -B "$root/build-bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACEDB_TESTS=OFF >/dev/null
-  cmake --build "$root/build-bench" --target tracedb_cli db_bench_gen db_bench >/dev/null
-  bin="$root/build-bench"
+bin=${BUILD_DIR:-$root/build-bench}
+if [ -z "${BUILD_DIR:-}" ]; then
+  cmake -S "$root" -B "$bin" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRACEDB_TESTS=OFF >/dev/null
 fi
+cmake --build "$bin" --target tracedb_cli db_bench_gen db_bench >/dev/null
+read -r -a only <<< "${QUERIES:-}"
 have_duckdb=0
 if [ "${DUCKDB:-1}" != 0 ] && command -v node >/dev/null; then
   (cd "$root/bench" && npm install --no-audit --no-fund --silent >/dev/null 2>&1) && have_duckdb=1
@@ -46,7 +46,7 @@ for n in "${sizes[@]}"; do
   /usr/bin/time -f "%e %U %S" -o "$dir/time.txt" "$bin/tracedb" compact "$dir/trace" -o "$dir/job.tdb" -q
   read -r wall user sys < "$dir/time.txt"
   db_bytes=$(stat -c %s "$dir/job.tdb")
-  ours=$("$bin/bench/db_bench" queries "$dir/job.tdb" "$reps")
+  ours=$("$bin/bench/db_bench" queries "$dir/job.tdb" "$reps" ${only[@]+"${only[@]}"})
   duck=""
   if [ $have_duckdb -eq 1 ]; then
     duck=$(cd "$root/bench" && node duckdb_bench.mjs "$dir/events.csv" "$dir/job.duckdb" "$reps")
@@ -76,6 +76,7 @@ for n in "${sizes[@]}"; do
     "tracedb CPU" "DuckDB CPU" "ratio"
   for q in top10 rank_name_agg track_name_agg median_by_name p95_by_name count_scan count_depth; do
     a=$(get "$ours" $q)
+    [ -n "$a" ] || continue  # not in QUERIES
     b=$(get "$duck" $q)
     ac=$(getcpu "$ours" $q)
     bc=$(getcpu "$duck" $q)
@@ -86,11 +87,15 @@ for n in "${sizes[@]}"; do
       printf "  %-22s %12.2f %12s %8s %12.2f\n" "$q" "$a" "-" "" "$ac"
     fi
   done
-  awk -v f="$floor" -v fc="$floor_cpu" -v a="$(get "$ours" count_scan)" -v d="$(get "$ours" count_depth)" \
-      -v ac="$(getcpu "$ours" count_scan)" -v dc="$(getcpu "$ours" count_depth)" 'BEGIN {
-    printf "  SQLite floor (sqlite3, count(*) of generate_series): %.2f ms wall, %.2f ms CPU\n", f, fc
-    printf "  count_scan / floor: %.2fx wall, %.2fx CPU; count_depth / floor: %.2fx wall, %.2fx CPU\n", a / f, ac / fc, d / f, dc / fc }'
-  printf "  %-22s %12.3f %12s   (same aggregate from the summary table)\n" rank_name_summary "$(get "$ours" rank_name_summary)" "-"
+  if [ -n "$(get "$ours" count_scan)" ]; then
+    awk -v f="$floor" -v fc="$floor_cpu" -v a="$(get "$ours" count_scan)" -v d="$(get "$ours" count_depth)" \
+        -v ac="$(getcpu "$ours" count_scan)" -v dc="$(getcpu "$ours" count_depth)" 'BEGIN {
+      printf "  SQLite floor (sqlite3, count(*) of generate_series): %.2f ms wall, %.2f ms CPU\n", f, fc
+      printf "  count_scan / floor: %.2fx wall, %.2fx CPU; count_depth / floor: %.2fx wall, %.2fx CPU\n", a / f, ac / fc, d / f, dc / fc }'
+  fi
+  if [ -n "$(get "$ours" rank_name_summary)" ]; then
+    printf "  %-22s %12.3f %12s   (same aggregate from the summary table)\n" rank_name_summary "$(get "$ours" rank_name_summary)" "-"
+  fi
   # SQLite's own floor for the quantiles: its plain table, rows in group order from the index
   # on (name, dur), the same median/percentile functions (no virtual table).
   for q in median_by_name p95_by_name; do

@@ -10,6 +10,11 @@
 #        FLAGS=lean and PROFILE=FILE are passed to bench/view_bench.mjs. NICE=-10 runs the server
 #        and the browser at that priority (root only): on a machine loaded by others, the viewer
 #        first in line for the CPU.
+#        A DB already in WORK_DIR (job-SIZE.tdb, job-SIZE-rRANKS.tdb) is reused as it is, so a
+#        second run on the same WORK_DIR only measures: GEN_ONLY=1 generates the DBs and stops;
+#        DB=FILE measures that one DB (no SIZES, nothing generated). PERF=PREFIX records the
+#        server's CPU profile over the browser's run into PREFIX-SIZE.data (perf record -g);
+#        PERF_BROWSER=PREFIX the browser's and node's, by thread, into PREFIX-SIZE.data.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -19,6 +24,7 @@ work=$(cd "$work" && pwd)
 shift 2 || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(2000000 10000000)
+[ -z "${DB:-}" ] || sizes=(db)
 chromium=${CHROMIUM:-/usr/bin/chromium}
 mkdir -p "$work"
 pw=$("$root/tests/viewers/setup-playwright.sh" "$build/viewers/playwright" | tail -n1)
@@ -30,28 +36,44 @@ for n in "${sizes[@]}"; do
   tag=$n
   [ "$ranks" = 8 ] || tag=$n-r$ranks
   db="$work/job-$tag.tdb"
-  if [ ! -f "$db" ]; then
+  if [ -n "${DB:-}" ]; then
+    db=$(cd "$(dirname "$DB")" && pwd)/$(basename "$DB")
+    tag=$(basename "$db" .tdb)
+  elif [ ! -f "$db" ]; then
     rm -rf "$work/gen-$tag"
     "$build/bench/db_bench_gen" "$work/gen-$tag" "$n" "$ranks" --no-csv >&2
     "$build/tracedb" compact "$work/gen-$tag/trace" -o "$db" -q
     rm -rf "$work/gen-$tag"
   fi
+  [ "${GEN_ONLY:-0}" = 1 ] && { echo "$db: $(du -h "$db" | cut -f1)" >&2; continue; }
   json="$work/job-$tag.json"
   if [ "${PEER:-1}" = 1 ] && [ ! -f "$json" ]; then
     "$build/tracedb" export --chrome "$db" -o "$json" -q
   fi
   log="$work/view-$tag.log"
+  rm -f "$log"  # else the loop below may read the URL of the previous run's server
   "${prio[@]}" "$build/tracedb" view "$db" --exit-after 900 > "$log" 2>&1 &
   pid=$!
-  for _ in $(seq 100); do grep -q token= "$log" && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -qs token= "$log" && break; sleep 0.1; done
   url=$(grep -o 'http://[^ ]*token=[0-9a-f]*' "$log")
-  echo "== $n events, $ranks ranks: $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON;" \
+  echo "== $db ($n events, $ranks ranks): $(du -h "$db" | cut -f1) DB, $(du -h "$json" | cut -f1) JSON;" \
     "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, nice ${NICE:-0}" >&2
+  perf_pid=
+  if [ -n "${PERF:-}" ]; then
+    perf record -F 999 -g -p "$pid" -o "$PERF-$tag.data" 2> "$PERF-$tag.log" &
+    perf_pid=$!
+  fi
+  wrap=("${prio[@]}")
+  [ -z "${PERF_BROWSER:-}" ] || wrap+=(perf record -F 999 -o "$PERF_BROWSER-$tag.data" --)
   if [ "${PEER:-1}" = 1 ]; then  # PEER=0: tracedb view alone
-    VIEW_PID=$pid TRACE_ENGINE=$te "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
+    VIEW_PID=$pid TRACE_ENGINE=$te "${wrap[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" "$ss" "$json" |
       tee "$work/result-$tag.jsonl"
   else
-    VIEW_PID=$pid "${prio[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
+    VIEW_PID=$pid "${wrap[@]}" node "$root/bench/view_bench.mjs" "$pw" "$chromium" "$url" | tee "$work/result-$tag.jsonl"
+  fi
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid"
+    wait "$perf_pid" 2>/dev/null || true
   fi
   kill "$pid"
   wait "$pid" 2>/dev/null || true

@@ -46,6 +46,16 @@ function pssMb(pid) {
     return m ? Number(m[1]) : 0;
   } catch { return 0; }
 }
+// What Chrome's task manager shows as a process's "Memory footprint" on Linux: its private
+// memory (pages no other process maps: Private_Clean + Private_Dirty) plus what of it is swapped
+// out, in kB. Unlike PSS it does not move with other browsers sharing the same library pages.
+function privateKb(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    const f = (k) => { const m = s.match(new RegExp(`^${k}:\\s+(\\d+) kB`, "m")); return m ? Number(m[1]) : 0; };
+    return f("Private_Clean") + f("Private_Dirty") + f("Swap");
+  } catch { return 0; }
+}
 function treeRssMb(pid) {
   const ps = execFileSync("ps", ["-e", "-o", "pid=,ppid=,rss="]).toString().trim().split("\n")
     .map((l) => l.trim().split(/\s+/).map(Number));
@@ -74,11 +84,12 @@ function treeProcs(pid) {
       const t = args.find((a) => a.startsWith("--type="));
       let type = t ? t.slice(7) : "browser";
       if (args.includes("--extension-process")) type = "extension";
+      if (args.includes("--top-chrome-webui")) type = "renderer:webui";
       if (type === "utility") {
         const u = args.find((a) => a.startsWith("--utility-sub-type="));
         if (u) type = "utility:" + u.slice(19).split(".").slice(-2).join(".");
       }
-      out.push({ pid: p, type, pss_kb: pssMb(p), cpu_ms: cpuMs(p) });
+      out.push({ pid: p, type, pss_kb: pssMb(p), private_kb: privateKb(p), cpu_ms: cpuMs(p) });
     } catch { /* exited */ }
   }
   return out;
@@ -103,6 +114,35 @@ const cpuDelta = (a, b) => {
   }
   return m;
 };
+const mbByType = (procs, key) =>
+  Object.fromEntries(Object.entries(byType(procs, key)).map(([k, v]) => [k, +(v / 1024).toFixed(0)]));
+// Memory at one point: PSS and private footprint by process type, each renderer's private
+// footprint (the tab's is the largest; Chromium may keep a spare one), and the page's JS heap.
+const mb1 = (kb) => +(kb / 1024).toFixed(1);
+const sum = (procs, key) => procs.reduce((n, p) => n + p[key], 0);
+// tabPid: the renderer of the tab (the one that ran the page); the other renderers are Chromium's
+// own UI (--top-chrome-webui, "renderer:webui") and a spare one kept for the next tab.
+const memAt = (procs, heapMb, tabPid) => {
+  const tab = procs.find((p) => p.pid === tabPid);
+  return {
+    pss_mb: mbByType(procs, "pss_kb"), private_mb: mbByType(procs, "private_kb"),
+    whole_browser_pss_mb: +(sum(procs, "pss_kb") / 1024).toFixed(0),
+    whole_browser_private_mb: +(sum(procs, "private_kb") / 1024).toFixed(0),
+    tab_private_mb: tab ? mb1(tab.private_kb) : null, tab_pss_mb: tab ? mb1(tab.pss_kb) : null,
+    ...(heapMb === undefined ? {} : { js_heap_mb: +heapMb.toFixed(1) }),
+  };
+};
+// The page's renderer: of the tab renderers (not Chromium's UI), the one that worked most.
+const tabRenderer = (a, b) => {
+  let best = -1, most = -1;
+  for (const p of b) {
+    if (p.type !== "renderer") continue;
+    const before = a.find((q) => q.pid === p.pid);
+    const d = p.cpu_ms - (before ? before.cpu_ms : 0);
+    if (d > most) { most = d; best = p.pid; }
+  }
+  return best;
+};
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil(p / 100 * s.length) - 1)]; };
 
 async function benchView() {
@@ -118,6 +158,9 @@ async function benchView() {
   const firstPaint = Date.now() - t0;
   const paintedProcs = treeProcs(browserPid());  // the page drawn once, before any interaction
   const paintedHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  // V8's heap as allocated from the system (used + free space it keeps), at each point.
+  const heapTotal = () => page.evaluate(() => +(performance.memory.totalJSHeapSize / 1e6).toFixed(1));
+  const heapTotals = { first_paint: await heapTotal() };
   await page.focus("#tl");
   await page.waitForTimeout(300);  // flows and late work of the first paint, outside the figures
   let cdp = null;
@@ -126,6 +169,12 @@ async function benchView() {
     await cdp.send("Profiler.enable");
     await cdp.send("Profiler.setSamplingInterval", { interval: 200 });
     await cdp.send("Profiler.start");
+  }
+  // TRACE=FILE: a Chromium trace (chrome://tracing, Perfetto) of the interactions, for where the
+  // browser's CPU goes beyond JavaScript.
+  if (process.env.TRACE) {
+    await browser.startTracing(page, { path: process.env.TRACE, categories: ["toplevel", "blink",
+      "cc", "viz", "gpu", "v8", "renderer.scheduler", "loading", "netlog", "disabled-by-default-devtools.timeline"] });
   }
   const load0 = os.loadavg()[0];
   const procs0 = treeProcs(browserPid());
@@ -136,21 +185,65 @@ async function benchView() {
   for (let i = 0; i < 30; i++) keys.push("w", i % 3 === 0 ? "d" : "a");
   for (let i = 0; i < 30; i++) keys.push("s", i % 2 ? "a" : "d");
   const lat = [], server = [], coarse = [], parts = [];
-  for (const k of keys) {
-    const lat1 = await page.evaluate(async (key) => {
-      const S = window.__tdb;
-      const n = S.answered + S.cancelled + S.errors.length;
-      const t = performance.now();
-      document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
-      await new Promise((resolve) => {
-        const poll = () => (S.answered + S.cancelled + S.errors.length > n ? resolve() : requestAnimationFrame(poll));
-        poll();
-      });
-      return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts];
-    }, k);
-    lat.push(lat1[0]); server.push(lat1[1]); coarse.push(lat1[2]); parts.push(lat1[4] || {});
+  const one = (r) => { lat.push(r[0]); server.push(r[1]); coarse.push(r[2]); parts.push(r[4] || {}); };
+  if (process.env.LOOP !== "page") {
+    // One page.evaluate per key (a DevTools round trip between keys, as a quick user leaves a
+    // moment between presses). The answer is waited for through the page's "tdb-settled" event
+    // and then the next animation frame, the one that shows it; POLL=raf checks at every frame
+    // instead (the earlier way: the same end point).
+    const rafPoll = process.env.POLL === "raf";
+    for (const k of keys) {
+      one(await page.evaluate(async ([key, raf]) => {
+        const S = window.__tdb;
+        const n = S.answered + S.cancelled + S.errors.length;
+        const isDone = () => S.answered + S.cancelled + S.errors.length > n;
+        let t = 0;
+        await new Promise((resolve) => {
+          if (raf) {
+            t = performance.now();
+            document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+            const poll = () => (isDone() ? resolve() : requestAnimationFrame(poll));
+            poll();
+            return;
+          }
+          const on = () => {
+            if (!isDone()) return;
+            window.removeEventListener("tdb-settled", on);
+            requestAnimationFrame(() => resolve());
+          };
+          window.addEventListener("tdb-settled", on);
+          t = performance.now();
+          document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+        });
+        return [performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts];
+      }, [k, rafPoll]));
+    }
+  } else {
+    // LOOP=page: the keys pressed one after the other inside the page (one evaluate for all of
+    // them, no DevTools traffic during the interactions, and no pause between keys), each waited
+    // for as above.
+    for (const r of await page.evaluate(async (ks) => {
+      const S = window.__tdb, out = [];
+      for (const key of ks) {
+        const n = S.answered + S.cancelled + S.errors.length;
+        let t = 0;
+        await new Promise((resolve) => {
+          const on = () => {
+            if (S.answered + S.cancelled + S.errors.length <= n) return;
+            window.removeEventListener("tdb-settled", on);
+            requestAnimationFrame(() => resolve());
+          };
+          window.addEventListener("tdb-settled", on);
+          t = performance.now();
+          document.getElementById("tl").dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+        });
+        out.push([performance.now() - t, S.win.server_ms, S.win.coarse, S.win.w1 - S.win.base, S.lastParts]);
+      }
+      return out;
+    }, keys)) one(r);
   }
   const wallLoop = Date.now() - wall0;
+  if (process.env.TRACE) await browser.stopTracing();
   const procs1 = treeProcs(browserPid());
   const serverCpu = VIEW_PID ? cpuMs(VIEW_PID) - server0 : 0;
   const load1 = os.loadavg()[0];
@@ -159,9 +252,11 @@ async function benchView() {
     fs.writeFileSync(PROFILE, JSON.stringify(profile));
   }
   const cpu = cpuDelta(procs0, procs1);
+  const tabPid = tabRenderer(procs0, procs1);
   const partP = (k, p) => +pct(parts.map((x) => x[k] || 0), p).toFixed(1);
   const errors = await page.evaluate(() => window.__tdb.errors);
   const heap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  heapTotals.after_interactions = await heapTotal();
   const rss = treeRssMb(browserPid());
   const endProcs = treeProcs(browserPid());
   // The same after a full garbage collection (CDP HeapProfiler.collectGarbage): what the page
@@ -171,8 +266,31 @@ async function benchView() {
   await page.waitForTimeout(500);
   const gcProcs = treeProcs(browserPid());
   const gcHeap = await page.evaluate(() => performance.memory.usedJSHeapSize / 1e6);
+  // Then what Chromium gives back under memory pressure (CDP Memory.simulatePressureNotification,
+  // "critical": caches purged, free pages returned): what the tab keeps when the system asks.
+  await gc.send("Memory.simulatePressureNotification", { level: "critical" });
+  await gc.send("HeapProfiler.collectGarbage");
+  await page.waitForTimeout(1000);
+  const pressureProcs = treeProcs(browserPid());
+  heapTotals.after_gc = await heapTotal();
   const meta = await page.evaluate(() => window.__tdb.meta.events);
   await page.screenshot({ path: "/tmp/view_bench_last.png" });
+  // A blank tab in the same browser beside the page: what any tab costs (its renderer's
+  // private footprint), to set the page's against.
+  let blankTab = null;
+  if (process.env.BLANK_TAB !== "0") {
+    const before = new Set(treeProcs(browserPid()).map((p) => p.pid));
+    const blankPage = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+    await blankPage.goto("about:blank");
+    await blankPage.waitForTimeout(500);
+    const now = treeProcs(browserPid());
+    const fresh = now.filter((p) => !before.has(p.pid) && p.type === "renderer");
+    // Its renderer: the new one that worked most (another new one is the next spare).
+    const own = fresh.reduce((a, p) => (!a || p.cpu_ms > a.cpu_ms ? p : a), null);
+    blankTab = { tab_private_mb: own ? mb1(own.private_kb) : null, tab_pss_mb: own ? mb1(own.pss_kb) : null,
+      new_renderers_private_mb: fresh.map((p) => mb1(p.private_kb)), ...memAt(now, undefined, own && own.pid) };
+    await blankPage.close();
+  }
   await browser.close();
   return {
     viewer: "tracedb view", events: meta, first_paint_ms: firstPaint,
@@ -196,7 +314,14 @@ async function benchView() {
     after_gc_pss_mb_by_process: Object.fromEntries(Object.entries(byType(gcProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
     after_gc_js_heap_mb: +gcHeap.toFixed(1),
     blank_pss_mb_by_process: Object.fromEntries(Object.entries(byType(blankProcs, "pss_kb")).map(([k, v]) => [k, +(v / 1024).toFixed(0)])),
-    flags: process.env.FLAGS === "lean" ? "lean" : "default", errors,
+    // Private footprint (Chrome's task manager's "Memory footprint") beside PSS, at each point.
+    memory: {
+      blank: memAt(blankProcs, undefined, tabPid), first_paint: memAt(paintedProcs, paintedHeap, tabPid),
+      after_interactions: memAt(endProcs, heap, tabPid), after_gc: memAt(gcProcs, gcHeap, tabPid),
+      after_pressure: memAt(pressureProcs, undefined, tabPid), js_heap_total_mb: heapTotals,
+      ...(blankTab ? { second_blank_tab: blankTab } : {}),
+    },
+    flags: process.env.FLAGS === "lean" ? "lean" : "default", poll: process.env.LOOP === "page" ? "event, keys in the page" : process.env.POLL === "raf" ? "raf" : "event", errors,
   };
 }
 

@@ -6,6 +6,8 @@
 
 #include <string>
 
+inline constexpr const char* kReportMpi = "report_mpi";
+
 struct ViewQuery {
   const char* view;
   bool count_only;
@@ -35,6 +37,10 @@ inline constexpr ViewQuery kViewQueries[] = {
     {"nccl_collectives", false},
     {"gpu_kernels", false},
     {"gpu_step_time", false},
+    // Not a view: what `tracedb report mpi` computes (BuildMpiReport, query/mpi_report.h: its
+    // aggregates of the MPI events by rank and routine, message size bins, elapsed times), timed
+    // against the same aggregates in DuckDB; rows = the report's (rank, routine) rows.
+    {kReportMpi, false},
 };
 
 inline std::string ViewSql(const ViewQuery& v) {

@@ -719,6 +719,13 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   out->append(use_lz4 ? compressed : raw);
 }
 
+size_t DecodedBlock::CapacityBytes() const {
+  auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return storage_.capacity() + cap(ts) + cap(dur) + cap(track) + cap(name) + cap(cat) + cap(depth) +
+         cap(kind) + cap(k) + cap(parent_k) + cap(arg_mask) + cap(bytes) + cap(seq) + cap(flow) +
+         cap(peer) + cap(tag) + cap(comm) + cap(value) + cap(json) + cap(names_) + cap(cats_);
+}
+
 Row DecodedBlock::RowAt(size_t i) const {
   Row r;
   r.track = track[i];

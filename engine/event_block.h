@@ -118,6 +118,9 @@ class DecodedBlock {
   bool has(uint32_t cols) const { return (decoded_ & cols) == cols; }
   // A row: the column groups decoded so far (the others keep Row's defaults).
   Row RowAt(size_t i) const;
+  // The heap bytes the block's buffers hold (their capacities): what keeping it for reuse
+  // costs. Decoding into a block that is kept reuses its buffers (no new allocation).
+  size_t CapacityBytes() const;
 
  private:
   friend Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want);

@@ -128,8 +128,10 @@ int CompareSql(int col, const DecodedBlock& ba, size_t ia, int32_t rank_a, const
 int LoadPartition(EventsCursor* c) {
   const DbCatalog& cat = c->vtab->catalog;
   const Constraints& f = c->f;
-  c->part_blocks.clear();
+  ScanScratch& scratch = c->vtab->scratch;
+  scratch.GiveBlocks(&c->part_blocks);  // the previous partition's, decoded into again
   c->part_ranks.clear();
+  if (c->part_order.capacity() == 0) c->part_order = scratch.TakeOrder();
   c->part_order.clear();
   c->part_pos = 0;
   const bool per_rank = c->per_rank;
@@ -139,6 +141,7 @@ int LoadPartition(EventsCursor* c) {
   // One dense number per group column and row; with one column it is the group id itself.
   std::vector<DenseKeys> dense(f.group_cols.size());
   std::vector<std::vector<uint32_t>> keys(f.group_cols.size());
+  keys.front() = scratch.TakeIds();
   std::vector<uint64_t> rep;  // per group (one column): its first row, (block << 32) | row
   // The selected rows of blocks not selected whole (a block selected whole keeps none).
   std::vector<std::vector<uint32_t>> part_sel;
@@ -163,11 +166,14 @@ int LoadPartition(EventsCursor* c) {
     if (per_rank && !c->part_blocks.empty() && ref.rank != c->part_ranks.back()) break;
     ++c->next_part_block;
     const RowChecks k = ChecksFor(f, ref, cat);
-    DecodedBlock b;
+    DecodedBlock b = scratch.TakeBlock();
     int rc = LoadBlock(c, ref, &b, k.cols);
     if (rc != SQLITE_OK) return rc;
     Select(f, k, b, ref.rank, cat, &sel);
-    if (sel.empty()) continue;
+    if (sel.empty()) {
+      scratch.GiveBlock(std::move(b));
+      continue;
+    }
     tracedb::Status s = b.Need(key_cols);
     if (!s.ok()) return Fail(&c->vtab->base, s.message());
     const uint64_t bi = c->part_blocks.size();
@@ -201,7 +207,10 @@ int LoadPartition(EventsCursor* c) {
   }
   sel_start.push_back(selected);
   const size_t n = keys.front().size();
-  if (n == 0) return SQLITE_OK;
+  if (n == 0) {
+    scratch.GiveIds(&keys.front());
+    return SQLITE_OK;
+  }
   // Each selected row, in block order, with its code (block << 32) | row.
   auto for_each_row = [&](auto fn) {
     size_t r = 0;
@@ -290,6 +299,7 @@ int LoadPartition(EventsCursor* c) {
   c->part_order.resize(n);
   uint64_t* order = c->part_order.data();
   for_each_row([&](size_t r, uint64_t code) { order[start[place[gid[r]]]++] = code; });
+  scratch.GiveIds(&gid);
   return SQLITE_OK;
 }
 
@@ -302,6 +312,34 @@ void SetGroupedRow(EventsCursor* c) {
 }
 
 }  // namespace
+
+DecodedBlock ScanScratch::TakeBlock() {
+  if (blocks_.empty()) return DecodedBlock();
+  DecodedBlock b = std::move(blocks_.back());
+  blocks_.pop_back();
+  bytes_ -= b.CapacityBytes();
+  return b;
+}
+
+void ScanScratch::GiveBlock(DecodedBlock&& b) {
+  DecodedBlock mine = std::move(b);  // freed here unless kept
+  const size_t add = mine.CapacityBytes();
+  if (add == 0 || bytes_ + add > kMaxBytes) return;
+  blocks_.push_back(std::move(mine));
+  bytes_ += add;
+}
+
+void ScanScratch::GiveBlocks(std::vector<DecodedBlock>* v) {
+  for (DecodedBlock& b : *v) GiveBlock(std::move(b));
+  v->clear();
+}
+
+void ReleaseGrouped(EventsCursor* c) {
+  c->vtab->scratch.GiveBlocks(&c->part_blocks);
+  c->vtab->scratch.GiveOrder(&c->part_order);
+  c->part_ranks.clear();
+  c->part_pos = 0;
+}
 
 int StartGrouped(EventsCursor* c) {
   // Rank by rank when that keeps the ORDER BY: the first column is the rank, or the track and
@@ -357,7 +395,7 @@ int NextGrouped(EventsCursor* c) {
       return SQLITE_OK;
     }
   }
-  c->part_order.clear();
+  ReleaseGrouped(c);
   c->eof = true;
   return SQLITE_OK;
 }

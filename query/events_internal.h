@@ -131,6 +131,54 @@ struct BlockCache {
   int64_t data_version = -1, changes = -1;
 };
 
+// The memory of finished grouped scans, for the next one on the connection. A grouped scan
+// holds its partition decoded (the whole table for `GROUP BY name`); allocated afresh, every
+// 4 KiB of it costs a page fault, and freed, it goes back to the kernel: at 10M rows that was a
+// fifth of the time of `SELECT name, median(dur) FROM events GROUP BY name`. Decoding into a
+// kept block reuses its buffers. At most kMaxBytes are kept (10M events grouped by name, with
+// `dur` read, hold about 400 MB: 114 MB of block payloads, 160 MB of decoded columns, 120 MB
+// of row order and group ids).
+class ScanScratch {
+ public:
+  static constexpr size_t kMaxBytes = size_t{512} << 20;
+  // A block to decode into: a kept one when there is one, else a new one.
+  engine::DecodedBlock TakeBlock();
+  // Keeps `b` for reuse while the budget allows (else frees it).
+  void GiveBlock(engine::DecodedBlock&& b);
+  // Moves every block of `v` here (or frees it) and empties `v`.
+  void GiveBlocks(std::vector<engine::DecodedBlock>* v);
+  // The same for plain arrays (a grouped scan's row order and group ids); Take returns an
+  // empty vector with the kept capacity.
+  std::vector<uint64_t> TakeOrder() { return Take(&order_); }
+  void GiveOrder(std::vector<uint64_t>* v) { Give(v, &order_); }
+  std::vector<uint32_t> TakeIds() { return Take(&ids_); }
+  void GiveIds(std::vector<uint32_t>* v) { Give(v, &ids_); }
+
+ private:
+  template <typename T>
+  std::vector<T> Take(std::vector<T>* kept) {
+    std::vector<T> v = std::move(*kept);
+    *kept = std::vector<T>();
+    bytes_ -= v.capacity() * sizeof(T);
+    v.clear();
+    return v;
+  }
+  template <typename T>
+  void Give(std::vector<T>* v, std::vector<T>* kept) {
+    const size_t add = v->capacity() * sizeof(T), have = kept->capacity() * sizeof(T);
+    if (add > have && bytes_ - have + add <= kMaxBytes) {
+      bytes_ = bytes_ - have + add;
+      *kept = std::move(*v);
+    }
+    *v = std::vector<T>();
+  }
+
+  std::vector<engine::DecodedBlock> blocks_;
+  std::vector<uint64_t> order_;
+  std::vector<uint32_t> ids_;
+  size_t bytes_ = 0;  // held by the members above
+};
+
 struct EventsVtab {
   sqlite3_vtab base;  // must be first
   std::unique_ptr<engine::Db> db;
@@ -139,6 +187,11 @@ struct EventsVtab {
   BlockCache cache;
   engine::Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once
   std::map<std::string, engine::Stmt> zone_queries;  // CollectBlocks' statements, by SQL
+  // Per block, the kinds it may hold (BlockRef::kinds), for the file as it was when the
+  // catalog last saw it (the catalog's data version and change count); built on first use.
+  std::unordered_map<int64_t, uint8_t> block_kinds;
+  int64_t block_kinds_version = -1, block_kinds_changes = -1;
+  ScanScratch scratch;  // grouped scans' memory, reused
 };
 
 // A set of integers [lo, hi] that a column must fall in. `set` once any constraint applies (so
@@ -184,6 +237,10 @@ struct BlockRef {
   int64_t max_dur;
   int64_t min_ts = INT64_MIN, max_end = INT64_MAX;
   int64_t count = 0;
+  // The kinds (bit 1 << RowKind) the block may hold: from its (name, cat) pairs (block_names)
+  // and their kinds on its rank (name_stats); filled only when a kind is constrained.
+  uint8_t kinds = kAllKinds;
+  static constexpr uint8_t kAllKinds = (1u << engine::kNumRowKinds) - 1;
 };
 
 struct TopRow {
@@ -272,6 +329,9 @@ int RunTopN(EventsCursor* c);
 // ---- events_group.cc ----
 int StartGrouped(EventsCursor* c);
 int NextGrouped(EventsCursor* c);
+// Hands a grouped scan's memory to the vtab's scratch (at the scan's end, a new xFilter,
+// xClose).
+void ReleaseGrouped(EventsCursor* c);
 
 // ---- events_columns.cc ----
 int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col);

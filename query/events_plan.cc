@@ -246,8 +246,10 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
     idx += op;
     idx += static_cast<char>('A' + c.iColumn);
     info->aConstraintUsage[i].argvIndex = ++argv;
-    // Text equality is checked by id; SQLite re-checks it (it is exact, see Filter).
-    info->aConstraintUsage[i].omit = text_col ? 0 : 1;
+    // Name and category equality is checked by string id; SQLite re-checks it. Kind equality
+    // is exact (a fixed set of names, compared as text by ParseConstraints: a number, a blob
+    // or NULL equals none of them), so SQLite need not read the column to compare it again.
+    info->aConstraintUsage[i].omit = c.iColumn == kName || c.iColumn == kCat ? 0 : 1;
     if (c.iColumn == kName)
       cost /= 200;
     else if (c.iColumn == kCat || c.iColumn == kKind)

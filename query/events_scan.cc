@@ -30,6 +30,7 @@ bool BlockMayMatch(const Constraints& f, const BlockRef& b) {
   if (b.max_end < f.ts.lo || b.min_ts > f.ts.hi) return false;
   if (b.max_end < f.end.lo) return false;
   if (b.max_dur < f.dur.lo) return false;
+  if (f.kind && (b.kinds & (1u << *f.kind)) == 0) return false;
   if (!f.step.All()) {
     auto it = f.step_ts.find(b.rank);
     if (it == f.step_ts.end()) return false;
@@ -45,7 +46,9 @@ RowChecks ChecksFor(const Constraints& f, const BlockRef& b, const DbCatalog& ca
   const int64_t min_dur = std::max<int64_t>(0, cat.MinDur(b.rank));
   k.name = f.name.has_value();
   k.cat = f.cat.has_value();
-  k.kind = f.kind.has_value();
+  // Settled by the block's kinds when it can hold no other kind (BlockMayMatch drops a block
+  // that cannot hold the wanted one).
+  k.kind = f.kind && (b.kinds & ~(1u << *f.kind)) != 0;
   k.track = f.track.set;
   k.dur = f.dur.set && !(min_dur >= f.dur.lo && b.max_dur <= f.dur.hi);
   k.ts = f.ts.set && !(b.min_ts >= f.ts.lo && b.max_end <= f.ts.hi);
@@ -391,6 +394,39 @@ bool KIndexMayMatch(const Constraints& f, const KIndex& x, int64_t block) {
   return true;
 }
 
+// The kinds each block may hold (EventsVtab::block_kinds), rebuilt when the file changed: a
+// block holds only the kinds its (name, cat) pairs have on its rank in name_stats. A pair that
+// name_stats lacks, or a kind it does not know, leaves every kind possible.
+int UpdateBlockKinds(EventsCursor* c) {
+  EventsVtab* v = c->vtab;
+  const DbCatalog& cat = v->catalog;
+  if (v->block_kinds_version == cat.seen_data_version &&
+      v->block_kinds_changes == cat.seen_changes && cat.seen_data_version >= 0) {
+    return SQLITE_OK;
+  }
+  v->block_kinds.clear();
+  auto st = v->db->Prepare(
+      "SELECT bn.block, ns.kind FROM block_names bn JOIN blocks b ON b.block = bn.block "
+      "LEFT JOIN name_stats ns ON ns.rank = b.rank AND ns.name = bn.name AND ns.cat = bn.cat");
+  // A file without these summaries says nothing of its blocks' kinds: every kind stays
+  // possible and the rows are checked one by one.
+  while (st.ok()) {
+    auto row = st->Step();
+    if (!row.ok()) {
+      v->block_kinds.clear();
+      return Fail(&v->base, row.status().message());
+    }
+    if (!*row) break;
+    const int64_t kind = st->IsNull(1) ? -1 : st->Int(1);
+    const uint8_t bits = kind >= 0 && kind < engine::kNumRowKinds ? static_cast<uint8_t>(1u << kind)
+                                                                  : BlockRef::kAllKinds;
+    v->block_kinds[st->Int(0)] |= bits;
+  }
+  v->block_kinds_version = cat.seen_data_version;
+  v->block_kinds_changes = cat.seen_changes;
+  return SQLITE_OK;
+}
+
 }  // namespace
 
 int CollectBlocks(EventsCursor* c) {
@@ -418,6 +454,11 @@ int CollectBlocks(EventsCursor* c) {
     if (!prepared.ok()) return Fail(&c->vtab->base, prepared.status().message());
     *st = std::move(*prepared);
   }
+  if (f.kind) {
+    int rc = UpdateBlockKinds(c);
+    if (rc != SQLITE_OK) return rc;
+  }
+  const auto& kinds = c->vtab->block_kinds;
   st->Reset();
   if (f.name) st->Bind(1, *f.name);
   if (f.cat) st->Bind(2, *f.cat);
@@ -432,6 +473,11 @@ int CollectBlocks(EventsCursor* c) {
     if (!*row) break;
     BlockRef ref{st->Int(0), static_cast<int32_t>(st->Int(1)), st->Int(2), st->Int(3), st->Int(4),
                  st->Int(5)};
+    if (f.kind) {
+      // A block without any block_names row is not described: every kind stays possible.
+      auto it = kinds.find(ref.block);
+      if (it != kinds.end()) ref.kinds = it->second;
+    }
     if (!BlockMayMatch(f, ref)) continue;
     c->blocks.push_back(ref);
   }

@@ -39,7 +39,9 @@ int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
 }
 
 int Close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<EventsCursor*>(cur);
+  auto* c = reinterpret_cast<EventsCursor*>(cur);
+  events::ReleaseGrouped(c);
+  delete c;
   return SQLITE_OK;
 }
 
@@ -53,8 +55,7 @@ int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
   c->next_block = 0;
   c->sel_n = c->pos = 0;
   c->scan_loaded = false;
-  c->part_order.clear();
-  c->part_blocks.clear();
+  events::ReleaseGrouped(c);
   c->top.clear();
   c->eof = false;
   int rc = events::ParseConstraints(c, col_used, idx, argc, argv);

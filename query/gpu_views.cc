@@ -53,15 +53,21 @@ CREATE TEMP VIEW IF NOT EXISTS gpu_kernels AS
 
 -- Per rank and step: GPU time covered by compute kernels, by NCCL (its kernels seen by CUPTI or
 -- the plugin's kernel channels), and by both at once (communication hidden behind compute).
+-- The two kinds of rows are two selects, each with its `cat =` pushed down to the events table
+-- (blocks without such a category are never decoded): an OR of them is not pushed down and
+-- decodes every block. They cannot both hold one event, and the interval functions do not
+-- depend on row order, so the UNION ALL gives the rows of the OR. (In the cuda select,
+-- `cat = 'nccl' OR name LIKE 'nccl%'` is `name LIKE 'nccl%'`, NULL for a NULL name as there.)
 CREATE TEMP VIEW IF NOT EXISTS gpu_step_time AS
   SELECT rank, step,
          coalesce(covered_ns(ts, dur) FILTER (WHERE NOT is_nccl), 0) AS kernel_ns,
          coalesce(covered_ns(ts, dur) FILTER (WHERE is_nccl), 0) AS nccl_ns,
          coalesce(overlap_ns(ts, dur, is_nccl), 0) AS overlap_ns
-  FROM (SELECT rank, step, ts, dur, (cat = 'nccl' OR name LIKE 'nccl%') AS is_nccl
-        FROM events
-        WHERE kind = 'span' AND ((cat = 'cuda' AND (tag & 255) = 1)
-                                 OR (cat = 'nccl' AND lane LIKE 'nccl % kernel')))
+  FROM (SELECT rank, step, ts, dur, name LIKE 'nccl%' AS is_nccl
+        FROM events WHERE cat = 'cuda' AND kind = 'span' AND (tag & 255) = 1
+        UNION ALL
+        SELECT rank, step, ts, dur, 1 AS is_nccl
+        FROM events WHERE cat = 'nccl' AND kind = 'span' AND lane LIKE 'nccl % kernel')
   GROUP BY rank, step;
 )sql";
 }

@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "engine/event_block.h"
 
 namespace tracedb::query {
 namespace {
@@ -17,62 +22,205 @@ bool Excluded(std::string_view name) {
          name == "mpi_request_start" || name == "mpi_request_complete";
 }
 
+// mpitrace's bins as the SQL `CASE WHEN bytes = 0 THEN 0 WHEN bytes <= 4 THEN 4 ELSE
+// 1 << (log2_bucket(bytes - 1) + 1) END` computes the upper bound (log2_bucket: the floor of the
+// double's log2, query/functions.cc; SQLite's << gives 0 from a shift of 64 on).
+int64_t BinUpperBound(int64_t bytes) {
+  if (bytes == 0) return 0;
+  if (bytes <= 4) return 4;
+  const double x = static_cast<double>(bytes - 1);
+  const int64_t shift = (x < 1 ? 0 : static_cast<int64_t>(std::floor(std::log2(x)))) + 1;
+  return shift >= 64 ? 0 : static_cast<int64_t>(uint64_t{1} << shift);
+}
+
+// Sums as SQL's sum(dur) (an integer; overflow is an error) and total(bytes) (a double: the
+// exact sum, rounded once, which is SQLite's value while the partial sums are exact).
+struct Sums {
+  uint64_t calls = 0;
+  __int128 bytes = 0, dur = 0;
+};
+
+// What the events of category 'mpi' give the report, in one pass over their decoded blocks
+// (block_names finds them): per (rank, name) the calls, bytes and time; per (rank, name,
+// message-size bin) the same; per rank the first MPI_Init[_thread] and the last MPI_Finalize
+// end. The same values, groups and order as the SQL
+//   SELECT rank, name, count(*), total(bytes), sum(dur) FROM events WHERE cat = 'mpi'
+//   GROUP BY rank, name   (and the bins: GROUP BY rank, name, hi ORDER BY rank, name, hi)
+// which ran each as a scan of `events` through SQLite's row engine (9x DuckDB's CPU time for
+// the same queries at 10M events, docs/bench-db.md); tests/mpi_report_events_test.cc compares
+// them.
 Status FromEvents(Db* db, MpiReport* out) {
-  std::map<int32_t, RankMpi> ranks;
+  // The strings as the events table reads them: an id past the last string is a NULL name
+  // (kNull), an id inside without a row reads "" (query/events_catalog.cc); category 0 or one
+  // whose text is not 'mpi' is not 'mpi'. Names are grouped by text.
+  constexpr int32_t kNull = -1;
+  std::vector<int32_t> name_of_id;  // string id -> index into names
+  std::vector<std::string> names;
+  std::vector<uint8_t> is_mpi;
+  enum : uint8_t { kInit = 1, kFinalize = 2 };
+  std::vector<uint8_t> name_flags;  // by index into names
+  std::string mpi_ids;
   {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db->Prepare("SELECT rank, name, count(*), total(bytes), sum(dur) FROM events "
-                             "WHERE cat = 'mpi' GROUP BY rank, name"));
+    std::map<std::string, int32_t> index;
+    std::vector<std::pair<int64_t, int32_t>> ids;
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT id, s FROM main.strings ORDER BY id"));
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      const auto rank = static_cast<int32_t>(st.Int(0));
-      RankMpi& r = ranks[rank];
-      r.rank = rank;
-      r.has_calls = true;
-      const std::string name(st.Text(1));
-      if (Excluded(name)) continue;
-      RoutineStat s{name, static_cast<uint64_t>(st.Int(2)), st.Double(3), st.Int(4)};
-      r.comm_ns += s.time_ns;
-      r.routines.push_back(std::move(s));
+      const int64_t id = st.Int(0);
+      if (id < 0 || id > UINT32_MAX) continue;  // no event can name it
+      std::string text(st.Text(1));
+      if (id != 0 && text == "mpi") {
+        mpi_ids += (mpi_ids.empty() ? "" : ", ") + std::to_string(id);
+        if (is_mpi.size() <= static_cast<size_t>(id)) is_mpi.resize(static_cast<size_t>(id) + 1);
+        is_mpi[static_cast<size_t>(id)] = 1;
+      }
+      auto [it, fresh] = index.try_emplace(std::move(text), static_cast<int32_t>(names.size()));
+      if (fresh) names.push_back(it->first);
+      ids.emplace_back(id, it->second);
+    }
+    if (mpi_ids.empty()) {
+      out->source = "recorded";
+      return Status::Ok();
+    }
+    const size_t size = ids.empty() ? 0 : static_cast<size_t>(ids.back().first) + 1;
+    int32_t empty = -1;  // a hole reads ""
+    name_of_id.assign(size, -2);
+    for (auto [id, idx] : ids) name_of_id[static_cast<size_t>(id)] = idx;
+    for (int32_t& idx : name_of_id) {
+      if (idx != -2) continue;
+      if (empty < 0) {
+        auto [it, fresh] = index.try_emplace("", static_cast<int32_t>(names.size()));
+        if (fresh) names.push_back("");
+        empty = it->second;
+      }
+      idx = empty;
+    }
+    name_flags.assign(names.size(), 0);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == "MPI_Init" || names[i] == "MPI_Init_thread") name_flags[i] = kInit;
+      if (names[i] == "MPI_Finalize") name_flags[i] = kFinalize;
     }
   }
-  // mpitrace's bins: 0 bytes, 1-4, then (2^k, 2^(k+1)].
-  {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st,
-        db->Prepare("SELECT rank, name, CASE WHEN bytes = 0 THEN 0 WHEN bytes <= 4 THEN 4 "
-                    "ELSE 1 << (log2_bucket(bytes - 1) + 1) END AS hi, count(*), total(bytes), "
-                    "sum(dur) FROM events WHERE cat = 'mpi' AND bytes IS NOT NULL "
-                    "GROUP BY rank, name, hi ORDER BY rank, name, hi"));
-    for (;;) {
-      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      const std::string name(st.Text(1));
-      if (Excluded(name)) continue;
-      SizeBin b;
-      b.routine = name;
-      b.max_bytes = st.Int(2);
-      MessageSizeBin(b.max_bytes, &b.min_bytes, &b.max_bytes);
-      b.calls = static_cast<uint64_t>(st.Int(3));
-      b.bytes = st.Double(4);
-      b.time_ns = st.Int(5);
-      ranks[static_cast<int32_t>(st.Int(0))].bins.push_back(std::move(b));
+  // Groups, keyed by (rank, name index + 1, hi): name index 0 is NULL.
+  std::map<std::pair<int64_t, int32_t>, Sums> by_name;
+  std::map<std::tuple<int64_t, int32_t, int64_t>, Sums> by_bin;
+  struct Elapsed {
+    bool has_init = false, has_finalize = false;
+    int64_t init = 0, finalize = 0;
+  };
+  std::map<int64_t, Elapsed> elapsed;
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt st, db->Prepare("SELECT b.block, b.rank, b.count, b.data FROM main.blocks b WHERE "
+                           "b.block IN (SELECT block FROM main.block_names WHERE cat IN (" +
+                           mpi_ids + ")) ORDER BY b.block"));
+  engine::DecodedBlock b;
+  constexpr uint32_t kWant =
+      engine::kColName | engine::kColCat | engine::kColTs | engine::kColDur | engine::kColArgs;
+  // The last group touched, to skip the map search for runs of one routine.
+  std::pair<int64_t, int32_t> last_key{0, -3};
+  Sums* last = nullptr;
+  for (;;) {
+    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    const int64_t block = st.Int(0), rank = st.Int(1);
+    TRACEDB_RETURN_IF_ERROR(engine::DecodeBlock(st.Blob(3), block, &b, kWant));
+    if (b.n != static_cast<size_t>(st.Int(2))) {
+      return Status::Corruption("block " + std::to_string(block) + " holds " + std::to_string(b.n) +
+                                " rows, its zone map says " + std::to_string(st.Int(2)));
     }
+    for (size_t i = 0; i < b.n; ++i) {
+      const uint32_t c = b.cat[i];
+      if (c >= is_mpi.size() || !is_mpi[c]) continue;
+      const uint32_t n = b.name[i];
+      const int32_t name = n < name_of_id.size() ? name_of_id[n] : kNull;
+      const std::pair<int64_t, int32_t> key{rank, name + 1};
+      if (last == nullptr || key != last_key) {
+        last = &by_name[key];
+        last_key = key;
+      }
+      const int64_t dur = b.dur[i];
+      last->calls++;
+      last->dur += dur;
+      if (b.arg_mask[i] & engine::EventArgs::kBytes) {
+        const auto bytes = static_cast<int64_t>(b.bytes[i]);  // as the events table's column
+        last->bytes += bytes;
+        Sums& bin = by_bin[{rank, name + 1, BinUpperBound(bytes)}];
+        bin.calls++;
+        bin.bytes += bytes;
+        bin.dur += dur;
+      }
+      const uint8_t flags = name == kNull ? 0 : name_flags[static_cast<size_t>(name)];
+      if (flags == 0) continue;
+      Elapsed& e = elapsed[rank];
+      if (flags == kInit) {
+        if (!e.has_init || b.ts[i] < e.init) e.init = b.ts[i];
+        e.has_init = true;
+      } else {
+        // events.end_ts: ts + dur, wrapping.
+        const auto end =
+            static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(dur));
+        if (!e.has_finalize || end > e.finalize) e.finalize = end;
+        e.has_finalize = true;
+      }
+    }
+  }
+  auto to_int64 = [](__int128 v, int64_t* out) {
+    if (v > INT64_MAX || v < INT64_MIN) return Status::Corruption("integer overflow");
+    *out = static_cast<int64_t>(v);
+    return Status::Ok();
+  };
+  // Group order: rank, then name (NULL first, then by bytes as SQLite's BINARY), then bin.
+  std::vector<int32_t> order(names.size() + 1);
+  {
+    std::vector<int32_t> idx(names.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(i);
+    std::sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) { return names[x] < names[y]; });
+    order[0] = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      order[static_cast<size_t>(idx[i]) + 1] = static_cast<int32_t>(i + 1);
+  }
+  auto text = [&](int32_t key) { return key == 0 ? std::string() : names[key - 1]; };
+  std::map<int32_t, RankMpi> ranks;
+  for (const auto& [key, sums] : by_name) {
+    const auto rank = static_cast<int32_t>(key.first);
+    RankMpi& r = ranks[rank];
+    r.rank = rank;
+    r.has_calls = true;
+    const std::string name = text(key.second);
+    if (Excluded(name)) continue;
+    RoutineStat s{name, sums.calls, static_cast<double>(sums.bytes), 0};
+    TRACEDB_RETURN_IF_ERROR(to_int64(sums.dur, &s.time_ns));
+    r.comm_ns += s.time_ns;
+    r.routines.push_back(std::move(s));
+  }
+  std::vector<std::pair<std::tuple<int64_t, int32_t, int64_t>, const Sums*>> bins;
+  for (const auto& [key, sums] : by_bin) bins.emplace_back(key, &sums);
+  std::sort(bins.begin(), bins.end(), [&](const auto& x, const auto& y) {
+    const auto& [xr, xn, xh] = x.first;
+    const auto& [yr, yn, yh] = y.first;
+    if (xr != yr) return xr < yr;
+    if (xn != yn) return order[xn] < order[yn];
+    return xh < yh;
+  });
+  for (const auto& [key, sums] : bins) {
+    const auto& [rank, name_key, hi] = key;
+    const std::string name = text(name_key);
+    if (Excluded(name)) continue;
+    SizeBin bin;
+    bin.routine = name;
+    bin.max_bytes = hi;
+    MessageSizeBin(bin.max_bytes, &bin.min_bytes, &bin.max_bytes);
+    bin.calls = sums->calls;
+    bin.bytes = static_cast<double>(sums->bytes);
+    TRACEDB_RETURN_IF_ERROR(to_int64(sums->dur, &bin.time_ns));
+    ranks[static_cast<int32_t>(rank)].bins.push_back(std::move(bin));
   }
   // Elapsed: MPI_Init to MPI_Finalize when both were recorded, else the rank's time span.
-  {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db->Prepare("SELECT rank, min(ts) FILTER (WHERE name IN ('MPI_Init', "
-                             "'MPI_Init_thread')), max(end_ts) FILTER (WHERE name = "
-                             "'MPI_Finalize') FROM events WHERE cat = 'mpi' GROUP BY rank"));
-    for (;;) {
-      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      auto it = ranks.find(static_cast<int32_t>(st.Int(0)));
-      if (it != ranks.end() && !st.IsNull(1) && !st.IsNull(2)) {
-        it->second.elapsed_ns = st.Int(2) - st.Int(1);
-      }
+  for (const auto& [rank, e] : elapsed) {
+    auto it = ranks.find(static_cast<int32_t>(rank));
+    if (it != ranks.end() && e.has_init && e.has_finalize) {
+      it->second.elapsed_ns = e.finalize - e.init;
     }
   }
   {

@@ -7,7 +7,10 @@
 #include "query/functions.h"
 #include "query/gpu_views.h"
 #include "query/views_collective.h"
+#include "query/views_negotiation.h"
 #include "query/views_p2p.h"
+#include "query/views_spans.h"
+#include "query/views_steps.h"
 
 namespace tracedb::query {
 
@@ -19,18 +22,16 @@ CREATE TEMP VIEW IF NOT EXISTS spans AS
   SELECT * FROM events WHERE kind = 'span';
 
 -- Per (rank, name): count, total, mean and exact percentiles of span durations.
+-- Computed in C++ over the decoded blocks (query/views_spans.h): the same rows as the SQL in
+-- ViewsReferenceSql().
 CREATE TEMP VIEW IF NOT EXISTS span_stats AS
-  SELECT rank, name, count(*) AS count, sum(dur) AS total_ns,
-         CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS p50_ns,
-         percentile(dur, 95) AS p95_ns, percentile(dur, 99) AS p99_ns, max(dur) AS max_ns
-  FROM events WHERE kind = 'span' GROUP BY rank, name;
+  SELECT rank, name, count, total_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns
+  FROM tracedb_span_stats;
 
 -- The same per name over all ranks.
 CREATE TEMP VIEW IF NOT EXISTS name_stats_all AS
-  SELECT name, count(*) AS count, count(DISTINCT rank) AS ranks, sum(dur) AS total_ns,
-         CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS p50_ns,
-         percentile(dur, 95) AS p95_ns, percentile(dur, 99) AS p99_ns, max(dur) AS max_ns
-  FROM events WHERE kind = 'span' GROUP BY name;
+  SELECT name, count, ranks, total_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns
+  FROM tracedb_name_stats_all;
 
 -- Per (rank, name) from the summary tables, without decoding any event.
 CREATE TEMP VIEW IF NOT EXISTS name_summary AS
@@ -63,12 +64,11 @@ CREATE TEMP VIEW IF NOT EXISTS rank_time_split AS
          max(ts + dur) - min(ts) AS wall_ns
   FROM a GROUP BY rank;
 
--- Training steps per rank (from tracedb_step markers or imported step spans).
+-- Training steps per rank (from tracedb_step markers or imported step spans): each step lasts
+-- until the rank's next one, the last until the end of the rank's events. Computed in C++ over
+-- main.steps (query/views_steps.h; the plain SQL, a lead() window, is ViewsReferenceSql()).
 CREATE TEMP VIEW IF NOT EXISTS step_times AS
-  SELECT rank, step, ts AS start_ts,
-         coalesce(lead(ts) OVER (PARTITION BY rank ORDER BY ts),
-                  (SELECT max(max_end) FROM main.blocks b WHERE b.rank = s.rank)) - ts AS dur
-  FROM main.steps s;
+  SELECT rank, step, start_ts, dur FROM tracedb_step_times;
 
 -- Per step over all ranks: the slowest rank's time and the spread. (The slowest rank is numbered
 -- by a window over step_times, computed once: a correlated subquery per step recomputed
@@ -86,7 +86,8 @@ CREATE TEMP VIEW IF NOT EXISTS step_summary AS
 )sql";
 
 // The same views as plain SQL where the shipped ones differ (the reference the differential
-// test compares them with): step_summary's correlated subquery.
+// test compares them with): step_times' window, step_summary's correlated subquery, and
+// span_stats and name_stats_all as the GROUP BY the C++ of query/views_spans.h computes.
 const char* const kHeadReferenceSql = R"sql(
 CREATE TEMP VIEW IF NOT EXISTS spans AS
   SELECT * FROM events WHERE kind = 'span';
@@ -318,7 +319,24 @@ CREATE TEMP VIEW IF NOT EXISTS p2p_messages AS
 
 )sql";
 
-const char* const kTailSql = R"sql(
+// Horovod negotiations over the table-valued functions of query/views_negotiation.h.
+const char* const kNegSql = R"sql(
+-- Horovod negotiations (imported timelines): per NEGOTIATE_* span, the rank whose readiness
+-- tick came last, and how long after the negotiation started. Computed in C++ over the decoded
+-- blocks that hold RANK_READY ticks and NEGOTIATE_* spans (query/views_negotiation.h): the same
+-- rows as the SQL in ViewsReferenceSql().
+CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
+  SELECT negotiation, ready_rank, ts, from_last FROM tracedb_negotiation_ticks;
+
+CREATE TEMP VIEW IF NOT EXISTS negotiations AS
+  SELECT id, rank, name, tensor, ts, dur, last_rank, last_ready_after_ns
+  FROM tracedb_negotiations;
+
+)sql";
+
+// The same in plain SQL: a row_number() window over the ticks, joined to the spans (kept as the
+// reference of the C++).
+const char* const kNegReferenceSql = R"sql(
 -- Horovod negotiations (imported timelines): per NEGOTIATE_* span, the rank whose readiness
 -- tick came last, and how long after the negotiation started.
 CREATE TEMP VIEW IF NOT EXISTS negotiation_ticks AS
@@ -335,6 +353,9 @@ CREATE TEMP VIEW IF NOT EXISTS negotiations AS
   FROM negotiation_ticks t JOIN n ON n.id = t.negotiation
   WHERE t.from_last = 1;
 
+)sql";
+
+const char* const kTailSql = R"sql(
 -- Each rank's clock alignment.
 CREATE TEMP VIEW IF NOT EXISTS clock_alignment AS
   SELECT rank, host, clock_method, offset_ns, drift_ppm, uncertainty_ns, sync_points
@@ -423,13 +444,13 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
 }  // namespace
 
 const char* ViewsSql() {
-  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kTailSql;
+  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kNegSql + kTailSql;
   return sql.c_str();
 }
 
 const char* ViewsReferenceSql() {
-  static const std::string sql =
-      std::string(kHeadReferenceSql) + kCollReferenceSql + kP2pReferenceSql + kTailSql;
+  static const std::string sql = std::string(kHeadReferenceSql) + kCollReferenceSql +
+                                 kP2pReferenceSql + kNegReferenceSql + kTailSql;
   return sql.c_str();
 }
 
@@ -438,6 +459,9 @@ int InstallSqlSurface(sqlite3* db, char** err) {
   if (rc == SQLITE_OK) rc = RegisterFunctions(db);
   if (rc == SQLITE_OK) rc = RegisterP2pModules(db);
   if (rc == SQLITE_OK) rc = RegisterCollectiveModules(db);
+  if (rc == SQLITE_OK) rc = RegisterStepsModules(db);
+  if (rc == SQLITE_OK) rc = RegisterNegotiationModules(db);
+  if (rc == SQLITE_OK) rc = RegisterSpanStatsModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));

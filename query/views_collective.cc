@@ -14,6 +14,8 @@
 
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
+#include "query/negotiation_rows.h"
+#include "query/vtab_module.h"
 
 namespace tracedb::query {
 namespace {
@@ -40,18 +42,6 @@ struct Table {
 
 std::string Where() { return std::string(kTable) + ": "; }
 
-// SQLite's `name LIKE 'NEGOTIATE\_%' ESCAPE '\'`: the ASCII prefix in any case.
-bool IsNegotiation(const std::string& s) {
-  static const char kPrefix[] = "negotiate_";
-  if (s.size() < 10) return false;
-  for (size_t i = 0; i < 10; ++i) {
-    const char c = s[i];
-    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    if (lower != kPrefix[i]) return false;
-  }
-  return true;
-}
-
 Status Compute(engine::Db* db, Table* out) {
   out->rows.clear();
   out->names.clear();
@@ -75,7 +65,7 @@ Status Compute(engine::Db* db, Table* out) {
       if (u != 0 && s == "comm") cat_comm.insert(u);
       if (u != 0 && s == "nccl") cat_nccl.insert(u);
       if (s == "RANK_READY") ready.insert(u);
-      if (IsNegotiation(s)) negotiations.insert(u);
+      if (negotiation::IsNegotiationName(s)) negotiations.insert(u);
       if (strings.size() <= u) strings.resize(u + 1);
       strings[u] = std::move(s);
     }
@@ -120,10 +110,7 @@ Status Compute(engine::Db* db, Table* out) {
     if (name_of_id[id] == -2) name_of_id[id] = intern(strings[id]);
     return name_of_id[id];
   };
-  struct Tick {
-    int64_t peer, parent, id, ts;
-  };
-  std::vector<Tick> ticks;
+  std::vector<negotiation::Tick> ticks;
   std::unordered_map<int64_t, int32_t> negotiation_name;  // span id -> name after NEGOTIATE_
   DecodedBlock b;
   constexpr uint32_t kWant = engine::kColTrack | engine::kColK | engine::kColParent |
@@ -165,18 +152,16 @@ Status Compute(engine::Db* db, Table* out) {
             static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(b.dur[i]));
         out->rows.push_back(a);
       }
-      if ((name_what & kReady) && (mask & EventArgs::kPeer) && b.parent_k[i] != 0) {
-        ticks.push_back(
-            Tick{b.peer[i],
-                 (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.parent_k[i] - 1),
-                 id, b.ts[i]});
-      }
+      // A tick with a NULL peer is no arrival (the SQL's `t.peer IS NOT NULL`).
+      negotiation::Tick tick;
+      if ((name_what & kReady) && negotiation::TickAt(b, i, &tick) && tick.has_peer)
+        ticks.push_back(tick);
       if (kind == RowKind::kSpan && (name_what & kNegotiation))
         negotiation_name.emplace(id, intern(strings[b.name[i]].substr(10)));
     }
   }
   // Horovod ticks: one arrival of rank `peer` at the negotiation (comm 0, seq = its id).
-  for (const Tick& t : ticks) {
+  for (const negotiation::Tick& t : ticks) {
     auto it = negotiation_name.find(t.parent);
     if (it == negotiation_name.end()) continue;
     Arrival a;
@@ -382,21 +367,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  sqlite3_module m;
-  std::memset(&m, 0, sizeof(m));
-  m.xCreate = nullptr;  // eponymous-only
-  m.xConnect = Connect;
-  m.xBestIndex = BestIndex;
-  m.xDisconnect = Disconnect;
-  m.xDestroy = Disconnect;
-  m.xOpen = Open;
-  m.xClose = Close;
-  m.xFilter = Filter;
-  m.xNext = Next;
-  m.xEof = Eof;
-  m.xColumn = Column;
-  m.xRowid = Rowid;
-  return m;
+  return EponymousModule(Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
+                         Rowid);
 }
 
 }  // namespace

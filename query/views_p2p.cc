@@ -16,6 +16,7 @@
 
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
+#include "query/vtab_module.h"
 
 namespace tracedb::query {
 namespace {
@@ -501,21 +502,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  sqlite3_module m;
-  std::memset(&m, 0, sizeof(m));
-  m.xCreate = nullptr;  // eponymous-only
-  m.xConnect = Connect;
-  m.xBestIndex = BestIndex;
-  m.xDisconnect = Disconnect;
-  m.xDestroy = Disconnect;
-  m.xOpen = Open;
-  m.xClose = Close;
-  m.xFilter = Filter;
-  m.xNext = Next;
-  m.xEof = Eof;
-  m.xColumn = Column;
-  m.xRowid = Rowid;
-  return m;
+  return EponymousModule(Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
+                         Rowid);
 }
 
 }  // namespace

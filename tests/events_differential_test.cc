@@ -27,6 +27,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/trace_builder.h"
@@ -210,19 +211,23 @@ class TraceGen {
     const EventArgs* ap = a.mask ? &a : nullptr;
     const int what = static_cast<int>(Int(0, 9));
     if (what <= 3 && depth < 3) {
-      // A span with children; NEGOTIATE_ALLREDUCE holds RANK_READY ticks.
+      // A span with children; NEGOTIATE_ALLREDUCE holds RANK_READY ticks, and now and then
+      // another span holds one (a tick of no negotiation). Ticks may tie in ts and lack a peer.
       TRACEDB_RETURN_IF_ERROR(b_.Begin(track, *t, name, cat, ap, json));
       const int64_t start = *t;
       const int kids = static_cast<int>(Int(0, 3));
       for (int i = 0; i < kids; ++i) {
-        if (std::string(n.name) == "NEGOTIATE_ALLREDUCE") {
-          *t += Int(1, 300);
+        if (std::string(n.name) == "NEGOTIATE_ALLREDUCE" || Chance(0.05)) {
+          *t += Chance(0.2) ? 0 : Int(1, 300);
           EventArgs ready;
-          ready.mask = EventArgs::kPeer;
-          ready.peer = static_cast<int32_t>(Int(0, 3));
+          if (!Chance(0.1)) {
+            ready.mask = EventArgs::kPeer;
+            ready.peer = static_cast<int32_t>(Int(0, 3));
+          }
+          const EventArgs* rp = ready.mask ? &ready : nullptr;
           TRACEDB_RETURN_IF_ERROR(
-              b_.Instant(track, *t, w_->Intern("RANK_READY"), w_->Intern("comm"), &ready));
-          Count(RowKind::kInstant, 0, &ready, "");
+              b_.Instant(track, *t, w_->Intern("RANK_READY"), w_->Intern("comm"), rp));
+          Count(RowKind::kInstant, 0, rp, "");
         } else {
           TRACEDB_RETURN_IF_ERROR(Item(track, t, depth + 1));
         }
@@ -813,6 +818,7 @@ void Build(uint64_t seed, Env* env, Tally* tally) {
   // The reference must not read the table-valued functions it checks.
   ASSERT_EQ(reference.find("tracedb_p2p_"), std::string::npos);
   ASSERT_EQ(reference.find("tracedb_collective_"), std::string::npos);
+  ASSERT_EQ(reference.find("tracedb_negotiation"), std::string::npos);
   // Only table references (after FROM or JOIN) are renamed, never column aliases.
   std::string ref_sql =
       std::regex_replace(reference, std::regex("\\b(FROM|JOIN)(\\s+)events\\b"), "$1$2ref");
@@ -923,9 +929,22 @@ void RunSeed(uint64_t seed) {
   ASSERT_TRUE(coll.ok) << coll.error;
   for (size_t i = 0; i < coll.rows.at(0).size(); ++i)
     EXPECT_GT(std::atoll(coll.rows[0][i].c_str()), 0) << "collective shape " << i;
+  // The negotiation views (computed in C++) have ticks without a peer, ticks tied in ts within
+  // a negotiation, ticks whose parent is no negotiation, and negotiations on several ranks.
+  const Answer neg =
+      Run(h,
+          "SELECT (SELECT count(*) FROM ref_negotiation_ticks WHERE ready_rank IS NULL), "
+          "(SELECT count(*) FROM (SELECT 1 FROM ref_negotiation_ticks GROUP BY negotiation, ts "
+          "HAVING count(*) > 1)), "
+          "(SELECT count(*) FROM ref_negotiation_ticks WHERE negotiation NOT IN "
+          "(SELECT id FROM ref_negotiations)), "
+          "(SELECT count(DISTINCT rank) - 1 FROM ref_negotiations)");
+  ASSERT_TRUE(neg.ok) << neg.error;
+  for (size_t i = 0; i < neg.rows.at(0).size(); ++i)
+    EXPECT_GT(std::atoll(neg.rows[0][i].c_str()), 0) << "negotiation shape " << i;
   // And the whole views, row for row (not only the random queries' samples).
   for (const char* v : {"collective_calls", "collective_arrivals", "collectives", "stragglers",
-                        "collective_wait"}) {
+                        "collective_wait", "negotiation_ticks", "negotiations"}) {
     const std::string q = std::string("SELECT (SELECT count(*) FROM (SELECT * FROM ") + v +
                           " EXCEPT SELECT * FROM ref_" + v +
                           ")), (SELECT count(*) FROM (SELECT * FROM ref_" + v +
@@ -936,6 +955,18 @@ void RunSeed(uint64_t seed) {
     EXPECT_EQ(d.rows.at(0).at(0), "0") << v << ": rows not in the reference";
     EXPECT_EQ(d.rows.at(0).at(1), "0") << v << ": reference rows missing";
     EXPECT_EQ(d.rows.at(0).at(2), d.rows.at(0).at(3)) << v << ": row counts";
+  }
+  // The span statistics (computed in C++): every row, value and type, in the reference's order
+  // (GROUP BY's), over groups large enough for p50, p95 and p99 to be different elements.
+  const Answer big = Run(h, "SELECT count(*) FROM ref_span_stats WHERE count >= 100");
+  ASSERT_TRUE(big.ok) << big.error;
+  EXPECT_GT(std::atoll(big.rows.at(0).at(0).c_str()), 3);
+  for (const char* v : {"span_stats", "name_stats_all"}) {
+    const Answer got = Run(h, std::string("SELECT * FROM ") + v);
+    const Answer want = Run(h, std::string("SELECT * FROM ref_") + v);
+    ASSERT_TRUE(got.ok && want.ok) << v << ": " << got.error << want.error;
+    EXPECT_FALSE(want.rows.empty()) << v;
+    EXPECT_EQ(got.rows, want.rows) << v << ": not the reference's rows in its order";
   }
   const int64_t n = Queries();
   int64_t failures = 0;
@@ -1089,6 +1120,70 @@ TEST(EventsDifferential, PercentileAgainstPlainSql) {
     EXPECT_FALSE(Sql(h, std::string("SELECT percentile(dur, ") + bad + ") FROM ref").ok) << bad;
   }
   std::printf("%d percentile queries compared with plain SQL\n", compared);
+}
+
+// Grouped scans hand their decoded blocks and row order to the next one on the connection
+// (ScanScratch in query/events_internal.h): consecutive scans reading other columns, a
+// grouped subquery re-run for every outer row while the outer grouped scan is open, and two
+// statements stepped in turn must each see their own rows. Each query is compared with the
+// same text over the plain copy, twice over (the second pass runs on reused memory).
+TEST(EventsDifferential, GroupedScansReuseMemory) {
+  Env env;
+  Tally tally;
+  ASSERT_NO_FATAL_FAILURE(Build(20261125, &env, &tally));
+  sqlite3* h = env.db->raw();
+  auto over = [](std::string sql, const std::string& table) {
+    for (size_t at; (at = sql.find("events")) != std::string::npos;) sql.replace(at, 6, table);
+    return sql;
+  };
+  const std::vector<std::string> queries = {
+      "SELECT name, median(dur), count(*) FROM events GROUP BY name ORDER BY 1",
+      "SELECT rank, name, count(*), sum(dur), min(id) FROM events GROUP BY rank, name ORDER BY 1, "
+      "2",
+      "SELECT cat, kind, max(ts), min(depth), count(bytes) FROM events GROUP BY cat, kind "
+      "ORDER BY 1, 2",
+      "SELECT track, percentile(ts, 90), sum(value) FROM events WHERE depth > 0 GROUP BY track "
+      "ORDER BY 1",
+      "SELECT o.name, o.n, (SELECT count(*) FROM events e WHERE e.rank = 1 AND e.name = o.name "
+      "GROUP BY e.name) FROM (SELECT name, count(*) AS n FROM events GROUP BY name) o ORDER BY 1",
+      "SELECT a.name, a.m, b.m FROM (SELECT name, max(dur) AS m FROM events GROUP BY name) a "
+      "JOIN (SELECT name, min(ts) AS m FROM events GROUP BY name) b USING (name) ORDER BY 1",
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::string& q : queries) {
+      const Answer got = Sql(h, q);
+      const Answer want = Sql(h, over(q, "ref"));
+      ASSERT_TRUE(got.ok) << q << ": " << got.error;
+      ASSERT_TRUE(want.ok) << want.error;
+      EXPECT_FALSE(got.rows.empty()) << q;
+      EXPECT_EQ(got.rows, want.rows)
+          << q << "\nevents: " << Show(got) << "reference: " << Show(want);
+    }
+  }
+  // Two grouped statements open at once, stepped in turn.
+  const std::string qa = "SELECT name, sum(dur) FROM events GROUP BY name ORDER BY 1";
+  const std::string qb = "SELECT rank, name, max(ts) FROM events GROUP BY rank, name ORDER BY 1, 2";
+  sqlite3_stmt *a = nullptr, *b = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, qa.c_str(), -1, &a, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_prepare_v2(h, qb.c_str(), -1, &b, nullptr), SQLITE_OK);
+  Result ra, rb;
+  bool more_a = true, more_b = true;
+  while (more_a || more_b) {
+    for (auto [st, more, out] : {std::tuple{a, &more_a, &ra}, std::tuple{b, &more_b, &rb}}) {
+      if (!*more) continue;
+      const int rc = sqlite3_step(st);
+      ASSERT_TRUE(rc == SQLITE_ROW || rc == SQLITE_DONE) << sqlite3_errmsg(h);
+      *more = rc == SQLITE_ROW;
+      if (!*more) continue;
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(st); ++i) row.push_back(Cell(st, i));
+      out->push_back(std::move(row));
+    }
+  }
+  sqlite3_finalize(a);
+  sqlite3_finalize(b);
+  EXPECT_EQ(ra, Sql(h, over(qa, "ref")).rows);
+  EXPECT_EQ(rb, Sql(h, over(qb, "ref")).rows);
 }
 
 }  // namespace

@@ -307,5 +307,78 @@ TEST_F(ViewLodTest, BadRequestsAndCancellation) {
   EXPECT_EQ(r.tracks[0].track, 2u);
 }
 
+// Decoded blocks taken from the cache give the answer decoding them gives, byte for byte, in
+// fine and coarse answers; a small cache stays within its bytes; a block whose zone map no
+// longer matches is not taken.
+TEST_F(ViewLodTest, BlockCacheGivesTheSameAnswer) {
+  const int64_t start = kViewEpoch;
+  const int64_t end = kViewEpoch + kViewSteps * kViewStepNs;
+  auto json = [](WindowResult r, const WindowRequest& req) {
+    r.blocks_cached = 0;  // the one field that may differ
+    return view::WindowJson(r, req, [](uint32_t id) { return std::to_string(id); });
+  };
+  struct Case {
+    int64_t t0, t1;
+    uint64_t budget;
+    double min_px;
+  };
+  const std::vector<Case> cases = {
+      {start, end, 500000, 2},                                        // the whole job, decoded
+      {start + 5 * kViewStepNs, start + 7 * kViewStepNs, 500000, 2},  // two steps
+      // coarse (a third of the events within budget): only the blocks that hold wide events
+      {start, end, static_cast<uint64_t>(*db_->QueryInt("SELECT sum(count) FROM blocks") / 3), 0.1},
+  };
+  // Small: room for about three of the largest blocks (45 bytes per event), so some go out.
+  const int64_t blocks = *db_->QueryInt("SELECT count(*) FROM blocks");
+  const size_t small =
+      static_cast<size_t>(*db_->QueryInt("SELECT max(count) FROM blocks")) * 45 * 3;
+  ASSERT_GT(blocks, 6);
+  for (size_t cap : {size_t{64} << 20, small}) {
+    view::BlockCache cache(cap);
+    for (const Case& c : cases) {
+      SCOPED_TRACE("cache " + std::to_string(cap) + " window " + std::to_string(c.t0 - start) +
+                   " budget " + std::to_string(c.budget));
+      WindowRequest req;
+      req.t0 = c.t0;
+      req.t1 = c.t1;
+      req.px = 1200;
+      req.decode_budget = c.budget;
+      req.min_px = c.min_px;
+      WindowResult plain;
+      ASSERT_TRUE(ComputeWindow(db_.get(), req, &plain).ok());
+      ASSERT_GT(plain.blocks_decoded, 0u);
+      EXPECT_EQ(plain.coarse, c.budget < 500000);
+      EXPECT_EQ(plain.blocks_cached, 0u);
+      req.cache = &cache;
+      for (int pass = 0; pass < 2; ++pass) {
+        WindowResult r;
+        ASSERT_TRUE(ComputeWindow(db_.get(), req, &r).ok());
+        EXPECT_EQ(r.blocks_decoded, plain.blocks_decoded);
+        EXPECT_EQ(json(r, req), json(plain, req)) << "pass " << pass;
+        if (pass == 1 && cap != small) {
+          EXPECT_EQ(r.blocks_cached, r.blocks_decoded);  // everything from the first pass
+        }
+        EXPECT_LE(cache.stats().bytes, cap);
+      }
+    }
+    const view::BlockCache::Stats st = cache.stats();
+    EXPECT_GT(st.hits, 0u);
+    EXPECT_GT(st.misses, 0u);
+    if (cap == small) {
+      EXPECT_LT(st.blocks, static_cast<uint64_t>(blocks));
+    }
+  }
+  // A cached block is taken only with the zone map it was cached with.
+  view::BlockCache cache(1 << 20);
+  auto b = std::make_shared<view::LodBlock>();
+  b->min_ts = 5;
+  b->count = 3;
+  cache.Insert(7, b);
+  EXPECT_EQ(cache.Find(7, 5, 3), b);
+  EXPECT_EQ(cache.Find(7, 5, 4), nullptr);
+  EXPECT_EQ(cache.Find(7, 6, 3), nullptr);
+  EXPECT_EQ(cache.Find(8, 5, 3), nullptr);
+}
+
 }  // namespace
 }  // namespace tracedb::testing

@@ -275,6 +275,11 @@ TEST_F(ViewServerTest, WindowSearchSqlAndFlowsAgreeWithSql) {
                              " AND recv_end_ts >= " + std::to_string(kViewEpoch + t0)));
   EXPECT_GE(msgs, 10u);
   EXPECT_EQ(colls, 10u);
+  // job_flows: every pair of the job, whatever the window: the messages, and per step one
+  // collective pair (two ranks: the one that is not last -> the last).
+  const int64_t job = *(*db)->QueryInt("SELECT count(*) FROM p2p_messages") + kViewSteps;
+  EXPECT_NE(fl->body.find(",\"job_flows\":" + std::to_string(job) + "}"), std::string::npos)
+      << fl->body.substr(fl->body.size() - 80);
 }
 
 TEST(ViewCommand, PrintsUrlAndRefusesMissingDb) {

@@ -99,7 +99,7 @@ class WindowBuilder {
   std::unordered_set<uint32_t> only_;
   std::map<uint32_t, TrackWork> work_;
   std::map<int32_t, std::vector<float>> density_;
-  DecodedBlock block_;
+  DecodedBlock block_;  // the decoder's buffers (its columns move into a LodBlock)
   uint64_t pixel_slots_ = 0;
   bool too_many_rows_ = false;
 };
@@ -179,6 +179,7 @@ Status WindowBuilder::Run(engine::Db* db) {
       work_.clear();
       out_->coarse = true;
       out_->blocks_decoded = 0;
+      out_->blocks_cached = 0;
       out_->blocks_corrupt = 0;
     }
   }
@@ -223,19 +224,43 @@ void WindowBuilder::AddDensity(const BlockZoneRow& z) {
 
 Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZoneRow& z,
                              bool big_only) {
-  data->Reset();
-  data->Bind(1, z.block);
-  TRACEDB_ASSIGN_OR_RETURN(bool row, data->Step());
-  const uint32_t cols = engine::kColTrack | engine::kColK | engine::kColDepth | engine::kColKind |
-                        engine::kColName | engine::kColTs | engine::kColDur | engine::kColValue;
-  Status s = row ? engine::DecodeBlock(data->Blob(0), z.block, &block_, cols)
-                 : Status::Corruption("block " + std::to_string(z.block) + " vanished");
-  if (!s.ok()) {
-    out_->blocks_corrupt++;  // one damaged block is skipped; the rest still shows
-    return Status::Ok();
+  std::shared_ptr<const LodBlock> got =
+      req_.cache ? req_.cache->Find(z.block, z.min_ts, z.count) : nullptr;
+  if (got) {
+    out_->blocks_cached++;
+  } else {
+    data->Reset();
+    data->Bind(1, z.block);
+    TRACEDB_ASSIGN_OR_RETURN(bool row, data->Step());
+    const uint32_t cols = engine::kColTrack | engine::kColK | engine::kColDepth | engine::kColKind |
+                          engine::kColName | engine::kColTs | engine::kColDur | engine::kColValue;
+    Status s = row ? engine::DecodeBlock(data->Blob(0), z.block, &block_, cols)
+                   : Status::Corruption("block " + std::to_string(z.block) + " vanished");
+    if (!s.ok()) {
+      out_->blocks_corrupt++;  // one damaged block is skipped (and not cached); the rest shows
+      return Status::Ok();
+    }
+    // The columns move out of the decoder (no copy); it allocates new ones for the next block.
+    auto fresh = std::make_shared<LodBlock>();
+    fresh->min_ts = z.min_ts;
+    fresh->count = z.count;
+    fresh->n = block_.n;
+    fresh->ts = std::move(block_.ts);
+    fresh->dur = std::move(block_.dur);
+    fresh->k = std::move(block_.k);
+    fresh->track = std::move(block_.track);
+    fresh->name = std::move(block_.name);
+    fresh->depth = std::move(block_.depth);
+    fresh->kind = std::move(block_.kind);
+    if (std::find(fresh->kind.begin(), fresh->kind.end(),
+                  static_cast<uint8_t>(RowKind::kCounter)) != fresh->kind.end()) {
+      fresh->value = std::move(block_.value);
+    }
+    if (req_.cache) req_.cache->Insert(z.block, fresh);
+    got = std::move(fresh);
   }
   out_->blocks_decoded++;
-  const DecodedBlock& b = block_;
+  const LodBlock& b = *got;
   uint32_t last_track = UINT32_MAX;
   TrackWork* tw = nullptr;
   for (size_t i = 0; i < b.n; ++i) {
@@ -427,6 +452,50 @@ void AppendDouble(std::string* s, double v) {
 
 }  // namespace
 
+size_t LodBlock::Bytes() const {
+  return sizeof(LodBlock) + ts.capacity() * 8 + dur.capacity() * 8 + k.capacity() * 8 +
+         (track.capacity() + name.capacity() + depth.capacity()) * 4 + kind.capacity() +
+         value.capacity() * 8;
+}
+
+std::shared_ptr<const LodBlock> BlockCache::Find(int64_t block, int64_t min_ts, uint64_t count) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = map_.find(block);
+  if (it == map_.end() || it->second.block->min_ts != min_ts || it->second.block->count != count) {
+    misses_++;
+    return nullptr;
+  }
+  hits_++;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return it->second.block;
+}
+
+void BlockCache::Insert(int64_t block, std::shared_ptr<const LodBlock> b) {
+  const size_t bytes = b->Bytes();
+  if (bytes > max_bytes_) return;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = map_.find(block);
+  if (it != map_.end()) {  // decoded meanwhile by another request, or stale: replace
+    bytes_ -= it->second.block->Bytes();
+    lru_.erase(it->second.lru);
+    map_.erase(it);
+  }
+  lru_.push_front(block);
+  map_[block] = {std::move(b), lru_.begin()};
+  bytes_ += bytes;
+  while (bytes_ > max_bytes_) {
+    auto last = map_.find(lru_.back());
+    bytes_ -= last->second.block->Bytes();
+    map_.erase(last);
+    lru_.pop_back();
+  }
+}
+
+BlockCache::Stats BlockCache::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return {hits_, misses_, map_.size(), bytes_};
+}
+
 StatusOr<int64_t> MaxBlockSpan(engine::Db* db) {
   TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st,
                            db->Prepare("SELECT coalesce(max(max_end - min_ts), 0) FROM blocks"));
@@ -465,6 +534,8 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
   AppendInt(&s, static_cast<int64_t>(r.blocks));
   s += ",\"blocks_decoded\":";
   AppendInt(&s, static_cast<int64_t>(r.blocks_decoded));
+  s += ",\"blocks_cached\":";
+  AppendInt(&s, static_cast<int64_t>(r.blocks_cached));
   s += ",\"blocks_corrupt\":";
   AppendInt(&s, static_cast<int64_t>(r.blocks_corrupt));
   s += ",\"events_in_blocks\":";

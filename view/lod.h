@@ -17,7 +17,11 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -25,6 +29,50 @@
 #include "engine/status.h"
 
 namespace tracedb::view {
+
+// The columns of one decoded block that a window reads. Kept between requests by BlockCache.
+struct LodBlock {
+  int64_t min_ts = 0;  // its zone map's min_ts and count: a cached block must still match them
+  uint64_t count = 0;
+  size_t n = 0;
+  std::vector<int64_t> ts, dur;
+  std::vector<uint64_t> k;
+  std::vector<uint32_t> track, name, depth;
+  std::vector<uint8_t> kind;
+  std::vector<double> value;  // empty when the block holds no counter
+  size_t Bytes() const;
+};
+
+// Decoded blocks shared between window requests, the least recently used dropped first once
+// they hold more than `max_bytes`. Zooming and panning ask again and again for the blocks around
+// the same place; decoding them (varints, LZ4, CRC) was most of the server's CPU per answer.
+// The server's database is read-only and its blocks immutable, so a block id names the same
+// rows for the server's life (the zone map's min_ts and count are checked all the same).
+// Thread safety: every method may be called from any thread.
+class BlockCache {
+ public:
+  explicit BlockCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // The block, or null when not cached (or cached with another min_ts or count).
+  std::shared_ptr<const LodBlock> Find(int64_t block, int64_t min_ts, uint64_t count);
+  void Insert(int64_t block, std::shared_ptr<const LodBlock> b);
+
+  struct Stats {
+    uint64_t hits = 0, misses = 0, blocks = 0, bytes = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<const LodBlock> block;
+    std::list<int64_t>::iterator lru;
+  };
+  mutable std::mutex mu_;
+  const size_t max_bytes_;
+  size_t bytes_ = 0;
+  uint64_t hits_ = 0, misses_ = 0;
+  std::list<int64_t> lru_;  // most recently used first
+  std::unordered_map<int64_t, Entry> map_;
+};
 
 struct WindowRequest {
   int64_t t0 = 0, t1 = 0;           // [t0, t1), ns on the job's common clock
@@ -37,6 +85,7 @@ struct WindowRequest {
   // listed rank by rank through blocks_by_rank within [t0 - max_block_span, t1), instead of a
   // scan of every zone map (a page read per block). MaxBlockSpan() computes it.
   int64_t max_block_span = -1;
+  BlockCache* cache = nullptr;  // decoded blocks kept between requests (none: decode every time)
   // Polled between blocks: true stops the work with Status::Cancelled-like Aborted error.
   std::function<bool()> cancelled;
 };
@@ -81,7 +130,8 @@ struct RankDensity {
 struct WindowResult {
   bool coarse = false;
   uint64_t blocks = 0;          // blocks overlapping the window
-  uint64_t blocks_decoded = 0;  // of them, decoded
+  uint64_t blocks_decoded = 0;  // of them, decoded (or taken decoded from the cache)
+  uint64_t blocks_cached = 0;   // of the decoded, taken from WindowRequest::cache
   uint64_t blocks_corrupt = 0;  // failed to decode (skipped)
   uint64_t events_in_blocks = 0;
   std::vector<TrackLod> tracks;    // tracks with something in the window, by track id

@@ -147,7 +147,8 @@ struct ViewServer::Impl {
   // Job facts, read once.
   int64_t origin = 0, end = 0;
   std::string meta_json;
-  int64_t max_block_span = -1;  // ns, WindowRequest::max_block_span
+  int64_t max_block_span = -1;              // ns, WindowRequest::max_block_span
+  std::unique_ptr<BlockCache> block_cache;  // null when o.block_cache_mb is 0
 
   // Database connections, one per concurrent request.
   std::mutex pool_mu;
@@ -300,6 +301,7 @@ Status ViewServer::Impl::Init() {
   }
   m += "]}";
   meta_json = std::move(m);
+  if (o.block_cache_mb > 0) block_cache = std::make_unique<BlockCache>(o.block_cache_mb << 20);
   TRACEDB_ASSIGN_OR_RETURN(max_block_span, MaxBlockSpan(d));  // lets windows use the rank index
   Release(std::move(db));
   return Status::Ok();
@@ -396,6 +398,7 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
   }
   w.px = static_cast<int>(px);
   w.max_block_span = max_block_span;
+  w.cache = block_cache.get();
   if (req.has_param("tracks") && !req.get_param_value("tracks").empty()) {
     const std::string list = req.get_param_value("tracks");
     size_t p = 0;
@@ -809,9 +812,11 @@ void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res
     id(s, it->b_id);
     s->append("," + std::to_string(it->b_ts - origin) + "," + std::to_string(it->extra) + "]");
   }
-  res.set_content(
-      m + "]},\"collectives\":" + c + "]},\"truncated\":" + (truncated ? "true" : "false") + "}",
-      kJson);
+  // job_flows: the pairs of the whole job; with none, the page stops asking.
+  res.set_content(m + "]},\"collectives\":" + c +
+                      "]},\"truncated\":" + (truncated ? "true" : "false") +
+                      ",\"job_flows\":" + std::to_string(flows.size()) + "}",
+                  kJson);
 }
 
 ViewServer::ViewServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -21,6 +21,9 @@ struct ViewServerOptions {
   int port = 0;                // 0: a free port chosen by the system
   std::string token;           // empty: 32 random hex digits
   int sql_timeout_ms = 10000;  // SQL of the UI's boxes is interrupted after this
+  // Decoded blocks kept between window requests (view::BlockCache), in MB: about 45 bytes per
+  // event, so 128 MB holds ~3M events, six windows at the decode budget. 0: none.
+  size_t block_cache_mb = 128;
 };
 
 class ViewServer {

@@ -413,6 +413,8 @@ let frame = 0;
 function redraw() {
   if (!frame) frame = requestAnimationFrame(() => { frame = 0; draw(); });
 }
+// A lowercase hex digit's value ("0"-"9", "a"-"f"; the server sends nothing else).
+const hexDigit = (c) => (c <= 57 ? c - 48 : c - 87);
 function fetchWindow() {
   clearTimeout(timer);
   lastSent = performance.now();
@@ -445,13 +447,15 @@ function fetchWindow() {
     w.byTrack = new Map(w.tracks.map((x) => [x.track, x]));
     w.byRank = new Map(w.ranks.map((x) => [x.rank, x]));
     for (const tr of w.tracks) {
-      // Occupancy: a hex string per depth, decoded once into bytes.
+      // Occupancy: a hex string per depth, decoded once into bytes, digit by digit (substr and
+      // parseInt made a string per pixel and depth, garbage for the collector).
       tr.occ = tr.occupancy.map((hex) => {
         const v = new Uint8Array(hex.length >> 1);
-        for (let i = 0; i < v.length; i++) v[i] = parseInt(hex.substr(2 * i, 2), 16);
+        for (let i = 0; i < v.length; i++) v[i] = (hexDigit(hex.charCodeAt(2 * i)) << 4) | hexDigit(hex.charCodeAt(2 * i + 1));
         return v;
       });
-      let d = tr.occupancy.length;
+      tr.occupancy = null;  // the strings are not needed once decoded
+      let d = tr.occ.length;
       for (const it of tr.items) d = Math.max(d, it[4] + 1);
       for (const r of tr.runs) d = Math.max(d, r[2] + 1);
       if (d > (S.depthOf.get(tr.track) || 0)) S.depthOf.set(tr.track, d);
@@ -463,6 +467,7 @@ function fetchWindow() {
     draw();
     const tDrawn = performance.now();
     S.lastMs = tDrawn - t;
+    if (S.timings.length >= 1000) S.timings.shift();  // the latest 1,000: a long session does not grow
     S.timings.push(S.lastMs);
     // Where the time of this answer went (ms): waiting for the server's headers, the body,
     // decoding, drawing; read by bench/view_bench.mjs.
@@ -471,19 +476,32 @@ function fetchWindow() {
     statusEl.textContent = `${fmtNs(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
       `${items} items · ${w.blocks_decoded}/${w.blocks} blocks · ${S.lastMs.toFixed(0)} ms`;
     fetchFlows(v0, v1, seq);
+    settled();
   }).catch((e) => {
-    if (e.name === "AbortError" || e.status === 409) { S.cancelled++; return; }
+    if (e.name === "AbortError" || e.status === 409) { S.cancelled++; settled(); return; }
     S.errors.push(String(e.message));
     statusEl.innerHTML = `<span class="err">${esc(e.message)}</span>`;
+    settled();
   });
 }
+// Each window request ends (answered and drawn, superseded, or failed) with a "tdb-settled" event
+// on window: a test or benchmark waits for it instead of polling every frame, which kept the
+// renderer and the compositor busy producing frames while the request was out.
+function settled() { window.dispatchEvent(new Event("tdb-settled")); }
 function fetchFlows(v0, v1, seq) {
   // Arrows only in detail windows; the server matches them once over the job (pending meanwhile).
+  // A job without any (job_flows 0) is not asked again, and a window without arrows, after one
+  // without, is not drawn again: both were a second request and a second draw per answer.
   if (S.win.coarse) { S.flows = null; return; }
+  if (S.noFlows) return;
   api("api/flows", { t0: v0, t1: v1 }).then((f) => {
     if (seq !== S.seq) return;
     if (f.pending) { setTimeout(() => { if (seq === S.seq) fetchFlows(v0, v1, seq); }, 1000); return; }
-    S.flows = f; draw();
+    if (f.job_flows === 0) S.noFlows = true;
+    const arrows = (x) => !!x && x.messages.rows.length + x.collectives.rows.length > 0;
+    const redraw = arrows(S.flows) || arrows(f);
+    S.flows = f;
+    if (redraw) draw();
   }).catch(() => { S.flows = null; });
 }
 
