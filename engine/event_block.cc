@@ -117,6 +117,22 @@ bool GetBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   return bits.at_end();
 }
 
+// Whether `col` holds n varints in exactly n bytes: then each is a single byte, the usual shape
+// of the depth column and of the name and category indexes, and it is copied into `out` without
+// the varint loop. *max gets the largest byte; one of 0x80 or more means the column is
+// malformed (a varint's first byte with more to follow), which the caller rejects.
+bool OneByteVarints(std::string_view col, size_t n, uint32_t* out, uint32_t* max) {
+  if (col.size() != n) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(col.data());
+  uint32_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = p[i];
+    m = std::max<uint32_t>(m, p[i]);
+  }
+  *max = m;
+  return true;
+}
+
 // The time a row's ts is coded against (docs/database-format.md "Event blocks"): the block's
 // base for the first row of a track run, the previous row's start for a first child (deeper
 // than the previous row), else the previous row's end (a sibling or what follows it). Rows in
@@ -323,13 +339,29 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
   }
   thread_local std::vector<uint8_t> syms;
   syms.resize(n);
-  uint32_t freq[kSymbols] = {};
-  for (size_t i = 0; i < n; ++i) {
-    const size_t slot = Hash64(v[i]) >> 58;
-    const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
-    syms[i] = static_cast<uint8_t>(s);
-    ++freq[s];
+  // Four tables of counts, a row in each in turn: a column is mostly a few symbols, and one
+  // table would make each count wait for the store of the one before (a quarter of this pass).
+  uint32_t freq4[4][kSymbols] = {};
+  auto symbol = [&](uint64_t x) {
+    const size_t slot = Hash64(x) >> 58;
+    return exact_slot[slot] == x ? exact_sym[slot] : static_cast<uint8_t>(BitLength(x));
+  };
+  size_t i4 = 0;
+  for (; i4 + 4 <= n; i4 += 4) {
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t s = symbol(v[i4 + k]);
+      syms[i4 + k] = s;
+      ++freq4[k][s];
+    }
   }
+  for (; i4 < n; ++i4) {
+    const uint8_t s = symbol(v[i4]);
+    syms[i4] = s;
+    ++freq4[0][s];
+  }
+  uint32_t freq[kSymbols];
+  for (int s = 0; s < kSymbols; ++s)
+    freq[s] = freq4[0][s] + freq4[1][s] + freq4[2][s] + freq4[3][s];
   uint8_t len[kSymbols];
   uint32_t code[kSymbols] = {};
   HuffmanLengths(freq, len);
@@ -353,20 +385,41 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
     mbits[s] = static_cast<uint8_t>(s >= 2 && s < kLengthSymbols ? s - 1 : 0);
     mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
   }
-  dst->reserve(dst->size() + n * 10 + 16);
-  BitWriter bits(dst);
+  // The bit stream (LSB first, as BitWriter writes it), built a 64-bit word at a time in a
+  // buffer the thread keeps (a value takes at most 12 + 63 bits: two words), then appended
+  // whole: appending each word to the string cost a fifth of this function.
+  thread_local std::vector<uint64_t> words;
+  if (words.size() < 2 * n + 2) words.resize(2 * n + 2);
+  uint64_t* w = words.data();
+  uint64_t acc = 0;
+  int used = 0;                           // bits of acc in use, < 64
+  auto put = [&](uint64_t x, int bits) {  // x < 2^bits, bits <= 64
+    acc |= x << used;
+    if (used + bits < 64) {
+      used += bits;
+      return;
+    }
+    *w++ = acc;
+    acc = used == 0 ? 0 : x >> (64 - used);
+    used = used + bits - 64;
+  };
   for (size_t i = 0; i < n; ++i) {
     const int s = syms[i];
     const uint64_t m = v[i] & mmask[s];
     const int total = len[s] + mbits[s];
     if (total <= 64) {
-      bits.Put(code[s] | (m << len[s]), total);
+      put(code[s] | (m << len[s]), total);
     } else {
-      bits.Put(code[s], len[s]);
-      bits.Put(m, mbits[s]);
+      put(code[s], len[s]);
+      put(m, mbits[s]);
     }
   }
-  bits.Finish();
+  const size_t full = static_cast<size_t>(w - words.data());
+  const size_t at = dst->size();
+  dst->resize(at + full * 8 + static_cast<size_t>(used + 7) / 8);
+  char* p = dst->data() + at;
+  for (size_t k = 0; k < full; ++k) EncodeFixed64(p + 8 * k, words[k]);
+  for (int b = 0; b < used; b += 8) p[full * 8 + b / 8] = static_cast<char>(acc >> b);
 }
 
 bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
@@ -833,15 +886,20 @@ Status DecodedBlock::Need(uint32_t want) {
   auto bad = [&](const char* column) {
     return Bad(block, std::string("bad ") + column + " column");
   };
+  uint32_t max_byte;
   if (want & kColDepth) {
-    Reader c(cols_[3]);
     depth.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t d;
-      if (!c.GetVarint64(&d) || d > UINT32_MAX) return bad("depth");
-      depth[i] = static_cast<uint32_t>(d);
+    if (OneByteVarints(cols_[3], n, depth.data(), &max_byte)) {
+      if (max_byte >= 0x80) return bad("depth");
+    } else {
+      Reader c(cols_[3]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t d;
+        if (!c.GetVarint64(&d) || d > UINT32_MAX) return bad("depth");
+        depth[i] = static_cast<uint32_t>(d);
+      }
+      if (!c.empty()) return bad("depth");
     }
-    if (!c.empty()) return bad("depth");
   }
   if (want & kColKind) {
     if (cols_[4].size() != n) return bad("kind");
@@ -851,24 +909,34 @@ Status DecodedBlock::Need(uint32_t want) {
     }
   }
   if (want & kColName) {
-    Reader c(cols_[5]);
     name.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t x;
-      if (!c.GetVarint64(&x) || x >= names_.size()) return bad("name");
-      name[i] = names_[x];
+    if (OneByteVarints(cols_[5], n, name.data(), &max_byte)) {
+      if (max_byte >= 0x80 || max_byte >= names_.size()) return bad("name");
+      for (uint32_t& x : name) x = names_[x];
+    } else {
+      Reader c(cols_[5]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t x;
+        if (!c.GetVarint64(&x) || x >= names_.size()) return bad("name");
+        name[i] = names_[x];
+      }
+      if (!c.empty()) return bad("name");
     }
-    if (!c.empty()) return bad("name");
   }
   if (want & kColCat) {
-    Reader c(cols_[6]);
     cat.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t x;
-      if (!c.GetVarint64(&x) || x >= cats_.size()) return bad("cat");
-      cat[i] = cats_[x];
+    if (OneByteVarints(cols_[6], n, cat.data(), &max_byte)) {
+      if (max_byte >= 0x80 || max_byte >= cats_.size()) return bad("cat");
+      for (uint32_t& x : cat) x = cats_[x];
+    } else {
+      Reader c(cols_[6]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t x;
+        if (!c.GetVarint64(&x) || x >= cats_.size()) return bad("cat");
+        cat[i] = cats_[x];
+      }
+      if (!c.empty()) return bad("cat");
     }
-    if (!c.empty()) return bad("cat");
   }
   if (want & kColDur) {
     dur.resize(n);
