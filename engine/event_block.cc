@@ -275,52 +275,45 @@ class BitWindow {
 
 }  // namespace
 
-void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
-  // Frequent values, found in one pass by a small direct-mapped table of (value, count) whose
-  // slot a different value wears down before taking it (a per-slot majority vote): a value that
-  // is most of its slot's traffic survives with about its count.
-  struct Slot {
-    uint64_t v;
-    uint32_t c;
-  };
-  Slot sk[256] = {};
-  // A large column is sampled, with pseudo-random steps of 1 to 8 rows (a fixed step would alias
-  // with the period of a repeating pattern of events and miss some of its values): a value
-  // frequent enough to earn a symbol is still seen hundreds of times, at about a quarter of the
-  // cost. Deterministic: the same column always gets the same code.
-  const bool sample = n >= 4096;
+void HuffmanColumnStats::VoteSample(const uint64_t* v, size_t n) {
+  if (n < 4096) {
+    for (size_t i = 0; i < n; ++i) Vote(v[i]);
+    return;
+  }
   uint64_t lcg = 0x2545F4914F6CDD1Dull;
   for (size_t i = 0; i < n;) {
-    Slot& s = sk[Hash64(v[i]) >> 56];
-    if (s.c == 0) {
-      s.v = v[i];
-      s.c = 1;
-    } else if (s.v == v[i]) {
-      ++s.c;
-    } else {
-      --s.c;
-    }
-    if (sample) {
-      lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
-      i += 1 + (lcg >> 61);
-    } else {
-      ++i;
-    }
+    Vote(v[i]);
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    i += 1 + (lcg >> 61);
   }
-  // The counts scaled back to the whole column (the mean step is 4.5 rows).
-  const uint64_t scale_num = sample ? 9 : 1, scale_den = sample ? 2 : 1;
+  votes_scale_num_ = 9;  // the mean step is 4.5 rows
+  votes_scale_den_ = 2;
+}
+
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
+  HuffmanColumnStats stats;
+  for (size_t i = 0; i < n; ++i) stats.AddLength(v[i]);
+  stats.VoteSample(v, n);
+  PutHuffmanBitLengthColumn(v, n, stats, dst);
+}
+
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnStats& stats,
+                               std::string* dst) {
+  using Slot = HuffmanColumnStats::Slot;
   // A value earns a symbol when its occurrences would spend more than 8 bytes of mantissa bits.
   uint64_t exact[kMaxExact];
+  uint32_t exact_votes[kMaxExact];
   int nexact = 0;
   uint64_t exact_slot[64] = {};
   uint8_t exact_sym[64] = {};
   {
     Slot cand[256];
     int ncand = 0;
-    for (const Slot& s : sk) {
+    for (const Slot& s : stats.slots_) {
       const int l = BitLength(s.v);
       if (s.c > 0 && l >= 2 &&
-          uint64_t{s.c} * scale_num * static_cast<uint64_t>(l - 1) > 64 * scale_den) {
+          uint64_t{s.c} * stats.votes_scale_num_ * static_cast<uint64_t>(l - 1) >
+              64 * uint64_t{stats.votes_scale_den_}) {
         cand[ncand++] = s;
       }
     }
@@ -334,34 +327,29 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
       if (slot != 0) continue;
       slot = cand[i].v;
       exact_sym[Hash64(cand[i].v) >> 58] = static_cast<uint8_t>(kLengthSymbols + nexact);
+      exact_votes[nexact] = cand[i].c;
       exact[nexact++] = cand[i].v;
     }
   }
-  thread_local std::vector<uint8_t> syms;
-  syms.resize(n);
-  // Four tables of counts, a row in each in turn: a column is mostly a few symbols, and one
-  // table would make each count wait for the store of the one before (a quarter of this pass).
-  uint32_t freq4[4][kSymbols] = {};
-  auto symbol = [&](uint64_t x) {
-    const size_t slot = Hash64(x) >> 58;
-    return exact_slot[slot] == x ? exact_sym[slot] : static_cast<uint8_t>(BitLength(x));
-  };
-  size_t i4 = 0;
-  for (; i4 + 4 <= n; i4 += 4) {
-    for (int k = 0; k < 4; ++k) {
-      const uint8_t s = symbol(v[i4 + k]);
-      syms[i4 + k] = s;
-      ++freq4[k][s];
-    }
+  // The symbols' counts: the bit lengths' counts, less the estimated occurrences of the
+  // frequent values that take symbols of their own. A bit length whose estimate leaves nothing
+  // keeps a count of 1 unless its unscaled votes (each a real occurrence) prove it empty: every
+  // symbol the stream uses must have a code, and one it does not use costs little.
+  uint32_t freq[kSymbols] = {};
+  uint64_t est_len[kLengthSymbols] = {}, votes_len[kLengthSymbols] = {};
+  for (int e = 0; e < nexact; ++e) {
+    const uint64_t est = std::max<uint64_t>(
+        1, uint64_t{exact_votes[e]} * stats.votes_scale_num_ / stats.votes_scale_den_);
+    const int l = BitLength(exact[e]);
+    est_len[l] += est;
+    votes_len[l] += exact_votes[e];
+    freq[kLengthSymbols + e] = static_cast<uint32_t>(std::min<uint64_t>(est, UINT32_MAX));
   }
-  for (; i4 < n; ++i4) {
-    const uint8_t s = symbol(v[i4]);
-    syms[i4] = s;
-    ++freq4[0][s];
+  for (int l = 0; l < kLengthSymbols; ++l) {
+    const uint64_t have = stats.lengths_[static_cast<size_t>(l)];
+    freq[l] = static_cast<uint32_t>(have - std::min(have, est_len[l]));
+    if (freq[l] == 0 && have > votes_len[l]) freq[l] = 1;
   }
-  uint32_t freq[kSymbols];
-  for (int s = 0; s < kSymbols; ++s)
-    freq[s] = freq4[0][s] + freq4[1][s] + freq4[2][s] + freq4[3][s];
   uint8_t len[kSymbols];
   uint32_t code[kSymbols] = {};
   HuffmanLengths(freq, len);
@@ -404,7 +392,8 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
     used = used + bits - 64;
   };
   for (size_t i = 0; i < n; ++i) {
-    const int s = syms[i];
+    const size_t slot = Hash64(v[i]) >> 58;
+    const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
     const uint64_t m = v[i] & mmask[s];
     const int total = len[s] + mbits[s];
     if (total <= 64) {
@@ -501,7 +490,8 @@ bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   return bits.at_end();
 }
 
-void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n) {
+void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
+                          HuffmanColumnStats* stats) {
   // Backwards: when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
   // the rows of depth d + 1 after it up to the next row of depth <= d: its children. Entries
   // above `top` count as zero (they are cleared when first used).
@@ -510,12 +500,16 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
   for (size_t j = n; j-- > 0;) {
     if (j + 1 == n || track[j] != track[j + 1]) top = -1;  // a new track run
     const uint32_t d = depth[j];
-    if (d >= kPredictDepth) continue;
     const uint64_t x = dur[j];
+    if (d >= kPredictDepth) {
+      if (stats != nullptr) stats->AddLength(x);
+      continue;
+    }
     if (j + 1 < n && track[j + 1] == track[j] && depth[j + 1] > d) {
       const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
       dur[j] = ZigZag(static_cast<int64_t>(x - children));
     }
+    if (stats != nullptr) stats->AddLength(dur[j]);
     if (static_cast<int>(d) > top) {
       for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
     }
@@ -645,6 +639,9 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   int64_t prev_ts = base, prev_end = base;
   uint32_t prev_depth = 0;
   bool ts_signed = false;  // whether any ts delta is negative (overlapping events)
+  // The entropy coder's statistics of the ts deltas, gathered here where each delta is made:
+  // this loop waits on the rows' memory, and the counting fits in the wait.
+  HuffmanColumnStats ts_stats;
   for (size_t j = 0; j < n; ++j) {
     const uint32_t i = order[j];
     const Row& r = rows[i];
@@ -693,6 +690,7 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
     // (A 64-bit division costs tens of cycles: skip it for ns data, whose scale is 1.)
     const int64_t delta = scale == 1 ? WrapSub(r.ts, ref) : WrapSub(r.ts, ref) / iscale;
     tss[j] = static_cast<uint64_t>(delta);
+    ts_stats.Add(static_cast<uint64_t>(delta));
     ts_signed |= delta < 0;
     durs[j] = scale == 1 ? static_cast<uint64_t>(r.dur) : static_cast<uint64_t>(r.dur) / scale;
     sorted_depth[j] = r.depth;
@@ -749,11 +747,18 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   // zigzagged (which would spend a bit on the sign of each).
   tsc.push_back(static_cast<char>(ts_signed));
   if (ts_signed) {
-    for (uint64_t& d : tss) d = ZigZag(static_cast<int64_t>(d));
+    // (Rare: the statistics were of the deltas before their zigzag, and are gathered again.)
+    ts_stats = HuffmanColumnStats();
+    for (uint64_t& d : tss) {
+      d = ZigZag(static_cast<int64_t>(d));
+      ts_stats.Add(d);
+    }
   }
-  PutHuffmanBitLengthColumn(tss.data(), n, &tsc);
-  DurationsToResiduals(durs.data(), sorted_depth.data(), sorted_track.data(), n);
-  PutHuffmanBitLengthColumn(durs.data(), n, &durc);
+  PutHuffmanBitLengthColumn(tss.data(), n, ts_stats, &tsc);
+  HuffmanColumnStats dur_stats;
+  DurationsToResiduals(durs.data(), sorted_depth.data(), sorted_track.data(), n, &dur_stats);
+  dur_stats.VoteSample(durs.data(), n);
+  PutHuffmanBitLengthColumn(durs.data(), n, dur_stats, &durc);
   for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc}) {
     PutColumn(*c, &raw);
   }

@@ -242,6 +242,37 @@ TEST(HuffmanBitLengthColumn, RoundTripsAndRejectsTruncation) {
   EXPECT_LE(col.size(), 6u);
 }
 
+// The symbols' counts come from the bit lengths' counts less the frequent values' estimated
+// occurrences (sampled votes, scaled): a value of the same bit length as a frequent one must
+// keep a code however few of them there are, whether the statistics were gathered by the
+// column's own pass (sampled votes) or value by value (HuffmanColumnStats::Add, every vote).
+TEST(HuffmanBitLengthColumn, RareValuesBesideAFrequentOneOfTheirLengthKeepACode) {
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{100}, size_t{4095}, size_t{4096}, size_t{20000}, size_t{65536}}) {
+    for (int strays : {1, 2, 5, 50}) {
+      for (int trial = 0; trial < 4; ++trial) {
+        // 1000 and the strays (512..1023) all have bit length 10; a second frequent value too.
+        std::vector<uint64_t> v(n, 1000);
+        for (size_t i = 0; i < n; i += 3 + trial) v[i] = 700;
+        for (int k = 0; k < strays; ++k) v[rng() % n] = 512 + rng() % 512;
+        std::string col;
+        PutHuffmanBitLengthColumn(v.data(), n, &col);
+        std::vector<uint64_t> got(n);
+        ASSERT_TRUE(GetHuffmanBitLengthColumn(col, n, got.data())) << n << " " << strays;
+        EXPECT_EQ(got, v);
+        HuffmanColumnStats stats;
+        for (uint64_t x : v) stats.Add(x);
+        std::string col2;
+        PutHuffmanBitLengthColumn(v.data(), n, stats, &col2);
+        ASSERT_TRUE(GetHuffmanBitLengthColumn(col2, n, got.data())) << n << " " << strays;
+        EXPECT_EQ(got, v);
+        // The frequent values got symbols of their own: far below 10 bits a value.
+        EXPECT_LT(col.size(), n / 2 + 64);
+      }
+    }
+  }
+}
+
 TEST(HuffmanBitLengthColumn, MalformedTablesAreRejected) {
   std::vector<uint64_t> v = {5, 6, 7, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 9};
   std::string col;
