@@ -325,7 +325,9 @@ bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t 
   }
   if (f.depth.set && !f.depth.Contains(b.depth[i])) return false;
   using engine::EventArgs;
-  const uint32_t m = b.arg_mask.empty() ? 0 : b.arg_mask[i];
+  // (Whether the arguments were decoded, not whether arg_mask is empty: a block reused from the
+  // connection's scratch holds the arrays of whatever was decoded into it before.)
+  const uint32_t m = b.has(engine::kColArgs) ? b.arg_mask[i] : 0;
   if (f.bytes.set &&
       !((m & EventArgs::kBytes) && f.bytes.Contains(static_cast<int64_t>(b.bytes[i]))))
     return false;
