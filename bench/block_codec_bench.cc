@@ -8,13 +8,26 @@
 //             block's lengths span more than 16 values);
 //   bitlen-adaptive  the same with the length field as wide as the block needs;
 //   bitpack   frame of reference + fixed-width bit packing (width of the block's largest value);
-//   endref    a span with children: its end coded against its last child's end (dur derivable).
+//   endref    a span with children: its end coded against its last child's end (dur derivable);
+//   huffman   format 3's entropy-coded bit lengths (engine::PutHuffmanBitLengthColumn): per value
+//             a Huffman code of its bit length or of one of the column's frequent values, then
+//             its bits under the leading one;
+//   childsum  a span with children: its dur coded against the sum of its children's (format 3,
+//             engine::DurationsToResiduals), dur still decodable without ts.
 // Prints bytes per event. Not a test.
 //
 // Usage: block_codec_bench DB
+//        block_codec_bench --decode DB REPS   CPU time of decoding every block's ts and dur (and
+//                                             what they need), median of REPS passes: the same
+//                                             binary times a format 2 and a format 3 DB
+//        block_codec_bench --encode DB REPS   CPU time of EncodeBlock over the DB's first 100
+//                                             blocks (decoded into rows first), median of REPS
+#include <time.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -83,7 +96,87 @@ std::string Varints(const std::vector<uint64_t>& v) {
 
 }  // namespace
 
+double CpuMs() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+// Decoding only: the blocks are read into memory first, then decoded REPS times.
+int DecodeTiming(const char* path, int reps) {
+  auto db = Db::Open(path, Db::Mode::kReadOnly);
+  if (!db.ok()) return 1;
+  auto st = (*db)->Prepare("SELECT data FROM blocks ORDER BY block");
+  if (!st.ok()) return 1;
+  std::vector<std::string> blobs;
+  while (true) {
+    auto more = st->Step();
+    if (!more.ok()) return 1;
+    if (!*more) break;
+    blobs.emplace_back(st->Blob(0));
+  }
+  std::vector<double> ms;
+  DecodedBlock b;
+  int64_t check = 0;
+  for (int r = 0; r < reps; ++r) {
+    const double t0 = CpuMs();
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      if (!DecodeBlock(blobs[i], static_cast<int64_t>(i), &b, kColTs | kColDur).ok()) return 1;
+      check += b.ts[b.n - 1] + b.dur[b.n - 1];
+    }
+    ms.push_back(CpuMs() - t0);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("decode ts+dur of %zu blocks: median %.1f ms CPU (of %d; min %.1f) [%lld]\n",
+              blobs.size(), ms[ms.size() / 2], reps, ms[0], static_cast<long long>(check));
+  return 0;
+}
+
+// Encoding only: the first 100 blocks are decoded into rows first, then encoded REPS times
+// (EncodeBlock: the columns, the zone map, LZ4): the encoder's share of a compaction, without
+// the segment reading and row building around it.
+int EncodeTiming(const char* path, int reps) {
+  auto db = Db::Open(path, Db::Mode::kReadOnly);
+  if (!db.ok()) return 1;
+  auto st = (*db)->Prepare("SELECT data FROM blocks ORDER BY block LIMIT 100");
+  if (!st.ok()) return 1;
+  std::vector<std::vector<Row>> blocks;
+  DecodedBlock b;
+  while (true) {
+    auto more = st->Step();
+    if (!more.ok()) return 1;
+    if (!*more) break;
+    if (!DecodeBlock(st->Blob(0), static_cast<int64_t>(blocks.size()), &b, kColAll).ok()) {
+      return 1;
+    }
+    std::vector<Row>& rows = blocks.emplace_back();
+    for (size_t i = 0; i < b.n; ++i) rows.push_back(b.RowAt(i));
+  }
+  std::vector<double> ms;
+  std::string out;
+  BlockZone zone;
+  uint64_t bytes = 0;
+  for (int r = 0; r < reps; ++r) {
+    bytes = 0;
+    const double t0 = CpuMs();
+    for (const std::vector<Row>& rows : blocks) {
+      EncodeBlock(rows, &out, &zone);
+      bytes += out.size();
+    }
+    ms.push_back(CpuMs() - t0);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("encode %zu blocks: median %.1f ms CPU (of %d; min %.1f), %llu bytes\n",
+              blocks.size(), ms[ms.size() / 2], reps, ms[0],
+              static_cast<unsigned long long>(bytes));
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--decode")
+    return DecodeTiming(argv[2], std::atoi(argv[3]));
+  if (argc == 4 && std::string(argv[1]) == "--encode")
+    return EncodeTiming(argv[2], std::atoi(argv[3]));
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DB\n", argv[0]);
     return 2;
@@ -103,6 +196,8 @@ int main(int argc, char** argv) {
   size_t blob_bytes = 0, events = 0, blocks = 0;
   size_t dur_bitlen4 = 0, dur_bitpack = 0, ts_bitlen4 = 0, ts_bitpack = 0;
   size_t dur_endref_varint = 0, dur_endref_lz4 = 0, dur_bitlena = 0, dur_endref_bitlena = 0;
+  size_t ts_huff = 0, ts_huff_lz4 = 0, ts_huff_unsigned = 0, dur_huff = 0, dur_child_bitlena = 0,
+         dur_child_huff = 0, dur_child_huff_lz4 = 0;
   DecodedBlock b;
   while (true) {
     auto more = st->Step();
@@ -183,6 +278,30 @@ int main(int argc, char** argv) {
     dur_endref_varint += er.size();
     dur_endref_lz4 += Lz4Size(er);
     dur_endref_bitlena += BitLenAdaptiveSize(endref);
+    std::string h;
+    PutHuffmanBitLengthColumn(col[6].data(), n, &h);
+    ts_huff += h.size();
+    ts_huff_lz4 += Lz4Size(h);
+    // Format 3 zigzags the ts deltas only in a block that has a negative one.
+    bool negative = false;
+    std::vector<uint64_t> unsigned_ts = col[6];
+    for (uint64_t& x : unsigned_ts) {
+      negative |= UnZigZag(x) < 0;
+      x = static_cast<uint64_t>(UnZigZag(x));
+    }
+    h.clear();
+    PutHuffmanBitLengthColumn(negative ? col[6].data() : unsigned_ts.data(), n, &h);
+    ts_huff_unsigned += h.size() + 1;
+    h.clear();
+    PutHuffmanBitLengthColumn(col[7].data(), n, &h);
+    dur_huff += h.size();
+    std::vector<uint64_t> child = col[7];
+    DurationsToResiduals(child.data(), b.depth.data(), b.track.data(), n);
+    dur_child_bitlena += BitLenAdaptiveSize(child);
+    h.clear();
+    PutHuffmanBitLengthColumn(child.data(), n, &h);
+    dur_child_huff += h.size();
+    dur_child_huff_lz4 += Lz4Size(h);
   }
   if (events == 0) {
     std::fprintf(stderr, "no events in %s\n", argv[1]);
@@ -204,7 +323,12 @@ int main(int argc, char** argv) {
               lz4_bytes["dur"] / e, dur_bitlen4 / e, dur_bitlena / e, dur_bitpack / e);
   std::printf("dur  endref: varint %.3f  varint+lz4 %.3f  bitlen-adaptive %.3f\n",
               dur_endref_varint / e, dur_endref_lz4 / e, dur_endref_bitlena / e);
-  std::printf("ts   varint+lz4 %.3f  bitlen4 %.3f  bitpack %.3f\n", lz4_bytes["ts"] / e,
-              ts_bitlen4 / e, ts_bitpack / e);
+  std::printf("dur  huffman %.3f  childsum: bitlen-adaptive %.3f  huffman %.3f (+lz4 %.3f)\n",
+              dur_huff / e, dur_child_bitlena / e, dur_child_huff / e, dur_child_huff_lz4 / e);
+  std::printf(
+      "ts   varint+lz4 %.3f  bitlen4 %.3f  bitpack %.3f  huffman %.3f (+lz4 %.3f)  huffman, "
+      "not zigzagged in blocks without a negative delta (format 3) %.3f\n",
+      lz4_bytes["ts"] / e, ts_bitlen4 / e, ts_bitpack / e, ts_huff / e, ts_huff_lz4 / e,
+      ts_huff_unsigned / e);
   return 0;
 }

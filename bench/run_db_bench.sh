@@ -10,8 +10,10 @@
 # compaction speed, bytes per event and query times (medians of REPS runs, default 5).
 # Usage: bench/run_db_bench.sh [SIZES...]   (default: 2000000 10000000 100000000)
 #   SQLITE_ROWS=0 skips the row-per-event SQLite baseline (its load takes minutes at 10M).
+#   DUCKDB=0 skips DuckDB (its columns stay empty).
 #   QUERIES="median_by_name p95_by_name" times only those of tracedb's queries (DuckDB runs all).
-#   BUILD_DIR (default build-bench, a Release build made here) picks an existing build instead.
+#   BUILD_DIR (default build-bench, a Release build made here) picks an existing build instead
+#   (e.g. to compare two builds: each run's binaries in their own directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -27,7 +29,7 @@ fi
 cmake --build "$bin" --target tracedb_cli db_bench_gen db_bench >/dev/null
 read -r -a only <<< "${QUERIES:-}"
 have_duckdb=0
-if command -v node >/dev/null; then
+if [ "${DUCKDB:-1}" != 0 ] && command -v node >/dev/null; then
   (cd "$root/bench" && npm install --no-audit --no-fund --silent >/dev/null 2>&1) && have_duckdb=1
 fi
 [ $have_duckdb -eq 1 ] || echo "DuckDB (npm @duckdb/node-api) could not be installed: its column is empty"

@@ -15,9 +15,11 @@
 namespace tracedb::engine {
 namespace {
 
-// 1: every integer column in varints. 2 (current): the dur column in bit-length coding
-// (docs/database-format.md "Event blocks"); the other columns as in 1. Both are read.
-constexpr uint8_t kBlockFormat = 2;
+// 1: every integer column in varints. 2: the dur column in bit-length coding. 3 (current): the
+// ts and dur columns in entropy-coded bit lengths, dur of a parent against its children's
+// (docs/database-format.md "Event blocks"); the other columns as in 1. All three are read.
+constexpr uint8_t kBlockFormat = 3;
+constexpr uint8_t kBlockFormatBitLength = 2;
 constexpr uint8_t kBlockFormatVarint = 1;
 constexpr uint8_t kCodecRaw = 0;
 constexpr uint8_t kCodecLz4 = 1;
@@ -90,31 +92,11 @@ void PutColumn(std::string_view col, std::string* dst) {
 }
 void PutColumn(const ByteBuf& col, std::string* dst) { PutColumn(col.view(), dst); }
 
-// Bit-length coding of unsigned values (block format 2's dur column): a byte `lmin` (the
-// smallest bit length), a byte `w` (the width of a length field), then per value its bit length
-// minus lmin in w bits followed by the value's bits under its leading one (none for 0 and 1),
-// in one LSB-first bit stream padded with zeros to a byte. Log-uniform values such as durations
-// take a few bits less than in varints, and no value is wider than its own length.
-void PutBitLengthColumn(const std::vector<uint64_t>& v, std::string* dst) {
-  int lmin = 64, lmax = 0;
-  for (uint64_t x : v) {
-    const int l = BitLength(x);
-    lmin = std::min(lmin, l);
-    lmax = std::max(lmax, l);
-  }
-  const int w = BitLength(static_cast<uint64_t>(lmax - lmin));
-  dst->push_back(static_cast<char>(lmin));
-  dst->push_back(static_cast<char>(w));
-  BitWriter bits(dst);
-  for (uint64_t x : v) {
-    const int l = BitLength(x);
-    bits.Put(static_cast<uint64_t>(l - lmin), w);
-    if (l >= 2) bits.Put(x & (~0ull >> (65 - l)), l - 1);
-  }
-  bits.Finish();
-}
-
-// Reads PutBitLengthColumn's n values; false on a malformed or over-long column.
+// Bit-length coding of unsigned values (block format 2's dur column; no longer written): a byte
+// `lmin` (the smallest bit length), a byte `w` (the width of a length field), then per value its
+// bit length minus lmin in w bits followed by the value's bits under its leading one (none for 0
+// and 1), in one LSB-first bit stream padded with zeros to a byte.
+// Reads a format 2 dur column of n values; false on a malformed or over-long column.
 bool GetBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   if (col.size() < 2) return false;
   const int lmin = static_cast<unsigned char>(col[0]);
@@ -135,6 +117,22 @@ bool GetBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   return bits.at_end();
 }
 
+// Whether `col` holds n varints in exactly n bytes: then each is a single byte, the usual shape
+// of the depth column and of the name and category indexes, and it is copied into `out` without
+// the varint loop. *max gets the largest byte; one of 0x80 or more means the column is
+// malformed (a varint's first byte with more to follow), which the caller rejects.
+bool OneByteVarints(std::string_view col, size_t n, uint32_t* out, uint32_t* max) {
+  if (col.size() != n) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(col.data());
+  uint32_t m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = p[i];
+    m = std::max<uint32_t>(m, p[i]);
+  }
+  *max = m;
+  return true;
+}
+
 // The time a row's ts is coded against (docs/database-format.md "Event blocks"): the block's
 // base for the first row of a track run, the previous row's start for a first child (deeper
 // than the previous row), else the previous row's end (a sibling or what follows it). Rows in
@@ -146,6 +144,399 @@ inline int64_t TsReference(bool run_start, int64_t base, int64_t prev_ts, int64_
 }
 
 }  // namespace
+
+// ---- Block format 3: entropy-coded bit lengths, and durations against their children ----
+
+namespace {
+
+constexpr int kHuffMaxBits = 12;    // longest code: the decoding table has 2^12 entries
+constexpr int kLengthSymbols = 65;  // symbols 0..64: a value's bit length
+constexpr int kMaxExact = 8;        // then up to 8 frequent values, each a symbol of its own
+constexpr int kSymbols = kLengthSymbols + kMaxExact;
+// Rows this deep or deeper neither predict their duration nor count towards a parent's.
+constexpr uint32_t kPredictDepth = 64;
+
+// Huffman code lengths of the used symbols (freq > 0), none longer than kHuffMaxBits. A single
+// used symbol gets length 0: the stream then holds no code bits at all.
+void HuffmanLengths(const uint32_t* freq, uint8_t* len) {
+  int used[kSymbols];
+  int nused = 0;
+  for (int s = 0; s < kSymbols; ++s) {
+    len[s] = 0;
+    if (freq[s] > 0) used[nused++] = s;
+  }
+  if (nused <= 1) return;
+  uint64_t f[kSymbols];
+  for (int i = 0; i < nused; ++i) f[i] = freq[used[i]];
+  while (true) {
+    // The textbook construction over at most 73 leaves: repeatedly join the two lightest nodes.
+    // Nodes 0..nused-1 are leaves, then internal ones; parent[] gives each node's depth.
+    uint64_t w[2 * kSymbols];
+    int parent[2 * kSymbols];
+    bool live[2 * kSymbols];
+    int nodes = nused;
+    for (int i = 0; i < nused; ++i) w[i] = f[i], live[i] = true;
+    for (int joined = 0; joined < nused - 1; ++joined) {
+      int a = -1, b = -1;
+      for (int i = 0; i < nodes; ++i) {
+        if (!live[i]) continue;
+        if (a < 0 || w[i] < w[a]) {
+          b = a;
+          a = i;
+        } else if (b < 0 || w[i] < w[b]) {
+          b = i;
+        }
+      }
+      live[a] = live[b] = false;
+      parent[a] = parent[b] = nodes;
+      w[nodes] = w[a] + w[b];
+      live[nodes] = true;
+      ++nodes;
+    }
+    int longest = 0;
+    for (int i = 0; i < nused; ++i) {
+      int d = 0;
+      for (int x = i; x != nodes - 1; x = parent[x]) ++d;
+      len[used[i]] = static_cast<uint8_t>(d);
+      longest = std::max(longest, d);
+    }
+    if (longest <= kHuffMaxBits) return;
+    // Too deep: flatten the weights and build again (all weights 1 give depth <= 7).
+    for (int i = 0; i < nused; ++i) f[i] = (f[i] + 1) / 2;
+  }
+}
+
+// Canonical codes for `len` (symbols ordered by length, then by symbol), bit-reversed for the
+// LSB-first stream.
+void CanonicalCodes(const uint8_t* len, uint32_t* code) {
+  uint32_t next = 0;
+  for (int l = 1; l <= kHuffMaxBits; ++l) {
+    for (int s = 0; s < kSymbols; ++s) {
+      if (len[s] != l) continue;
+      uint32_t rev = 0;
+      for (int b = 0; b < l; ++b) rev |= ((next >> b) & 1u) << (l - 1 - b);
+      code[s] = rev;
+      ++next;
+    }
+    next <<= 1;
+  }
+}
+
+inline uint64_t Hash64(uint64_t v) { return v * 0x9E3779B97F4A7C15ull; }
+
+// An LSB-first bit stream as BitWriter writes it, read through a window: Peek() gives the next
+// (up to) 57 bits, zeros past the end, and Skip() takes bits only while there are that many.
+class BitWindow {
+ public:
+  explicit BitWindow(std::string_view s) : p_(s.data()), bits_(uint64_t{s.size()} * 8) {}
+  uint64_t Peek() const {
+    const size_t byte = static_cast<size_t>(pos_ >> 3), size = static_cast<size_t>(bits_ >> 3);
+    uint64_t w = 0;
+    if (size - byte >= 8) {
+      w = DecodeFixed64(p_ + byte);
+    } else if (byte < size) {
+      char b[8] = {};
+      std::memcpy(b, p_ + byte, size - byte);
+      w = DecodeFixed64(b);
+    }
+    return w >> (pos_ & 7);
+  }
+  bool Skip(int bits) {
+    if (static_cast<uint64_t>(bits) > bits_ - pos_) return false;
+    pos_ += static_cast<uint64_t>(bits);
+    return true;
+  }
+  // Up to 64 bits.
+  bool Get(int bits, uint64_t* v) {
+    if (static_cast<uint64_t>(bits) > bits_ - pos_) return false;
+    if (bits <= 56) {
+      *v = bits == 0 ? 0 : Peek() & (~0ull >> (64 - bits));
+      pos_ += static_cast<uint64_t>(bits);
+      return true;
+    }
+    const uint64_t lo = Peek() & 0xffffffffu;
+    pos_ += 32;
+    *v = lo | ((Peek() & (~0ull >> (96 - bits))) << 32);
+    pos_ += static_cast<uint64_t>(bits - 32);
+    return true;
+  }
+  // Whether only the zero padding of the last byte is left.
+  bool at_end() const {
+    const uint64_t rem = bits_ - pos_;
+    if (rem >= 8) return false;
+    return rem == 0 || (static_cast<unsigned char>(p_[(bits_ >> 3) - 1]) >> (pos_ & 7)) == 0;
+  }
+
+ private:
+  const char* p_;
+  uint64_t bits_;
+  uint64_t pos_ = 0;
+};
+
+}  // namespace
+
+void HuffmanColumnStats::VoteSample(const uint64_t* v, size_t n) {
+  if (n < 4096) {
+    for (size_t i = 0; i < n; ++i) Vote(v[i]);
+    return;
+  }
+  uint64_t lcg = 0x2545F4914F6CDD1Dull;
+  for (size_t i = 0; i < n;) {
+    Vote(v[i]);
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    i += 1 + (lcg >> 61);
+  }
+  votes_scale_num_ = 9;  // the mean step is 4.5 rows
+  votes_scale_den_ = 2;
+}
+
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
+  HuffmanColumnStats stats;
+  for (size_t i = 0; i < n; ++i) stats.AddLength(v[i]);
+  stats.VoteSample(v, n);
+  PutHuffmanBitLengthColumn(v, n, stats, dst);
+}
+
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnStats& stats,
+                               std::string* dst) {
+  using Slot = HuffmanColumnStats::Slot;
+  // A value earns a symbol when its occurrences would spend more than 8 bytes of mantissa bits.
+  uint64_t exact[kMaxExact];
+  uint32_t exact_votes[kMaxExact];
+  int nexact = 0;
+  uint64_t exact_slot[64] = {};
+  uint8_t exact_sym[64] = {};
+  {
+    Slot cand[256];
+    int ncand = 0;
+    for (const Slot& s : stats.slots_) {
+      const int l = BitLength(s.v);
+      if (s.c > 0 && l >= 2 &&
+          uint64_t{s.c} * stats.votes_scale_num_ * static_cast<uint64_t>(l - 1) >
+              64 * uint64_t{stats.votes_scale_den_}) {
+        cand[ncand++] = s;
+      }
+    }
+    std::sort(cand, cand + ncand,
+              [](const Slot& a, const Slot& b) { return a.c != b.c ? a.c > b.c : a.v < b.v; });
+    // The frequent values go into a 64-slot direct-mapped table, so that a value finds its
+    // symbol with one comparison and no branch; one that would share a slot gets no symbol.
+    // An empty slot holds 0 with symbol 0, which is 0's symbol anyway.
+    for (int i = 0; i < ncand && nexact < kMaxExact; ++i) {
+      uint64_t& slot = exact_slot[Hash64(cand[i].v) >> 58];
+      if (slot != 0) continue;
+      slot = cand[i].v;
+      exact_sym[Hash64(cand[i].v) >> 58] = static_cast<uint8_t>(kLengthSymbols + nexact);
+      exact_votes[nexact] = cand[i].c;
+      exact[nexact++] = cand[i].v;
+    }
+  }
+  // The symbols' counts: the bit lengths' counts, less the estimated occurrences of the
+  // frequent values that take symbols of their own. A bit length whose estimate leaves nothing
+  // keeps a count of 1 unless its unscaled votes (each a real occurrence) prove it empty: every
+  // symbol the stream uses must have a code, and one it does not use costs little.
+  uint32_t freq[kSymbols] = {};
+  uint64_t est_len[kLengthSymbols] = {}, votes_len[kLengthSymbols] = {};
+  for (int e = 0; e < nexact; ++e) {
+    const uint64_t est = std::max<uint64_t>(
+        1, uint64_t{exact_votes[e]} * stats.votes_scale_num_ / stats.votes_scale_den_);
+    const int l = BitLength(exact[e]);
+    est_len[l] += est;
+    votes_len[l] += exact_votes[e];
+    freq[kLengthSymbols + e] = static_cast<uint32_t>(std::min<uint64_t>(est, UINT32_MAX));
+  }
+  for (int l = 0; l < kLengthSymbols; ++l) {
+    const uint64_t have = stats.lengths_[static_cast<size_t>(l)];
+    freq[l] = static_cast<uint32_t>(have - std::min(have, est_len[l]));
+    if (freq[l] == 0 && have > votes_len[l]) freq[l] = 1;
+  }
+  uint8_t len[kSymbols];
+  uint32_t code[kSymbols] = {};
+  HuffmanLengths(freq, len);
+  CanonicalCodes(len, code);
+  dst->push_back(static_cast<char>(nexact));
+  for (int e = 0; e < nexact; ++e) PutVarint64(dst, exact[e]);
+  int nused = 0;
+  for (int s = 0; s < kSymbols; ++s) nused += freq[s] > 0;
+  dst->push_back(static_cast<char>(nused));
+  for (int s = 0; s < kSymbols; ++s) {
+    if (freq[s] == 0) continue;
+    dst->push_back(static_cast<char>(s));
+    dst->push_back(static_cast<char>(len[s]));
+  }
+  // Per symbol: the mantissa bits that follow its code (s - 1 under the leading one for a bit
+  // length s >= 2, none otherwise) and their mask, so that the loop below has no branch on the
+  // kind of symbol.
+  uint8_t mbits[kSymbols];
+  uint64_t mmask[kSymbols];
+  for (int s = 0; s < kSymbols; ++s) {
+    mbits[s] = static_cast<uint8_t>(s >= 2 && s < kLengthSymbols ? s - 1 : 0);
+    mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
+  }
+  // The bit stream (LSB first, as BitWriter writes it), built a 64-bit word at a time in a
+  // buffer the thread keeps (a value takes at most 12 + 63 bits: two words), then appended
+  // whole: appending each word to the string cost a fifth of this function.
+  thread_local std::vector<uint64_t> words;
+  if (words.size() < 2 * n + 2) words.resize(2 * n + 2);
+  uint64_t* w = words.data();
+  uint64_t acc = 0;
+  int used = 0;                           // bits of acc in use, < 64
+  auto put = [&](uint64_t x, int bits) {  // x < 2^bits, bits <= 64
+    acc |= x << used;
+    if (used + bits < 64) {
+      used += bits;
+      return;
+    }
+    *w++ = acc;
+    acc = used == 0 ? 0 : x >> (64 - used);
+    used = used + bits - 64;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const size_t slot = Hash64(v[i]) >> 58;
+    const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
+    const uint64_t m = v[i] & mmask[s];
+    const int total = len[s] + mbits[s];
+    if (total <= 64) {
+      put(code[s] | (m << len[s]), total);
+    } else {
+      put(code[s], len[s]);
+      put(m, mbits[s]);
+    }
+  }
+  const size_t full = static_cast<size_t>(w - words.data());
+  const size_t at = dst->size();
+  dst->resize(at + full * 8 + static_cast<size_t>(used + 7) / 8);
+  char* p = dst->data() + at;
+  for (size_t k = 0; k < full; ++k) EncodeFixed64(p + 8 * k, words[k]);
+  for (int b = 0; b < used; b += 8) p[full * 8 + b / 8] = static_cast<char>(acc >> b);
+}
+
+bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
+  Reader r(col);
+  uint8_t nexact, nused;
+  if (!r.GetU8(&nexact) || nexact > kMaxExact) return false;
+  uint64_t exact[kMaxExact];
+  for (int e = 0; e < nexact; ++e) {
+    if (!r.GetVarint64(&exact[e])) return false;
+  }
+  if (!r.GetU8(&nused) || (n > 0 && nused == 0)) return false;
+  uint8_t len[kSymbols] = {};
+  int prev = -1;
+  uint32_t kraft = 0;  // in units of 2^-kHuffMaxBits
+  for (int i = 0; i < nused; ++i) {
+    uint8_t s, l;
+    if (!r.GetU8(&s) || !r.GetU8(&l)) return false;
+    // Symbols strictly increasing and defined; one symbol has length 0, several 1..12 making a
+    // complete code (every table entry then decodes to a symbol).
+    if (s <= prev || s >= kLengthSymbols + nexact) return false;
+    if (nused == 1 ? l != 0 : (l == 0 || l > kHuffMaxBits)) return false;
+    prev = s;
+    len[s] = l;
+    if (nused > 1) kraft += 1u << (kHuffMaxBits - l);
+  }
+  if (nused > 1 && kraft != (1u << kHuffMaxBits)) return false;
+  // Per symbol: the value's bits above its mantissa (the leading one, the value 0 or 1, or the
+  // frequent value) and the number of mantissa bits after the code, so that the loop has no
+  // branch on the kind of symbol.
+  uint64_t base[kSymbols], mmask[kSymbols];
+  uint8_t mbits[kSymbols];
+  for (int s = 0; s < kSymbols; ++s) {
+    if (s >= kLengthSymbols) {
+      base[s] = s - kLengthSymbols < nexact ? exact[s - kLengthSymbols] : 0;
+      mbits[s] = 0;
+    } else if (s <= 1) {
+      base[s] = static_cast<uint64_t>(s);
+      mbits[s] = 0;
+    } else {
+      base[s] = uint64_t{1} << (s - 1);
+      mbits[s] = static_cast<uint8_t>(s - 1);
+    }
+    mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
+  }
+  // table[bits] = symbol | code length << 8 | (code length + mantissa bits) << 16, for the next
+  // kHuffMaxBits bits of the stream: the bits a value takes come straight from the table, which
+  // keeps the serial chain from one value to the next short.
+  uint32_t table[1u << kHuffMaxBits];
+  if (nused == 1) {
+    std::fill(table, table + (1u << kHuffMaxBits),
+              static_cast<uint32_t>(prev) | uint32_t{mbits[prev]} << 16);
+  } else {
+    uint32_t code[kSymbols] = {};
+    CanonicalCodes(len, code);
+    for (int s = 0; s < kSymbols; ++s) {
+      if (len[s] == 0) continue;
+      const uint32_t entry = static_cast<uint32_t>(s) | uint32_t{len[s]} << 8 |
+                             static_cast<uint32_t>(len[s] + mbits[s]) << 16;
+      for (uint32_t hi = 0; hi < (1u << (kHuffMaxBits - len[s])); ++hi) {
+        table[code[s] | (hi << len[s])] = entry;
+      }
+    }
+  }
+  BitWindow bits(std::string_view(r.data(), r.remaining()));
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t w = bits.Peek();
+    const uint32_t e = table[w & ((1u << kHuffMaxBits) - 1)];
+    const int s = e & 0xff, l = (e >> 8) & 0xff, total = static_cast<int>(e >> 16);
+    if (total <= 57) {
+      // The usual case: the code and the mantissa both within the bits already read.
+      if (!bits.Skip(total)) return false;
+      out[i] = base[s] | ((w >> l) & mmask[s]);
+      continue;
+    }
+    uint64_t m;
+    if (!bits.Skip(l) || !bits.Get(mbits[s], &m)) return false;
+    out[i] = base[s] | m;
+  }
+  return bits.at_end();
+}
+
+void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
+                          HuffmanColumnStats* stats) {
+  // Backwards: when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
+  // the rows of depth d + 1 after it up to the next row of depth <= d: its children. Entries
+  // above `top` count as zero (they are cleared when first used).
+  uint64_t acc[kPredictDepth + 1];
+  int top = -1;
+  for (size_t j = n; j-- > 0;) {
+    if (j + 1 == n || track[j] != track[j + 1]) top = -1;  // a new track run
+    const uint32_t d = depth[j];
+    const uint64_t x = dur[j];
+    if (d >= kPredictDepth) {
+      if (stats != nullptr) stats->AddLength(x);
+      continue;
+    }
+    if (j + 1 < n && track[j + 1] == track[j] && depth[j + 1] > d) {
+      const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
+      dur[j] = ZigZag(static_cast<int64_t>(x - children));
+    }
+    if (stats != nullptr) stats->AddLength(dur[j]);
+    if (static_cast<int>(d) > top) {
+      for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
+    }
+    acc[d] += x;
+    top = static_cast<int>(d);
+  }
+}
+
+void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* track, size_t n) {
+  // The same walk as DurationsToResiduals, restoring each duration before it is summed.
+  uint64_t acc[kPredictDepth + 1];
+  int top = -1;
+  for (size_t j = n; j-- > 0;) {
+    if (j + 1 == n || track[j] != track[j + 1]) top = -1;  // a new track run
+    const uint32_t d = depth[j];
+    if (d >= kPredictDepth) continue;
+    if (j + 1 < n && track[j + 1] == track[j] && depth[j + 1] > d) {
+      const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
+      v[j] = children + static_cast<uint64_t>(UnZigZag(v[j]));
+    }
+    if (static_cast<int>(d) > top) {
+      for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
+    }
+    acc[d] += v[j];
+    top = static_cast<int>(d);
+  }
+}
 
 void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   // One pass over the rows for everything the columns need first: whether they are in (track,
@@ -225,15 +616,18 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   } else {
     info_map.clear();
   }
-  thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, tsc, masks, args, values,
-      json;
-  for (ByteBuf* b : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc, &masks, &args,
-                     &values, &json}) {
+  thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, masks, args, values, json;
+  for (ByteBuf* b :
+       {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &masks, &args, &values, &json}) {
     b->Clear();
   }
-  for (ByteBuf* b : {&ks, &parents, &tsc}) b->Reserve(n * 10);
-  thread_local std::vector<uint64_t> durs;
+  for (ByteBuf* b : {&ks, &parents}) b->Reserve(n * 10);
+  thread_local std::vector<uint64_t> durs, tss;
+  thread_local std::vector<uint32_t> sorted_depth, sorted_track;
   durs.resize(n);
+  tss.resize(n);
+  sorted_depth.resize(n);
+  sorted_track.resize(n);
   for (ByteBuf* b : {&depths, &namec, &catc, &masks}) b->Reserve(n * 5);
   kinds.Reserve(n);
   const auto iscale = static_cast<int64_t>(scale);
@@ -244,6 +638,10 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   uint64_t run_len = 0, prev_k = 0;
   int64_t prev_ts = base, prev_end = base;
   uint32_t prev_depth = 0;
+  bool ts_signed = false;  // whether any ts delta is negative (overlapping events)
+  // The entropy coder's statistics of the ts deltas, gathered here where each delta is made:
+  // this loop waits on the rows' memory, and the counting fits in the wait.
+  HuffmanColumnStats ts_stats;
   for (size_t j = 0; j < n; ++j) {
     const uint32_t i = order[j];
     const Row& r = rows[i];
@@ -290,8 +688,13 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
     catc.PutVarint(cat_idx[i]);
     const int64_t ref = TsReference(run_start, base, prev_ts, prev_end, r.depth, prev_depth);
     // (A 64-bit division costs tens of cycles: skip it for ns data, whose scale is 1.)
-    tsc.PutVarint(ZigZag(scale == 1 ? WrapSub(r.ts, ref) : WrapSub(r.ts, ref) / iscale));
+    const int64_t delta = scale == 1 ? WrapSub(r.ts, ref) : WrapSub(r.ts, ref) / iscale;
+    tss[j] = static_cast<uint64_t>(delta);
+    ts_stats.Add(static_cast<uint64_t>(delta));
+    ts_signed |= delta < 0;
     durs[j] = scale == 1 ? static_cast<uint64_t>(r.dur) : static_cast<uint64_t>(r.dur) / scale;
+    sorted_depth[j] = r.depth;
+    sorted_track[j] = r.track;
     prev_ts = r.ts;
     prev_end = WrapAdd(r.ts, r.dur);
     prev_depth = r.depth;
@@ -337,12 +740,29 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   for (uint32_t id : names.list()) PutVarint64(&raw, id);
   PutVarint64(&raw, ncats);
   for (uint32_t id : cats.list()) PutVarint64(&raw, id);
-  thread_local std::string durc;
+  thread_local std::string durc, tsc;
   durc.clear();
-  PutBitLengthColumn(durs, &durc);
-  for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &tsc}) {
+  tsc.clear();
+  // Deltas in start order are rarely negative: a block without any stores them as they are, not
+  // zigzagged (which would spend a bit on the sign of each).
+  tsc.push_back(static_cast<char>(ts_signed));
+  if (ts_signed) {
+    // (Rare: the statistics were of the deltas before their zigzag, and are gathered again.)
+    ts_stats = HuffmanColumnStats();
+    for (uint64_t& d : tss) {
+      d = ZigZag(static_cast<int64_t>(d));
+      ts_stats.Add(d);
+    }
+  }
+  PutHuffmanBitLengthColumn(tss.data(), n, ts_stats, &tsc);
+  HuffmanColumnStats dur_stats;
+  DurationsToResiduals(durs.data(), sorted_depth.data(), sorted_track.data(), n, &dur_stats);
+  dur_stats.VoteSample(durs.data(), n);
+  PutHuffmanBitLengthColumn(durs.data(), n, dur_stats, &durc);
+  for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc}) {
     PutColumn(*c, &raw);
   }
+  PutColumn(tsc, &raw);
   PutColumn(durc, &raw);
   for (const ByteBuf* c : {&masks, &args, &values, &json}) PutColumn(*c, &raw);
 
@@ -415,7 +835,8 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint
   uint8_t format;
   uint64_t n, scale, nnames, ncats;
   int64_t base;
-  if (!r.GetU8(&format) || (format != kBlockFormat && format != kBlockFormatVarint)) {
+  if (!r.GetU8(&format) ||
+      (format != kBlockFormat && format != kBlockFormatBitLength && format != kBlockFormatVarint)) {
     return Bad(block, "unknown block format");
   }
   out->format_ = format;
@@ -461,6 +882,8 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint
 Status DecodedBlock::Need(uint32_t want) {
   if (want & kColParent) want |= kColK;
   if (want & kColTs) want |= kColDepth | kColDur;
+  // Format 3 codes a parent's duration against its children's: the depths say which they are.
+  if ((want & kColDur) && format_ == kBlockFormat) want |= kColDepth;
   if (want & kColValue) want |= kColKind;
   want &= ~decoded_;
   if (want == 0) return Status::Ok();
@@ -468,15 +891,20 @@ Status DecodedBlock::Need(uint32_t want) {
   auto bad = [&](const char* column) {
     return Bad(block, std::string("bad ") + column + " column");
   };
+  uint32_t max_byte;
   if (want & kColDepth) {
-    Reader c(cols_[3]);
     depth.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t d;
-      if (!c.GetVarint64(&d) || d > UINT32_MAX) return bad("depth");
-      depth[i] = static_cast<uint32_t>(d);
+    if (OneByteVarints(cols_[3], n, depth.data(), &max_byte)) {
+      if (max_byte >= 0x80) return bad("depth");
+    } else {
+      Reader c(cols_[3]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t d;
+        if (!c.GetVarint64(&d) || d > UINT32_MAX) return bad("depth");
+        depth[i] = static_cast<uint32_t>(d);
+      }
+      if (!c.empty()) return bad("depth");
     }
-    if (!c.empty()) return bad("depth");
   }
   if (want & kColKind) {
     if (cols_[4].size() != n) return bad("kind");
@@ -486,24 +914,34 @@ Status DecodedBlock::Need(uint32_t want) {
     }
   }
   if (want & kColName) {
-    Reader c(cols_[5]);
     name.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t x;
-      if (!c.GetVarint64(&x) || x >= names_.size()) return bad("name");
-      name[i] = names_[x];
+    if (OneByteVarints(cols_[5], n, name.data(), &max_byte)) {
+      if (max_byte >= 0x80 || max_byte >= names_.size()) return bad("name");
+      for (uint32_t& x : name) x = names_[x];
+    } else {
+      Reader c(cols_[5]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t x;
+        if (!c.GetVarint64(&x) || x >= names_.size()) return bad("name");
+        name[i] = names_[x];
+      }
+      if (!c.empty()) return bad("name");
     }
-    if (!c.empty()) return bad("name");
   }
   if (want & kColCat) {
-    Reader c(cols_[6]);
     cat.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint64_t x;
-      if (!c.GetVarint64(&x) || x >= cats_.size()) return bad("cat");
-      cat[i] = cats_[x];
+    if (OneByteVarints(cols_[6], n, cat.data(), &max_byte)) {
+      if (max_byte >= 0x80 || max_byte >= cats_.size()) return bad("cat");
+      for (uint32_t& x : cat) x = cats_[x];
+    } else {
+      Reader c(cols_[6]);
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t x;
+        if (!c.GetVarint64(&x) || x >= cats_.size()) return bad("cat");
+        cat[i] = cats_[x];
+      }
+      if (!c.empty()) return bad("cat");
     }
-    if (!c.empty()) return bad("cat");
   }
   if (want & kColDur) {
     dur.resize(n);
@@ -519,7 +957,13 @@ Status DecodedBlock::Need(uint32_t want) {
     } else {
       // Decoded in place: int64 and uint64 have the same size and representation.
       auto* u = reinterpret_cast<uint64_t*>(dur.data());
-      if (!GetBitLengthColumn(cols_[8], n, u)) return bad("dur");
+      if (format_ == kBlockFormatBitLength) {
+        if (!GetBitLengthColumn(cols_[8], n, u)) return bad("dur");
+      } else {
+        if (!GetHuffmanBitLengthColumn(cols_[8], n, u)) return bad("dur");
+        // (Depth is decoded: Need() asked for it above, and it comes before dur here.)
+        ResidualsToDurations(u, depth.data(), track.data(), n);
+      }
       for (size_t i = 0; i < n; ++i) {
         if (u[i] > max) return bad("dur");
         dur[i] = static_cast<int64_t>(u[i] * scale_);
@@ -529,12 +973,27 @@ Status DecodedBlock::Need(uint32_t want) {
   if (want & kColTs) {
     Reader c(cols_[7]);
     ts.resize(n);
+    const bool huffman = format_ == kBlockFormat;
+    bool ts_signed = true;
+    if (huffman) {
+      // The zigzagged deltas, decoded in place, then replaced by the times they give.
+      if (cols_[7].empty() || static_cast<uint8_t>(cols_[7][0]) > 1 ||
+          !GetHuffmanBitLengthColumn(cols_[7].substr(1), n,
+                                     reinterpret_cast<uint64_t*>(ts.data()))) {
+        return bad("ts");
+      }
+      ts_signed = cols_[7][0] == 1;
+    }
     const auto iscale = static_cast<int64_t>(scale_);
     int64_t prev_ts = base_, prev_end = base_;
     uint32_t prev_depth = 0;
     for (size_t i = 0; i < n; ++i) {
       int64_t d;
-      if (!c.GetVarsigned(&d)) return bad("ts");
+      if (huffman) {
+        d = ts_signed ? UnZigZag(static_cast<uint64_t>(ts[i])) : ts[i];
+      } else if (!c.GetVarsigned(&d)) {
+        return bad("ts");
+      }
       const bool run_start = i == 0 || track[i] != track[i - 1];
       const int64_t ref = TsReference(run_start, base_, prev_ts, prev_end, depth[i], prev_depth);
       // Wrap-around, as the encoder: a hostile delta gives a wrong ts, never overflow.
@@ -543,7 +1002,7 @@ Status DecodedBlock::Need(uint32_t want) {
       prev_end = WrapAdd(ts[i], dur[i]);
       prev_depth = depth[i];
     }
-    if (!c.empty()) return bad("ts");
+    if (!huffman && !c.empty()) return bad("ts");
   }
   if (want & kColK) {
     Reader c(cols_[1]);

@@ -1,5 +1,6 @@
 // Event blocks of the trace database: up to 64K finished events of one rank, stored column by
-// column (dictionaries, deltas, varints, a common time scale), then LZ4-compressed, in one BLOB
+// column (dictionaries, deltas, varints, entropy-coded bit lengths for ts and dur, a common time
+// scale), then LZ4-compressed, in one BLOB
 // row of the `blocks` table. EncodeBlock also computes the block's zone map.
 // Thread safety: pure functions and plain data.
 // Format: docs/database-format.md, "Event blocks".
@@ -127,7 +128,7 @@ class DecodedBlock {
   int64_t block_ = 0;
   int64_t base_ = 0;
   uint64_t scale_ = 1;
-  uint8_t format_ = 0;  // the block format (1 or 2)
+  uint8_t format_ = 0;  // the block format (1, 2 or 3)
   std::vector<uint32_t> names_, cats_;
   std::string_view cols_[13];
   uint32_t decoded_ = 0;
@@ -138,5 +139,67 @@ class DecodedBlock {
 // messages.
 Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out,
                    uint32_t want = kColAll);
+
+// Column codecs of block format 3 (docs/database-format.md "Event blocks"), exposed for the
+// tests and bench/block_codec_bench.
+
+// What PutHuffmanBitLengthColumn needs to know of a column before it writes it: how many values
+// have each bit length, and the column's frequent values, found by a direct-mapped table of
+// (value, count) whose slot a different value wears down before taking it (a per-slot majority
+// vote: a value that is most of its slot's traffic survives, with a count that never exceeds
+// its occurrences among the values voted). Filled a value at a time, so that the encoder fills
+// it in the pass that computes the values rather than in passes of its own over them.
+class HuffmanColumnStats {
+ public:
+  // The value's bit length and its vote.
+  void Add(uint64_t x) {
+    AddLength(x);
+    Vote(x);
+  }
+  // Only the bit length: the votes then come from VoteSample over the whole column.
+  void AddLength(uint64_t x) { ++lengths_[BitLength(x)]; }
+  // The votes of a sample of v[0..n): a value's count is a chain of stores to its slot, which
+  // costs more than the rest of a pass over the values; a large column is sampled at
+  // pseudo-random steps of 1 to 8 rows (a fixed step would alias with a repeating pattern of
+  // events and miss some of its values), deterministic, and its counts scaled back.
+  void VoteSample(const uint64_t* v, size_t n);
+
+ private:
+  friend void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n,
+                                        const HuffmanColumnStats& stats, std::string* dst);
+  struct Slot {
+    uint64_t v = 0;
+    uint32_t c = 0;
+  };
+  void Vote(uint64_t x) {
+    Slot& s = slots_[(x * 0x9E3779B97F4A7C15ull) >> 56];
+    // Without branches: the values of a column come in no order a predictor could learn.
+    const bool empty = s.c == 0, same = s.v == x;
+    s.v = empty ? x : s.v;
+    s.c = empty ? 1 : same ? s.c + 1 : s.c - 1;
+  }
+  std::array<uint32_t, 65> lengths_{};
+  std::array<Slot, 256> slots_{};
+  uint32_t votes_scale_num_ = 1, votes_scale_den_ = 1;  // occurrences per vote, about
+};
+
+// Entropy-coded bit lengths: per value a canonical Huffman code (at most 12 bits) of its symbol,
+// the value's bit length or one of up to 8 frequent values of the column, then for a bit length
+// L >= 2 the L - 1 bits under the leading one. Appends the column to `dst`. REQUIRES: `stats`
+// holds exactly v[0..n), each added once.
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnStats& stats,
+                               std::string* dst);
+// The same, the statistics gathered in a pass of its own.
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst);
+// Reads exactly n values; false on a malformed column (never reads past `col`).
+bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out);
+
+// A row with children (the next row of its track run is deeper) has its duration coded as the
+// zigzag of its difference from the sum of its children's durations; other rows as themselves.
+// In place, over rows in (track, k) order; wrap-around arithmetic, so any input round-trips.
+// With `stats`, each coded value's bit length is also counted in it (AddLength).
+void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
+                          HuffmanColumnStats* stats = nullptr);
+void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* track, size_t n);
 
 }  // namespace tracedb::engine

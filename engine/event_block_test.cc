@@ -147,8 +147,8 @@ TEST(EventBlock, ExtremeTimestampsRoundTripWithoutOverflow) {
 }
 
 TEST(EventBlock, DurationsOfEveryBitLengthRoundTrip) {
-  // Format 2 codes dur by bit length: 0, 1, and 2^b - 1, 2^b, 2^b + 1 for every b up to 62,
-  // and INT64_MAX, in one block (lengths 0 to 63: the widest length field).
+  // Formats 2 and 3 code dur by bit length: 0, 1, and 2^b - 1, 2^b, 2^b + 1 for every b up to
+  // 62, and INT64_MAX, in one block (lengths 0 to 63: every length symbol).
   std::vector<int64_t> durs = {0, 1, INT64_MAX};
   for (int b = 1; b <= 62; ++b) {
     for (int64_t d : {(int64_t{1} << b) - 1, int64_t{1} << b, (int64_t{1} << b) + 1}) {
@@ -174,6 +174,241 @@ TEST(EventBlock, DurationsOfEveryBitLengthRoundTrip) {
   for (size_t i = 0; i < d.n; ++i) EXPECT_EQ(d.dur[i], durs[i]) << i;
   ASSERT_TRUE(d.Need(kColAll).ok());
   for (size_t i = 0; i < d.n; ++i) ExpectRowEq(d.RowAt(i), rows[i]);
+}
+
+// Format 3's ts and dur columns: entropy-coded bit lengths round-trip every kind of column, and
+// every proper prefix of a column is an error.
+TEST(HuffmanBitLengthColumn, RoundTripsAndRejectsTruncation) {
+  std::mt19937_64 rng(12);
+  std::vector<std::vector<uint64_t>> cases;
+  cases.push_back({});
+  cases.push_back({0});
+  cases.push_back({UINT64_MAX});
+  cases.push_back(std::vector<uint64_t>(1000, 100));  // one exact value: no code bits at all
+  cases.push_back(std::vector<uint64_t>(1000, 1));    // one length symbol without mantissa
+  {
+    std::vector<uint64_t> v = {0, 1, UINT64_MAX, UINT64_MAX - 1};
+    for (int b = 1; b < 64; ++b) {
+      for (uint64_t x : {(uint64_t{1} << b) - 1, uint64_t{1} << b, (uint64_t{1} << b) + 1}) {
+        v.push_back(x);
+      }
+    }
+    cases.push_back(v);
+  }
+  {
+    // Log-uniform values mixed with a dozen frequent ones (more than the 8 that get symbols).
+    std::vector<uint64_t> v;
+    for (int i = 0; i < 20000; ++i) {
+      if (i % 3 == 0) {
+        v.push_back(1000 + 37 * (rng() % 12));
+      } else {
+        v.push_back(rng() >> (rng() % 64));
+      }
+    }
+    cases.push_back(v);
+  }
+  {
+    // Geometric symbol frequencies: an unrestricted Huffman code would need codes of up to 40
+    // bits; they are limited to 12.
+    std::vector<uint64_t> v;
+    for (int b = 2; b < 42; ++b) {
+      for (uint64_t i = 0; i < (uint64_t{1} << std::max(0, 17 - (b - 2) / 2)); ++i) {
+        if (v.size() < 65536) v.push_back((uint64_t{1} << b) | (rng() & ((uint64_t{1} << b) - 1)));
+      }
+    }
+    cases.push_back(v);
+  }
+  for (const std::vector<uint64_t>& v : cases) {
+    std::string col;
+    PutHuffmanBitLengthColumn(v.data(), v.size(), &col);
+    std::vector<uint64_t> got(v.size());
+    ASSERT_TRUE(GetHuffmanBitLengthColumn(col, v.size(), got.data())) << v.size();
+    EXPECT_EQ(got, v);
+    // Every prefix of a small column; of a large one, a sample and the last 16 (each decode
+    // reads the whole column).
+    for (size_t len = 0; len < col.size();
+         len += col.size() < 2000 || len + 16 >= col.size() ? 1 : 97) {
+      EXPECT_FALSE(
+          GetHuffmanBitLengthColumn(std::string_view(col.data(), len), v.size(), got.data()))
+          << v.size() << " values, prefix of " << len << " bytes";
+    }
+    std::string longer = col + std::string(1, '\0');
+    EXPECT_FALSE(GetHuffmanBitLengthColumn(longer, v.size(), got.data()));
+  }
+  // A constant column costs its header only.
+  std::string col;
+  const std::vector<uint64_t> same(1000, 100);
+  PutHuffmanBitLengthColumn(same.data(), same.size(), &col);
+  EXPECT_LE(col.size(), 6u);
+}
+
+// The symbols' counts come from the bit lengths' counts less the frequent values' estimated
+// occurrences (sampled votes, scaled): a value of the same bit length as a frequent one must
+// keep a code however few of them there are, whether the statistics were gathered by the
+// column's own pass (sampled votes) or value by value (HuffmanColumnStats::Add, every vote).
+TEST(HuffmanBitLengthColumn, RareValuesBesideAFrequentOneOfTheirLengthKeepACode) {
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{100}, size_t{4095}, size_t{4096}, size_t{20000}, size_t{65536}}) {
+    for (int strays : {1, 2, 5, 50}) {
+      for (int trial = 0; trial < 4; ++trial) {
+        // 1000 and the strays (512..1023) all have bit length 10; a second frequent value too.
+        std::vector<uint64_t> v(n, 1000);
+        for (size_t i = 0; i < n; i += 3 + trial) v[i] = 700;
+        for (int k = 0; k < strays; ++k) v[rng() % n] = 512 + rng() % 512;
+        std::string col;
+        PutHuffmanBitLengthColumn(v.data(), n, &col);
+        std::vector<uint64_t> got(n);
+        ASSERT_TRUE(GetHuffmanBitLengthColumn(col, n, got.data())) << n << " " << strays;
+        EXPECT_EQ(got, v);
+        HuffmanColumnStats stats;
+        for (uint64_t x : v) stats.Add(x);
+        std::string col2;
+        PutHuffmanBitLengthColumn(v.data(), n, stats, &col2);
+        ASSERT_TRUE(GetHuffmanBitLengthColumn(col2, n, got.data())) << n << " " << strays;
+        EXPECT_EQ(got, v);
+        // The frequent values got symbols of their own: far below 10 bits a value.
+        EXPECT_LT(col.size(), n / 2 + 64);
+      }
+    }
+  }
+}
+
+TEST(HuffmanBitLengthColumn, MalformedTablesAreRejected) {
+  std::vector<uint64_t> v = {5, 6, 7, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 9};
+  std::string col;
+  PutHuffmanBitLengthColumn(v.data(), v.size(), &col);
+  std::vector<uint64_t> got(v.size());
+  ASSERT_TRUE(GetHuffmanBitLengthColumn(col, v.size(), got.data()));
+  // Every single-byte change either fails or decodes (never reads out of bounds: ASan/UBSan).
+  for (size_t i = 0; i < col.size(); ++i) {
+    for (int x = 1; x < 256; ++x) {
+      std::string bad = col;
+      bad[i] = static_cast<char>(bad[i] ^ x);
+      (void)GetHuffmanBitLengthColumn(bad, v.size(), got.data());
+    }
+  }
+  // An incomplete code (Kraft sum below 1) and an over-long code are errors: with two symbols of
+  // lengths 2 and 1, and with lengths 13.
+  const std::string incomplete = std::string("\0\x02\x03\x02\x04\x02", 6) + std::string(4, '\0');
+  EXPECT_FALSE(GetHuffmanBitLengthColumn(incomplete, 2, got.data()));
+  const std::string too_long = std::string("\0\x02\x03\x0d\x04\x01", 6) + std::string(4, '\0');
+  EXPECT_FALSE(GetHuffmanBitLengthColumn(too_long, 2, got.data()));
+  const std::string complete = std::string("\0\x02\x03\x01\x04\x01", 6) + std::string(1, '\x02');
+  ASSERT_TRUE(GetHuffmanBitLengthColumn(complete, 2, got.data()));
+  EXPECT_EQ(got[0], 5u);  // code 0 = symbol 3 (length 3), mantissa 01
+  // An exact-value symbol beyond the exact values given, and symbols out of order.
+  const std::string undefined = std::string("\x01\x05\x02\x03\x01\x42\x01", 7) + '\0';
+  EXPECT_FALSE(GetHuffmanBitLengthColumn(undefined, 2, got.data()));
+  const std::string unordered = std::string("\0\x02\x04\x01\x03\x01", 6) + std::string(1, '\0');
+  EXPECT_FALSE(GetHuffmanBitLengthColumn(unordered, 2, got.data()));
+}
+
+// A parent's duration coded against its children's: nested spans (with gaps, with children that
+// overlap or outlast the parent, deeper than the predicted depths, across track runs) come back
+// exactly, and a parent that is its children plus a constant costs almost nothing.
+TEST(EventBlock, ParentDurationsAgainstChildrenRoundTrip) {
+  std::mt19937_64 rng(21);
+  std::vector<Row> rows;
+  for (uint32_t track = 1; track <= 3; ++track) {
+    int64_t ts = 1000;
+    uint64_t k = 0;
+    for (int iter = 0; iter < 2000; ++iter) {
+      const int64_t start = ts;
+      Row parent;
+      parent.track = track;
+      parent.k = k++;
+      parent.ts = start;
+      parent.name = 1;
+      const size_t at = rows.size();
+      rows.push_back(parent);
+      int64_t t = start + 50, sum = 0;
+      const int children = iter % 7;
+      for (int c = 0; c < children; ++c) {
+        Row ch;
+        ch.track = track;
+        ch.k = k++;
+        ch.ts = t;
+        ch.dur = static_cast<int64_t>(1000 + rng() % 1000000);
+        ch.depth = 1;
+        ch.parent_k = parent.k + 1;
+        ch.name = 2;
+        rows.push_back(ch);
+        if (c == 2) {  // a grandchild
+          Row g = ch;
+          g.k = k++;
+          g.depth = 2;
+          g.parent_k = ch.k + 1;
+          g.dur = ch.dur / 2;
+          rows.push_back(g);
+        }
+        sum += ch.dur + 100;
+        t += ch.dur + 100;
+      }
+      // Mostly the children plus 500 ns; sometimes shorter than its children (async work).
+      rows[at].dur = iter % 11 == 5 ? sum / 3 : sum + 500;
+      ts = start + rows[at].dur + static_cast<int64_t>(rng() % 5000);
+    }
+    // A chain deeper than the predicted depths.
+    for (uint32_t d = 0; d < 70; ++d) {
+      Row r;
+      r.track = track;
+      r.k = k++;
+      r.ts = ts + d;
+      r.dur = 100000 - d;
+      r.depth = d;
+      r.parent_k = d == 0 ? 0 : r.k;
+      rows.push_back(r);
+    }
+  }
+  for (size_t first = 0; first < rows.size(); first += 65536) {
+    const size_t n = std::min<size_t>(65536, rows.size() - first);
+    std::string blob;
+    BlockZone zone;
+    EncodeBlock(rows.data() + first, n, &blob, &zone);
+    DecodedBlock d;
+    ASSERT_TRUE(DecodeBlock(blob, 1, &d, kColDur).ok());
+    ASSERT_EQ(d.n, n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(d.dur[i], rows[first + i].dur) << i;
+    ASSERT_TRUE(d.Need(kColAll).ok());
+    for (size_t i = 0; i < n; ++i) ExpectRowEq(d.RowAt(i), rows[first + i]);
+  }
+  // The same rows with the parents' durations random instead: the block must grow by about the
+  // bits of those durations (the coding spends next to nothing on the predictable ones).
+  std::vector<Row> random = rows;
+  size_t parents = 0;
+  for (size_t i = 0; i + 1 < random.size(); ++i) {
+    if (random[i].depth == 0 && random[i + 1].depth == 1) {
+      random[i].dur = static_cast<int64_t>(1 + rng() % (1u << 22));
+      ++parents;
+    }
+  }
+  std::string a, b;
+  BlockZone zone;
+  EncodeBlock(rows.data(), std::min<size_t>(rows.size(), 65536), &a, &zone);
+  EncodeBlock(random.data(), std::min<size_t>(random.size(), 65536), &b, &zone);
+  EXPECT_GT(b.size(), a.size() + parents * 2);
+}
+
+// DurationsToResiduals and ResidualsToDurations are inverses for any input, hostile depths and
+// wrap-around sums included.
+TEST(EventBlock, DurationResidualsInvertOnArbitraryInput) {
+  std::mt19937_64 rng(4);
+  for (int round = 0; round < 200; ++round) {
+    const size_t n = 1 + rng() % 300;
+    std::vector<uint64_t> dur(n), v;
+    std::vector<uint32_t> depth(n), track(n);
+    uint32_t t = 1;
+    for (size_t i = 0; i < n; ++i) {
+      dur[i] = round % 2 ? rng() : rng() % 1000;
+      depth[i] = rng() % 10 == 0 ? static_cast<uint32_t>(rng()) : static_cast<uint32_t>(rng() % 6);
+      if (rng() % 50 == 0) ++t;
+      track[i] = t;
+    }
+    v = dur;
+    DurationsToResiduals(v.data(), depth.data(), track.data(), n);
+    ResidualsToDurations(v.data(), depth.data(), track.data(), n);
+    ASSERT_EQ(v, dur) << round;
+  }
 }
 
 // A block of distinct names in distinct categories (an import can make one) has names x

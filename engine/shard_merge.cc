@@ -19,11 +19,14 @@ namespace {
 
 constexpr uint8_t kCodecRaw = 0;
 constexpr uint8_t kCodecLz4 = 1;
-// The block formats whose header and track column this file rewrites (event_block.cc writes 2
-// and reads 1): u8 format, varint n, svarint base, varint scale, the two dictionaries, then the
-// columns, the track runs first.
+// The block formats whose header and track column this file rewrites (event_block.cc writes 3
+// and reads 1 and 2): u8 format, varint n, svarint base, varint scale, the two dictionaries,
+// then the columns, the track runs first. The other columns are copied byte for byte: they
+// depend on the track ids only through where one track's run ends and the next begins (ts in
+// every format, a parent's dur in format 3), which an injective map of the ids keeps.
 constexpr uint8_t kFormatVarint = 1;
 constexpr uint8_t kFormatBitLength = 2;
+constexpr uint8_t kFormatHuffman = 3;
 
 // The tables keyed by rank whose rows a shard's ranks own, copied whole on every merge.
 constexpr const char* kRankTables[] = {"ranks", "processes", "clock_knots", "sync_points",
@@ -97,7 +100,7 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   Reader r(raw);
   uint8_t format;
   if (!r.GetU8(&format)) return bad("empty payload");
-  if (format != kFormatVarint && format != kFormatBitLength) {
+  if (format != kFormatVarint && format != kFormatBitLength && format != kFormatHuffman) {
     *changed = true;
     return ReencodeBlock(data, block, strings, tracks, out);
   }

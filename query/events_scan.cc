@@ -4,7 +4,7 @@
 // ORDER BY dur DESC LIMIT n. The grouped scan is in events_group.cc. See events_internal.h.
 #include <algorithm>
 #include <map>
-#include <queue>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -325,7 +325,9 @@ bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t 
   }
   if (f.depth.set && !f.depth.Contains(b.depth[i])) return false;
   using engine::EventArgs;
-  const uint32_t m = b.arg_mask.empty() ? 0 : b.arg_mask[i];
+  // (Whether the arguments were decoded, not whether arg_mask is empty: a block reused from the
+  // connection's scratch holds the arrays of whatever was decoded into it before.)
+  const uint32_t m = b.has(engine::kColArgs) ? b.arg_mask[i] : 0;
   if (f.bytes.set &&
       !((m & EventArgs::kBytes) && f.bytes.Contains(static_cast<int64_t>(b.bytes[i]))))
     return false;
@@ -525,36 +527,85 @@ int RunTopN(EventsCursor* c) {
   const int64_t want = c->f.limit < 0                         ? INT64_MAX
                        : c->f.limit > INT64_MAX - c->f.offset ? INT64_MAX
                                                               : c->f.limit + c->f.offset;
-  std::priority_queue<TopRow> heap;  // the `want` largest so far; top() is the smallest
+  // The `want` largest so far, a heap whose front is the smallest (TopRow's order).
+  std::vector<TopRow> heap;
+  // The decoded blocks that rows of the heap came from, kept (up to kMaxKeptBlocks of them) so
+  // that the winners are materialised from them instead of from a second read, decompression,
+  // check and decode of the same blocks: for a small LIMIT that second pass was half the work.
+  // A block that is not kept is loaded again below. The blocks' buffers come from and go back
+  // to the connection's scratch: fresh ones cost more in page faults than the decode saves.
+  constexpr size_t kMaxKeptBlocks = 16;
+  ScanScratch& scratch = c->vtab->scratch;
+  std::map<int64_t, DecodedBlock> kept;
+  DecodedBlock blk = scratch.TakeBlock();
+  auto give_back = [&] {
+    scratch.GiveBlock(std::move(blk));
+    for (auto& [block, b] : kept) scratch.GiveBlock(std::move(b));
+    kept.clear();
+  };
   int64_t seq = 0;
-  DecodedBlock blk;
   for (const BlockRef& ref : c->blocks) {
-    if (static_cast<int64_t>(heap.size()) >= want && ref.max_dur < heap.top().dur) break;
+    if (static_cast<int64_t>(heap.size()) >= want && ref.max_dur < heap.front().dur) break;
     int rc = LoadBlock(c, ref, &blk, c->f.filter_cols | engine::kColDur);
-    if (rc != SQLITE_OK) return rc;
+    if (rc != SQLITE_OK) {
+      give_back();
+      return rc;
+    }
+    bool entered = false;
     for (size_t i = 0; i < blk.n; ++i) {
-      if (static_cast<int64_t>(heap.size()) >= want && blk.dur[i] <= heap.top().dur) continue;
+      if (static_cast<int64_t>(heap.size()) >= want && blk.dur[i] <= heap.front().dur) continue;
       if (!RowMatches(*c, blk, i, ref.rank)) continue;
-      heap.push(TopRow{blk.dur[i], seq++, ref.rank, ref.block, static_cast<uint32_t>(i), {}});
-      if (static_cast<int64_t>(heap.size()) > want) heap.pop();
+      heap.push_back(TopRow{blk.dur[i], seq++, ref.rank, ref.block, static_cast<uint32_t>(i), {}});
+      std::push_heap(heap.begin(), heap.end());
+      if (static_cast<int64_t>(heap.size()) > want) {
+        std::pop_heap(heap.begin(), heap.end());
+        heap.pop_back();
+      }
+      entered = true;
+    }
+    if (!entered) continue;
+    if (kept.size() >= kMaxKeptBlocks) {
+      // Give back the kept blocks whose rows have all left the heap since.
+      std::vector<int64_t> live;
+      for (const TopRow& t : heap) live.push_back(t.block);
+      std::sort(live.begin(), live.end());
+      for (auto it = kept.begin(); it != kept.end();) {
+        if (std::binary_search(live.begin(), live.end(), it->first)) {
+          ++it;
+        } else {
+          scratch.GiveBlock(std::move(it->second));
+          it = kept.erase(it);
+        }
+      }
+    }
+    if (kept.size() < kMaxKeptBlocks) {
+      kept.emplace(ref.block, std::move(blk));
+      blk = scratch.TakeBlock();
     }
   }
-  c->top.clear();
-  while (!heap.empty()) {
-    c->top.push_back(heap.top());
-    heap.pop();
-  }
-  std::reverse(c->top.begin(), c->top.end());  // largest first
-  // Materialise the winners, one decode per block.
+  std::sort_heap(heap.begin(), heap.end());  // largest first (ties in discovery order)
+  c->top = std::move(heap);
+  // Materialise the winners, one decode per block (none for a kept block: its other columns
+  // are decoded from the payload it holds).
   std::map<int64_t, std::vector<TopRow*>> by_block;
   for (TopRow& t : c->top) by_block[t.block].push_back(&t);
+  const uint32_t cols = c->f.used_cols | c->f.filter_cols | engine::kColK | engine::kColDur;
+  int rc = SQLITE_OK;
   for (auto& [block, rows] : by_block) {
-    BlockRef ref{block, rows.front()->rank, 0};
-    int rc = LoadBlock(c, ref, &blk,
-                       c->f.used_cols | c->f.filter_cols | engine::kColK | engine::kColDur);
-    if (rc != SQLITE_OK) return rc;
-    for (TopRow* t : rows) t->row = blk.RowAt(t->index);
+    DecodedBlock* b = &blk;
+    auto it = kept.find(block);
+    if (it != kept.end()) {
+      b = &it->second;
+      tracedb::Status s = b->Need(cols);
+      if (!s.ok()) rc = Fail(&c->vtab->base, s.message());
+    } else {
+      rc = LoadBlock(c, BlockRef{block, rows.front()->rank, 0}, b, cols);
+    }
+    if (rc != SQLITE_OK) break;
+    for (TopRow* t : rows) t->row = b->RowAt(t->index);
   }
+  give_back();
+  if (rc != SQLITE_OK) return rc;
   c->top_pos = 0;  // SQLite skips the OFFSET rows itself
   c->eof = c->top.empty();
   return SQLITE_OK;

@@ -128,8 +128,10 @@ int Main(const std::string& dir) {
     r.track = 1 + i % 2;
     r.k = static_cast<uint64_t>(i / 2);
     r.ts = 1000 + i * 500;
-    r.dur = i % 3 == 0 ? 0 : 100 * i;
-    r.depth = i % 2;
+    // Alternating depths on each track (parents with a child: format 3 codes their dur against
+    // the child's), and one child outlasting its parent (a negative ts delta: zigzagged deltas).
+    r.dur = i == 6 ? 5000 : i % 3 == 0 ? 0 : 100 * i;
+    r.depth = (i / 2) % 2;
     r.parent_k = r.depth ? r.k : 0;
     r.name = 1 + i % 3;
     r.cat = 1;
