@@ -48,17 +48,25 @@ class TraceBuilder {
   uint64_t open_spans() const;
 
  private:
-  struct Entry {
-    uint64_t k = 0;
-    int64_t ts = 0;
-    int64_t end = INT64_MAX;  // INT64_MAX while open
+  // One nesting level of a track: a span begun and not yet ended (end INT64_MAX), or a complete
+  // event whose end is known. Only 24 bytes: complete events, most of the stack's traffic, need
+  // nothing more, and pushing a frame that also held the arguments cost a 112-byte zeroing per
+  // event (a third of Complete's time in a compaction profile).
+  struct Frame {
+    uint64_t k;
+    int64_t ts;
+    int64_t end;  // INT64_MAX while open
+  };
+  // What End() takes from the span it closes, kept for open frames only.
+  struct OpenSpan {
     uint32_t name = 0;
     uint32_t cat = 0;
     EventArgs args;
     std::string json;
   };
   struct TrackState {
-    std::vector<Entry> stack;
+    std::vector<Frame> stack;
+    std::vector<OpenSpan> open;  // one per frame of `stack` with end INT64_MAX, in stack order
   };
 
   TrackState& State(uint32_t track) {
