@@ -55,24 +55,11 @@ bool GetArgs(Reader* r, EventArgs* a) {
 
 }  // namespace
 
-void TraceBuilder::PopFinished(TrackState* s, int64_t ts) {
-  while (!s->stack.empty() && s->stack.back().end <= ts) {
-    // Only an event at ts INT64_MAX (hostile input) pops an open span here.
-    if (s->stack.back().end == INT64_MAX) s->open.pop_back();
-    s->stack.pop_back();
-  }
-}
-
-void TraceBuilder::FillParent(const TrackState& s, Row* row) const {
-  row->depth = static_cast<uint32_t>(s.stack.size());
-  row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
-}
-
 Status TraceBuilder::Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
                            const EventArgs* args, std::string_view json) {
   TrackState& s = State(track);
   PopFinished(&s, ts);
-  s.stack.push_back(Frame{w_->TakeK(track), ts, INT64_MAX});
+  PushFrame(&s, w_->TakeK(track), ts, INT64_MAX);
   OpenSpan& o = s.open.emplace_back();
   o.name = name;
   o.cat = cat;
@@ -139,7 +126,7 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   FillParent(s, &row);
   if (args) row.args = *args;
   if (!json.empty()) row.json.assign(json.data(), json.size());
-  s.stack.push_back(Frame{row.k, ts, end});
+  PushFrame(&s, row.k, ts, end);
   return w_->CommitRow();
 }
 

@@ -74,8 +74,26 @@ class TraceBuilder {
     return tracks_[track];
   }
   // Pops finished entries that end at or before `ts`; returns the parent for an event at ts.
-  void PopFinished(TrackState* s, int64_t ts);
-  void FillParent(const TrackState& s, Row* row) const;
+  // Inline, as is the push of a frame: they run once or twice per event.
+  static void PopFinished(TrackState* s, int64_t ts) {
+    while (!s->stack.empty() && s->stack.back().end <= ts) {
+      // Only an event at ts INT64_MAX (hostile input) pops an open span here.
+      if (s->stack.back().end == INT64_MAX) s->open.pop_back();
+      s->stack.pop_back();
+    }
+  }
+  static void FillParent(const TrackState& s, Row* row) {
+    row->depth = static_cast<uint32_t>(s.stack.size());
+    row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
+  }
+  // Field by field: a Frame built on the stack and copied in was read back before its stores
+  // had retired (a store-forwarding stall that took 5% of a compaction profile).
+  static void PushFrame(TrackState* s, uint64_t k, int64_t ts, int64_t end) {
+    Frame& f = s->stack.emplace_back();
+    f.k = k;
+    f.ts = ts;
+    f.end = end;
+  }
 
   TraceWriter* w_;
   std::vector<TrackState> tracks_;  // index = track id
