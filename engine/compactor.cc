@@ -368,7 +368,12 @@ class EventsVisitor : public SegmentVisitor {
  private:
   static constexpr size_t kMaxStringGap = 1u << 20;
 
+  // The string id of a segment-local name id: a cache hit inline, the rest out of line.
   uint32_t Name(uint32_t local) {
+    if (local < name_cache_.size() && name_cache_[local] != 0) return name_cache_[local];
+    return NameMiss(local);
+  }
+  [[gnu::noinline]] uint32_t NameMiss(uint32_t local) {
     if (local == 0) return w_->Intern("");
     // Ids past the catalog (damage) are few: a map, so that no file sizes the cache.
     uint32_t* slot;

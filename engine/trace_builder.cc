@@ -55,27 +55,16 @@ bool GetArgs(Reader* r, EventArgs* a) {
 
 }  // namespace
 
-void TraceBuilder::PopFinished(TrackState* s, int64_t ts) {
-  while (!s->stack.empty() && s->stack.back().end <= ts) s->stack.pop_back();
-}
-
-void TraceBuilder::FillParent(const TrackState& s, Row* row) const {
-  row->depth = static_cast<uint32_t>(s.stack.size());
-  row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
-}
-
 Status TraceBuilder::Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
                            const EventArgs* args, std::string_view json) {
   TrackState& s = State(track);
   PopFinished(&s, ts);
-  Entry e;
-  e.k = w_->TakeK(track);
-  e.ts = ts;
-  e.name = name;
-  e.cat = cat;
-  if (args) e.args = *args;
-  e.json.assign(json.data(), json.size());
-  s.stack.push_back(std::move(e));
+  PushFrame(&s, w_->TakeK(track), ts, INT64_MAX);
+  OpenSpan& o = s.open.emplace_back();
+  o.name = name;
+  o.cat = cat;
+  if (args) o.args = *args;
+  o.json.assign(json.data(), json.size());
   return Status::Ok();
 }
 
@@ -90,11 +79,13 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
     w_->AddStat("unmatched_end", w_->TrackRank(track), 1);
     return Status::Ok();
   }
-  Entry e = std::move(s.stack.back());
+  const Frame f = s.stack.back();
+  OpenSpan e = std::move(s.open.back());
   s.stack.pop_back();
+  s.open.pop_back();
   Row row;
-  row.ts = e.ts;
-  row.dur = SaturateInt64(static_cast<__int128>(ts) - e.ts);  // hostile input: clamped
+  row.ts = f.ts;
+  row.dur = SaturateInt64(static_cast<__int128>(ts) - f.ts);  // hostile input: clamped
   if (row.dur < 0) {
     w_->AddStat("negative_duration", w_->TrackRank(track), 1);
     row.dur = 0;
@@ -103,7 +94,7 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
   row.name = e.name;
   row.cat = e.cat;
   row.kind = RowKind::kSpan;
-  row.k = e.k;
+  row.k = f.k;
   FillParent(s, &row);
   row.args = e.args;
   if (args) MergeArgs(*args, &row.args);
@@ -135,10 +126,7 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   FillParent(s, &row);
   if (args) row.args = *args;
   if (!json.empty()) row.json.assign(json.data(), json.size());
-  Entry& e = s.stack.emplace_back();
-  e.k = row.k;
-  e.ts = ts;
-  e.end = end;
+  PushFrame(&s, row.k, ts, end);
   return w_->CommitRow();
 }
 
@@ -172,9 +160,7 @@ Status TraceBuilder::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t
 
 uint64_t TraceBuilder::open_spans() const {
   uint64_t n = 0;
-  for (const TrackState& s : tracks_) {
-    for (const Entry& e : s.stack) n += e.end == INT64_MAX ? 1 : 0;
-  }
+  for (const TrackState& s : tracks_) n += s.open.size();
   return n;
 }
 
@@ -189,10 +175,15 @@ Status TraceBuilder::SaveState(std::string_view state_key) {
     if (s.stack.empty()) continue;
     PutVarint64(&blob, track);
     PutVarint64(&blob, s.stack.size());
-    for (const Entry& e : s.stack) {
-      PutVarint64(&blob, e.k);
-      PutVarsigned(&blob, e.ts);
-      PutVarsigned(&blob, e.end);
+    // A finished frame is saved as before frames and open spans were kept apart: no name, no
+    // category, default arguments, no JSON.
+    static const OpenSpan kFinished;
+    size_t next_open = 0;
+    for (const Frame& f : s.stack) {
+      const OpenSpan& e = f.end == INT64_MAX ? s.open[next_open++] : kFinished;
+      PutVarint64(&blob, f.k);
+      PutVarsigned(&blob, f.ts);
+      PutVarsigned(&blob, f.end);
       PutVarint64(&blob, e.name);
       PutVarint64(&blob, e.cat);
       PutArgs(e.args, &blob);
@@ -220,15 +211,25 @@ Status TraceBuilder::LoadState(std::string_view state_key) {
       return bad();
     }
     TrackState& s = State(track);
-    s.stack.resize(n);
-    for (Entry& e : s.stack) {
+    s.stack.clear();
+    s.open.clear();
+    s.stack.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      Frame f;
+      OpenSpan e;
       std::string_view json;
-      if (!r.GetVarint64(&e.k) || !r.GetVarsigned(&e.ts) || !r.GetVarsigned(&e.end) ||
+      if (!r.GetVarint64(&f.k) || !r.GetVarsigned(&f.ts) || !r.GetVarsigned(&f.end) ||
           !r.GetVarint32(&e.name) || !r.GetVarint32(&e.cat) || !GetArgs(&r, &e.args) ||
           !r.GetLengthPrefixed(&json)) {
         return bad();
       }
-      e.json.assign(json.data(), json.size());
+      s.stack.push_back(f);
+      // A finished frame's name, arguments and JSON are never read (only End uses them, and it
+      // closes open spans only), so they are not kept.
+      if (f.end == INT64_MAX) {
+        e.json.assign(json.data(), json.size());
+        s.open.push_back(std::move(e));
+      }
     }
   }
   return Status::Ok();

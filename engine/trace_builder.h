@@ -48,26 +48,52 @@ class TraceBuilder {
   uint64_t open_spans() const;
 
  private:
-  struct Entry {
-    uint64_t k = 0;
-    int64_t ts = 0;
-    int64_t end = INT64_MAX;  // INT64_MAX while open
+  // One nesting level of a track: a span begun and not yet ended (end INT64_MAX), or a complete
+  // event whose end is known. Only 24 bytes: complete events, most of the stack's traffic, need
+  // nothing more, and pushing a frame that also held the arguments cost a 112-byte zeroing per
+  // event (a third of Complete's time in a compaction profile).
+  struct Frame {
+    uint64_t k;
+    int64_t ts;
+    int64_t end;  // INT64_MAX while open
+  };
+  // What End() takes from the span it closes, kept for open frames only.
+  struct OpenSpan {
     uint32_t name = 0;
     uint32_t cat = 0;
     EventArgs args;
     std::string json;
   };
   struct TrackState {
-    std::vector<Entry> stack;
+    std::vector<Frame> stack;
+    std::vector<OpenSpan> open;  // one per frame of `stack` with end INT64_MAX, in stack order
   };
 
   TrackState& State(uint32_t track) {
     if (track >= tracks_.size()) tracks_.resize(track + 1);
     return tracks_[track];
   }
-  // Pops finished entries that end at or before `ts`; returns the parent for an event at ts.
-  void PopFinished(TrackState* s, int64_t ts);
-  void FillParent(const TrackState& s, Row* row) const;
+  // Pops finished entries that end at or before `ts`: what is left on the stack encloses ts.
+  // Inline, as is the push of a frame: they run once or twice per event.
+  static void PopFinished(TrackState* s, int64_t ts) {
+    while (!s->stack.empty() && s->stack.back().end <= ts) {
+      // Only an event at ts INT64_MAX (hostile input) pops an open span here.
+      if (s->stack.back().end == INT64_MAX) s->open.pop_back();
+      s->stack.pop_back();
+    }
+  }
+  static void FillParent(const TrackState& s, Row* row) {
+    row->depth = static_cast<uint32_t>(s.stack.size());
+    row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
+  }
+  // Field by field: a Frame built by the caller and copied in with a 16-byte load of two 8-byte
+  // stores, most likely a failed store forwarding, took 5% of a compaction profile.
+  static void PushFrame(TrackState* s, uint64_t k, int64_t ts, int64_t end) {
+    Frame& f = s->stack.emplace_back();
+    f.k = k;
+    f.ts = ts;
+    f.end = end;
+  }
 
   TraceWriter* w_;
   std::vector<TrackState> tracks_;  // index = track id

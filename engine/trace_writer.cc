@@ -98,8 +98,7 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
   return id;
 }
 
-Row& TraceWriter::NewRow(int32_t rank, uint32_t track) {
-  tracks_[track].dirty = true;
+Row& TraceWriter::NewRowSlow(int32_t rank, uint32_t track) {
   if (rank != last_rank_ || last_rows_ == nullptr) {
     last_rows_ = &pending_[rank];
     last_rank_ = rank;
@@ -109,28 +108,11 @@ Row& TraceWriter::NewRow(int32_t rank, uint32_t track) {
   if (p.n == p.rows.size()) {
     p.rows.emplace_back();
   } else {
-    // Back to Row's defaults, field by field (a kept Row's json keeps its capacity).
-    Row& r = p.rows[p.n];
-    r.ts = 0;
-    r.dur = 0;
-    r.name = 0;
-    r.cat = 0;
-    r.kind = RowKind::kSpan;
-    r.depth = 0;
-    r.k = 0;
-    r.parent_k = 0;
-    r.args = EventArgs();
-    r.value = 0;
-    r.json.clear();
+    ResetRow(&p.rows[p.n]);
   }
   Row& row = p.rows[p.n++];
   row.track = track;
   return row;
-}
-
-Status TraceWriter::CommitRow() {
-  if (last_rows_->n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
-  return Status::Ok();
 }
 
 Status TraceWriter::AddRow(int32_t rank, Row row) {

@@ -75,8 +75,22 @@ class TraceWriter {
   Status AddRow(int32_t rank, Row row);
   // The same without a copy: NewRow() appends a default row to fill in place, then CommitRow()
   // (which may encode a full block). REQUIRES: nothing else touches the writer in between.
-  Row& NewRow(int32_t rank, uint32_t track);
-  Status CommitRow();
+  // The common case (same rank as the last row, a kept Row to reuse) is inline: a call per
+  // event cost more than the body.
+  Row& NewRow(int32_t rank, uint32_t track) {
+    tracks_[track].dirty = true;
+    if (rank != last_rank_ || last_rows_ == nullptr || last_rows_->n == last_rows_->rows.size()) {
+      return NewRowSlow(rank, track);
+    }
+    Row& row = last_rows_->rows[last_rows_->n++];
+    ResetRow(&row);
+    row.track = track;
+    return row;
+  }
+  Status CommitRow() {
+    if (last_rows_->n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    return Status::Ok();
+  }
   void AddStep(int32_t rank, int64_t ts, int64_t step);
   // Adds `delta` to stats(name, rank); rank -1 is the whole job.
   void AddStat(std::string_view name, int32_t rank, int64_t delta);
@@ -114,6 +128,22 @@ class TraceWriter {
     size_t n = 0;
   };
   Status WriteBlock(int32_t rank, PendingRows* pending);
+  Row& NewRowSlow(int32_t rank, uint32_t track);
+  // Back to Row's defaults, field by field (a kept Row's json keeps its capacity); the caller
+  // sets the track.
+  static void ResetRow(Row* r) {
+    r->ts = 0;
+    r->dur = 0;
+    r->name = 0;
+    r->cat = 0;
+    r->kind = RowKind::kSpan;
+    r->depth = 0;
+    r->k = 0;
+    r->parent_k = 0;
+    r->args = EventArgs();
+    r->value = 0;
+    r->json.clear();
+  }
 
   std::unique_ptr<Db> db_;
   bool in_batch_ = false;

@@ -1,0 +1,163 @@
+// TraceBuilder: a stream cut into batches, with the open spans saved and loaded between them,
+// gives the rows of the same stream built in one batch. The stack mixes finished complete events
+// and open spans with arguments and JSON, which the builder keeps apart and must save in order.
+#include "engine/trace_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/trace_writer.h"
+#include "tests/db_rows.h"
+#include "tests/test_util.h"
+
+namespace tracedb::testing {
+namespace {
+
+struct Op {
+  enum Kind { kBegin, kEnd, kComplete, kInstant, kCounter } kind;
+  uint32_t track_index;
+  int64_t ts, dur;
+  int name;
+  bool with_args;
+  std::string json;
+};
+
+// A deterministic stream over three tracks: nested begin/end pairs, complete events inside and
+// around them (some still unfinished when a batch ends), instants and counters.
+std::vector<Op> MakeOps(uint32_t seed, size_t n) {
+  std::mt19937 rng(seed);
+  std::vector<Op> ops;
+  int64_t ts[3] = {1000, 1000, 1000};
+  int open[3] = {0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t t = rng() % 3;
+    ts[t] += 1 + rng() % 50;
+    Op op{Op::kInstant, t, ts[t], 0, static_cast<int>(rng() % 5), rng() % 3 == 0, ""};
+    if (rng() % 4 == 0) op.json = "{\"i\": " + std::to_string(i) + "}";
+    switch (rng() % 6) {
+      case 0:
+      case 1:
+        op.kind = Op::kBegin;
+        ++open[t];
+        break;
+      case 2:
+        if (open[t] > 0) {
+          op.kind = Op::kEnd;
+          --open[t];
+        }
+        break;
+      case 3:
+        op.kind = Op::kComplete;
+        op.dur = rng() % 200;
+        break;
+      case 4:
+        op.kind = Op::kCounter;
+        break;
+      default:
+        break;
+    }
+    ops.push_back(op);
+  }
+  for (uint32_t t = 0; t < 3; ++t) {
+    for (; open[t] > 0; --open[t]) ops.push_back({Op::kEnd, t, ts[t] += 1000, 0, 0, true, ""});
+  }
+  return ops;
+}
+
+// Writes `ops` to a new DB at `path`, one batch per `batch` ops, the builder's state saved at
+// the end of each batch and loaded by a new builder at the start of the next.
+void Build(const std::string& path, const std::vector<Op>& ops, size_t batch) {
+  auto w = engine::TraceWriter::Open(path);
+  ASSERT_TRUE(w.ok());
+  engine::TraceWriter& tw = **w;
+  for (size_t start = 0; start < ops.size(); start += batch) {
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    uint32_t tracks[3];
+    for (int i = 0; i < 3; ++i) {
+      engine::TrackSpec spec;
+      spec.rank = i % 2;
+      spec.name = "t" + std::to_string(i);
+      spec.local_id = i;
+      tracks[i] = tw.Track(spec);
+    }
+    engine::TraceBuilder b(&tw);
+    ASSERT_TRUE(b.LoadState("test.state").ok());
+    for (size_t i = start; i < std::min(ops.size(), start + batch); ++i) {
+      const Op& op = ops[i];
+      const uint32_t track = tracks[op.track_index];
+      const uint32_t name = tw.Intern("n" + std::to_string(op.name));
+      engine::EventArgs args;
+      args.mask = engine::EventArgs::kBytes | engine::EventArgs::kPeer | engine::EventArgs::kSeq;
+      args.bytes = 100 + i;
+      args.peer = static_cast<int32_t>(i % 7);
+      args.seq = i;
+      const engine::EventArgs* a = op.with_args ? &args : nullptr;
+      Status s;
+      switch (op.kind) {
+        case Op::kBegin:
+          s = b.Begin(track, op.ts, name, 0, a, op.json);
+          break;
+        case Op::kEnd:
+          s = b.End(track, op.ts, a, op.json);
+          break;
+        case Op::kComplete:
+          s = b.Complete(track, op.ts, op.dur, name, 0, a, op.json);
+          break;
+        case Op::kInstant:
+          s = b.Instant(track, op.ts, name, 0, a, op.json);
+          break;
+        case Op::kCounter:
+          s = b.Counter(track, op.ts, name, 0, static_cast<double>(i));
+          break;
+      }
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    ASSERT_TRUE(b.SaveState("test.state").ok());
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+}
+
+// The rows as CSV, then each row's ids (k, parent_k), which the CSV leaves out.
+std::string RowsOf(const std::vector<DbRow>& rows) {
+  std::string out = RowsCsv(rows);
+  for (const DbRow& r : rows) {
+    out += std::to_string(r.k) + " " + std::to_string(r.parent_k) + "\n";
+  }
+  return out;
+}
+
+TEST(TraceBuilderState, BatchesWithSavedOpenSpansEqualOneBatch) {
+  TempDir tmp;
+  const std::vector<Op> ops = MakeOps(7, 6000);
+  const std::string one = tmp.Sub("one.tdb");
+  Build(one, ops, ops.size());
+  const std::vector<DbRow> rows = ReadDbRows(one);
+  // A span is one row, written at its end.
+  size_t expected = 0;
+  for (const Op& op : ops) expected += op.kind == Op::kBegin ? 0 : 1;
+  EXPECT_EQ(rows.size(), expected);
+  // The stream holds what the state must carry: nested spans with JSON and arguments.
+  size_t nested = 0, with_json = 0, with_args = 0, counters = 0;
+  for (const DbRow& r : rows) {
+    nested += r.depth > 0 ? 1 : 0;
+    with_json += r.json.empty() ? 0 : 1;
+    with_args += r.args.mask != 0 ? 1 : 0;
+    counters += r.kind == "counter" ? 1 : 0;
+  }
+  EXPECT_GT(nested, 1000u);
+  EXPECT_GT(with_json, 500u);
+  EXPECT_GT(with_args, 1000u);
+  EXPECT_GT(counters, 500u);
+  const std::string want = RowsOf(rows);
+  for (size_t batch : {29, 250, 997}) {
+    const std::string cut = tmp.Sub("cut" + std::to_string(batch) + ".tdb");
+    Build(cut, ops, batch);
+    EXPECT_TRUE(RowsOf(ReadDbRows(cut)) == want) << "batches of " << batch << " differ";
+  }
+}
+
+}  // namespace
+}  // namespace tracedb::testing
