@@ -85,18 +85,6 @@ Status CheckMpiOutput(const std::string& output, int k) {
   return Status::Ok();
 }
 
-// Writes meta(key) = value unless it holds that already (an unchanged merge writes nothing).
-Status SetMeta(Db* db, const std::string& key, const std::string& value) {
-  TRACEDB_ASSIGN_OR_RETURN(Stmt get, db->Prepare("SELECT value FROM meta WHERE key = ?1"));
-  get.Bind(1, key);
-  TRACEDB_ASSIGN_OR_RETURN(bool row, get.Step());
-  if (row && get.Text(0) == value) return Status::Ok();
-  get.Reset();
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
-  return st.Bind(1, key).Bind(2, value).Run();
-}
-
 class MetaVisitor : public SegmentVisitor {
  public:
   void OnMeta(const SegmentMeta& m) override {

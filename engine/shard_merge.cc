@@ -63,6 +63,17 @@ Status ReencodeBlock(std::string_view data, int64_t block, const IdMap& strings,
 
 }  // namespace
 
+Status SetMeta(Db* db, const std::string& key, const std::string& value) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt get, db->Prepare("SELECT value FROM meta WHERE key = ?1"));
+  get.Bind(1, key);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, get.Step());
+  if (row && get.Text(0) == value) return Status::Ok();
+  get.Reset();
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
+  return st.Bind(1, key).Bind(2, value).Run();
+}
+
 int64_t ChangeCounter(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;

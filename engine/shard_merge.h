@@ -65,6 +65,10 @@ bool IsIdentity(const IdMap& map);
 // it per shard (`state` key `shard_merge_counter:KEY`).
 int64_t ChangeCounter(const std::string& path);
 
+// Writes meta(key) = value in `db` unless it holds that already, so that a merge or catalog
+// refresh with nothing new writes nothing (and leaves the file unchanged).
+Status SetMeta(Db* db, const std::string& key, const std::string& value);
+
 // Merges what is new in the shard database at `shard_path` into `dst` (a trace database, not in
 // a transaction), under the name `key` (stable across runs: it keys the merge's progress).
 // With `ref_shard` > 0, `dst` is a shard catalog (engine/shard_catalog.h): the shard's blocks

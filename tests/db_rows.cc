@@ -13,6 +13,7 @@
 #include "engine/sqlite.h"
 #include "query/export/csv_text.h"
 #include "query/export/json_text.h"
+#include "query/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -147,6 +148,31 @@ std::string TablesCsv(const std::string& path) {
       out += "\n";
     }
   }
+  return out;
+}
+
+std::string QueryRows(const std::string& db_path, const std::string& sql, bool sort) {
+  auto db = query::OpenQueryDb(db_path);
+  EXPECT_TRUE(db.ok()) << db.status().message();
+  if (!db.ok()) return "";
+  auto st = (*db)->Prepare(sql);
+  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
+  if (!st.ok()) return "";
+  std::vector<std::string> lines;
+  for (;;) {
+    auto row = st->Step();
+    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
+    if (!row.ok() || !*row) break;
+    std::string line;
+    for (int c = 0; c < st->ColumnCount(); ++c) {
+      if (c) line += '|';
+      line += st->IsNull(c) ? "NULL" : std::string(st->Text(c));
+    }
+    lines.push_back(line);
+  }
+  if (sort) std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
   return out;
 }
 

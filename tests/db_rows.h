@@ -37,6 +37,11 @@ std::vector<DbRow> ReadDbRows(const std::string& path);
 // rank,track_kind,track,tid,kind,name,cat,ts,dur,depth,parent,bytes,peer,seq,flow,value,json
 std::string RowsCsv(const std::vector<DbRow>& rows);
 
+// The rows of `sql` on the database or shard manifest at `db_path` (opened as `tracedb query`
+// opens it), one line each, values joined by '|', NULL as "NULL"; sorted unless `sort` is false
+// (for a query that orders its rows itself). Fails the calling test on any error.
+std::string QueryRows(const std::string& db_path, const std::string& sql, bool sort = true);
+
 // The ranks, sources (file name only), stats and steps tables as CSV sections.
 std::string TablesCsv(const std::string& path);
 

@@ -101,32 +101,6 @@ std::string JobSpec(int seq) {
   return spec;
 }
 
-// Every row of `sql`, one line each ('|' between values), sorted.
-std::string Dump(const std::string& db_path, const std::string& sql) {
-  auto db = query::OpenQueryDb(db_path);
-  EXPECT_TRUE(db.ok()) << db.status().message();
-  if (!db.ok()) return "";
-  auto st = (*db)->Prepare(sql);
-  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
-  if (!st.ok()) return "";
-  std::vector<std::string> lines;
-  for (;;) {
-    auto row = st->Step();
-    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
-    if (!row.ok() || !*row) break;
-    std::string line;
-    for (int c = 0; c < st->ColumnCount(); ++c) {
-      if (c) line += '|';
-      line += st->IsNull(c) ? "NULL" : std::string(st->Text(c));
-    }
-    lines.push_back(line);
-  }
-  std::sort(lines.begin(), lines.end());
-  std::string out;
-  for (const std::string& l : lines) out += l + "\n";
-  return out;
-}
-
 // Every table compared by content (ids of strings, tracks and blocks resolved or left out).
 void ExpectSameTables(const std::string& want, const std::string& got) {
   const std::vector<DbRow> a = ReadDbRows(want), b = ReadDbRows(got);
@@ -163,7 +137,7 @@ void ExpectSameTables(const std::string& want, const std::string& got) {
            "ON c.id = ns.cat",
            "SELECT value FROM meta WHERE key = 'open_spans'",
        }) {
-    EXPECT_EQ(Dump(want, sql), Dump(got, sql)) << sql;
+    EXPECT_EQ(QueryRows(want, sql), QueryRows(got, sql)) << sql;
   }
 }
 
@@ -207,7 +181,7 @@ TEST_F(MpiCompact, IncrementalAcrossRuns) {
   ASSERT_TRUE(WriteSegmentsFromSpec(part.path(), JobSpec(0)).ok());
   const std::string db = tmp_.Sub("inc.tdb");
   ASSERT_EQ(Sh(MpiCompactCmd(2, part.Sub("trace"), db)), 0);
-  EXPECT_EQ(Dump(db, "SELECT value FROM meta WHERE key = 'open_spans'"), "5\n");
+  EXPECT_EQ(QueryRows(db, "SELECT value FROM meta WHERE key = 'open_spans'"), "5\n");
   ASSERT_TRUE(WriteSegmentsFromSpec(part.path(), JobSpec(1)).ok());
   ASSERT_EQ(Sh(MpiCompactCmd(2, part.Sub("trace"), db)), 0);
   // The sources paths differ (another directory): compare everything else.
@@ -217,7 +191,7 @@ TEST_F(MpiCompact, IncrementalAcrossRuns) {
        {"SELECT rank, name, value FROM stats", "SELECT * FROM steps", "SELECT * FROM ranks",
         "SELECT rank, kind, name, tid, pid, local_id, next_k FROM tracks",
         "SELECT value FROM meta WHERE key = 'open_spans'"}) {
-    EXPECT_EQ(Dump(one_, sql), Dump(db, sql)) << sql;
+    EXPECT_EQ(QueryRows(one_, sql), QueryRows(db, sql)) << sql;
   }
 }
 
@@ -349,7 +323,7 @@ TEST_F(MpiCompact, ShardsByNodeQueryAsOne) {
       "SELECT rank, name, ts, dur FROM spans",
   };
   for (const std::string& q : queries) {
-    const std::string want = Dump(one_, q), got = Dump(manifest, q);
+    const std::string want = QueryRows(one_, q), got = QueryRows(manifest, q);
     EXPECT_FALSE(want.empty()) << q;
     EXPECT_EQ(want, got) << q;
   }

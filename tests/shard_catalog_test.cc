@@ -19,6 +19,7 @@
 #include "engine/shard_catalog.h"
 #include "engine/sqlite.h"
 #include "query/query_db.h"
+#include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
 
@@ -99,33 +100,6 @@ std::string JobSpec(int seq, int first, int n, int world, int per_host, int iter
   return spec;
 }
 
-// The rows of `sql` on `db_path` (through OpenQueryDb), one line each; sorted unless the query
-// orders them itself.
-std::string Dump(const std::string& db_path, const std::string& sql, bool sort = true) {
-  auto db = query::OpenQueryDb(db_path);
-  EXPECT_TRUE(db.ok()) << db.status().message();
-  if (!db.ok()) return "";
-  auto st = (*db)->Prepare(sql);
-  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
-  if (!st.ok()) return "";
-  std::vector<std::string> lines;
-  for (;;) {
-    auto row = st->Step();
-    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
-    if (!row.ok() || !*row) break;
-    std::string line;
-    for (int c = 0; c < st->ColumnCount(); ++c) {
-      if (c) line += '|';
-      line += st->IsNull(c) ? "NULL" : std::string(st->Text(c));
-    }
-    lines.push_back(line);
-  }
-  if (sort) std::sort(lines.begin(), lines.end());
-  std::string out;
-  for (const std::string& l : lines) out += l + "\n";
-  return out;
-}
-
 int64_t Count(const std::string& db_path, const std::string& sql) {
   auto db = query::OpenQueryDb(db_path);
   EXPECT_TRUE(db.ok()) << db.status().message();
@@ -143,9 +117,9 @@ const char* kAllEvents =
 // The same rows from `got` as from `want`, for events (ordered, and filtered so that zone maps
 // prune), the views and the summary tables.
 void ExpectSameRows(const std::string& want, const std::string& got) {
-  const std::string all = Dump(want, kAllEvents, false);
+  const std::string all = QueryRows(want, kAllEvents, false);
   EXPECT_GT(std::count(all.begin(), all.end(), '\n'), 100);
-  EXPECT_TRUE(all == Dump(got, kAllEvents, false));
+  EXPECT_TRUE(all == QueryRows(got, kAllEvents, false));
   for (const char* q : {
            "SELECT count(*), sum(dur), min(ts), max(end_ts) FROM events",
            // The ids inside the mapped blocks point at the right rows of the catalog's tables.
@@ -178,9 +152,9 @@ void ExpectSameRows(const std::string& want, const std::string& got) {
            "GROUP BY 1",
            "SELECT value FROM meta WHERE key = 'open_spans'",
        }) {
-    const std::string w = Dump(want, q);
+    const std::string w = QueryRows(want, q);
     EXPECT_FALSE(w.empty()) << q;
-    EXPECT_EQ(w, Dump(got, q)) << q;
+    EXPECT_EQ(w, QueryRows(got, q)) << q;
   }
   // The command-line readers: the same text.
   // (The export's lines sorted: events are written block by block, and the shards cut their
@@ -296,7 +270,7 @@ TEST_F(ShardCatalog, OldLayoutMergedCopyIsRemoved) {
   ASSERT_EQ(Sh("cp " + ShellQuote(one) + " " + ShellQuote(merged)), 0);
   ASSERT_GT(FileSize(merged), 0);
   ASSERT_EQ(FileSize(engine::CatalogPath(nodes)), -1);
-  EXPECT_EQ(Dump(nodes, kAllEvents, false), Dump(one, kAllEvents, false));
+  EXPECT_EQ(QueryRows(nodes, kAllEvents, false), QueryRows(one, kAllEvents, false));
   EXPECT_EQ(FileSize(merged), -1);
   EXPECT_GT(FileSize(engine::CatalogPath(nodes)), 0);
 }
