@@ -262,9 +262,10 @@ StatusOr<std::string> RealPath(const std::string& path) {
 }
 
 // Does the catalog at `path` list exactly the shards `listed` (resolved: `shards`), each with the
-// change counter it has now? Then a refresh has nothing to check or write: the rank check and
-// the per-shard merge (an open and an attach each, some 2-3 ms per shard) are skipped, and an
-// open of a job of thousands of shards costs a header read per shard. Any doubt says no.
+// fingerprint (change counter, inode, size, mtime) it has now? Then a refresh has nothing to check
+// or write: the rank check and the per-shard merge (an open and an attach each, some 2-3 ms per
+// shard) are skipped, and an open of a job of thousands of shards costs a header read per shard.
+// Any doubt says no.
 bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
               const std::vector<std::string>& listed) {
   if (!Exists(path) || Exists(path + "-journal")) return false;
@@ -273,17 +274,17 @@ bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
   auto n = (*db)->QueryInt("SELECT count(*) FROM shard_files", -1);
   if (!n.ok() || *n != static_cast<int64_t>(listed.size())) return false;
   auto st = (*db)->Prepare(
-      "SELECT CAST(s.value AS INTEGER) FROM shard_files f JOIN state s "
-      "ON s.key = 'shard_merge_counter:' || f.path WHERE f.path = ?1");
+      "SELECT CAST(s.value AS TEXT) FROM shard_files f JOIN state s "
+      "ON s.key = 'shard_merge_file:' || f.path WHERE f.path = ?1");
   if (!st.ok()) return false;
   for (size_t i = 0; i < listed.size(); ++i) {
     st->Bind(1, listed[i]);
     auto row = st->Step();
     if (!row.ok() || !*row) return false;
-    const int64_t recorded = st->Int(0);
+    const std::string recorded(st->Text(0));
     st->Reset();
-    const int64_t now = ChangeCounter(shards[i]);
-    if (now < 0 || now != recorded) return false;
+    const std::string now = ShardFingerprint(shards[i]);
+    if (now.empty() || now != recorded) return false;
   }
   return true;
 }
@@ -353,6 +354,7 @@ StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
     sum.total.rows += s->rows;
     sum.total.strings_added += s->strings_added;
     sum.total.tracks_added += s->tracks_added;
+    sum.total.blocks_dropped += s->blocks_dropped;
     open_spans += s->open_spans;
     sum.shards++;
   }

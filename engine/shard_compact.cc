@@ -153,6 +153,7 @@ StatusOr<MergeSummary> MergeMpiShards(const std::string& output, int k) {
     sum.total.bytes += s.bytes;
     sum.total.strings_added += s.strings_added;
     sum.total.tracks_added += s.tracks_added;
+    sum.total.blocks_dropped += s.blocks_dropped;
     open_spans += s.open_spans;
     sum.shards++;
   }

@@ -2,8 +2,10 @@
 #include "engine/shard_merge.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -61,6 +63,26 @@ Status ReencodeBlock(std::string_view data, int64_t block, const IdMap& strings,
   return Status::Ok();
 }
 
+// The digest of a shard's merged blocks: their zone-map rows (block, rank, min_ts, max_end,
+// max_dur, count) folded in block order. A block dropped, added below the progress, or written
+// again with other bounds changes it.
+constexpr uint64_t kDigestSeed = 0x6a09e667f3bcc908ull;
+
+uint64_t FoldBlock(uint64_t h, const Stmt& st) {
+  for (int c = 0; c < 6; ++c) {
+    h ^= static_cast<uint64_t>(st.Int(c));
+    h *= 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+std::string DigestText(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 }  // namespace
 
 Status SetMeta(Db* db, const std::string& key, const std::string& value) {
@@ -74,14 +96,19 @@ Status SetMeta(Db* db, const std::string& key, const std::string& value) {
   return st.Bind(1, key).Bind(2, value).Run();
 }
 
-int64_t ChangeCounter(const std::string& path) {
+std::string ShardFingerprint(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
+  if (fd < 0) return "";
   unsigned char b[4];
-  const ssize_t n = ::pread(fd, b, 4, 24);
+  struct stat st;
+  const bool ok = ::pread(fd, b, 4, 24) == 4 && ::fstat(fd, &st) == 0;
   ::close(fd);
-  if (n != 4) return -1;
-  return (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
+  if (!ok) return "";
+  const uint32_t counter =
+      (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+  return std::to_string(counter) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
 }
 
 Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, const IdMap& tracks,
@@ -226,26 +253,28 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
   }
   ShardMergeStats stats;
   const std::string state_key = "shard_merge:" + key;
-  const std::string counter_key = "shard_merge_counter:" + key;
+  const std::string file_key = "shard_merge_file:" + key;
+  const std::string digest_key = "shard_merge_digest:" + key;
   TRACEDB_ASSIGN_OR_RETURN(Stmt attach, dst->Prepare("ATTACH DATABASE ?1 AS shard"));
   TRACEDB_RETURN_IF_ERROR(attach.Bind(1, shard_path).Run());
   struct Detach {
     Db* db;
     ~Detach() { (void)db->Exec("DETACH DATABASE shard"); }
   } detach{dst};
-  // SQLite's file change counter (header bytes 24-27, bumped by every commit in rollback-journal
-  // mode, which trace databases use): unchanged since the last merge, there is nothing to do.
-  // Read under the shard's shared lock, taken by the read transaction below.
+  // The shard file's fingerprint (SQLite's change counter, bumped by every commit in
+  // rollback-journal mode, which trace databases use; inode, size, mtime): unchanged since the
+  // last merge, there is nothing to do. Read under the shard's shared lock, taken by the read
+  // transaction below.
   TRACEDB_RETURN_IF_ERROR(dst->Exec("BEGIN"));
   TRACEDB_ASSIGN_OR_RETURN(
       stats.open_spans,
       dst->QueryInt("SELECT CAST(value AS INTEGER) FROM shard.meta WHERE key = 'open_spans'", 0));
-  const int64_t counter = ChangeCounter(shard_path);
+  const std::string fingerprint = ShardFingerprint(shard_path);
   TRACEDB_ASSIGN_OR_RETURN(
-      Stmt seen_st, dst->Prepare("SELECT CAST(value AS INTEGER) FROM main.state WHERE key = ?1"));
-  seen_st.Bind(1, counter_key);
+      Stmt seen_st, dst->Prepare("SELECT CAST(value AS TEXT) FROM main.state WHERE key = ?1"));
+  seen_st.Bind(1, file_key);
   TRACEDB_ASSIGN_OR_RETURN(bool have_seen, seen_st.Step());
-  const bool unchanged = counter >= 0 && have_seen && seen_st.Int(0) == counter;
+  const bool unchanged = !fingerprint.empty() && have_seen && seen_st.Text(0) == fingerprint;
   seen_st.Reset();
   TRACEDB_RETURN_IF_ERROR(dst->Exec("COMMIT"));
   if (unchanged) return stats;
@@ -356,8 +385,47 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
       Stmt done_st, dst->Prepare("SELECT CAST(value AS INTEGER) FROM main.state WHERE key = ?1"));
   done_st.Bind(1, state_key);
   TRACEDB_ASSIGN_OR_RETURN(bool have_done, done_st.Step());
-  const int64_t merged_upto = have_done ? done_st.Int(0) : 0;
+  int64_t merged_upto = have_done ? done_st.Int(0) : 0;
   done_st.Reset();
+  // Are the blocks merged before still the shard's, as they were? (`tracedb archive` drops a
+  // shard's old blocks; a shard deleted and compacted again numbers new blocks from 1.)
+  uint64_t digest = kDigestSeed;
+  if (merged_upto > 0) {
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, dst->Prepare("SELECT block, rank, min_ts, max_end, max_dur, count FROM "
+                              "shard.blocks WHERE block <= ?1 ORDER BY block"));
+    st.Bind(1, merged_upto);
+    for (;;) {
+      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      digest = FoldBlock(digest, st);
+    }
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt rec_st, dst->Prepare("SELECT CAST(value AS TEXT) FROM main.state WHERE key = ?1"));
+    rec_st.Bind(1, digest_key);
+    TRACEDB_ASSIGN_OR_RETURN(bool have_digest, rec_st.Step());
+    // (No digest recorded: merged by a tracedb before digests, taken as it is.)
+    if (have_digest && rec_st.Text(0) != DigestText(digest)) {
+      rec_st.Reset();
+      // The shard's earlier blocks leave the target, and all of its blocks are merged again.
+      // (The per-rank tables are replaced below in any case; strings and tracks the shard no
+      // longer uses stay, unused.)
+      const std::string mine =
+          ref_shard > 0
+              ? "SELECT block FROM main.block_refs WHERE shard = " + std::to_string(ref_shard)
+              : "SELECT block FROM main.blocks WHERE rank IN (SELECT rank FROM "
+                "shard.sources)";
+      TRACEDB_RETURN_IF_ERROR(
+          dst->Exec("DELETE FROM main.block_names WHERE block IN (" + mine + ")"));
+      TRACEDB_RETURN_IF_ERROR(dst->Exec(
+          ref_shard > 0 ? "DELETE FROM main.block_refs WHERE shard = " + std::to_string(ref_shard)
+                        : std::string("DELETE FROM main.blocks WHERE rank IN (SELECT rank FROM "
+                                      "shard.sources)")));
+      stats.blocks_dropped = static_cast<uint64_t>(dst->Changes());
+      merged_upto = 0;
+      digest = kDigestSeed;
+    }
+  }
   std::map<int64_t, std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>> names;
   {
     TRACEDB_ASSIGN_OR_RETURN(Stmt st, dst->Prepare("SELECT block, name, max_dur, cat, count FROM "
@@ -402,6 +470,7 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       const int64_t block = st.Int(0);
+      digest = FoldBlock(digest, st);
       TRACEDB_RETURN_IF_ERROR(ins.Bind(1, st.Int(1))
                                   .Bind(2, st.Int(2))
                                   .Bind(3, st.Int(3))
@@ -438,6 +507,7 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       const int64_t block = st.Int(0);
+      digest = FoldBlock(digest, st);
       bool changed = false;
       const std::string_view data = st.Blob(6);
       Status s = RemapBlock(data, block, strings, tracks, &rewritten, &changed);
@@ -513,12 +583,15 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt save, dst->Prepare("INSERT OR REPLACE INTO main.state(key, value) VALUES(?1, ?2)"));
   TRACEDB_RETURN_IF_ERROR(save.Bind(1, state_key).Bind(2, std::to_string(last_block)).Run());
-  // The counter as of this transaction (the shard is locked against writers until COMMIT).
-  const int64_t merged_counter = ChangeCounter(shard_path);
-  if (merged_counter >= 0) {
-    TRACEDB_RETURN_IF_ERROR(
-        save.Bind(1, counter_key).Bind(2, std::to_string(merged_counter)).Run());
+  TRACEDB_RETURN_IF_ERROR(save.Bind(1, digest_key).Bind(2, DigestText(digest)).Run());
+  // The fingerprint as of this transaction (the shard is locked against writers until COMMIT).
+  const std::string merged_file = ShardFingerprint(shard_path);
+  if (!merged_file.empty()) {
+    TRACEDB_RETURN_IF_ERROR(save.Bind(1, file_key).Bind(2, merged_file).Run());
   }
+  // (What a tracedb before fingerprints recorded in its place.)
+  TRACEDB_ASSIGN_OR_RETURN(Stmt old_key, dst->Prepare("DELETE FROM main.state WHERE key = ?1"));
+  TRACEDB_RETURN_IF_ERROR(old_key.Bind(1, "shard_merge_counter:" + key).Run());
   TRACEDB_RETURN_IF_ERROR(dst->Commit());
   rollback.armed = false;
   return stats;

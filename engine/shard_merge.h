@@ -36,7 +36,8 @@ struct ShardMergeStats {
   uint64_t bytes = 0;             // block bytes written
   uint64_t strings_added = 0;
   uint64_t tracks_added = 0;
-  int64_t open_spans = 0;  // the shard's meta open_spans
+  uint64_t blocks_dropped = 0;  // earlier blocks taken out: the shard no longer held them as merged
+  int64_t open_spans = 0;       // the shard's meta open_spans
 };
 
 // An id map: map[shard id] = target id; ids past its end, or mapped to 0, are unknown.
@@ -60,10 +61,12 @@ Status DecodeIdMap(std::string_view bytes, IdMap* map);
 // Does `map` send every id it knows to itself?
 bool IsIdentity(const IdMap& map);
 
-// The file change counter of SQLite database `path` (header offset 24, big-endian, bumped by
-// every commit in rollback-journal mode), -1 when the header cannot be read. MergeShard records
-// it per shard (`state` key `shard_merge_counter:KEY`).
-int64_t ChangeCounter(const std::string& path);
+// What identifies the present version of the SQLite database file at `path`: its change
+// counter (header offset 24, big-endian, bumped by every commit in rollback-journal mode), inode,
+// size and modification time, as text; "" when the file cannot be read. MergeShard records it per
+// shard (`state` key `shard_merge_file:KEY`): the counter alone would take a shard deleted and
+// compacted again, with as many commits, for the one merged before.
+std::string ShardFingerprint(const std::string& path);
 
 // Writes meta(key) = value in `db` unless it holds that already, so that a merge or catalog
 // refresh with nothing new writes nothing (and leaves the file unchanged).
@@ -74,6 +77,10 @@ Status SetMeta(Db* db, const std::string& key, const std::string& value);
 // With `ref_shard` > 0, `dst` is a shard catalog (engine/shard_catalog.h): the shard's blocks
 // are not copied but listed in block_refs as (ref_shard, block in the shard) with their zone
 // maps, and the shard's id maps are saved in shard_files row `ref_shard` (which must exist).
+// Blocks merged before that the shard no longer holds as they were (`tracedb archive` dropped
+// them, or the shard was compacted again) are detected by a digest of their zone maps (`state`
+// key `shard_merge_digest:KEY`): the shard's earlier blocks are then taken out of `dst` and all
+// of its blocks merged again.
 StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, const std::string& key,
                                      int64_t ref_shard = 0);
 

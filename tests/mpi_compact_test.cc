@@ -195,6 +195,35 @@ TEST_F(MpiCompact, IncrementalAcrossRuns) {
   }
 }
 
+TEST_F(MpiCompact, ShardsMadeAgainAreMergedAgain) {
+  // A first run over file 0, then the processes' shards are lost (deleted with the scratch
+  // space, say) and a second run compacts everything again into new shards, whose blocks are
+  // numbered from 1 like the lost ones: the merge must not take them for the blocks it holds.
+  TempDir part;
+  ASSERT_TRUE(WriteSegmentsFromSpec(part.path(), JobSpec(0)).ok());
+  const std::string db = tmp_.Sub("again.tdb");
+  ASSERT_EQ(Sh(MpiCompactCmd(2, part.Sub("trace"), db)), 0);
+  const int64_t first = std::stoll(QueryRows(db, "SELECT count(*) FROM events", false));
+  ASSERT_GT(first, 0);
+  RemoveTree(db + ".shards");
+  ASSERT_TRUE(WriteSegmentsFromSpec(part.path(), JobSpec(1)).ok());
+  ASSERT_EQ(Sh(MpiCompactCmd(2, part.Sub("trace"), db)), 0);
+  const std::vector<DbRow> a = ReadDbRows(one_), b = ReadDbRows(db);
+  EXPECT_EQ(RowsCsv(a), RowsCsv(b));
+  for (const char* sql :
+       {"SELECT rank, min_ts, max_end, max_dur, count FROM blocks ORDER BY rank, min_ts",
+        "SELECT b.rank, n.s, bn.max_dur, bn.count FROM block_names bn JOIN blocks b "
+        "USING(block) JOIN strings n ON n.id = bn.name ORDER BY 1, 2, 3, 4",
+        "SELECT rank, name, value FROM stats", "SELECT * FROM steps",
+        "SELECT value FROM meta WHERE key = 'open_spans'"}) {
+    EXPECT_EQ(QueryRows(one_, sql), QueryRows(db, sql)) << sql;
+  }
+  EXPECT_EQ(QueryRows(db,
+                      "SELECT count(*) FROM block_names WHERE block NOT IN "
+                      "(SELECT block FROM blocks)"),
+            "0\n");
+}
+
 TEST_F(MpiCompact, RefusesADatabaseMadeAnotherWay) {
   const std::string db = tmp_.Sub("k2.tdb");
   ASSERT_EQ(Sh(MpiCompactCmd(2, tmp_.Sub("trace"), db)), 0);

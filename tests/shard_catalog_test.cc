@@ -2,7 +2,8 @@
 // OpenQueryDb: a job compacted with `--shard-by node` (or as separately compacted databases
 // listed by `tracedb shards create`) answers the same rows as the same job compacted into one
 // database, for `events`, the views and the reports; no copy of the block payloads is written
-// (the catalog is small beside the shards); a shard that grows is seen on the next open; an old
+// (the catalog is small beside the shards); a shard that grows, is archived (old blocks dropped)
+// or is compacted again is seen on the next open; an old
 // layout's merged copy is removed; the number of open shard files stays bounded; a missing or
 // corrupt shard is an error naming the file.
 // The reference is always the single-process compaction (no shard, no catalog), compared by
@@ -383,6 +384,105 @@ TEST_F(ShardCatalog, AnOpenManifestDoesNotBlockAShardsWriter) {
         "BEGIN IMMEDIATE; INSERT OR REPLACE INTO state(key, value) VALUES('test', 1); COMMIT");
     EXPECT_TRUE(s.ok()) << h << ": " << s.message();
   }
+}
+
+// The rows of `sql` over the shards of `manifest` read one by one as plain trace databases (no
+// catalog), in host order: ranks ascend from h0 to h2, so for a query ordered by rank first this
+// is the whole job's answer.
+std::string ShardByShardRows(const std::string& manifest, const std::string& sql) {
+  std::string all;
+  for (const char* h : {"h0", "h1", "h2"}) {
+    all += QueryRows(manifest + ".shards/node-" + h + ".tdb", sql, false);
+  }
+  return all;
+}
+
+// What the catalog must answer after a shard changed under it: the shards' own rows, events,
+// blocks and summaries.
+void ExpectShardsRows(const std::string& nodes) {
+  const std::string all = QueryRows(nodes, kAllEvents, false);
+  EXPECT_GT(std::count(all.begin(), all.end(), '\n'), 100);
+  EXPECT_TRUE(all == ShardByShardRows(nodes, kAllEvents));
+  for (const char* q : {
+           "SELECT rank, count(*), sum(dur), min(ts), max(end_ts) FROM events GROUP BY rank "
+           "ORDER BY rank",
+           "SELECT rank, count(*), sum(count), min(min_ts), max(max_end), max(max_dur) FROM blocks "
+           "GROUP BY rank ORDER BY rank",
+           "SELECT rank, name, ts, dur FROM events WHERE dur > 2200 ORDER BY rank, ts, name",
+           "SELECT rank, n.s, kind, count, total_dur, max_dur FROM name_stats JOIN strings n "
+           "ON n.id = name ORDER BY rank, n.s, kind",
+       }) {
+    const std::string got = QueryRows(nodes, q, false);
+    EXPECT_FALSE(got.empty()) << q;
+    EXPECT_EQ(got, ShardByShardRows(nodes, q)) << q;
+  }
+}
+
+TEST_F(ShardCatalog, AnArchivedShardIsSeenOnTheNextOpen) {
+  // Three files of 300 iterations (9 steps per rank), compacted as they come: blocks of each
+  // file apart, which retention can drop.
+  const std::string nodes = tmp_.Sub("nodes.tdb"), h1 = nodes + ".shards/node-h1.tdb";
+  for (int seq : {0, 1, 2}) {
+    WriteJob({seq}, 300);
+    Compact("--shard-by node " + ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(nodes));
+  }
+  ExpectShardsRows(nodes);
+  const int64_t before = Count(nodes, "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5");
+  const int64_t blocks_before = Count(h1, "SELECT count(*) FROM blocks");
+  // Retention on one shard drops its ranks' old blocks (the ones the catalog listed first).
+  std::string out;
+  ASSERT_EQ(Sh(Tracedb() + "archive -q --keep-steps 2 " + ShellQuote(h1), &out), 0) << out;
+  ASSERT_LT(Count(h1, "SELECT count(*) FROM blocks"), blocks_before);
+  const int64_t after = Count(nodes, "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5");
+  EXPECT_LT(after, before);
+  EXPECT_EQ(after, Count(h1, "SELECT count(*) FROM events"));
+  ExpectShardsRows(nodes);
+  // The shards that did not change keep their refs; the archived one's were listed again.
+  auto cat = engine::Db::Open(engine::CatalogPath(nodes), engine::Db::Mode::kReadOnly);
+  ASSERT_TRUE(cat.ok());
+  auto refs = (*cat)->QueryInt(
+      "SELECT count(*) FROM block_refs r JOIN shard_files f ON f.shard = r.shard "
+      "WHERE f.path LIKE '%node-h1.tdb'");
+  ASSERT_TRUE(refs.ok());
+  EXPECT_EQ(*refs, Count(h1, "SELECT count(*) FROM blocks"));
+  // Block ids of a block_names row all point at a listed block.
+  auto orphans = (*cat)->QueryInt(
+      "SELECT count(*) FROM block_names WHERE block NOT IN (SELECT block FROM block_refs)");
+  ASSERT_TRUE(orphans.ok());
+  EXPECT_EQ(*orphans, 0);
+  // `report stragglers` and an export over all the shards run.
+  ASSERT_EQ(Sh(Tracedb() + "-q report stragglers " + ShellQuote(nodes), &out), 0) << out;
+}
+
+TEST_F(ShardCatalog, AShardCompactedAgainIsSeen) {
+  // The job of `a` (one file) and of `b` (two files), each compacted by node.
+  for (int seq : {0, 1}) {
+    if (seq == 0) {
+      ASSERT_TRUE(WriteSegmentsFromSpec(tmp_.Sub("a"), JobSpec(seq, 0, 8, 8, 3, 200)).ok());
+    }
+    ASSERT_TRUE(WriteSegmentsFromSpec(tmp_.Sub("b"), JobSpec(seq, 0, 8, 8, 3, 200)).ok());
+  }
+  const std::string a = tmp_.Sub("a.tdb"), b = tmp_.Sub("b.tdb");
+  Compact("--shard-by node " + ShellQuote(tmp_.Sub("a/trace")) + " -o " + ShellQuote(a));
+  Compact("--shard-by node " + ShellQuote(tmp_.Sub("b/trace")) + " -o " + ShellQuote(b));
+  ExpectShardsRows(a);
+  const std::string a1 = a + ".shards/node-h1.tdb", b1 = b + ".shards/node-h1.tdb";
+  // a's h1 shard replaced by b's, a new file renamed over it: the catalog, which listed a's
+  // blocks 1..N of that shard, must not take b's blocks 1..N for them.
+  ASSERT_EQ(Sh("cp " + ShellQuote(b1) + " " + ShellQuote(a1 + ".new") + " && mv " +
+               ShellQuote(a1 + ".new") + " " + ShellQuote(a1)),
+            0);
+  ExpectShardsRows(a);
+  EXPECT_EQ(Count(a, "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5"),
+            Count(b, "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5"));
+  // And back to a copy of the first version, written over the same file (same inode).
+  Compact("--shard-by node " + ShellQuote(tmp_.Sub("a/trace")) + " -o " +
+          ShellQuote(tmp_.Sub("a2.tdb")));
+  ASSERT_EQ(Sh("cat " + ShellQuote(tmp_.Sub("a2.tdb.shards/node-h1.tdb")) + " > " + ShellQuote(a1)),
+            0);
+  ExpectShardsRows(a);
+  EXPECT_EQ(Count(a, "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5"),
+            Count(tmp_.Sub("a2.tdb"), "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5"));
 }
 
 TEST_F(ShardCatalog, MissingOrCorruptShardNamesTheFile) {
