@@ -3,9 +3,9 @@
 // listed by `tracedb shards create`) answers the same rows as the same job compacted into one
 // database, for `events`, the views and the reports; no copy of the block payloads is written
 // (the catalog is small beside the shards); a shard that grows, is archived (old blocks dropped)
-// or is compacted again is seen on the next open; an old
-// layout's merged copy is removed; the number of open shard files stays bounded; a missing or
-// corrupt shard is an error naming the file.
+// or is compacted again is seen on the next open; an old layout's merged copy is removed; the
+// number of open shard files stays bounded; a missing or corrupt shard is an error naming the
+// file.
 // The reference is always the single-process compaction (no shard, no catalog), compared by
 // content: string, track and block ids differ by design, so columns holding them are resolved
 // (names, track identities) or left out.
