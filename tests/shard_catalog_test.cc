@@ -11,6 +11,7 @@
 // (names, track identities) or left out.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -485,6 +486,39 @@ TEST_F(ShardCatalog, AShardCompactedAgainIsSeen) {
   ExpectShardsRows(a);
   EXPECT_EQ(Count(a, "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5"),
             Count(tmp_.Sub("a2.tdb"), "SELECT count(*) FROM events WHERE rank BETWEEN 3 AND 5"));
+}
+
+TEST_F(ShardCatalog, ABuildLeftByADeadProcessIsRemoved) {
+  WriteJob({0}, 100);
+  const std::string nodes = tmp_.Sub("nodes.tdb"), one = tmp_.Sub("one.tdb");
+  Compact("--shard-by node " + ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(nodes));
+  Compact(ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(one));
+  const std::string catalog = engine::CatalogPath(nodes);
+  // A process that has exited: its pid is free (and not reused within this test, in practice).
+  const pid_t dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) ::_exit(0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(dead, &status, 0), dead);
+  const std::string dead_build = catalog + ".build-" + std::to_string(dead);
+  // (This test's parent: a process that runs, and not this one, whose own build file is its.)
+  const std::string live_build = catalog + ".build-" + std::to_string(::getppid());
+  // What a build killed half way leaves: a file that is not a catalog yet, and its journal.
+  WriteFile(dead_build, std::string(4096, 'x'));
+  WriteFile(dead_build + "-journal", "x");
+  WriteFile(live_build, "x");
+  ASSERT_EQ(FileSize(catalog), -1);  // (made by the first open)
+  EXPECT_EQ(QueryRows(nodes, kAllEvents, false), QueryRows(one, kAllEvents, false));
+  EXPECT_GT(FileSize(catalog), 0);
+  EXPECT_EQ(FileSize(dead_build), -1);
+  EXPECT_EQ(FileSize(dead_build + "-journal"), -1);
+  // A build of a process still running is left to it.
+  EXPECT_EQ(FileSize(live_build), 1);
+  // The build that made the catalog left nothing behind.
+  std::string out;
+  ASSERT_EQ(Sh("ls " + ShellQuote(nodes + ".shards"), &out), 0);
+  EXPECT_EQ(out, "catalog.tdb\ncatalog.tdb.build-" + std::to_string(::getppid()) +
+                     "\nnode-h0.tdb\nnode-h1.tdb\nnode-h2.tdb\n");
 }
 
 TEST_F(ShardCatalog, MissingOrCorruptShardNamesTheFile) {
