@@ -45,6 +45,11 @@ CREATE VIEW blocks(block, rank, min_ts, max_end, max_dur, count, data) AS
   FROM block_refs;
 )sql";
 
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+}
+
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -292,12 +297,13 @@ bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
   return true;
 }
 
-// A catalog built from nothing is written under a name of its own, `catalog.tdb.build-PID`,
-// without a sync per shard (a job of 512 one-node shards took 19.7 s to open the first time,
-// nearly all of it a synced transaction per shard), then synced once and renamed over
-// catalog.tdb. A build killed at any moment leaves only its own file, which the next build
-// removes once its process is gone: a catalog is derived from the shards, and is never seen
-// half built.
+// A catalog is refreshed in a copy (or built from nothing) under a name of its own,
+// `catalog.tdb.build-PID`, without a sync per shard (a job of 512 one-node shards took 17 s to
+// open the first time, nearly all of it a synced transaction per shard), then synced once and
+// renamed over catalog.tdb. A build killed at any moment leaves only its own file, which the
+// next build removes once its process is gone: a catalog is derived from the shards, and is
+// never seen half written. Since no writer changes catalog.tdb in place, a plain copy of it is
+// a consistent one; two processes refreshing at once each put a whole catalog in place.
 constexpr const char* kBuildInfix = ".build-";
 
 std::string BuildPath(const std::string& catalog) {
@@ -322,6 +328,42 @@ void RemoveDeadBuilds(const std::string& catalog) {
     (void)::unlink((dir + "/" + name).c_str());
   }
   ::closedir(d);
+}
+
+// Copies the catalog at `from` to a new file `to`.
+Status CopyCatalog(const std::string& from, const std::string& to) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Status::IOError(from + ": " + std::strerror(errno));
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (out < 0) {
+    const int e = errno;
+    ::close(in);
+    return Status::IOError(to + ": cannot create: " + std::strerror(e));
+  }
+  std::string buf(1 << 20, '\0');
+  Status s;
+  for (;;) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      s = Status::IOError(from + ": read: " + std::strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        s = Status::IOError(to + ": write: " + std::strerror(errno));
+        break;
+      }
+      done += w;
+    }
+    if (!s.ok()) break;
+  }
+  ::close(in);
+  if (::close(out) != 0 && s.ok()) s = Status::IOError(to + ": close: " + std::strerror(errno));
+  return s;
 }
 
 // Makes the built catalog at `build` durable and puts it at `path` (replacing what is there).
@@ -400,10 +442,31 @@ StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
       errno != EEXIST) {
     return Status::IOError(ShardDir(manifest) + ": cannot create: " + std::strerror(errno));
   }
+  // Every refresh writes a copy of the catalog (or a new one), without a sync per shard, and
+  // puts it in place at the end: see BuildPath. (Its journal in memory and no sync: a build that
+  // fails or dies is thrown away whole.)
+  const std::string build = BuildPath(path);
+  struct RemoveBuild {
+    const std::string* path;
+    bool armed = false;
+    ~RemoveBuild() {
+      if (armed) {
+        (void)::unlink(path->c_str());
+        (void)::unlink((*path + "-journal").c_str());
+      }
+    }
+  } remove_build{&build};
+  RemoveDeadBuilds(path);
+  TRACEDB_RETURN_IF_ERROR(RemoveFile(build));
+  TRACEDB_RETURN_IF_ERROR(RemoveFile(build + "-journal"));
+  remove_build.armed = true;
   std::unique_ptr<Db> db;
-  bool fresh = !Exists(path);
+  // (A catalog written in place by an older tracedb that died mid-transaction has a hot journal:
+  // a copy without it would be inconsistent, so it is built again.)
+  bool fresh = !Exists(path) || FileSize(path + "-journal") > 0;
   if (!fresh) {
-    TRACEDB_ASSIGN_OR_RETURN(db, OpenCatalogForWrite(path));
+    TRACEDB_RETURN_IF_ERROR(CopyCatalog(path, build));
+    TRACEDB_ASSIGN_OR_RETURN(db, OpenCatalogForWrite(build));
     // A shard no longer listed (a manifest rewritten with fewer files): its rows cannot be taken
     // out of the per-name tables piecemeal, so the catalog (small) is built again.
     std::set<std::string> now(listed.begin(), listed.end());
@@ -417,37 +480,19 @@ StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
     st = Stmt();
     if (stale) {
       db.reset();
+      TRACEDB_RETURN_IF_ERROR(RemoveFile(build));
       fresh = true;
     }
   }
-  // A build from nothing: see BuildPath. (Its journal in memory and no sync: a build that fails
-  // or dies is thrown away whole.)
-  const std::string build = BuildPath(path);
-  struct RemoveBuild {
-    const std::string* path;
-    bool armed = false;
-    ~RemoveBuild() {
-      if (armed) {
-        (void)::unlink(path->c_str());
-        (void)::unlink((*path + "-journal").c_str());
-      }
-    }
-  } remove_build{&build};
   if (fresh) {
-    RemoveDeadBuilds(path);
-    TRACEDB_RETURN_IF_ERROR(RemoveFile(build));
-    TRACEDB_RETURN_IF_ERROR(RemoveFile(build + "-journal"));
-    remove_build.armed = true;
     TRACEDB_ASSIGN_OR_RETURN(db, OpenCatalogForWrite(build));
-    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF"));
   }
+  TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF"));
   MergeSummary sum;
   TRACEDB_RETURN_IF_ERROR(MergeShardsInto(db.get(), path, shards, listed, &sum));
-  if (fresh) {
-    db.reset();
-    TRACEDB_RETURN_IF_ERROR(InstallBuild(build, path));
-    remove_build.armed = false;
-  }
+  db.reset();
+  TRACEDB_RETURN_IF_ERROR(InstallBuild(build, path));
+  remove_build.armed = false;
   return sum;
 }
 

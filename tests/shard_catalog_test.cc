@@ -10,12 +10,16 @@
 // content: string, track and block ids differ by design, so columns holding them are resolved
 // (names, track identities) or left out.
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/shard_catalog.h"
@@ -519,6 +523,61 @@ TEST_F(ShardCatalog, ABuildLeftByADeadProcessIsRemoved) {
   ASSERT_EQ(Sh("ls " + ShellQuote(nodes + ".shards"), &out), 0);
   EXPECT_EQ(out, "catalog.tdb\ncatalog.tdb.build-" + std::to_string(::getppid()) +
                      "\nnode-h0.tdb\nnode-h1.tdb\nnode-h2.tdb\n");
+}
+
+TEST_F(ShardCatalog, AnOpenKilledAtAnyMomentLeavesAWholeCatalog) {
+  // 60 one-rank shards: a first open takes long enough to be killed in the middle.
+  constexpr int kRanks = 60;
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp_.path(), JobSpec(0, 0, kRanks, kRanks, 1, 20)).ok());
+  const std::string nodes = tmp_.Sub("nodes.tdb"), one = tmp_.Sub("one.tdb");
+  Compact("--shard-by node " + ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(nodes));
+  Compact(ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(one));
+  const std::string catalog = engine::CatalogPath(nodes);
+  const std::string want = QueryRows(one, kAllEvents, false);
+  std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
+  std::uniform_int_distribution<int> delay_us(0, 400000);
+  const std::string bin = TracedbBin();
+  int mid_build = 0;  // rounds killed while a build file existed
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    // Even rounds build the catalog from nothing; odd ones refresh it after every shard changed
+    // (a new modification time: each shard is checked and its state written again).
+    if (round % 2 == 0) {
+      (void)::unlink(catalog.c_str());
+    } else {
+      ASSERT_EQ(Sh("touch " + ShellQuote(nodes) + ".shards/node-h*.tdb"), 0);
+    }
+    std::vector<std::string> args = {bin, "query", "-q", nodes, "SELECT count(*) FROM events"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
+    ::kill(pid, SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    // Whatever the moment: catalog.tdb is absent or whole, never half written.
+    if (FileSize(catalog) >= 0) {
+      auto db = engine::Db::Open(catalog, engine::Db::Mode::kReadOnly);
+      ASSERT_TRUE(db.ok()) << db.status().message();
+      auto ok = (*db)->QueryInt(
+          "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'");
+      ASSERT_TRUE(ok.ok()) << ok.status().message();
+      EXPECT_EQ(*ok, 1);
+      auto shards = (*db)->QueryInt("SELECT count(*) FROM shard_files");
+      ASSERT_TRUE(shards.ok()) << shards.status().message();
+      EXPECT_EQ(*shards, kRanks);
+    }
+    std::string left;
+    (void)Sh("ls " + ShellQuote(nodes + ".shards") + " | grep -c build", &left);
+    mid_build += left != "0\n";
+    // The next open answers exactly, and leaves no build file behind.
+    EXPECT_TRUE(QueryRows(nodes, kAllEvents, false) == want);
+    std::string out;
+    ASSERT_EQ(Sh("ls " + ShellQuote(nodes + ".shards") + " | grep -c build", &out), 1) << out;
+  }
+  std::printf("killed during a build in %d of 10 rounds\n", mid_build);
 }
 
 TEST_F(ShardCatalog, MissingOrCorruptShardNamesTheFile) {
