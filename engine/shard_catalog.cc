@@ -298,7 +298,7 @@ bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
 }
 
 // A catalog is refreshed in a copy (or built from nothing) under a name of its own,
-// `catalog.tdb.build-PID`, without a sync per shard (a job of 512 one-node shards took 17 s to
+// `catalog.tdb.build-HOST-PID`, without a sync per shard (a job of 512 one-node shards took 17 s to
 // open the first time, nearly all of it a synced transaction per shard), then synced once and
 // renamed over catalog.tdb. A build killed at any moment leaves only its own file, which the
 // next build removes once its process is gone: a catalog is derived from the shards, and is
@@ -306,14 +306,27 @@ bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
 // a consistent one; two processes refreshing at once each put a whole catalog in place.
 constexpr const char* kBuildInfix = ".build-";
 
-std::string BuildPath(const std::string& catalog) {
-  return catalog + kBuildInfix + std::to_string(::getpid());
+// This host's name as build files carry it ("-" when it has none).
+std::string HostTag() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "-";
+  std::string h(host);
+  for (char& c : h) {
+    if (c == '/') c = '_';
+  }
+  return h;
 }
 
-// Removes the build files of processes that no longer run (on this host).
+// `catalog.tdb.build-HOST-PID`: the host too, since shards on a shared file system may be opened
+// from several machines, and a process id says whether a build is alive only on its own host.
+std::string BuildPath(const std::string& catalog) {
+  return catalog + kBuildInfix + HostTag() + "-" + std::to_string(::getpid());
+}
+
+// Removes the build files of this host's processes that no longer run.
 void RemoveDeadBuilds(const std::string& catalog) {
   const std::string dir = DirOf(catalog);
-  const std::string prefix = catalog.substr(catalog.rfind('/') + 1) + kBuildInfix;
+  const std::string prefix = catalog.substr(catalog.rfind('/') + 1) + kBuildInfix + HostTag() + "-";
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   while (const dirent* e = ::readdir(d)) {
