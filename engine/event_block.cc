@@ -45,9 +45,14 @@ const char* RowKindName(RowKind k) {
   return "span";
 }
 
-int DurationBucket(int64_t dur) {
+namespace {
+// DurationBucket, inline for the encoder's per-row statistics.
+inline int DurationBucketInline(int64_t dur) {
   return dur <= 1 ? 0 : 63 - std::countl_zero(static_cast<uint64_t>(dur));
 }
+}  // namespace
+
+int DurationBucket(int64_t dur) { return DurationBucketInline(dur); }
 
 namespace {
 
@@ -62,7 +67,16 @@ class DenseIds {
     big_.clear();
     list_.clear();
   }
+  // Inline for an id already seen (nearly every call: a block has few names).
   uint32_t Index(uint32_t id) {
+    if (id < flat_.size() && flat_[id] != UINT32_MAX) [[likely]]
+      return flat_[id];
+    return IndexSlow(id);
+  }
+  const std::vector<uint32_t>& list() const { return list_; }
+
+ private:
+  [[gnu::noinline]] uint32_t IndexSlow(uint32_t id) {
     if (id < kFlatLimit) {
       if (id >= flat_.size()) flat_.resize(std::max<size_t>(id + 1, flat_.size() * 2), UINT32_MAX);
       uint32_t& slot = flat_[id];
@@ -77,9 +91,6 @@ class DenseIds {
     if (fresh) list_.push_back(id);
     return it->second;
   }
-  const std::vector<uint32_t>& list() const { return list_; }
-
- private:
   std::vector<uint32_t> flat_;
   std::vector<uint32_t> touched_;
   std::unordered_map<uint32_t, uint32_t> big_;
@@ -538,170 +549,239 @@ void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* tr
   }
 }
 
-void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
-  // One pass over the rows for everything the columns need first: whether they are in (track,
-  // k) order, the zone map, the time base and scale, and the dense name and category indexes.
-  // (Rows are large and a block of them does not fit in a core's cache: each pass is a trip to
-  // memory.)
-  *zone = BlockZone();
-  zone->count = n;
-  zone->min_ts = INT64_MAX;
-  zone->max_end = INT64_MIN;
-  thread_local DenseIds names, cats;
-  names.Reset();
-  cats.Reset();
-  thread_local std::vector<uint32_t> name_idx, cat_idx;
-  name_idx.resize(n);
-  cat_idx.resize(n);
-  bool sorted = true;
-  int64_t base = INT64_MAX;
-  __int128 last_end = INT64_MIN;
-  // gcd of the differences between the starts, and of the durations (0 while all are 0).
-  uint64_t ts_gcd = 0, dur_gcd = 0;
+namespace {
+
+// A row's place in (track, k) order, for the rare block whose rows come out of that order.
+struct SortKey {
+  uint32_t track;
+  uint32_t idx;  // the row's index: ties (equal keys, only in hostile input) keep row order
+  uint64_t k;
+};
+
+// What EncodeBlock keeps between blocks, per thread: its tables, and its buffers, which grow to
+// the largest block seen and stay (one thread_local lookup per block, none per row).
+struct EncodeScratch {
+  DenseIds names, cats;
+  // Per dense name index, the first (category, kind) seen with it and the index of its
+  // BlockNameInfo: one comparison finds a row's statistics. A name seen with several
+  // categories or kinds keeps the others in `more_infos`. `combo` is cat * kNumRowKinds +
+  // kind + 1, 0 while the name has none.
+  struct NameInfoSlot {
+    uint32_t combo = 0;
+    uint32_t info = 0;
+  };
+  std::vector<NameInfoSlot> info_of_name;
+  std::unordered_map<uint64_t, uint32_t> more_infos;
+  // The columns of a varint or a byte per row, written through plain cursors: room for n rows
+  // of their longest varints is made before the pass, so no write checks capacity.
+  std::string ks, parents, depths, kinds, namec, catc, masks;
+  ByteBuf args, values, json, run_col, tracks;
+  std::vector<uint64_t> durs, tss;
+  std::vector<uint32_t> sorted_depth, sorted_track;
+  std::vector<std::pair<size_t, int64_t>> run_starts;  // (row in block order, its ts)
+  // Only for rows out of (track, k) order.
+  std::vector<uint32_t> name_idx, cat_idx, order;
+  std::vector<SortKey> keys;
+  std::string raw, tsc, durc, compressed;
+
+  void Prepare(size_t n) {
+    auto grow = [n](auto* buf, size_t per_row) {
+      if (buf->size() < n * per_row) buf->resize(n * per_row);
+    };
+    grow(&ks, 10);
+    grow(&parents, 10);
+    grow(&depths, 5);
+    grow(&kinds, 1);
+    grow(&namec, 5);
+    grow(&catc, 5);
+    grow(&masks, 5);
+    grow(&durs, 1);
+    grow(&tss, 1);
+    grow(&sorted_depth, 1);
+    grow(&sorted_track, 1);
+    grow(&info_of_name, 1);
+    names.Reset();
+    cats.Reset();
+    more_infos.clear();
+  }
+  // Forgets the name statistics' slots of the block (those of its `nnames` names).
+  void ResetNameInfos() {
+    std::fill_n(info_of_name.begin(), names.list().size(), NameInfoSlot());
+    more_infos.clear();
+  }
+};
+
+// What the row pass finds besides the columns.
+struct RowPassOut {
+  int64_t base = INT64_MAX;       // the smallest ts
+  __int128 last_end = INT64_MIN;  // the largest ts + dur, exact
+  int64_t max_dur = 0;
+  uint64_t ts_gcd = 0, dur_gcd = 0;  // of the starts' differences, and of the durations
+  bool ts_signed = false;            // a negative ts delta (run starts not counted yet)
+  size_t ks = 0, parents = 0, depths = 0, kinds = 0, namec = 0, catc = 0, masks = 0;  // sizes
+  uint64_t runs = 0;
+};
+
+// The first (name, cat, kind) of a name, or another one of it: its BlockNameInfo, created on
+// first sight. Out of line: a name's first combination is what nearly every row finds.
+[[gnu::noinline]] uint32_t OtherNameInfo(EncodeScratch& s, BlockZone* zone, uint32_t name_idx,
+                                         uint32_t combo, const Row& r) {
+  EncodeScratch::NameInfoSlot& slot = s.info_of_name[name_idx];
+  const auto next = static_cast<uint32_t>(zone->names.size());
+  uint32_t at;
+  if (slot.combo == 0) {
+    slot = {combo, next};
+    at = next;
+  } else {
+    auto [it, fresh] = s.more_infos.try_emplace(uint64_t{name_idx} << 32 | combo, next);
+    if (!fresh) return it->second;
+    at = next;
+  }
+  BlockNameInfo& info = zone->names.emplace_back();
+  info.name = r.name;
+  info.cat = r.cat;
+  info.kind = r.kind;
+  info.min_dur = r.dur;
+  info.max_dur = r.dur;
+  return at;
+}
+
+// a + b clamped to the int64 range, as SaturatingAdd, with the overflow flag instead of 128-bit
+// arithmetic (once per row here).
+inline int64_t ClampedAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) [[unlikely]]
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return sum;
+}
+
+// The one pass over the rows, in (track, k) order: the rows themselves when kPermuted is false,
+// rows[order[j]] otherwise. It writes every column but ts and dur, which it leaves as values in
+// s.tss and s.durs to be finished once the block's time base and scale are known (a run's first
+// ts delta is against the base: its slot holds 0 until then, s.run_starts says which), and it
+// takes the zone map, the name statistics and what the time base and scale need. Without
+// `order` it also checks the order and assigns the dense name and category indexes; it returns
+// false, its outputs to be discarded, at the first row out of order. (Rows are large, and a
+// block of them does not fit in a core's cache: the one pass reads each once.)
+template <bool kPermuted>
+bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s, BlockZone* zone,
+             RowPassOut* o) {
+  char* const ks0 = s.ks.data();
+  char* const parents0 = s.parents.data();
+  char* const depths0 = s.depths.data();
+  char* const kinds0 = s.kinds.data();
+  char* const namec0 = s.namec.data();
+  char* const catc0 = s.catc.data();
+  char* const masks0 = s.masks.data();
+  char *ks = ks0, *parents = parents0, *depths = depths0, *kinds = kinds0, *namec = namec0,
+       *catc = catc0, *masks = masks0;
+  uint64_t* const tss = s.tss.data();
+  uint64_t* const durs = s.durs.data();
+  uint32_t* const sorted_depth = s.sorted_depth.data();
+  uint32_t* const sorted_track = s.sorted_track.data();
+  EncodeScratch::NameInfoSlot* const info_of_name = s.info_of_name.data();
   const int64_t ts0 = rows[0].ts;
-  uint32_t last_name = rows[0].name, last_name_idx = names.Index(last_name);
-  uint32_t last_cat = rows[0].cat, last_cat_idx = cats.Index(last_cat);
-  for (size_t i = 0; i < n; ++i) {
+  int64_t base = INT64_MAX, max_dur = 0, max_end = INT64_MIN;
+  bool end_overflow = false;  // some ts + dur outside int64 (hostile input): max_end is wrong
+  uint64_t ts_gcd = 0, dur_gcd = 0, runs = 0;
+  bool ts_signed = false;
+  uint32_t run_track = 0;
+  uint64_t run_len = 0, prev_k = 0;
+  int64_t prev_ts = 0, prev_end = 0;
+  uint32_t prev_depth = 0;
+  uint32_t last_name = 0, last_name_idx = 0, last_cat = 0, last_cat_idx = 0;
+  if (!kPermuted) {
+    last_name = rows[0].name;
+    last_name_idx = s.names.Index(last_name);
+    last_cat = rows[0].cat;
+    last_cat_idx = s.cats.Index(last_cat);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = kPermuted ? order[j] : j;
     const Row& r = rows[i];
-    if (i > 0 &&
-        (r.track < rows[i - 1].track || (r.track == rows[i - 1].track && r.k < rows[i - 1].k))) {
-      sorted = false;
+    const bool run_start = j == 0 || r.track != run_track;
+    if (run_start) {
+      if (j != 0) {
+        if (!kPermuted && r.track < run_track) return false;
+        s.run_col.Reserve(20);
+        s.run_col.PutVarint(run_track);
+        s.run_col.PutVarint(run_len);
+        ++runs;
+      }
+      run_track = r.track;
+      run_len = 0;
+      prev_k = 0;
+      s.run_starts.emplace_back(j, r.ts);
+    } else if (!kPermuted && r.k < prev_k) {
+      return false;
     }
+    ++run_len;
+    ks = EncodeVarint64(ks, ZigZag(static_cast<int64_t>(r.k - prev_k)));
+    prev_k = r.k;
+    // parent_k as k + 2 - parent_k (0: none), in wrap-around arithmetic like its decoder.
+    parents = EncodeVarint64(
+        parents, ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 2 - r.parent_k)));
+    depths = EncodeVarint64(depths, r.depth);
+    *kinds++ = static_cast<char>(r.kind);
+    uint32_t ni, ci;
+    if (kPermuted) {
+      ni = s.name_idx[i];
+      ci = s.cat_idx[i];
+    } else {
+      if (r.name != last_name) {
+        last_name = r.name;
+        last_name_idx = s.names.Index(r.name);
+      }
+      if (r.cat != last_cat) {
+        last_cat = r.cat;
+        last_cat_idx = s.cats.Index(r.cat);
+      }
+      ni = last_name_idx;
+      ci = last_cat_idx;
+    }
+    namec = EncodeVarint64(namec, ni);
+    catc = EncodeVarint64(catc, ci);
+    {
+      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(r.kind) + 1;
+      const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
+      const uint32_t at = slot.combo == combo ? slot.info : OtherNameInfo(s, zone, ni, combo, r);
+      BlockNameInfo& info = zone->names[at];
+      info.count++;
+      info.total_dur = ClampedAdd(info.total_dur, r.dur);  // sums saturate, never overflow
+      info.min_dur = std::min(info.min_dur, r.dur);
+      info.max_dur = std::max(info.max_dur, r.dur);
+      info.hist[static_cast<size_t>(DurationBucketInline(r.dur))]++;
+    }
+    // The ts delta against its reference (a run's first: later, against the base).
+    const int64_t delta =
+        run_start ? 0
+                  : WrapSub(r.ts, TsReference(false, 0, prev_ts, prev_end, r.depth, prev_depth));
+    tss[j] = static_cast<uint64_t>(delta);
+    ts_signed |= delta < 0;
+    durs[j] = static_cast<uint64_t>(r.dur);
+    sorted_depth[j] = r.depth;
+    sorted_track[j] = r.track;
+    prev_ts = r.ts;
+    prev_end = WrapAdd(r.ts, r.dur);
+    prev_depth = r.depth;
     base = std::min(base, r.ts);
-    last_end = std::max(last_end, static_cast<__int128>(r.ts) + r.dur);
-    zone->max_end = std::max(zone->max_end, r.end());
-    zone->max_dur = std::max(zone->max_dur, r.dur);
-    // (Once a gcd is 1 it stays 1: skip the division.)
+    int64_t end;
+    end_overflow |= __builtin_add_overflow(r.ts, r.dur, &end);
+    max_end = std::max(max_end, end);
+    max_dur = std::max(max_dur, r.dur);
+    // (Once a gcd is 1 it stays 1: skip the division. The differences from rows[0], whatever
+    // the order, have the gcd of all the differences between starts.)
     if (ts_gcd != 1) {
       const uint64_t d = r.ts >= ts0 ? static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(ts0)
                                      : static_cast<uint64_t>(ts0) - static_cast<uint64_t>(r.ts);
       ts_gcd = std::gcd(ts_gcd, d);
     }
     if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(r.dur));
-    if (r.name != last_name) {
-      last_name = r.name;
-      last_name_idx = names.Index(r.name);
-    }
-    if (r.cat != last_cat) {
-      last_cat = r.cat;
-      last_cat_idx = cats.Index(r.cat);
-    }
-    name_idx[i] = last_name_idx;
-    cat_idx[i] = last_cat_idx;
-  }
-  zone->min_ts = base;
-  thread_local std::vector<uint32_t> order;
-  order.resize(n);
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
-  if (!sorted) {
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return rows[a].track != rows[b].track ? rows[a].track < rows[b].track : rows[a].k < rows[b].k;
-    });
-  }
-  // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
-  // absurd input) scale 1 keeps the wrap-around coding exact. Every ts - base is a difference of
-  // two starts, a multiple of ts_gcd, so gcd(ts_gcd, dur_gcd) divides all of them and the durs.
-  uint64_t scale = last_end - base > INT64_MAX ? 1 : std::gcd(ts_gcd, dur_gcd);
-  if (scale == 0) scale = 1;
-  // Per (name, cat, kind) statistics, in a table indexed by the dense indexes.
-  const size_t nnames = names.list().size(), ncats = cats.list().size();
-  // Dense while names x categories stays near the row count; a block of thousands of distinct
-  // names in thousands of categories (an import) would need a table of gigabytes: a hash map then.
-  const size_t combos = nnames * ncats * kNumRowKinds;
-  const bool dense_info = combos <= std::max<size_t>(size_t{1} << 16, 16 * n);
-  thread_local std::vector<int32_t> info_at;
-  thread_local std::unordered_map<size_t, int32_t> info_map;
-  if (dense_info) {
-    info_at.assign(combos, -1);
-  } else {
-    info_map.clear();
-  }
-  thread_local ByteBuf tracks, ks, parents, depths, kinds, namec, catc, masks, args, values, json;
-  for (ByteBuf* b :
-       {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc, &masks, &args, &values, &json}) {
-    b->Clear();
-  }
-  for (ByteBuf* b : {&ks, &parents}) b->Reserve(n * 10);
-  thread_local std::vector<uint64_t> durs, tss;
-  thread_local std::vector<uint32_t> sorted_depth, sorted_track;
-  durs.resize(n);
-  tss.resize(n);
-  sorted_depth.resize(n);
-  sorted_track.resize(n);
-  for (ByteBuf* b : {&depths, &namec, &catc, &masks}) b->Reserve(n * 5);
-  kinds.Reserve(n);
-  const auto iscale = static_cast<int64_t>(scale);
-  uint64_t runs = 0;
-  thread_local ByteBuf run_col;
-  run_col.Clear();
-  uint32_t run_track = rows[order[0]].track;
-  uint64_t run_len = 0, prev_k = 0;
-  int64_t prev_ts = base, prev_end = base;
-  uint32_t prev_depth = 0;
-  bool ts_signed = false;  // whether any ts delta is negative (overlapping events)
-  // The entropy coder's statistics of the ts deltas, gathered here where each delta is made:
-  // this loop waits on the rows' memory, and the counting fits in the wait.
-  HuffmanColumnStats ts_stats;
-  for (size_t j = 0; j < n; ++j) {
-    const uint32_t i = order[j];
-    const Row& r = rows[i];
-    {
-      const size_t key =
-          (name_idx[i] * ncats + cat_idx[i]) * kNumRowKinds + static_cast<size_t>(r.kind);
-      int32_t& at = dense_info ? info_at[key] : info_map.try_emplace(key, -1).first->second;
-      if (at < 0) {
-        at = static_cast<int32_t>(zone->names.size());
-        BlockNameInfo& info = zone->names.emplace_back();
-        info.name = r.name;
-        info.cat = r.cat;
-        info.kind = r.kind;
-        info.min_dur = r.dur;
-        info.max_dur = r.dur;
-      }
-      BlockNameInfo& info = zone->names[static_cast<size_t>(at)];
-      info.count++;
-      info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
-      info.min_dur = std::min(info.min_dur, r.dur);
-      info.max_dur = std::max(info.max_dur, r.dur);
-      info.hist[static_cast<size_t>(DurationBucket(r.dur))]++;
-    }
-    const bool run_start = j == 0 || r.track != run_track;
-    if (run_start) {
-      if (j != 0) {
-        run_col.Reserve(20);
-        run_col.PutVarint(run_track);
-        run_col.PutVarint(run_len);
-        ++runs;
-      }
-      run_track = r.track;
-      run_len = 0;
-      prev_k = 0;
-    }
-    ++run_len;
-    ks.PutVarint(ZigZag(static_cast<int64_t>(r.k - prev_k)));
-    prev_k = r.k;
-    // parent_k as k + 2 - parent_k (0: none), in wrap-around arithmetic like its decoder.
-    parents.PutVarint(ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 2 - r.parent_k)));
-    depths.PutVarint(r.depth);
-    kinds.PutU8(static_cast<uint8_t>(r.kind));
-    namec.PutVarint(name_idx[i]);
-    catc.PutVarint(cat_idx[i]);
-    const int64_t ref = TsReference(run_start, base, prev_ts, prev_end, r.depth, prev_depth);
-    // (A 64-bit division costs tens of cycles: skip it for ns data, whose scale is 1.)
-    const int64_t delta = scale == 1 ? WrapSub(r.ts, ref) : WrapSub(r.ts, ref) / iscale;
-    tss[j] = static_cast<uint64_t>(delta);
-    ts_stats.Add(static_cast<uint64_t>(delta));
-    ts_signed |= delta < 0;
-    durs[j] = scale == 1 ? static_cast<uint64_t>(r.dur) : static_cast<uint64_t>(r.dur) / scale;
-    sorted_depth[j] = r.depth;
-    sorted_track[j] = r.track;
-    prev_ts = r.ts;
-    prev_end = WrapAdd(r.ts, r.dur);
-    prev_depth = r.depth;
     const uint32_t mask =
         (r.args.mask & EventArgs::kAllFields) | (r.json.empty() ? 0 : DecodedBlock::kHasJson);
-    masks.PutVarint(mask);
+    masks = EncodeVarint64(masks, mask);
     if (mask != 0) {
+      ByteBuf& args = s.args;
       args.Reserve(60);
       if (mask & EventArgs::kBytes) args.PutVarint(r.args.bytes);
       if (mask & EventArgs::kPeer) args.PutVarint(ZigZag(r.args.peer));
@@ -710,64 +790,180 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
       if (mask & EventArgs::kSeq) args.PutVarint(r.args.seq);
       if (mask & EventArgs::kFlow) args.PutVarint(r.args.flow);
       if (!r.json.empty()) {
-        json.Reserve(10 + r.json.size());
-        json.PutVarint(r.json.size());
-        json.PutBytes(r.json.data(), r.json.size());
+        s.json.Reserve(10 + r.json.size());
+        s.json.PutVarint(r.json.size());
+        s.json.PutBytes(r.json.data(), r.json.size());
       }
     }
     if (r.kind == RowKind::kCounter) {
       uint64_t bits;
       std::memcpy(&bits, &r.value, 8);
-      values.Reserve(8);
-      values.PutFixed64(bits);
+      s.values.Reserve(8);
+      s.values.PutFixed64(bits);
     }
   }
-  run_col.Reserve(20);
-  run_col.PutVarint(run_track);
-  run_col.PutVarint(run_len);
+  s.run_col.Reserve(20);
+  s.run_col.PutVarint(run_track);
+  s.run_col.PutVarint(run_len);
   ++runs;
-  tracks.Reserve(10 + run_col.size());
-  tracks.PutVarint(runs);
-  tracks.PutBytes(run_col.data(), run_col.size());
+  o->base = base;
+  if (end_overflow) [[unlikely]] {
+    __int128 last_end = INT64_MIN;
+    for (size_t i = 0; i < n; ++i) {
+      last_end = std::max(last_end, static_cast<__int128>(rows[i].ts) + rows[i].dur);
+    }
+    o->last_end = last_end;
+  } else {
+    o->last_end = max_end;
+  }
+  o->max_dur = max_dur;
+  o->ts_gcd = ts_gcd;
+  o->dur_gcd = dur_gcd;
+  o->ts_signed = ts_signed;
+  o->runs = runs;
+  o->ks = static_cast<size_t>(ks - ks0);
+  o->parents = static_cast<size_t>(parents - parents0);
+  o->depths = static_cast<size_t>(depths - depths0);
+  o->kinds = static_cast<size_t>(kinds - kinds0);
+  o->namec = static_cast<size_t>(namec - namec0);
+  o->catc = static_cast<size_t>(catc - catc0);
+  o->masks = static_cast<size_t>(masks - masks0);
+  return true;
+}
 
-  thread_local std::string raw;
+}  // namespace
+
+void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
+  thread_local EncodeScratch scratch;
+  EncodeScratch& s = scratch;
+  *zone = BlockZone();
+  zone->count = n;
+  s.Prepare(n);
+  auto clear_rows_outputs = [&s] {
+    for (ByteBuf* b : {&s.args, &s.values, &s.json, &s.run_col}) b->Clear();
+    s.run_starts.clear();
+  };
+  clear_rows_outputs();
+  RowPassOut o;
+  // Rows usually come in (track, k) order (the builder emits each track's events in start
+  // order): one pass over them then does everything. Otherwise that pass stops at the first row
+  // out of order, and the rows are read in row order for the dense indexes, then in the sorted
+  // order for the rest.
+  if (!RowPass<false>(rows, nullptr, n, s, zone, &o)) {
+    s.ResetNameInfos();
+    zone->names.clear();
+    s.names.Reset();
+    s.cats.Reset();
+    clear_rows_outputs();
+    s.name_idx.resize(n);
+    s.cat_idx.resize(n);
+    s.keys.resize(n);
+    uint32_t last_name = rows[0].name, last_name_idx = s.names.Index(last_name);
+    uint32_t last_cat = rows[0].cat, last_cat_idx = s.cats.Index(last_cat);
+    for (size_t i = 0; i < n; ++i) {
+      const Row& r = rows[i];
+      if (r.name != last_name) {
+        last_name = r.name;
+        last_name_idx = s.names.Index(r.name);
+      }
+      if (r.cat != last_cat) {
+        last_cat = r.cat;
+        last_cat_idx = s.cats.Index(r.cat);
+      }
+      s.name_idx[i] = last_name_idx;
+      s.cat_idx[i] = last_cat_idx;
+      s.keys[i] = SortKey{r.track, static_cast<uint32_t>(i), r.k};
+    }
+    std::sort(s.keys.begin(), s.keys.end(), [](const SortKey& a, const SortKey& b) {
+      if (a.track != b.track) return a.track < b.track;
+      return a.k != b.k ? a.k < b.k : a.idx < b.idx;
+    });
+    s.order.resize(n);
+    for (size_t j = 0; j < n; ++j) s.order[j] = s.keys[j].idx;
+    RowPass<true>(rows, s.order.data(), n, s, zone, &o);
+  }
+  const size_t nnames = s.names.list().size(), ncats = s.cats.list().size();
+  s.ResetNameInfos();
+  const int64_t base = o.base;
+  zone->min_ts = base;
+  zone->max_end = SaturateInt64(o.last_end);
+  zone->max_dur = o.max_dur;
+  // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
+  // absurd input) scale 1 keeps the wrap-around coding exact. Every ts - base is a difference of
+  // two starts, a multiple of ts_gcd, so gcd(ts_gcd, dur_gcd) divides all of them and the durs.
+  uint64_t scale = o.last_end - base > INT64_MAX ? 1 : std::gcd(o.ts_gcd, o.dur_gcd);
+  if (scale == 0) scale = 1;
+  // The ts and dur columns' values: the runs' first deltas against the base, then the scale.
+  uint64_t* const tss = s.tss.data();
+  uint64_t* const durs = s.durs.data();
+  bool ts_signed = o.ts_signed;
+  for (const auto& [j, ts] : s.run_starts) {
+    const int64_t delta = WrapSub(ts, base);
+    tss[j] = static_cast<uint64_t>(delta);
+    ts_signed |= delta < 0;
+  }
+  if (scale != 1) {
+    // (A 64-bit division costs tens of cycles: only for data whose scale is not 1.)
+    const auto iscale = static_cast<int64_t>(scale);
+    ts_signed = false;
+    for (size_t j = 0; j < n; ++j) {
+      const int64_t delta = static_cast<int64_t>(tss[j]) / iscale;
+      tss[j] = static_cast<uint64_t>(delta);
+      ts_signed |= delta < 0;
+      durs[j] /= scale;
+    }
+  }
+  // Deltas in start order are rarely negative: a block without any stores them as they are, not
+  // zigzagged (which would spend a bit on the sign of each).
+  HuffmanColumnStats ts_stats;
+  if (ts_signed) {
+    for (size_t j = 0; j < n; ++j) {
+      tss[j] = ZigZag(static_cast<int64_t>(tss[j]));
+      ts_stats.Add(tss[j]);
+    }
+  } else {
+    for (size_t j = 0; j < n; ++j) ts_stats.Add(tss[j]);
+  }
+  ByteBuf& tracks = s.tracks;
+  tracks.Clear();
+  tracks.Reserve(10 + s.run_col.size());
+  tracks.PutVarint(o.runs);
+  tracks.PutBytes(s.run_col.data(), s.run_col.size());
+
+  std::string& raw = s.raw;
   raw.clear();
   raw.push_back(static_cast<char>(kBlockFormat));
   PutVarint64(&raw, n);
   PutVarsigned(&raw, base);
   PutVarint64(&raw, scale);
   PutVarint64(&raw, nnames);
-  for (uint32_t id : names.list()) PutVarint64(&raw, id);
+  for (uint32_t id : s.names.list()) PutVarint64(&raw, id);
   PutVarint64(&raw, ncats);
-  for (uint32_t id : cats.list()) PutVarint64(&raw, id);
-  thread_local std::string durc, tsc;
-  durc.clear();
+  for (uint32_t id : s.cats.list()) PutVarint64(&raw, id);
+  std::string& tsc = s.tsc;
+  std::string& durc = s.durc;
   tsc.clear();
-  // Deltas in start order are rarely negative: a block without any stores them as they are, not
-  // zigzagged (which would spend a bit on the sign of each).
+  durc.clear();
   tsc.push_back(static_cast<char>(ts_signed));
-  if (ts_signed) {
-    // (Rare: the statistics were of the deltas before their zigzag, and are gathered again.)
-    ts_stats = HuffmanColumnStats();
-    for (uint64_t& d : tss) {
-      d = ZigZag(static_cast<int64_t>(d));
-      ts_stats.Add(d);
-    }
-  }
-  PutHuffmanBitLengthColumn(tss.data(), n, ts_stats, &tsc);
+  PutHuffmanBitLengthColumn(tss, n, ts_stats, &tsc);
   HuffmanColumnStats dur_stats;
-  DurationsToResiduals(durs.data(), sorted_depth.data(), sorted_track.data(), n, &dur_stats);
-  dur_stats.VoteSample(durs.data(), n);
-  PutHuffmanBitLengthColumn(durs.data(), n, dur_stats, &durc);
-  for (const ByteBuf* c : {&tracks, &ks, &parents, &depths, &kinds, &namec, &catc}) {
-    PutColumn(*c, &raw);
-  }
+  DurationsToResiduals(durs, s.sorted_depth.data(), s.sorted_track.data(), n, &dur_stats);
+  dur_stats.VoteSample(durs, n);
+  PutHuffmanBitLengthColumn(durs, n, dur_stats, &durc);
+  PutColumn(tracks, &raw);
+  PutColumn(std::string_view(s.ks.data(), o.ks), &raw);
+  PutColumn(std::string_view(s.parents.data(), o.parents), &raw);
+  PutColumn(std::string_view(s.depths.data(), o.depths), &raw);
+  PutColumn(std::string_view(s.kinds.data(), o.kinds), &raw);
+  PutColumn(std::string_view(s.namec.data(), o.namec), &raw);
+  PutColumn(std::string_view(s.catc.data(), o.catc), &raw);
   PutColumn(tsc, &raw);
   PutColumn(durc, &raw);
-  for (const ByteBuf* c : {&masks, &args, &values, &json}) PutColumn(*c, &raw);
+  PutColumn(std::string_view(s.masks.data(), o.masks), &raw);
+  for (const ByteBuf* c : {&s.args, &s.values, &s.json}) PutColumn(*c, &raw);
 
   out->clear();
-  thread_local std::string compressed;
+  std::string& compressed = s.compressed;
   compressed.clear();
   // A failed compression stores the block raw, never an empty LZ4 payload.
   const bool use_lz4 = Lz4Compress(raw, &compressed).ok() && compressed.size() < raw.size();
