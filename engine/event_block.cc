@@ -378,48 +378,59 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
   // Per symbol: the mantissa bits that follow its code (s - 1 under the leading one for a bit
   // length s >= 2, none otherwise) and their mask, so that the loop below has no branch on the
   // kind of symbol.
-  uint8_t mbits[kSymbols];
-  uint64_t mmask[kSymbols];
+  // One entry per symbol, so that a value's symbol costs one table line.
+  struct SymbolOut {
+    uint64_t mmask;
+    uint32_t code;
+    uint8_t len, mbits, total;
+  };
+  SymbolOut sym[kSymbols];
   for (int s = 0; s < kSymbols; ++s) {
-    mbits[s] = static_cast<uint8_t>(s >= 2 && s < kLengthSymbols ? s - 1 : 0);
-    mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
+    const int mb = s >= 2 && s < kLengthSymbols ? s - 1 : 0;
+    sym[s] = SymbolOut{mb == 0 ? 0 : ~0ull >> (64 - mb), code[s], len[s], static_cast<uint8_t>(mb),
+                       static_cast<uint8_t>(len[s] + mb)};
   }
-  // The bit stream (LSB first, as BitWriter writes it), built a 64-bit word at a time in a
-  // buffer the thread keeps (a value takes at most 12 + 63 bits: two words), then appended
-  // whole: appending each word to the string cost a fifth of this function.
-  thread_local std::vector<uint64_t> words;
-  if (words.size() < 2 * n + 2) words.resize(2 * n + 2);
-  uint64_t* w = words.data();
+  // The bit stream (LSB first, as BitWriter writes it), built in a buffer the thread keeps (a
+  // value takes at most 12 + 63 bits: 10 bytes) and then appended whole. After each value the
+  // whole bytes of the accumulator are stored and dropped, leaving at most 7 bits in it: no
+  // branch on whether a word filled up, which a predictor cannot learn (the lengths vary from
+  // value to value) and which cost more than these stores.
+  thread_local std::string bytes;
+  if (bytes.size() < 10 * n + 16) bytes.resize(10 * n + 16);
+  char* const p0 = bytes.data();
+  char* p = p0;
   uint64_t acc = 0;
-  int used = 0;                           // bits of acc in use, < 64
-  auto put = [&](uint64_t x, int bits) {  // x < 2^bits, bits <= 64
-    acc |= x << used;
-    if (used + bits < 64) {
-      used += bits;
-      return;
-    }
-    *w++ = acc;
-    acc = used == 0 ? 0 : x >> (64 - used);
-    used = used + bits - 64;
+  int used = 0;  // bits of acc in use: at most 7 between values
+  auto flush = [&] {
+    EncodeFixed64(p, acc);
+    p += used >> 3;
+    acc >>= used & 56;
+    used &= 7;
   };
   for (size_t i = 0; i < n; ++i) {
     const size_t slot = Hash64(v[i]) >> 58;
     const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
-    const uint64_t m = v[i] & mmask[s];
-    const int total = len[s] + mbits[s];
-    if (total <= 64) {
-      put(code[s] | (m << len[s]), total);
+    const SymbolOut& o = sym[s];
+    const uint64_t m = v[i] & o.mmask;
+    if (o.total <= 56) [[likely]] {
+      acc |= (o.code | (m << o.len)) << used;
+      used += o.total;
     } else {
-      put(code[s], len[s]);
-      put(m, mbits[s]);
+      // A value of 45 bits or more: its code, then its mantissa in two parts of at most 32.
+      acc |= uint64_t{o.code} << used;
+      used += o.len;
+      flush();
+      const int lo = std::min<int>(o.mbits, 32);
+      acc |= (m & (~0ull >> (64 - lo))) << used;
+      used += lo;
+      flush();
+      acc |= (m >> lo) << used;
+      used += o.mbits - lo;
     }
+    flush();
   }
-  const size_t full = static_cast<size_t>(w - words.data());
-  const size_t at = dst->size();
-  dst->resize(at + full * 8 + static_cast<size_t>(used + 7) / 8);
-  char* p = dst->data() + at;
-  for (size_t k = 0; k < full; ++k) EncodeFixed64(p + 8 * k, words[k]);
-  for (int b = 0; b < used; b += 8) p[full * 8 + b / 8] = static_cast<char>(acc >> b);
+  if (used > 0) *p++ = static_cast<char>(acc);
+  dst->append(p0, static_cast<size_t>(p - p0));
 }
 
 bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
