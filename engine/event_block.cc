@@ -74,8 +74,10 @@ class DenseIds {
     return IndexSlow(id);
   }
   const std::vector<uint32_t>& list() const { return list_; }
-
- private:
+  // The flat table, for a loop that keeps it in registers (Index's inline part over it);
+  // valid until the next IndexSlow.
+  const uint32_t* flat() const { return flat_.data(); }
+  size_t flat_size() const { return flat_.size(); }
   [[gnu::noinline]] uint32_t IndexSlow(uint32_t id) {
     if (id < kFlatLimit) {
       if (id >= flat_.size()) flat_.resize(std::max<size_t>(id + 1, flat_.size() * 2), UINT32_MAX);
@@ -91,6 +93,8 @@ class DenseIds {
     if (fresh) list_.push_back(id);
     return it->second;
   }
+
+ private:
   std::vector<uint32_t> flat_;
   std::vector<uint32_t> touched_;
   std::unordered_map<uint32_t, uint32_t> big_;
@@ -675,7 +679,8 @@ inline int64_t ClampedAdd(int64_t a, int64_t b) {
 // The one pass over the rows, in (track, k) order: the rows themselves when kPermuted is false,
 // rows[order[j]] otherwise. It writes every column but ts and dur, which it leaves as values in
 // s.tss and s.durs to be finished once the block's time base and scale are known (a run's first
-// ts delta is against the base: its slot holds 0 until then, s.run_starts says which), and it
+// ts delta is against the base: the pass takes it against the first row's ts, s.run_starts
+// says which they are), and it
 // takes the zone map, the name statistics and what the time base and scale need. Without
 // `order` it also checks the order and assigns the dense name and category indexes; it returns
 // false, its outputs to be discarded, at the first row out of order. (Rows are large, and a
@@ -697,6 +702,28 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
   uint32_t* const sorted_depth = s.sorted_depth.data();
   uint32_t* const sorted_track = s.sorted_track.data();
   EncodeScratch::NameInfoSlot* const info_of_name = s.info_of_name.data();
+  // What the loop looks up, in locals: the fields of the vectors themselves would be loaded
+  // again after every byte the column writers store (a char store may alias anything).
+  BlockNameInfo* infos = zone->names.data();
+  const uint32_t* name_flat = s.names.flat();
+  const uint32_t* cat_flat = s.cats.flat();
+  size_t name_flat_size = s.names.flat_size(), cat_flat_size = s.cats.flat_size();
+  auto name_index = [&](uint32_t id) {
+    if (id < name_flat_size && name_flat[id] != UINT32_MAX) [[likely]]
+      return name_flat[id];
+    const uint32_t x = s.names.IndexSlow(id);
+    name_flat = s.names.flat();
+    name_flat_size = s.names.flat_size();
+    return x;
+  };
+  auto cat_index = [&](uint32_t id) {
+    if (id < cat_flat_size && cat_flat[id] != UINT32_MAX) [[likely]]
+      return cat_flat[id];
+    const uint32_t x = s.cats.IndexSlow(id);
+    cat_flat = s.cats.flat();
+    cat_flat_size = s.cats.flat_size();
+    return x;
+  };
   const int64_t ts0 = rows[0].ts;
   const int64_t ts_ref = rows[kPermuted ? order[0] : 0].ts;
   int64_t base = INT64_MAX, max_dur = 0, max_end = INT64_MIN;
@@ -710,9 +737,9 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
   uint32_t last_name = 0, last_name_idx = 0, last_cat = 0, last_cat_idx = 0;
   if (!kPermuted) {
     last_name = rows[0].name;
-    last_name_idx = s.names.Index(last_name);
+    last_name_idx = name_index(last_name);
     last_cat = rows[0].cat;
-    last_cat_idx = s.cats.Index(last_cat);
+    last_cat_idx = cat_index(last_cat);
   }
   for (size_t j = 0; j < n; ++j) {
     const size_t i = kPermuted ? order[j] : j;
@@ -748,11 +775,11 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
     } else {
       if (r.name != last_name) {
         last_name = r.name;
-        last_name_idx = s.names.Index(r.name);
+        last_name_idx = name_index(r.name);
       }
       if (r.cat != last_cat) {
         last_cat = r.cat;
-        last_cat_idx = s.cats.Index(r.cat);
+        last_cat_idx = cat_index(r.cat);
       }
       ni = last_name_idx;
       ci = last_cat_idx;
@@ -762,9 +789,13 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
     {
       const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(r.kind) + 1;
       const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
-      const uint32_t at = slot.combo == combo ? slot.info : OtherNameInfo(s, zone, ni, combo, r);
-      BlockNameInfo& info = zone->names[at];
-      info.count++;
+      uint32_t at = slot.info;
+      if (slot.combo != combo) [[unlikely]] {
+        at = OtherNameInfo(s, zone, ni, combo, r);
+        infos = zone->names.data();
+      }
+      BlockNameInfo& info = infos[at];
+      // (info.count is the sum of info.hist, taken after the pass.)
       info.total_dur = ClampedAdd(info.total_dur, r.dur);  // sums saturate, never overflow
       info.min_dur = std::min(info.min_dur, r.dur);
       info.max_dur = std::max(info.max_dur, r.dur);
@@ -909,6 +940,9 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   zone->min_ts = base;
   zone->max_end = SaturateInt64(o.last_end);
   zone->max_dur = o.max_dur;
+  for (BlockNameInfo& info : zone->names) {
+    info.count = std::accumulate(info.hist.begin(), info.hist.end(), uint64_t{0});
+  }
   // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
   // absurd input) scale 1 keeps the wrap-around coding exact. Every ts - base is a difference of
   // two starts, a multiple of ts_gcd, so gcd(ts_gcd, dur_gcd) divides all of them and the durs.
