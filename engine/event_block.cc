@@ -290,15 +290,53 @@ class BitWindow {
 
 }  // namespace
 
+namespace {
+
+// The rows VoteSample votes: from row 0, steps of 1 + the top 3 bits of a linear congruential
+// generator. The same for every column, so the positions below a block's largest size are
+// computed once: a vote then does not wait on the generator's multiply of the one before.
+constexpr uint64_t kSampleSeed = 0x2545F4914F6CDD1Dull;
+inline uint64_t NextSample(uint64_t lcg) {
+  return lcg * 6364136223846793005ull + 1442695040888963407ull;
+}
+struct SamplePlan {
+  std::vector<uint32_t> rows;  // every sampled row below kMaxRows, ascending
+  size_t next = 0;             // the first sampled row from kMaxRows on
+  uint64_t lcg = 0;            // the generator's state there
+};
+const SamplePlan& TheSamplePlan() {
+  static const SamplePlan plan = [] {
+    SamplePlan p;
+    uint64_t lcg = kSampleSeed;
+    size_t i = 0;
+    while (i < kMaxRows) {
+      p.rows.push_back(static_cast<uint32_t>(i));
+      lcg = NextSample(lcg);
+      i += 1 + (lcg >> 61);
+    }
+    p.next = i;
+    p.lcg = lcg;
+    return p;
+  }();
+  return plan;
+}
+
+}  // namespace
+
 void HuffmanColumnStats::VoteSample(const uint64_t* v, size_t n) {
   if (n < 4096) {
     for (size_t i = 0; i < n; ++i) Vote(v[i]);
     return;
   }
-  uint64_t lcg = 0x2545F4914F6CDD1Dull;
-  for (size_t i = 0; i < n;) {
+  const SamplePlan& plan = TheSamplePlan();
+  for (const uint32_t i : plan.rows) {
+    if (i >= n) break;
     Vote(v[i]);
-    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+  }
+  uint64_t lcg = plan.lcg;
+  for (size_t i = plan.next; i < n;) {  // a column longer than a block
+    Vote(v[i]);
+    lcg = NextSample(lcg);
     i += 1 + (lcg >> 61);
   }
   votes_scale_num_ = 9;  // the mean step is 4.5 rows
