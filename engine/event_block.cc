@@ -635,7 +635,7 @@ struct EncodeScratch {
   // Only for rows out of (track, k) order.
   std::vector<uint32_t> name_idx, cat_idx, order;
   std::vector<SortKey> keys;
-  std::string raw, tsc, durc, compressed;
+  std::string raw, tsc, durc;
 
   void Prepare(size_t n) {
     auto grow = [n](auto* buf, size_t per_row) {
@@ -1057,14 +1057,17 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   for (const ByteBuf* c : {&s.args, &s.values, &s.json}) PutColumn(*c, &raw);
 
   out->clear();
-  std::string& compressed = s.compressed;
-  compressed.clear();
-  // A failed compression stores the block raw, never an empty LZ4 payload.
-  const bool use_lz4 = Lz4Compress(raw, &compressed).ok() && compressed.size() < raw.size();
-  out->push_back(static_cast<char>(use_lz4 ? kCodecLz4 : kCodecRaw));
+  out->push_back(static_cast<char>(kCodecLz4));
   PutVarint64(out, raw.size());
   PutFixed32(out, Crc32c(raw.data(), raw.size()));
-  out->append(use_lz4 ? compressed : raw);
+  // Compressed in place after the header (no copy); a failed compression, or one that saves
+  // nothing, stores the block raw, never an empty LZ4 payload.
+  const size_t header = out->size();
+  if (!Lz4Compress(raw, out).ok() || out->size() - header >= raw.size()) {
+    out->resize(header);
+    (*out)[0] = static_cast<char>(kCodecRaw);
+    out->append(raw);
+  }
 }
 
 size_t DecodedBlock::CapacityBytes() const {
