@@ -165,6 +165,20 @@ TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
   }
 }
 
+// SaturatingAdd/Sub use the overflow flag; the reference is the sum in 128 bits, clamped.
+TEST(SaturatingArithmetic, EqualsThe128BitSumClamped) {
+  const int64_t values[] = {INT64_MIN, INT64_MIN + 1,    -(int64_t{1} << 62), -1000,    -1, 0, 1,
+                            1000,      int64_t{1} << 62, INT64_MAX - 1,       INT64_MAX};
+  for (int64_t a : values) {
+    for (int64_t b : values) {
+      EXPECT_EQ(SaturatingAdd(a, b), SaturateInt64(static_cast<__int128>(a) + b)) << a << " " << b;
+      EXPECT_EQ(SaturatingSub(a, b), SaturateInt64(static_cast<__int128>(a) - b)) << a << " " << b;
+    }
+  }
+  EXPECT_EQ(SaturatingSub(0, INT64_MIN), INT64_MAX);
+  EXPECT_EQ(SaturatingAdd(INT64_MIN, -1), INT64_MIN);
+}
+
 TEST(WrapArithmetic, NeverOverflowsAndRoundTrips) {
   EXPECT_EQ(WrapAdd(INT64_MAX, 1), INT64_MIN);
   EXPECT_EQ(WrapSub(INT64_MIN, 1), INT64_MAX);

@@ -325,38 +325,66 @@ class EventsVisitor : public SegmentVisitor {
   void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
     if (!status_.ok()) return;
     const uint32_t thread_track = ThreadTrack(thread);
-    for (const SegmentEvent& e : events) {
-      count.Add(e);
-      const uint32_t track = e.lane == 0 ? thread_track : LaneTrack(e.lane);
-      const int64_t ts = model_->Map(e.ts);
-      const uint32_t cat = cats_[e.cat < kNumCategories ? e.cat : 0];
-      const EventArgs* args = e.has_args ? &e.args : nullptr;
+    const SegmentEvent* e = events.data();
+    const SegmentEvent* const last = e + events.size();
+    while (e != last) {
+      if (e->kind == EventKind::kComplete) {
+        // A run of complete events of one track and category goes to the builder in one call
+        // (TraceBuilder::CompleteRun): a call and a Status per event cost about a tenth of
+        // compaction. The clock and names are mapped in the same order as one by one.
+        const uint32_t lane = e->lane;
+        const uint8_t seg_cat = e->cat;
+        const uint32_t track = lane == 0 ? thread_track : LaneTrack(lane);
+        const uint32_t cat = cats_[seg_cat < kNumCategories ? seg_cat : 0];
+        size_t n = 0;
+        do {
+          const int64_t ts = model_->Map(e->ts);
+          TraceBuilder::RunEvent& r = run_[n++];
+          r.ts = ts;
+          r.dur = SaturatingSub(model_->Map(SaturatingAdd(e->ts, e->ival)), ts);
+          r.name = Name(e->name);
+          r.args = e->has_args ? &e->args : nullptr;
+          ++e;
+        } while (e != last && n < kRunEvents && e->kind == EventKind::kComplete &&
+                 e->lane == lane && e->cat == seg_cat);
+        count.events += n;
+        const Status s = b_->CompleteRun(track, cat, run_, n);
+        if (!s.ok()) {
+          status_ = s;
+          return;
+        }
+        continue;
+      }
+      count.Add(*e);
+      const uint32_t track = e->lane == 0 ? thread_track : LaneTrack(e->lane);
+      const int64_t ts = model_->Map(e->ts);
+      const uint32_t cat = cats_[e->cat < kNumCategories ? e->cat : 0];
+      const EventArgs* args = e->has_args ? &e->args : nullptr;
       Status s;
-      switch (e.kind) {
+      switch (e->kind) {
         case EventKind::kBegin:
-          s = b_->Begin(track, ts, Name(e.name), cat, args);
+          s = b_->Begin(track, ts, Name(e->name), cat, args);
           break;
         case EventKind::kEnd:
           s = b_->End(track, ts, args);
           break;
         case EventKind::kInstant:
-          s = b_->Instant(track, ts, Name(e.name), cat, args);
+          s = b_->Instant(track, ts, Name(e->name), cat, args);
           break;
         case EventKind::kCounter:
-          s = b_->Counter(track, ts, Name(e.name), cat, e.value);
+          s = b_->Counter(track, ts, Name(e->name), cat, e->value);
           break;
-        case EventKind::kComplete:
-          s = b_->Complete(track, ts, SaturatingSub(model_->Map(SaturatingAdd(e.ts, e.ival)), ts),
-                           Name(e.name), cat, args);
+        case EventKind::kComplete:  // taken above
           break;
         case EventKind::kStep:
-          w_->AddStep(rank_, ts, e.ival);
+          w_->AddStep(rank_, ts, e->ival);
           break;
       }
       if (!s.ok()) {
         status_ = s;
         return;
       }
+      ++e;
     }
   }
 
@@ -367,6 +395,7 @@ class EventsVisitor : public SegmentVisitor {
 
  private:
   static constexpr size_t kMaxStringGap = 1u << 20;
+  static constexpr size_t kRunEvents = 256;
 
   // The string id of a segment-local name id: a cache hit inline, the rest out of line.
   uint32_t Name(uint32_t local) {
@@ -435,6 +464,7 @@ class EventsVisitor : public SegmentVisitor {
   bool count_stats_ = false;
   Status status_;
   uint32_t cats_[kNumCategories];
+  TraceBuilder::RunEvent run_[kRunEvents];  // OnEvents' run of complete events
   std::vector<std::string> strings_;
   std::vector<uint32_t> name_cache_;
   std::map<uint32_t, uint32_t> unknown_names_;

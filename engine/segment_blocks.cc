@@ -34,6 +34,17 @@ bool GetString(Reader* r, std::string* s) {
   return true;
 }
 
+// A varint that is most often one byte (a name id, a lane: small numbers), read without the
+// general 8-byte gather when it is.
+inline bool GetSmallVarint32(Reader* r, uint32_t* v) {
+  if (!r->empty() && static_cast<unsigned char>(*r->data()) < 0x80) {
+    *v = static_cast<unsigned char>(*r->data());
+    r->Skip(1);
+    return true;
+  }
+  return r->GetVarint32(v);
+}
+
 // Every list block starts with a count; a count larger than the bytes left cannot be honest
 // (each entry takes at least one byte), which bounds the allocation.
 bool GetCount(Reader* r, uint64_t* n) { return r->GetVarint64(n) && *n <= r->remaining(); }
@@ -115,8 +126,8 @@ Status EventsBlockDecoder::Next(size_t max, std::vector<SegmentEvent>* events) {
     e.ts = ts;
     e.kind = static_cast<EventKind>(k & kKindMask);
     e.cat = c;
-    if (!names_.GetVarint32(&e.name)) return Bad("EVENTS", "truncated name column");
-    if (!lanes_.GetVarint32(&e.lane)) return Bad("EVENTS", "truncated lane column");
+    if (!GetSmallVarint32(&names_, &e.name)) return Bad("EVENTS", "truncated name column");
+    if (!GetSmallVarint32(&lanes_, &e.lane)) return Bad("EVENTS", "truncated lane column");
     e.ival = 0;
     e.value = 0;
     if (e.kind == EventKind::kComplete) {

@@ -102,18 +102,19 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
   return w_->AddRow(w_->TrackRank(track), std::move(row));
 }
 
-Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
-                              const EventArgs* args, std::string_view json) {
-  TrackState& s = State(track);
-  const int32_t rank = w_->TrackRank(track);
+// Inlined into both callers: out of line it was a call per event again.
+[[gnu::always_inline]] inline Row& TraceBuilder::AddComplete(TrackState* s, int32_t rank,
+                                                             uint32_t track, int64_t ts,
+                                                             int64_t dur, uint32_t name,
+                                                             uint32_t cat, const EventArgs* args) {
   if (dur < 0) {
     w_->AddStat("negative_duration", rank, 1);
     dur = 0;
   }
-  PopFinished(&s, ts);
+  PopFinished(s, ts);
   // Clamped below INT64_MAX, which marks a span still open.
   const int64_t end = std::min(SaturatingAdd(ts, dur), INT64_MAX - 1);
-  if (!s.stack.empty() && s.stack.back().end < end) {
+  if (!s->stack.empty() && s->stack.back().end < end) {
     w_->AddStat("improper_nesting", rank, 1);
   }
   Row& row = w_->NewRow(rank, track);
@@ -123,11 +124,28 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   row.cat = cat;
   row.kind = RowKind::kSpan;
   row.k = w_->TakeK(track);
-  FillParent(s, &row);
+  FillParent(*s, &row);
   if (args) row.args = *args;
+  PushFrame(s, row.k, ts, end);
+  return row;
+}
+
+Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                              const EventArgs* args, std::string_view json) {
+  Row& row = AddComplete(&State(track), w_->TrackRank(track), track, ts, dur, name, cat, args);
   if (!json.empty()) row.json.assign(json.data(), json.size());
-  PushFrame(&s, row.k, ts, end);
   return w_->CommitRow();
+}
+
+Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n) {
+  TrackState& s = State(track);
+  const int32_t rank = w_->TrackRank(track);
+  for (size_t i = 0; i < n; ++i) {
+    const RunEvent& e = events[i];
+    AddComplete(&s, rank, track, e.ts, e.dur, e.name, cat, e.args);
+    TRACEDB_RETURN_IF_ERROR(w_->CommitRow());
+  }
+  return Status::Ok();
 }
 
 Status TraceBuilder::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,

@@ -40,6 +40,17 @@ class TraceBuilder {
              std::string_view json = {});
   Status Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                   const EventArgs* args, std::string_view json = {});
+  // One complete event of a run (CompleteRun): ts and dur as for Complete(); `args` may be null.
+  struct RunEvent {
+    int64_t ts;
+    int64_t dur;
+    uint32_t name;
+    const EventArgs* args;
+  };
+  // The same as Complete(track, e.ts, e.dur, e.name, cat, e.args) for each of the n events in
+  // order, without JSON. A run pays the track lookup and the call once, not per event: most of
+  // a compaction's events are runs of complete events of one thread.
+  Status CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n);
   Status Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, const EventArgs* args,
                  std::string_view json = {}, RowKind kind = RowKind::kInstant);
   Status Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, double value);
@@ -82,6 +93,9 @@ class TraceBuilder {
       s->stack.pop_back();
     }
   }
+  // Complete()'s work but for the JSON: the row it appended, not yet committed.
+  Row& AddComplete(TrackState* s, int32_t rank, uint32_t track, int64_t ts, int64_t dur,
+                   uint32_t name, uint32_t cat, const EventArgs* args);
   static void FillParent(const TrackState& s, Row* row) {
     row->depth = static_cast<uint32_t>(s.stack.size());
     row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;

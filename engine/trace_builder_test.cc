@@ -159,5 +159,77 @@ TEST(TraceBuilderState, BatchesWithSavedOpenSpansEqualOneBatch) {
   }
 }
 
+// CompleteRun gives what Complete gives event by event: the same rows, ids, nesting and defect
+// counts (negative durations, improper nesting), also where a run crosses a full block.
+void BuildCompletes(const std::string& path, bool runs) {
+  auto w = engine::TraceWriter::Open(path);
+  ASSERT_TRUE(w.ok());
+  engine::TraceWriter& tw = **w;
+  ASSERT_TRUE(tw.BeginBatch().ok());
+  uint32_t tracks[2];
+  for (int i = 0; i < 2; ++i) {
+    engine::TrackSpec spec;
+    spec.rank = i;
+    spec.name = "t" + std::to_string(i);
+    spec.local_id = i;
+    tracks[i] = tw.Track(spec);
+  }
+  const uint32_t names[3] = {tw.Intern("a"), tw.Intern("b"), tw.Intern("c")};
+  engine::EventArgs args;
+  args.mask = engine::EventArgs::kPeer | engine::EventArgs::kFlow;
+  args.peer = 3;
+  args.flow = 77;
+  engine::TraceBuilder b(&tw);
+  std::mt19937 rng(11);
+  int64_t ts = 1000;
+  std::vector<engine::TraceBuilder::RunEvent> run;
+  // Runs of 1 to 300 events on one track, then the other: 3 blocks' worth of rows in all.
+  size_t made = 0;
+  for (int r = 0; made < 3 * engine::TraceWriter::kBlockRows; ++r) {
+    const uint32_t track = tracks[r % 2];
+    run.clear();
+    for (size_t n = 1 + rng() % 300; n > 0; --n) {
+      ts += rng() % 40;
+      const uint32_t pick = rng() % 100;
+      // Mostly nested or disjoint; a few overlapping (improper) or negative.
+      const int64_t dur = pick < 3 ? -5 : static_cast<int64_t>(rng() % 120);
+      run.push_back({ts, dur, names[rng() % 3], pick % 4 == 0 ? &args : nullptr});
+    }
+    made += run.size();
+    if (runs) {
+      ASSERT_TRUE(b.CompleteRun(track, names[0], run.data(), run.size()).ok());
+    } else {
+      for (const engine::TraceBuilder::RunEvent& e : run) {
+        ASSERT_TRUE(b.Complete(track, e.ts, e.dur, e.name, names[0], e.args).ok());
+      }
+    }
+  }
+  ASSERT_TRUE(tw.CommitBatch().ok());
+}
+
+TEST(TraceBuilderRuns, CompleteRunEqualsCompleteOneByOne) {
+  TempDir tmp;
+  const std::string one = tmp.Sub("one.tdb"), runs = tmp.Sub("runs.tdb");
+  BuildCompletes(one, false);
+  BuildCompletes(runs, true);
+  const std::vector<DbRow> rows = ReadDbRows(one);
+  ASSERT_GE(rows.size(), 3 * engine::TraceWriter::kBlockRows);
+  size_t nested = 0, with_args = 0;
+  for (const DbRow& r : rows) {
+    nested += r.depth > 0 ? 1 : 0;
+    with_args += r.args.mask != 0 ? 1 : 0;
+  }
+  EXPECT_GT(nested, 1000u);
+  EXPECT_GT(with_args, 1000u);
+  EXPECT_TRUE(RowsOf(ReadDbRows(runs)) == RowsOf(rows));
+  const std::string stats = "SELECT name, rank, value FROM stats";
+  const std::string want = QueryRows(one, stats);
+  EXPECT_NE(want.find("negative_duration"), std::string::npos) << want;
+  EXPECT_NE(want.find("improper_nesting"), std::string::npos) << want;
+  EXPECT_EQ(QueryRows(runs, stats), want);
+  const std::string blocks = "SELECT rank, min_ts, max_end, max_dur, count, hex(data) FROM blocks";
+  EXPECT_EQ(QueryRows(runs, blocks), QueryRows(one, blocks));
+}
+
 }  // namespace
 }  // namespace tracedb::testing
