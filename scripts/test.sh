@@ -22,10 +22,11 @@
 # import each prefix as a batch of its own, and under ASan compiling SQL was most of their
 # time), the JSON reader no longer zeroes its 2 MB buffer per file, the mutant tests compile
 # their table checks once. Measured with this stage's ASAN_OPTIONS/UBSAN_OPTIONS, one binary
-# at a time, CPU seconds (user+sys; the 2-core machine was shared, load 5-8):
-# mpi_profile_import_test 167 -> 41 s, import_test 66 -> 58 s; the whole stage's binaries now
-# take about 165 CPU-s (about 300 in the last CI log). The fuzz targets run one per core at a
-# time, each for the same FUZZ_SECONDS (before: 4 x 5 s one after another).
+# at a time on the shared 2-core machine (load about 1), CPU seconds (user+sys) and wall:
+# mpi_profile_import_test 150.5 -> 32.4 CPU-s (151 -> 33 s), import_test 63.5 -> 57.1 CPU-s
+# (62 -> 56 s). The stage's ten binaries side by side (run_side_by_side, load 1-2) then took
+# 95 s wall, 152 CPU-s (about 160 s and 300 CPU-s in the last CI log). The fuzz targets run
+# one per core at a time, each for the same FUZZ_SECONDS: that stage took 12.5 s, not 25 s.
 # FUZZ_SECONDS (default 5) sets each fuzz target's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
