@@ -20,13 +20,15 @@
 # with less CPU: the trace writer and the text-profile importers compile each SQL statement
 # once per connection instead of once per batch (Db::PrepareCached; the every-prefix tests
 # import each prefix as a batch of its own, and under ASan compiling SQL was most of their
-# time), the JSON reader no longer zeroes its 2 MB buffer per file, the mutant tests compile
-# their table checks once. Measured with this stage's ASAN_OPTIONS/UBSAN_OPTIONS, one binary
-# at a time on the shared 2-core machine (load about 1), CPU seconds (user+sys) and wall:
-# mpi_profile_import_test 150.5 -> 32.4 CPU-s (151 -> 33 s), import_test 63.5 -> 57.1 CPU-s
-# (62 -> 56 s). The stage's ten binaries side by side (run_side_by_side, load 1-2) then took
-# 95 s wall, 152 CPU-s (about 160 s and 300 CPU-s in the last CI log). The fuzz targets run
-# one per core at a time, each for the same FUZZ_SECONDS: that stage took 12.5 s, not 25 s.
+# time), the JSON reader no longer zeroes its 2 MB buffer per file, the import sorter no
+# longer reserves its whole 64 MB budget per import (under ASan: mapped and poisoned each
+# time), the mutant tests compile their table checks once. Measured with this stage's
+# ASAN_OPTIONS/UBSAN_OPTIONS, one binary at a time on the shared 2-core machine (load about
+# 1), CPU seconds (user+sys) and wall: mpi_profile_import_test 150.5 -> 32.4 CPU-s (151 ->
+# 33 s), import_test 63.5 -> 45.9 CPU-s (62 -> 45 s). The stage's ten binaries side by side
+# (run_side_by_side, load 1.4-1.9) then took 84 s wall, 147 CPU-s (about 160 s and 300 CPU-s
+# in the last CI log). The fuzz targets run one per core at a time, each for the same
+# FUZZ_SECONDS: that stage took 12.5 s, not 25 s.
 # FUZZ_SECONDS (default 5) sets each fuzz target's run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
