@@ -34,6 +34,7 @@ std::unique_ptr<Db> Db::Borrow(sqlite3* db, std::string name) {
 }
 
 Db::~Db() {
+  for (auto& [sql, st] : cache_) sqlite3_finalize(st);
   if (owned_) sqlite3_close_v2(db_);
 }
 
@@ -62,6 +63,30 @@ StatusOr<Stmt> Db::Prepare(std::string_view sql) {
   const int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &st, nullptr);
   if (rc != SQLITE_OK) return Error(rc, "preparing SQL");
   return Stmt(this, st);
+}
+
+StatusOr<Stmt> Db::PrepareCached(std::string_view sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    if (cache_.size() >= kMaxCached) return Prepare(sql);
+    it = cache_.emplace(std::string(sql), nullptr).first;
+  } else if (it->second != nullptr) {
+    // Idle: lend it (it was reset and unbound when handed back).
+    sqlite3_stmt* st = it->second;
+    it->second = nullptr;
+    return Stmt(this, st, &it->second);
+  }
+  sqlite3_stmt* st = nullptr;
+  // PERSISTENT: kept for the connection's life, so SQLite allocates it outside its lookaside.
+  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+  if (rc != SQLITE_OK) return Error(rc, "preparing SQL");
+  return Stmt(this, st, &it->second);
+}
+
+Status Db::RunCached(std::string_view sql) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, PrepareCached(sql));
+  return st.Run();
 }
 
 StatusOr<Stmt> Db::PrepareFirst(std::string_view sql, size_t* consumed) {
@@ -95,15 +120,31 @@ void Db::Rollback() { sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr); 
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept {
   if (this != &o) {
-    sqlite3_finalize(st_);
+    Release();
     db_ = o.db_;
     st_ = o.st_;
+    home_ = o.home_;
     o.st_ = nullptr;
+    o.home_ = nullptr;
   }
   return *this;
 }
 
-Stmt::~Stmt() { sqlite3_finalize(st_); }
+Stmt::~Stmt() { Release(); }
+
+void Stmt::Release() {
+  if (home_ != nullptr && *home_ == nullptr && st_ != nullptr) {
+    // Back to the cache as new: no open read, no bound values kept alive.
+    sqlite3_reset(st_);
+    sqlite3_clear_bindings(st_);
+    *home_ = st_;
+  } else {
+    // Not from the cache, or a second loan of SQL whose cached statement came back first.
+    sqlite3_finalize(st_);
+  }
+  st_ = nullptr;
+  home_ = nullptr;
+}
 
 Stmt& Stmt::Bind(int i, int64_t v) {
   sqlite3_bind_int64(st_, i, v);

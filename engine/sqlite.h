@@ -8,9 +8,11 @@
 #include "engine/sqlite_api.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "engine/status.h"
 
@@ -32,6 +34,13 @@ class Db {
   // Runs one or more statements that return no rows of interest.
   Status Exec(std::string_view sql);
   StatusOr<Stmt> Prepare(std::string_view sql);
+  // Prepare for SQL this connection runs again and again (a writer's inserts, an importer's
+  // upserts, BEGIN and COMMIT): the statement is compiled once, and the Stmt returned hands it
+  // back to this Db, reset and unbound, when it is destroyed, for the next call with the same
+  // text. Compiling is most of the cost of a small batch (a few rows, a dozen statements).
+  // While a statement is on loan, another call with the same text compiles one of its own.
+  // REQUIRES: the Stmt is destroyed before this Db; `sql` is one statement.
+  StatusOr<Stmt> PrepareCached(std::string_view sql);
   // Prepares the first statement of `sql`; *consumed is how many bytes it took. The Stmt is
   // empty (raw() == nullptr) when only whitespace or comments remain.
   StatusOr<Stmt> PrepareFirst(std::string_view sql, size_t* consumed);
@@ -46,8 +55,8 @@ class Db {
   int64_t LastInsertRowid() const;
   int64_t Changes() const;
 
-  Status Begin() { return Exec("BEGIN IMMEDIATE"); }
-  Status Commit() { return Exec("COMMIT"); }
+  Status Begin() { return RunCached("BEGIN IMMEDIATE"); }
+  Status Commit() { return RunCached("COMMIT"); }
   void Rollback();
 
   sqlite3* raw() const { return db_; }
@@ -56,18 +65,35 @@ class Db {
   Status Error(int rc, std::string_view what) const;
 
  private:
+  // Kept statements at most; past that PrepareCached compiles a statement of its own (SQL text
+  // built at run time must not grow the cache without bound).
+  static constexpr size_t kMaxCached = 64;
+
   Db(sqlite3* db, std::string path, bool owned = true)
       : db_(db), path_(std::move(path)), owned_(owned) {}
+  // Runs a statement without result rows through the cache.
+  Status RunCached(std::string_view sql);
   sqlite3* db_;
   std::string path_;
   bool owned_ = true;
+  // Looks SQL text up without copying it into a std::string first.
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  // SQL text -> its idle statement, or nullptr while it is on loan. Entries are never erased
+  // before the destructor (a lent Stmt points at its entry's value).
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
 
 // A prepared statement. Bind parameters are 1-based, columns 0-based (as in SQLite).
 class Stmt {
  public:
   Stmt() = default;
-  Stmt(Stmt&& o) noexcept : db_(o.db_), st_(o.st_) { o.st_ = nullptr; }
+  Stmt(Stmt&& o) noexcept : db_(o.db_), st_(o.st_), home_(o.home_) {
+    o.st_ = nullptr;
+    o.home_ = nullptr;
+  }
   Stmt& operator=(Stmt&& o) noexcept;
   ~Stmt();
 
@@ -97,9 +123,13 @@ class Stmt {
 
  private:
   friend class Db;
-  Stmt(const Db* db, sqlite3_stmt* st) : db_(db), st_(st) {}
+  Stmt(const Db* db, sqlite3_stmt* st, sqlite3_stmt** home = nullptr)
+      : db_(db), st_(st), home_(home) {}
+  // Finalizes the statement, or resets it and hands it back to its Db's cache.
+  void Release();
   const Db* db_ = nullptr;
   sqlite3_stmt* st_ = nullptr;
+  sqlite3_stmt** home_ = nullptr;  // the Db cache entry st_ goes back to, if any
 };
 
 }  // namespace tracedb::engine

@@ -134,8 +134,9 @@ Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
   BlockZone zone;
   EncodeBlock(pending->rows.data(), pending->n, &block_scratch_, &zone);
   TRACEDB_ASSIGN_OR_RETURN(
-      Stmt ins, db_->Prepare("INSERT INTO blocks(rank, min_ts, max_end, max_dur, count, data) "
-                             "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+      Stmt ins,
+      db_->PrepareCached("INSERT INTO blocks(rank, min_ts, max_end, max_dur, count, data) "
+                         "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
   ins.Bind(1, rank)
       .Bind(2, zone.min_ts)
       .Bind(3, zone.max_end)
@@ -144,9 +145,9 @@ Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
       .BindBlob(6, block_scratch_);
   TRACEDB_RETURN_IF_ERROR(ins.Run());
   const int64_t block = db_->LastInsertRowid();
-  TRACEDB_ASSIGN_OR_RETURN(Stmt names,
-                           db_->Prepare("INSERT INTO block_names(name, cat, block, count, max_dur) "
-                                        "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt names, db_->PrepareCached("INSERT INTO block_names(name, cat, block, count, max_dur) "
+                                     "VALUES(?1, ?2, ?3, ?4, ?5)"));
   // One block_names row per (name, cat) over every kind; name_stats per (name, cat, kind).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<uint64_t, int64_t>> per_name;
   for (const BlockNameInfo& n : zone.names) {
@@ -177,9 +178,10 @@ Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
 
 Status TraceWriter::SetRank(const RankRecord& r) {
   TRACEDB_ASSIGN_OR_RETURN(
-      Stmt st, db_->Prepare("INSERT OR REPLACE INTO ranks(rank, host, world_size, local_rank, "
-                            "clock_method, offset_ns, drift_ppm, uncertainty_ns, sync_points, "
-                            "source) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+      Stmt st,
+      db_->PrepareCached("INSERT OR REPLACE INTO ranks(rank, host, world_size, local_rank, "
+                         "clock_method, offset_ns, drift_ppm, uncertainty_ns, sync_points, "
+                         "source) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
   st.Bind(1, r.rank)
       .Bind(2, r.host)
       .Bind(3, r.world_size)
@@ -194,19 +196,19 @@ Status TraceWriter::SetRank(const RankRecord& r) {
 }
 
 Status TraceWriter::SetMeta(std::string_view key, std::string_view value) {
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db_->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt st, db_->PrepareCached("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
   return st.Bind(1, key).Bind(2, value).Run();
 }
 
 Status TraceWriter::SaveState(std::string_view key, std::string_view value) {
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db_->Prepare("INSERT OR REPLACE INTO state(key, value) VALUES(?1, ?2)"));
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt st, db_->PrepareCached("INSERT OR REPLACE INTO state(key, value) VALUES(?1, ?2)"));
   return st.Bind(1, key).BindBlob(2, value).Run();
 }
 
 StatusOr<std::optional<std::string>> TraceWriter::LoadState(std::string_view key) {
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->Prepare("SELECT value FROM state WHERE key = ?1"));
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->PrepareCached("SELECT value FROM state WHERE key = ?1"));
   st.Bind(1, key);
   TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return std::optional<std::string>();
@@ -218,17 +220,21 @@ Status TraceWriter::CommitBatch() {
   for (auto& [rank, rows] : pending_) TRACEDB_RETURN_IF_ERROR(WriteBlock(rank, &rows));
   pending_.clear();
   last_rows_ = nullptr;
-  {
-    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->Prepare("INSERT INTO strings(id, s) VALUES(?1, ?2)"));
+  // Each section below is skipped when it has nothing to write: a small batch (one text
+  // profile, a compaction pass with little new) touches few of them.
+  if (!new_strings_.empty()) {
+    TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                             db_->PrepareCached("INSERT INTO strings(id, s) VALUES(?1, ?2)"));
     for (const auto& [id, s] : new_strings_)
       TRACEDB_RETURN_IF_ERROR(st.Bind(1, id).Bind(2, s).Run());
     new_strings_.clear();
   }
   {
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt ins, db_->Prepare("INSERT OR REPLACE INTO tracks(track, rank, kind, name, tid, pid, "
-                               "local_id, sort_index, next_k) "
-                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+        Stmt ins,
+        db_->PrepareCached("INSERT OR REPLACE INTO tracks(track, rank, kind, name, tid, pid, "
+                           "local_id, sort_index, next_k) "
+                           "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
     for (size_t id = 1; id < tracks_.size(); ++id) {
       TrackInfo& t = tracks_[id];
       if (!t.dirty) continue;
@@ -253,14 +259,15 @@ Status TraceWriter::CommitBatch() {
       t.dirty = false;
     }
   }
-  {
+  if (!name_stats_.empty()) {
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt sel, db_->Prepare("SELECT count, total_dur, min_dur, max_dur, hist FROM name_stats "
-                               "WHERE rank=?1 AND name=?2 AND cat=?3 AND kind=?4"));
+        Stmt sel,
+        db_->PrepareCached("SELECT count, total_dur, min_dur, max_dur, hist FROM name_stats "
+                           "WHERE rank=?1 AND name=?2 AND cat=?3 AND kind=?4"));
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt ins,
-        db_->Prepare("INSERT OR REPLACE INTO name_stats(rank, name, cat, kind, count, total_dur, "
-                     "min_dur, max_dur, hist) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+        Stmt ins, db_->PrepareCached(
+                      "INSERT OR REPLACE INTO name_stats(rank, name, cat, kind, count, total_dur, "
+                      "min_dur, max_dur, hist) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
     std::string hist;
     for (auto& [key, ns] : name_stats_) {
       const auto& [rank, name, cat, kind] = key;
@@ -294,18 +301,19 @@ Status TraceWriter::CommitBatch() {
     }
     name_stats_.clear();
   }
-  {
+  if (!steps_.empty()) {
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db_->Prepare("INSERT OR REPLACE INTO steps(rank, ts, step) VALUES(?1, ?2, ?3)"));
+        Stmt st,
+        db_->PrepareCached("INSERT OR REPLACE INTO steps(rank, ts, step) VALUES(?1, ?2, ?3)"));
     for (const auto& [rank, ts, step] : steps_) {
       TRACEDB_RETURN_IF_ERROR(st.Bind(1, rank).Bind(2, ts).Bind(3, step).Run());
     }
     steps_.clear();
   }
-  {
+  if (!stats_.empty()) {
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db_->Prepare("INSERT INTO stats(name, rank, value) VALUES(?1, ?2, ?3) "
-                              "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?3"));
+        Stmt st, db_->PrepareCached("INSERT INTO stats(name, rank, value) VALUES(?1, ?2, ?3) "
+                                    "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?3"));
     for (const auto& [key, v] : stats_) {
       TRACEDB_RETURN_IF_ERROR(st.Bind(1, key.first).Bind(2, key.second).Bind(3, v).Run());
     }

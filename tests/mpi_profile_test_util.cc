@@ -313,6 +313,23 @@ void CheckRandomMutants(const TextImportFn& fn, const std::vector<std::string>& 
   ASSERT_FALSE(seeds.empty());
   std::mt19937 rng(seed);
   ProfileDb db(":memory:");
+  // The tables' sanity checks after each mutant, compiled once (not the importer's work).
+  static const char* const kChecks[] = {
+      "SELECT count(*) FROM mpi_profile WHERE calls < 0 OR time_ns < 0 OR bytes < 0",
+      "SELECT count(*) FROM mpi_msgsize WHERE calls < 0 OR time_ns < 0 OR "
+      "min_bytes > max_bytes OR avg_bytes < min_bytes OR avg_bytes > max_bytes",
+      "SELECT count(*) FROM rank_times WHERE comm_ns < 0 OR elapsed_ns < 0 OR "
+      "user_ns < 0 OR system_ns < 0 OR maxrss_bytes < 0 OR rank < 0",
+      "SELECT count(*) FROM mpi_callsites WHERE calls < 0 OR max_ns < 0 OR "
+      "mean_ns < 0 OR min_ns < 0 OR bytes_sum < 0 OR rank < -1",
+      "SELECT count(*) FROM ranks WHERE world_size <= rank OR rank < 0",
+  };
+  std::vector<engine::Stmt> checks;
+  for (const char* sql : kChecks) {
+    auto st = db.db()->Prepare(sql);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    checks.push_back(std::move(st).value());
+  }
   int ok = 0;
   for (int i = 0; i < count; ++i) {
     std::string m = seeds[rng() % seeds.size()];
@@ -329,19 +346,15 @@ void CheckRandomMutants(const TextImportFn& fn, const std::vector<std::string>& 
         EXPECT_EQ(w.rfind(label + ": ", 0), 0u) << w;
       }
     }
-    EXPECT_EQ(db.Int("SELECT count(*) FROM mpi_profile WHERE calls < 0 OR time_ns < 0 OR "
-                     "bytes < 0"),
-              0);
-    EXPECT_EQ(db.Int("SELECT count(*) FROM mpi_msgsize WHERE calls < 0 OR time_ns < 0 OR "
-                     "min_bytes > max_bytes OR avg_bytes < min_bytes OR avg_bytes > max_bytes"),
-              0);
-    EXPECT_EQ(db.Int("SELECT count(*) FROM rank_times WHERE comm_ns < 0 OR elapsed_ns < 0 OR "
-                     "user_ns < 0 OR system_ns < 0 OR maxrss_bytes < 0 OR rank < 0"),
-              0);
-    EXPECT_EQ(db.Int("SELECT count(*) FROM mpi_callsites WHERE calls < 0 OR max_ns < 0 OR "
-                     "mean_ns < 0 OR min_ns < 0 OR bytes_sum < 0 OR rank < -1"),
-              0);
-    EXPECT_EQ(db.Int("SELECT count(*) FROM ranks WHERE world_size <= rank OR rank < 0"), 0);
+    for (engine::Stmt& check : checks) {
+      const auto row = check.Step();
+      if (!row.ok() || !*row) {
+        ADD_FAILURE() << (row.ok() ? "no row" : row.status().ToString());
+      } else {
+        EXPECT_EQ(check.Int(0), 0) << sqlite3_sql(check.raw());
+      }
+      check.Reset();
+    }
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "mutant " << i << " (seed " << seed << "):\n" << m;
       return;

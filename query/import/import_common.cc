@@ -49,10 +49,10 @@ Status RecordFile(engine::TraceWriter* writer, const FileOutcome& f) {
   }
   std::error_code ec;
   const auto size = std::filesystem::file_size(f.path, ec);
-  TRACEDB_ASSIGN_OR_RETURN(
-      engine::Stmt st,
-      writer->db()->Prepare("INSERT OR REPLACE INTO sources(path, format, rank, pid, offset, "
-                            "size, finished, events) VALUES(?1, ?2, ?3, NULL, ?4, ?4, 1, ?5)"));
+  TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st,
+                           writer->db()->PrepareCached(
+                               "INSERT OR REPLACE INTO sources(path, format, rank, pid, offset, "
+                               "size, finished, events) VALUES(?1, ?2, ?3, NULL, ?4, ?4, 1, ?5)"));
   st.Bind(1, SourcePath(f.path))
       .Bind(2, f.format)
       .Bind(3, f.rank)
@@ -106,7 +106,7 @@ void AddToResult(const FileOutcome& f, bool first, ImportResult* result) {
 StatusOr<bool> AlreadyImported(engine::TraceWriter* writer, const std::string& path) {
   TRACEDB_ASSIGN_OR_RETURN(
       engine::Stmt st,
-      writer->db()->Prepare("SELECT finished FROM sources WHERE path = ?1 AND finished = 1"));
+      writer->db()->PrepareCached("SELECT finished FROM sources WHERE path = ?1 AND finished = 1"));
   st.Bind(1, SourcePath(path));
   return st.Step();
 }

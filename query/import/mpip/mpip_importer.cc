@@ -534,9 +534,9 @@ Status WriteReport(const Report& r, engine::TraceWriter* writer, uint64_t* rows)
 
   TRACEDB_ASSIGN_OR_RETURN(
       engine::Stmt site_st,
-      db->Prepare("INSERT OR REPLACE INTO mpi_callsites(rank, site, routine, calls, max_ns, "
-                  "mean_ns, min_ns, app_pct, mpi_pct, bytes_sum, location) "
-                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+      db->PrepareCached("INSERT OR REPLACE INTO mpi_callsites(rank, site, routine, calls, max_ns, "
+                        "mean_ns, min_ns, app_pct, mpi_pct, bytes_sum, location) "
+                        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
   auto write_site = [&](int32_t rank, int64_t site, const std::string& routine,
                         const SiteStats& s) -> Status {
     const auto loc = r.sites.find(site);
@@ -601,8 +601,8 @@ Status WriteReport(const Report& r, engine::TraceWriter* writer, uint64_t* rows)
 
   TRACEDB_ASSIGN_OR_RETURN(
       engine::Stmt prof,
-      db->Prepare("INSERT OR REPLACE INTO mpi_profile(rank, routine, calls, bytes, time_ns, "
-                  "source) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+      db->PrepareCached("INSERT OR REPLACE INTO mpi_profile(rank, routine, calls, bytes, time_ns, "
+                        "source) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
   for (const auto& [key, t] : totals) {
     int64_t time_ns = 0;
     if (!ScaleToInt(t.time_ns, 1, &time_ns)) time_ns = INT64_MAX;  // saturates; never seen

@@ -539,8 +539,9 @@ Status WriteProfile(const Profile& p, engine::TraceWriter* writer, uint64_t* row
   {
     TRACEDB_ASSIGN_OR_RETURN(
         engine::Stmt st,
-        db->Prepare("INSERT OR REPLACE INTO mpi_profile(rank, routine, calls, bytes, time_ns, "
-                    "source) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+        db->PrepareCached(
+            "INSERT OR REPLACE INTO mpi_profile(rank, routine, calls, bytes, time_ns, "
+            "source) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
     for (const RoutineRow& r : p.routines) {
       // Bytes are whole; the product of the count and a one-decimal average is rounded.
       const double bytes = std::round(static_cast<double>(r.calls) * r.avg_bytes);
@@ -557,8 +558,8 @@ Status WriteProfile(const Profile& p, engine::TraceWriter* writer, uint64_t* row
   {
     TRACEDB_ASSIGN_OR_RETURN(
         engine::Stmt st,
-        db->Prepare("INSERT OR REPLACE INTO mpi_msgsize(rank, routine, min_bytes, max_bytes, "
-                    "calls, avg_bytes, time_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+        db->PrepareCached("INSERT OR REPLACE INTO mpi_msgsize(rank, routine, min_bytes, max_bytes, "
+                          "calls, avg_bytes, time_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
     for (const BinRow& b : p.bins) {
       st.Bind(1, p.rank)
           .Bind(2, std::string_view(b.routine))
