@@ -27,7 +27,11 @@
 // constructed, i.e. at issue, in the issuing thread. When gloo's two worker threads start two
 // operations of a group out of issue order, the later-issued one, still in flight, gives its
 // number up to the earlier one (Renumber) before anything is written: events are written at
-// completion.
+// completion. One case cannot be repaired: an operation that starts only after a later-issued
+// one of its group has completed (its event, with the number it took, is written). Gloo's two
+// workers make it rare, but a worker descheduled between taking an operation and starting it
+// (a loaded machine) does it; such starts are counted (stats()["late_starts"]), and the numbers
+// of the operations involved are then out of issue order.
 //
 // Thread safety: the callbacks run on any thread; the per-group counters and the lane pool are
 // guarded by one mutex (held for a few instructions, once per communication operation); the
@@ -78,9 +82,10 @@ std::atomic<int64_t> g_step{0};
 // Set after optimizer.step (and at start): the next zero_grad or DDP forward in grad mode starts
 // the next training step, whichever order the loop calls them in.
 std::atomic<bool> g_step_pending{true};
-std::atomic<uint64_t> g_ops{0};         // communication operations recorded (for tests)
-std::atomic<uint64_t> g_renumbered{0};  // operations started out of issue order, renumbered
-std::atomic<uint64_t> g_no_handle{0};   // collectives without a RecordFunction handle
+std::atomic<uint64_t> g_ops{0};          // communication operations recorded (for tests)
+std::atomic<uint64_t> g_renumbered{0};   // operations started out of issue order, renumbered
+std::atomic<uint64_t> g_no_handle{0};    // collectives without a RecordFunction handle
+std::atomic<uint64_t> g_late_starts{0};  // started after a later-issued one completed
 
 struct Ctx;
 // Per process group: the next collective sequence number, and the collectives started and not
@@ -88,6 +93,7 @@ struct Ctx;
 struct GroupSeq {
   uint64_t next = 0;
   std::map<uint64_t, Ctx*> in_flight;
+  uint64_t max_done = 0;  // the largest handle completed (its number is written)
 };
 std::mutex g_mu;
 std::unordered_map<uint32_t, GroupSeq> g_seq;
@@ -131,6 +137,7 @@ void NumberInIssueOrder(Ctx* ctx) {
     g_no_handle.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (ctx->handle < g.max_done) g_late_starts.fetch_add(1, std::memory_order_relaxed);
   auto it = g.in_flight.emplace(ctx->handle, ctx).first;
   if (std::next(it) == g.in_flight.end()) return;  // the usual case: issued last, started last
   g_renumbered.fetch_add(1, std::memory_order_relaxed);
@@ -252,7 +259,11 @@ void OnEnd(const at::RecordFunction&, at::ObserverContext* base) {
   const int64_t now = tracedb_now();
   if (ctx->args.fields & TRACEDB_ARG_SEQ) {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (ctx->handle != 0) g_seq[ctx->args.comm].in_flight.erase(ctx->handle);
+    if (ctx->handle != 0) {
+      GroupSeq& g = g_seq[ctx->args.comm];
+      g.in_flight.erase(ctx->handle);
+      g.max_done = std::max(g.max_done, ctx->handle);
+    }
   }
   const uint32_t lane = ctx->lane_slot >= 0 ? g_lane_ids[ctx->lane_slot] : 0;
   tracedb_complete_ex(ctx->name, ctx->cat, lane, ctx->ts, now - ctx->ts,
@@ -346,6 +357,7 @@ PyObject* NumberCheck(PyObject*, PyObject* events) {
       live[handle] = std::move(ctx);
     } else if (auto it = live.find(handle); it != live.end()) {
       g_seq[comm].in_flight.erase(handle);
+      g_seq[comm].max_done = std::max<uint64_t>(g_seq[comm].max_done, handle);
       PyObject* k = PyLong_FromUnsignedLongLong(handle);
       PyObject* v = PyLong_FromUnsignedLongLong(it->second->args.seq);
       if (k == nullptr || v == nullptr || PyDict_SetItem(out, k, v) < 0) Py_CLEAR(out);
@@ -361,10 +373,11 @@ PyObject* NumberCheck(PyObject*, PyObject* events) {
 }
 
 PyObject* Stats(PyObject*, PyObject*) {
-  return Py_BuildValue("{sKsLsKsKsO}", "ops", static_cast<unsigned long long>(g_ops.load()),
+  return Py_BuildValue("{sKsLsKsKsKsO}", "ops", static_cast<unsigned long long>(g_ops.load()),
                        "steps", static_cast<long long>(g_step.load()), "renumbered",
                        static_cast<unsigned long long>(g_renumbered.load()), "no_handle",
-                       static_cast<unsigned long long>(g_no_handle.load()), "installed",
+                       static_cast<unsigned long long>(g_no_handle.load()), "late_starts",
+                       static_cast<unsigned long long>(g_late_starts.load()), "installed",
                        g_installed.load() ? Py_True : Py_False);
 }
 
@@ -377,7 +390,7 @@ PyMethodDef kMethods[] = {
     {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
     {"_number_check", NumberCheck, METH_O, "_number_check(events) -> {handle: seq} (tests)."},
     {"stats", Stats, METH_NOARGS,
-     "stats() -> dict: operations, steps, renumbered and no_handle counts."},
+     "stats() -> dict: operations, steps, renumbered, no_handle and late_starts counts."},
     {nullptr, nullptr, 0, nullptr},
 };
 

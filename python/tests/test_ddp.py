@@ -9,6 +9,7 @@ setup script installs it, so CI runs it. Run by ctest (python_ddp_test).
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -190,9 +191,23 @@ class DdpCaptureTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         rows = query(db, "SELECT rank, seq, bytes FROM events WHERE name = 'gloo:all_reduce' "
                          "ORDER BY rank, seq")
+        late = {int(m.group(1)): int(m.group(2)) for m in
+                re.finditer(r"^async_ops rank (\d+) late_starts (\d+)$", p.stdout, re.M)}
+        self.assertEqual(sorted(late), [0, 1, 2, 3], p.stdout)
         for rank in range(4):
             mine = [(r["seq"], r["bytes"]) for r in rows if r["rank"] == rank]
-            self.assertEqual(mine, [(i, 4 * (i + 1)) for i in range(60)], f"rank {rank}")
+            want = [(i, 4 * (i + 1)) for i in range(60)]
+            if late[rank] == 0:
+                self.assertEqual(mine, want, f"rank {rank}")
+                continue
+            # An operation that started after a later-issued one had completed (a worker thread
+            # descheduled on a loaded machine) cannot get its number back: the recorder counts
+            # it, and only such operations and the ones they overtook are out of place, each
+            # number still given once.
+            self.assertEqual(sorted(s for s, _ in mine), list(range(60)), f"rank {rank}")
+            self.assertEqual(sorted(b for _, b in mine), [b for _, b in want], f"rank {rank}")
+            misplaced = sum(1 for got, exp in zip(mine, want) if got != exp)
+            self.assertLessEqual(misplaced, 2 * late[rank], f"rank {rank}: {mine}")
 
     def test_renumbering_restores_issue_order(self):
         code = ("import torch, json, tracedb._tracedb_torch as t\n"
