@@ -4,20 +4,13 @@
 // are counted from that description, not from the archive code: which events a policy keeps,
 // what the summaries must still say for the whole job, and that recompression changes no event.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
-#include <chrono>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
 #include "tests/test_util.h"
-
-extern char** environ;
 
 namespace tracedb::testing {
 namespace {
@@ -230,18 +223,9 @@ TEST(ArchiveTest, KilledArchiveLeavesAValidDatabase) {
   for (int round = 0; round < 6; ++round) {
     const std::string db = tmp.Sub("job" + std::to_string(round) + ".tdb");
     BuildDb(db);
-    const std::string bin = TracedbBin();
-    std::vector<std::string> args = {bin,  "archive",      db,  "--keep-steps",
-                                     "10", "--recompress", "-q"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
-    ::kill(pid, SIGKILL);
-    int st = 0;
-    ::waitpid(pid, &st, 0);
+    RunAndKillAfter({TracedbBin(), "archive", db, "--keep-steps", "10", "--recompress", "-q"},
+                    delay_us(rng));
+    if (HasFatalFailure()) return;
     EXPECT_EQ(
         QueryInt(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"),
         1);

@@ -10,7 +10,6 @@
 // content: string, track and block ids differ by design, so columns holding them are resolved
 // (names, track identities) or left out.
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +18,6 @@
 #include <chrono>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/shard_catalog.h"
@@ -540,9 +538,15 @@ TEST_F(ShardCatalog, AnOpenKilledAtAnyMomentLeavesAWholeCatalog) {
   Compact(ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(one));
   const std::string catalog = engine::CatalogPath(nodes);
   const std::string want = QueryRows(one, kAllEvents, false);
+  // Kills drawn over the time a first open takes here (measured: machines differ), plus the
+  // program's start.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(Count(nodes, "SELECT count(*) FROM events"), Count(one, "SELECT count(*) FROM events"));
+  const auto open_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::mt19937 rng(::testing::UnitTest::GetInstance()->random_seed());
-  std::uniform_int_distribution<int> delay_us(0, 400000);
-  const std::string bin = TracedbBin();
+  std::uniform_int_distribution<int64_t> delay_us(0, 20000 + open_us * 3 / 2);
   int mid_build = 0;  // rounds killed while a build file existed
   for (int round = 0; round < 10; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
@@ -553,16 +557,9 @@ TEST_F(ShardCatalog, AnOpenKilledAtAnyMomentLeavesAWholeCatalog) {
     } else {
       ASSERT_EQ(Sh("touch " + ShellQuote(nodes) + ".shards/node-h*.tdb"), 0);
     }
-    std::vector<std::string> args = {bin, "query", "-q", nodes, "SELECT count(*) FROM events"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = -1;
-    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
-    std::this_thread::sleep_for(std::chrono::microseconds(delay_us(rng)));
-    ::kill(pid, SIGKILL);
-    int st = 0;
-    ::waitpid(pid, &st, 0);
+    RunAndKillAfter({TracedbBin(), "query", "-q", nodes, "SELECT count(*) FROM events"},
+                    delay_us(rng));
+    if (HasFatalFailure()) return;
     // Whatever the moment: catalog.tdb is absent or whole, never half written.
     if (FileSize(catalog) >= 0) {
       auto db = engine::Db::Open(catalog, engine::Db::Mode::kReadOnly);

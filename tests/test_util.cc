@@ -2,14 +2,19 @@
 #include "tests/test_util.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "engine/segment_dir.h"
 
@@ -186,6 +191,20 @@ Collected CollectDir(const std::string& dir) {
     if (scan->closed) c.closed_files++;
   }
   return c;
+}
+
+void RunAndKillAfter(const std::vector<std::string>& args, int64_t delay_us) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (std::string& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
+  ASSERT_EQ(rc, 0) << args[0] << ": " << std::strerror(rc);
+  std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
 }
 
 }  // namespace tracedb::testing

@@ -30,6 +30,11 @@ void WriteFile(const std::string& path, const std::string& bytes);
 
 // Runs `cmd` with /bin/sh; returns its stdout and sets *exit_code (-1 when it could not run).
 std::string RunCommand(const std::string& cmd, int* exit_code);
+
+// Starts program args[0] with `args` (no shell), SIGKILLs it after `delay_us` microseconds
+// (whether or not it finished by then) and reaps it: a kill at a random moment of its run.
+// Fails the calling test when it cannot be started.
+void RunAndKillAfter(const std::vector<std::string>& args, int64_t delay_us);
 // Quotes `s` for /bin/sh.
 std::string ShellQuote(const std::string& s);
 // The source tree ($TRACEDB_SOURCE_DIR, else the one this test was built from).
