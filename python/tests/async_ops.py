@@ -21,5 +21,7 @@ for w in works:
 dist.destroy_process_group()
 # What the observer could not put back in issue order (test_ddp.py reads it).
 import tracedb._tracedb_torch as observer  # noqa: E402
-print("async_ops rank %d late_starts %d" % (int(os.environ["RANK"]),
-                                             observer.stats()["late_starts"]), flush=True)
+# (One write(2) of the whole line: the four ranks share the pipe, and a pipe write of at most
+# PIPE_BUF bytes is never interleaved with another.)
+os.write(1, ("async_ops rank %d late_starts %d\n" % (int(os.environ["RANK"]),
+                                                     observer.stats()["late_starts"])).encode())

@@ -192,7 +192,7 @@ class DdpCaptureTest(unittest.TestCase):
         rows = query(db, "SELECT rank, seq, bytes FROM events WHERE name = 'gloo:all_reduce' "
                          "ORDER BY rank, seq")
         late = {int(m.group(1)): int(m.group(2)) for m in
-                re.finditer(r"^async_ops rank (\d+) late_starts (\d+)$", p.stdout, re.M)}
+                re.finditer(r"async_ops rank (\d+) late_starts (\d+)", p.stdout)}
         self.assertEqual(sorted(late), [0, 1, 2, 3], p.stdout)
         for rank in range(4):
             mine = [(r["seq"], r["bytes"]) for r in rows if r["rank"] == rank]
