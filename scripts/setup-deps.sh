@@ -30,7 +30,7 @@ if [ "$set_name" = full ]; then
   packages+=(
     libgtest-dev libgmock-dev
     chromium time tmux zsh groff-base
-    clang-14 libclang-rt-14-dev
+    clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
   )
 fi
 # The rest is for the tests:
@@ -46,7 +46,8 @@ fi
 # package itself is installed by tests/viewers/setup-speedscope.sh when the test runs, with npm
 # (Debian packages nodejs and npm, unless a node with npm is already on the PATH, e.g. from
 # NodeSource, whose nodejs bundles npm and conflicts with Debian's npm package).
-# clang-14, libclang-rt-14-dev: the ASan+UBSan build and the libFuzzer targets (scripts/test.sh).
+# clang-14, libclang-rt-14-dev: the ASan+UBSan build and the libFuzzer targets (scripts/test.sh);
+# clang-format-14: the format check scripts/test.sh runs first; clang-tidy-14: scripts/tidy.sh.
 if [ "$set_name" = full ] && { ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; }; then
   packages+=(nodejs npm)
 fi

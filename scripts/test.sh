@@ -1,37 +1,12 @@
 #!/usr/bin/env bash
-# Builds tracedb and runs every test: the unit, diff and multi-process tests under CTest; the
-# recorder's concurrency tests again under ThreadSanitizer; the core (non-MPI) tests again in a
-# clang 14 ASan+UBSan build (every report fatal); and every libFuzzer target for a few seconds
-# on its seed corpus (fixtures/fuzz/). This is the README's test command and what CI runs
-# (.ci/run, with CI=true: tests on ../shared/fixtures then fail instead of skipping). It
-# depends on no compiler cache. On an idle 2-core machine from a fresh clone it took 34 min on
-# 2026-11-25 with full debug info (-g), over the 20-minute target: the three builds are about
-# three quarters of it. The builds now keep line tables only (-g1: file and line in sanitizer
-# reports and profiles, no variable info), which compiles a translation unit 26-34% faster:
-# the same run then took 30 min (1,825 s), still over the target. Since then: the tests' shared
-# helpers are compiled once, not once per test binary; the CLI (whose every file includes the
-# header-only CLI11, ~8 s of each ~11 s compile) is compiled as one unity file
-# (-DTRACEDB_UNITY_CLI=ON); the ThreadSanitizer stage runs the main build's tracedb instead of
-# building the whole CLI under TSan; the sanitizer stages run their test binaries side by side,
-# one per core (each one's output is printed when it fails). The same fresh-clone run (CI=true,
-# idle 2-core machine, commit ac421d0) then took 21 min (1,265 s: main build 429 s, ctest 181 s,
-# TSan stage 85 s, ASan stage 545 s of which its tests 153 s, fuzz 25 s): still over the
-# 20-minute target, by about a minute. Since then the ASan stage's tests do the same checks
-# with less CPU: the trace writer and the text-profile importers compile each SQL statement
-# once per connection instead of once per batch (Db::PrepareCached; the every-prefix tests
-# import each prefix as a batch of its own, and under ASan compiling SQL was most of their
-# time), the JSON reader no longer zeroes its 2 MB buffer per file, the import sorter no
-# longer reserves its whole 64 MB budget per import (under ASan: mapped and poisoned each
-# time), the mutant tests compile their table checks once. Measured with this stage's
-# ASAN_OPTIONS/UBSAN_OPTIONS, one binary at a time on the shared 2-core machine (load about
-# 1), CPU seconds (user+sys) and wall: mpi_profile_import_test 150.5 -> 32.4 CPU-s (151 ->
-# 33 s), import_test 63.5 -> 45.9 CPU-s (62 -> 45 s). The stage's ten binaries side by side
-# (run_side_by_side, load 1.4-1.9) then took 84 s wall, 147 CPU-s (about 160 s and 300 CPU-s
-# in the last CI log). The fuzz targets run one per core at a time, each for the same
-# FUZZ_SECONDS: that stage took 12.5 s, not 25 s. The fresh-clone run (CI=true, idle 2-core
-# machine, commit 6542090) then took 18.6 min (1,114 s: main build 418 s, ctest 176 s, TSan
-# stage 82 s, ASan stage 424 s, fuzz 13 s): under the 20-minute target.
-# FUZZ_SECONDS (default 5) sets each fuzz target's run.
+# Builds tracedb and runs every test; the README's test command and what CI runs (.ci/run, with
+# CI=true: tests on ../shared/fixtures then fail instead of skipping). Stages, in order: the
+# format check (clang-format 14); the main build (warnings are errors) and every test under CTest;
+# the recorder's concurrency tests again under ThreadSanitizer; the core (non-MPI) tests again in
+# a clang 14 ASan+UBSan build (every report fatal); every libFuzzer target for FUZZ_SECONDS
+# (default 5) on its seed corpus (fixtures/fuzz/). It depends on no compiler cache. Target: under
+# 20 minutes from a fresh clone on an idle 2-core machine; the measured stage times and how the
+# suite got there are in docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -44,10 +19,13 @@ flags=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 
 "$root/scripts/setup-deps.sh"
 
-stage "build (RelWithDebInfo)"
+stage "format check (clang-format 14)"
+"$root/scripts/format-check.sh"
+
+stage "build (RelWithDebInfo, warnings are errors)"
 # (TESTS ON again after a demo without GoogleTest.)
 cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
-  -DTRACEDB_UNITY_CLI=ON -DTRACEDB_TESTS=ON -DTRACEDB_BENCH=ON >/dev/null
+  -DTRACEDB_UNITY_CLI=ON -DTRACEDB_TESTS=ON -DTRACEDB_BENCH=ON -DTRACEDB_WERROR=ON >/dev/null
 cmake --build "$root/build" -j "$jobs"
 
 # Runs test binaries DIR/NAME... side by side, at most $jobs at a time, each one's output in
