@@ -38,7 +38,8 @@ inline int64_t SaturateInt64(__int128 v) {
 // the true sum is past the bound of b's sign (a and b then have the same sign).
 inline int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  if (__builtin_add_overflow(a, b, &r)) [[unlikely]]
+    return b > 0 ? INT64_MAX : INT64_MIN;
   return r;
 }
 inline int64_t SaturatingSub(int64_t a, int64_t b) {

@@ -10,6 +10,7 @@
 
 #include "engine/coding.h"
 #include "engine/crc32c.h"
+#include "engine/hash.h"
 #include "engine/lz4_codec.h"
 
 namespace tracedb::engine {
@@ -237,8 +238,6 @@ void CanonicalCodes(const uint8_t* len, uint32_t* code) {
   }
 }
 
-inline uint64_t Hash64(uint64_t v) { return v * 0x9E3779B97F4A7C15ull; }
-
 // An LSB-first bit stream as BitWriter writes it, read through a window: Peek() gives the next
 // (up to) 57 bits, zeros past the end, and Skip() takes bits only while there are that many.
 class BitWindow {
@@ -376,10 +375,10 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
     // symbol with one comparison and no branch; one that would share a slot gets no symbol.
     // An empty slot holds 0 with symbol 0, which is 0's symbol anyway.
     for (int i = 0; i < ncand && nexact < kMaxExact; ++i) {
-      uint64_t& slot = exact_slot[Hash64(cand[i].v) >> 58];
+      uint64_t& slot = exact_slot[FibonacciHash(cand[i].v) >> 58];
       if (slot != 0) continue;
       slot = cand[i].v;
-      exact_sym[Hash64(cand[i].v) >> 58] = static_cast<uint8_t>(kLengthSymbols + nexact);
+      exact_sym[FibonacciHash(cand[i].v) >> 58] = static_cast<uint8_t>(kLengthSymbols + nexact);
       exact_votes[nexact] = cand[i].c;
       exact[nexact++] = cand[i].v;
     }
@@ -450,7 +449,7 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
     used &= 7;
   };
   for (size_t i = 0; i < n; ++i) {
-    const size_t slot = Hash64(v[i]) >> 58;
+    const size_t slot = FibonacciHash(v[i]) >> 58;
     const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
     const SymbolOut& o = sym[s];
     const uint64_t m = v[i] & o.mmask;
@@ -705,15 +704,6 @@ struct RowPassOut {
   return at;
 }
 
-// a + b clamped to the int64 range, as SaturatingAdd, with the overflow flag instead of 128-bit
-// arithmetic (once per row here).
-inline int64_t ClampedAdd(int64_t a, int64_t b) {
-  int64_t sum;
-  if (__builtin_add_overflow(a, b, &sum)) [[unlikely]]
-    return b > 0 ? INT64_MAX : INT64_MIN;
-  return sum;
-}
-
 // The one pass over the rows, in (track, k) order: the rows themselves when kPermuted is false,
 // rows[order[j]] otherwise. It writes every column but ts and dur, which it leaves as values in
 // s.tss and s.durs to be finished once the block's time base and scale are known (a run's first
@@ -834,7 +824,7 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
       }
       BlockNameInfo& info = infos[at];
       // (info.count is the sum of info.hist, taken after the pass.)
-      info.total_dur = ClampedAdd(info.total_dur, r.dur);  // sums saturate, never overflow
+      info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
       info.min_dur = std::min(info.min_dur, r.dur);
       info.max_dur = std::max(info.max_dur, r.dur);
       info.hist[static_cast<size_t>(DurationBucketInline(r.dur))]++;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/coding.h"
+#include "engine/hash.h"
 #include "engine/segment_format.h"
 #include "engine/status.h"
 
@@ -172,7 +173,7 @@ class HuffmanColumnStats {
     uint32_t c = 0;
   };
   void Vote(uint64_t x) {
-    Slot& s = slots_[(x * 0x9E3779B97F4A7C15ull) >> 56];
+    Slot& s = slots_[FibonacciHash(x) >> 56];
     // Without branches: the values of a column come in no order a predictor could learn.
     const bool empty = s.c == 0, same = s.v == x;
     s.v = empty ? x : s.v;

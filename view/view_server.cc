@@ -14,6 +14,7 @@
 
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
+#include "engine/coding.h"
 #include "query/export/block_select.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -96,12 +97,6 @@ bool IntParam(const httplib::Request& req, httplib::Response& res, const char* n
   }
   *out = x;
   return true;
-}
-
-int64_t SatAdd(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
 }
 
 // The value of column `c` of `st` as JSON (integers as numbers when doubles hold them
@@ -390,8 +385,8 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
     return;
   }
   WindowRequest w;
-  w.t0 = SatAdd(origin, t0);
-  w.t1 = SatAdd(origin, t1);
+  w.t0 = engine::SaturatingAdd(origin, t0);
+  w.t1 = engine::SaturatingAdd(origin, t1);
   if (w.t1 <= w.t0) {
     Error(res, 400, "window out of range");
     return;
@@ -782,8 +777,8 @@ void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res
     Error(res, 500, "flows: " + flows_error);
     return;
   }
-  const int64_t lo = SatAdd(origin, t0), hi = SatAdd(origin, t1);
-  auto it = std::lower_bound(flows.begin(), flows.end(), SatAdd(lo, -flow_longest),
+  const int64_t lo = engine::SaturatingAdd(origin, t0), hi = engine::SaturatingAdd(origin, t1);
+  auto it = std::lower_bound(flows.begin(), flows.end(), engine::SaturatingAdd(lo, -flow_longest),
                              [](const FlowPair& f, int64_t ts) { return f.a_ts < ts; });
   std::string m = "{\"messages\":{\"rows\":[", c = "{\"rows\":[";
   size_t nm = 0, nc = 0;

@@ -15,6 +15,7 @@
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/version.h"
+#include "engine/coding.h"
 #include "query/export/block_select.h"
 #include "query/export/chrome_writer.h"
 #include "query/export/json_text.h"
@@ -25,12 +26,6 @@ namespace {
 using engine::Db;
 using engine::DecodedBlock;
 using engine::Stmt;
-
-int64_t SatAdd(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
 
 // The time window of one rank: [lo, hi) (block_select.h).
 using Window = TimeWindow;
@@ -233,7 +228,7 @@ Status ChromeExporter::ResolveWindows() {
       case Kind::kEpochNs:
         return b.value;
       case Kind::kSinceStart:
-        return SatAdd(start, b.value);
+        return engine::SaturatingAdd(start, b.value);
       default:
         return none;
     }
@@ -243,7 +238,7 @@ Status ChromeExporter::ResolveWindows() {
   window_.lo = global(o_.from, INT64_MIN);
   window_.hi = global(o_.to, INT64_MAX);
   if (o_.to.kind == Kind::kAfterFrom && !from_step) {
-    window_.hi = SatAdd(o_.from.kind == Kind::kNone ? start : window_.lo, o_.to.value);
+    window_.hi = engine::SaturatingAdd(o_.from.kind == Kind::kNone ? start : window_.lo, o_.to.value);
   }
   if (!from_step && !to_step) {
     if (window_.Empty()) {
@@ -291,7 +286,7 @@ Status ChromeExporter::ResolveWindows() {
       auto it = to_ts.find(rank);
       w.hi = it == to_ts.end() ? INT64_MAX : it->second;
     } else if (o_.to.kind == Kind::kAfterFrom) {
-      w.hi = SatAdd(w.lo, o_.to.value);
+      w.hi = engine::SaturatingAdd(w.lo, o_.to.value);
     }
     rank_windows_[rank] = w;
   }

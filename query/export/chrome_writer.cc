@@ -1,5 +1,6 @@
 // Chrome trace JSON writer. See chrome_writer.h; the mapping is documented in docs/export.md.
 // Thread safety: one thread at a time.
+#include "engine/coding.h"
 #include "query/export/chrome_writer.h"
 
 #include <sys/stat.h>
@@ -29,12 +30,6 @@ inline char* Put(char* p, const char (&lit)[N]) {
 inline char* Put(char* p, const std::string& s) {
   std::memcpy(p, s.data(), s.size());
   return p + s.size();
-}
-
-int64_t SatAdd(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
 }
 
 }  // namespace
@@ -336,7 +331,7 @@ char* ChromeTraceWriter::WriteFlowPair(char* p, uint64_t id, const TrackOut& fro
   *p++ = ',';
   p = Put(p, from.prefix);
   p = Put(p, ",\"ts\":");
-  p = json::WriteMicros(p, SatAdd(from_ts, -o_.origin_ns));
+  p = json::WriteMicros(p, engine::SaturatingAdd(from_ts, -o_.origin_ns));
   p = Put(p, ",\"name\":");
   p = Put(p, name_literal);
   p = Put(p, ",\"cat\":\"flow\"}");
@@ -346,7 +341,7 @@ char* ChromeTraceWriter::WriteFlowPair(char* p, uint64_t id, const TrackOut& fro
   *p++ = ',';
   p = Put(p, to.prefix);
   p = Put(p, ",\"ts\":");
-  p = json::WriteMicros(p, SatAdd(to_ts, -o_.origin_ns));
+  p = json::WriteMicros(p, engine::SaturatingAdd(to_ts, -o_.origin_ns));
   p = Put(p, ",\"name\":");
   p = Put(p, name_literal);
   p = Put(p, ",\"cat\":\"flow\"}");
@@ -456,7 +451,7 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
     }
     p = Put(p, t->prefix);
     p = Put(p, ",\"ts\":");
-    p = json::WriteMicros(p, SatAdd(ts, -o_.origin_ns));
+    p = json::WriteMicros(p, engine::SaturatingAdd(ts, -o_.origin_ns));
     if (kind == static_cast<uint8_t>(RowKind::kSpan)) {
       p = Put(p, ",\"dur\":");
       p = json::WriteMicros(p, b.dur[i]);

@@ -1,4 +1,5 @@
 // RequestTable. See request_table.h.
+#include "engine/hash.h"
 #include "recorder/mpi/request_table.h"
 
 #include <cstdlib>
@@ -10,7 +11,7 @@ RequestTable::~RequestTable() {
 }
 
 uint64_t RequestTable::Hash(uintptr_t key) {
-  return static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull;
+  return engine::FibonacciHash(static_cast<uint64_t>(key));
 }
 
 int64_t RequestTable::FindOldest(const Shard& s, uintptr_t key, Want want) {

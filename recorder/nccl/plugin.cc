@@ -22,6 +22,7 @@
 #include <new>
 #include <string>
 
+#include "engine/hash.h"
 #include "recorder/cuda/gpu_clock.h"
 #include "recorder/nccl/event_mask.h"
 #include "recorder/nccl/plugin_core.h"
@@ -130,7 +131,7 @@ PtrCache g_protos;     // "LL128" -> ProtoCode
 
 template <typename F>
 uint32_t Cached(PtrCache& cache, const char* s, F&& compute) {
-  const uint64_t h = reinterpret_cast<uintptr_t>(s) * 0x9E3779B97F4A7C15ull;
+  const uint64_t h = tracedb::engine::FibonacciHash(reinterpret_cast<uintptr_t>(s));
   for (int probe = 0; probe < 16; ++probe) {
     const int i = static_cast<int>((h >> 40) + probe) & (PtrCache::kSize - 1);
     const char* k = cache.key[i].load(std::memory_order_acquire);
