@@ -1,5 +1,6 @@
 // SQL functions. See functions.h.
 #include "query/functions.h"
+#include "query/percentile_rank.h"
 
 #include "query/human_units.h"
 
@@ -157,25 +158,6 @@ void PercentileStep(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   } catch (...) {
     sqlite3_result_error_nomem(ctx);
   }
-}
-
-// The nearest rank of the p-th percentile of n values (1-based): the smallest r with
-// r >= p/100 * n, computed exactly (p/100.0 * n in doubles gives 8 for p = 7, n = 100).
-size_t NearestRank(double p, size_t n) {
-  if (p <= 0 || n == 0) return 1;
-  if (p >= 100) return n;
-  // p = m * 2^e exactly, m an integer below 2^53.
-  int e = 0;
-  const double frac = std::frexp(p, &e);  // p = frac * 2^e, frac in [0.5, 1)
-  const auto m = static_cast<uint64_t>(std::ldexp(frac, 53));
-  e -= 53;
-  // rank = ceil(m * n / (100 * 2^-e)); p < 128 makes -e >= 46, and m * n < 2^117.
-  const int shift = -e;
-  if (shift >= 120) return 1;  // p * n / 100 < 2^53 * 2^64 / 2^120 < 1
-  const unsigned __int128 num = static_cast<unsigned __int128>(m) * n;
-  const unsigned __int128 den = static_cast<unsigned __int128>(100) << shift;
-  const unsigned __int128 r = (num + den - 1) / den;
-  return std::clamp<size_t>(static_cast<size_t>(r), 1, n);
 }
 
 // The k-th smallest (0-based) of v, all of them in [lo, hi]: radix selection on the offset

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "query/functions.h"
+#include "query/percentile_rank.h"
 
 namespace tracedb::query {
 namespace {
@@ -483,9 +484,7 @@ void CompareRuns(RunSummary a, RunSummary b, RunDiff* out) {
 
 double Percentile(std::vector<double>* v, double p) {
   if (v->empty()) return 0;
-  const size_t n = v->size();
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(n)));
-  rank = std::clamp<size_t>(rank, 1, n);
+  const size_t rank = NearestRank(p, v->size());
   std::nth_element(v->begin(), v->begin() + static_cast<long>(rank - 1), v->end());
   return (*v)[rank - 1];
 }

@@ -85,6 +85,12 @@ TEST(ReportDataTest, MergeIntervalsAndPercentile) {
   EXPECT_DOUBLE_EQ(Percentile(&p, 50), 3);
   EXPECT_DOUBLE_EQ(Percentile(&p, 99), 5);
   EXPECT_DOUBLE_EQ(Percentile(&p, 0), 1);
+  // The nearest rank as percentile() computes it: 7 / 100.0 * 100 in doubles is
+  // 7.000000000000001, whose ceil (8) the report's own copy took.
+  std::vector<double> hundred;
+  for (int i = 1; i <= 100; ++i) hundred.push_back(i);
+  EXPECT_DOUBLE_EQ(Percentile(&hundred, 7), 7);
+  EXPECT_DOUBLE_EQ(Percentile(&hundred, 99), 99);
 }
 
 #ifdef REPORT_JOB_GEN_PATH
