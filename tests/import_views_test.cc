@@ -378,8 +378,12 @@ void CheckViews(const std::vector<std::string>& inputs, const std::string& label
     const std::string note = rest.substr(rest.find('|') + 1);
     const Rows got = ViewRows(db, "SELECT count(*) FROM " + view);
     // "partly" may still be empty (stragglers of a one-rank Horovod run).
-    if (answers == "no") EXPECT_EQ(got, Rows{"0"}) << n;
-    if (answers == "yes") EXPECT_NE(got, Rows{"0"}) << n;
+    if (answers == "no") {
+      EXPECT_EQ(got, Rows{"0"}) << n;
+    }
+    if (answers == "yes") {
+      EXPECT_NE(got, Rows{"0"}) << n;
+    }
     EXPECT_EQ(answers == "yes", note.empty()) << n;
   }
 }

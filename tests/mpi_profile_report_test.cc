@@ -166,11 +166,15 @@ void CheckReport(const std::vector<std::string>& files) {
     for (const std::string& line : ReadProfile(f).own) stated.insert(line);
   }
   for (const std::string& line : report) {
-    if (StartsWith(line, "MPI task ")) EXPECT_TRUE(stated.count(line)) << line << "\n" << text;
+    if (StartsWith(line, "MPI task ")) {
+      EXPECT_TRUE(stated.count(line)) << line << "\n" << text;
+    }
   }
   // No section for a rank whose file is absent; a partial input is not "every rank's calls".
   for (int r = 0; r < world; ++r) {
-    if (!present.count(r)) EXPECT_TRUE(Section(report, r).empty()) << "rank " << r << "\n" << text;
+    if (!present.count(r)) {
+      EXPECT_TRUE(Section(report, r).empty()) << "rank " << r << "\n" << text;
+    }
   }
   const bool every = text.find("every rank's calls together") != std::string::npos;
   EXPECT_EQ(every, static_cast<int>(present.size()) == world) << text;

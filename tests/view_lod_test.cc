@@ -145,7 +145,9 @@ TEST_F(ViewLodTest, WholeJobAndZoomsMatchSql) {
       wide++;
       EXPECT_TRUE(whole.count(st->Int(0))) << "wide span " << st->Int(0) << " not whole";
     }
-    if (t1 - t0 == 2 * kViewStepNs) EXPECT_GT(wide, 10);
+    if (t1 - t0 == 2 * kViewStepNs) {
+      EXPECT_GT(wide, 10);
+    }
     // Listed through the rank index with the longest block span (what the server does), the
     // same blocks and the same answer.
     WindowRequest fast = req;
@@ -273,7 +275,9 @@ TEST_F(ViewLodTest, BusyTracksBecomeOccupancy) {
     // The step spans (depth 0) cover every step's first 90%: mostly full pixels there.
     size_t full = 0;
     for (uint8_t v : t.occupancy[0]) full += v >= 250;
-    if (t.track == 1) EXPECT_GT(full, 3000u);
+    if (t.track == 1) {
+      EXPECT_GT(full, 3000u);
+    }
   }
   EXPECT_TRUE(any);
 }

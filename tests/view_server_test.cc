@@ -71,8 +71,8 @@ std::thread* ViewServerTest::thread_ = nullptr;
 TEST_F(ViewServerTest, TokenRequiredEverywhere) {
   EXPECT_EQ(server_->token().size(), 32u);
   EXPECT_NE(server_->url().find("http://127.0.0.1:"), std::string::npos);
-  for (const char* p : {"/", "/index.html", "/app.js", "/api/meta", "/api/window?t0=0&t1=9",
-                        "/api/sql?q=select%201", "/nope"}) {
+  for (const char* p : {"/", "/index.html", "/app.js", "/units.js", "/api/meta",
+                        "/api/window?t0=0&t1=9", "/api/sql?q=select%201", "/nope"}) {
     auto r = Get(p, false);
     ASSERT_TRUE(r) << p;
     EXPECT_EQ(r->status, 403) << p;
@@ -95,6 +95,15 @@ TEST_F(ViewServerTest, TokenRequiredEverywhere) {
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("app.js?token=" + server_->token()), std::string::npos);
+  EXPECT_NE(page->body.find("units.js?token=" + server_->token()), std::string::npos);
+  // The shared units module is served, and app.js uses it rather than a copy of its own.
+  auto units = Get("/units.js");
+  ASSERT_TRUE(units);
+  EXPECT_EQ(units->status, 200);
+  EXPECT_NE(units->body.find("function humanDuration"), std::string::npos);
+  auto app = Get("/app.js");
+  ASSERT_TRUE(app);
+  EXPECT_EQ(app->body.find("function fmtNs"), std::string::npos);
 }
 
 // Over loopback compression only costs: the answers go as they are even to a client that accepts
@@ -174,13 +183,17 @@ TEST_F(ViewServerTest, BadRequestsGetClearErrorsAndTheServerSurvives) {
     httplib::Client c("127.0.0.1", server_->port());
     auto big =
         c.Post("/api/sql?token=" + server_->token(), std::string(1 << 20, 'y'), "text/plain");
-    if (big) EXPECT_GE(big->status, 400);  // refused (or the connection closed on it)
+    if (big) {
+      EXPECT_GE(big->status, 400);  // refused (or the connection closed on it)
+    }
   }
   // Raw garbage on the socket.
   {
     httplib::Client c("127.0.0.1", server_->port());
     auto r = c.Get("/api/window?t0=%ff%00&t1=%&token=" + server_->token());
-    if (r) EXPECT_EQ(r->status, 400);
+    if (r) {
+      EXPECT_EQ(r->status, 400);
+    }
   }
   auto after = Get("/api/meta");
   ASSERT_TRUE(after);

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/coding.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
-#include "engine/coding.h"
 #include "query/export/block_select.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -356,6 +356,7 @@ void ViewServer::Impl::Routes() {
   };
   http.Get("/", asset);
   http.Get("/index.html", asset);
+  http.Get("/units.js", asset);
   http.Get("/app.js", asset);
   http.Get("/app.css", asset);
   http.Get("/api/meta", [this](const auto& q, auto& r) { Meta(q, r); });

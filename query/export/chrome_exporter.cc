@@ -12,10 +12,10 @@
 #include <memory>
 #include <unordered_map>
 
+#include "engine/coding.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/version.h"
-#include "engine/coding.h"
 #include "query/export/block_select.h"
 #include "query/export/chrome_writer.h"
 #include "query/export/json_text.h"
@@ -238,7 +238,8 @@ Status ChromeExporter::ResolveWindows() {
   window_.lo = global(o_.from, INT64_MIN);
   window_.hi = global(o_.to, INT64_MAX);
   if (o_.to.kind == Kind::kAfterFrom && !from_step) {
-    window_.hi = engine::SaturatingAdd(o_.from.kind == Kind::kNone ? start : window_.lo, o_.to.value);
+    window_.hi =
+        engine::SaturatingAdd(o_.from.kind == Kind::kNone ? start : window_.lo, o_.to.value);
   }
   if (!from_step && !to_step) {
     if (window_.Empty()) {

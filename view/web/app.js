@@ -34,13 +34,6 @@ function api(path, params, signal) {
 }
 
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
-function fmtNs(ns) {
-  const a = Math.abs(ns);
-  if (a >= 1e9) return (ns / 1e9).toFixed(a >= 1e10 ? 2 : 3) + " s";
-  if (a >= 1e6) return (ns / 1e6).toFixed(a >= 1e7 ? 2 : 3) + " ms";
-  if (a >= 1e3) return (ns / 1e3).toFixed(a >= 1e4 ? 2 : 3) + " µs";
-  return Math.round(ns) + " ns";
-}
 const colors = new Map();  // name -> CSS colour, computed once (parsing a colour is not free)
 function color(name) {
   let c = colors.get(name);
@@ -355,7 +348,7 @@ function drawFlows() {
 function drawAxis(W) {
   ctx.fillStyle = "#f4f6f9"; ctx.fillRect(0, 0, W, AXIS_H);
   ctx.fillStyle = "#223";
-  ctx.fillText(`${fmtNs(S.v1 - S.v0)} shown`, 4, AXIS_H / 2);
+  ctx.fillText(`${humanDuration(S.v1 - S.v0)} shown`, 4, AXIS_H / 2);
   const span = S.v1 - S.v0;
   let step = Math.pow(10, Math.floor(Math.log10(span / 8)));
   if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
@@ -363,7 +356,7 @@ function drawAxis(W) {
   for (let t = Math.ceil(S.v0 / step) * step; t < S.v1; t += step) {
     const x = xOf(t);
     ctx.beginPath(); ctx.moveTo(x, AXIS_H - 6); ctx.lineTo(x, AXIS_H); ctx.stroke();
-    ctx.fillText(fmtNs(t), x + 2, AXIS_H / 2 - 2);
+    ctx.fillText(humanDuration(t), x + 2, AXIS_H / 2 - 2);
   }
   // Step markers (the lowest rank that has them).
   const steps = S.meta.steps;
@@ -473,7 +466,7 @@ function fetchWindow() {
     // decoding, drawing; read by bench/view_bench.mjs.
     S.lastParts = { wait: tHead - t, body: tBody - tHead, decode: tDecoded - tBody, draw: tDrawn - tDecoded, kb };
     const items = w.tracks.reduce((n, x) => n + x.items.length + x.runs.length, 0);
-    statusEl.textContent = `${fmtNs(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
+    statusEl.textContent = `${humanDuration(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
       `${items} items · ${w.blocks_decoded}/${w.blocks} blocks · ${S.lastMs.toFixed(0)} ms`;
     fetchFlows(v0, v1, seq);
     settled();
@@ -593,7 +586,7 @@ function select(id, relTs, dur, track, depth) {
     h += `</table><h3>SQL</h3><pre>${esc(ev.event.sql)}</pre>`;
     if (ev.parents.length) {
       h += "<h3>parents</h3><table>";
-      for (const p of ev.parents) h += `<tr><td>${esc(p.fields.depth)}</td><td>${esc(p.fields.name)}</td><td>${fmtNs(p.fields.dur)}</td></tr>`;
+      for (const p of ev.parents) h += `<tr><td>${esc(p.fields.depth)}</td><td>${esc(p.fields.name)}</td><td>${humanDuration(p.fields.dur)}</td></tr>`;
       h += "</table>";
     }
     detailsEl.innerHTML = h;

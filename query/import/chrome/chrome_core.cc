@@ -1,6 +1,6 @@
 // The generic Chrome trace-event mapping. See chrome_core.h; conventions in docs/importers.md.
-#include "engine/hash.h"
 #include "query/import/chrome/chrome_core.h"
+#include "engine/hash.h"
 
 #include <set>
 #include <string_view>
@@ -37,7 +37,8 @@ void AppendKey(const JsonId& id, std::string* key) {
 
 struct PairHash {
   size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-    return std::hash<int64_t>()(engine::FibonacciHash(static_cast<uint64_t>(p.first)) ^ static_cast<uint64_t>(p.second));
+    return std::hash<int64_t>()(engine::FibonacciHash(static_cast<uint64_t>(p.first)) ^
+                                static_cast<uint64_t>(p.second));
   }
 };
 
