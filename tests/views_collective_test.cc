@@ -22,7 +22,7 @@ using engine::EventArgs;
 
 EventArgs Coll(int64_t comm, uint64_t seq, bool has_comm = true) {
   EventArgs a;
-  a.mask = EventArgs::kSeq | (has_comm ? EventArgs::kComm : 0);
+  a.mask = EventArgs::kSeq | (has_comm ? uint32_t{EventArgs::kComm} : 0u);
   a.comm = static_cast<uint32_t>(comm);
   a.seq = seq;
   return a;
