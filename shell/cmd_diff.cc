@@ -47,10 +47,19 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
              d.has_step_test ? Fmt("%.3g", d.step_test.p).c_str() : "-");
   out += Fmt("%-22s %13.1f%% %13.1f%% %+9.1fpt\n", "communication share", 100 * d.a.comm_share,
              100 * d.b.comm_share, 100 * (d.b.comm_share - d.a.comm_share));
-  out += Fmt("%-22s %14s %14s   (%s / %s)\n\n", "straggler ranks", Ranks(d.a.stragglers).c_str(),
+  out += Fmt("%-22s %14s %14s   (%s / %s)\n", "straggler ranks", Ranks(d.a.stragglers).c_str(),
              Ranks(d.b.stragglers).c_str(),
              d.a.straggler_basis.empty() ? "-" : d.a.straggler_basis.c_str(),
              d.b.straggler_basis.empty() ? "-" : d.b.straggler_basis.c_str());
+  // The wait each straggler caused in A and in B (stragglers.caused_wait_ns).
+  for (const auto& w : query::CompareStragglerWait(d.a, d.b)) {
+    out += Fmt("%-22s rank %d caused %s -> %s of waiting (%s)\n", "", w.rank,
+               HumanDuration(static_cast<double>(w.a_ns)).c_str(),
+               HumanDuration(static_cast<double>(w.b_ns)).c_str(),
+               w.a_ns > 0 ? Change(static_cast<double>(w.b_ns - w.a_ns) / static_cast<double>(w.a_ns)).c_str()
+                          : (w.b_ns > 0 ? "new" : "-"));
+  }
+  out += "\n";
   out += Fmt("%-28s %-7s %9s %9s %11s %11s %8s %11s %11s %11s %9s %s\n", "name", "kind", "count A",
              "count B", "mean A", "mean B", "change", "p50 B", "p99 B", "total B", "p", "");
   int shown = 0;
@@ -63,7 +72,7 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
             static_cast<unsigned long long>(n.b ? n.b->count : 0),
             n.a ? HumanDuration(n.a->mean_ns).c_str() : "-",
             n.b ? HumanDuration(n.b->mean_ns).c_str() : "-",
-            n.has_change ? Change(n.mean_change).c_str() : (n.a ? "gone" : "new"),
+            n.has_change ? Change(n.mean_change).c_str() : (n.a ? "vanished" : "new"),
             n.b ? HumanDuration(static_cast<double>(n.b->p50_ns)).c_str() : "-",
             n.b ? HumanDuration(static_cast<double>(n.b->p99_ns)).c_str() : "-",
             n.b ? HumanDuration(static_cast<double>(n.b->total_ns)).c_str() : "-",

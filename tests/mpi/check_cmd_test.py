@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""End-to-end test of `tracedb check` and `tracedb runs` (docs/check.md "Testing").
+
+An MPI program with known phases (tests/mpi/check_program.cc: forward 3 ms, backward 6 ms,
+optimizer 2 ms of sleep per step, one real MPI_Allreduce) is recorded with `tracedb record --
+mpirun -np 2` four times unchanged as the baselines (added to a run history with `runs add`),
+then as candidates: once more unchanged (check must pass: no false alarm), with backward slowed
+by 40% on every rank (must fail naming backward, and nothing but backward and the step time),
+with a 64x larger allreduce (must fail naming MPI_Allreduce and no phase), and with a new 3 ms
+phase (must fail naming it as new). The medians check reports are compared with medians computed
+here from plain SQL on the same databases; the JUnit XML is parsed with xml.etree; `runs list`
+must show the command and git revision that `record` captured. Also: `diff` says how much wait
+the straggler caused, `report html` with several baselines carries the trend, usage errors exit 2.
+Exit 0 passed, 1 failed.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL: " + what)
+
+
+def run(cmd, env=None, ok=(0,)):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode not in ok:
+        print("command failed (%d): %s\n%s%s" % (p.returncode, " ".join(cmd), p.stdout, p.stderr))
+    return p
+
+
+def sql_median_per_step(tracedb, db, name):
+    """Median over steps (the first left out) of the per-rank-mean time in `name` per step."""
+    out = run([tracedb, "query", db, "-f", "csv",
+               "SELECT step, rank, sum(dur) FROM events WHERE kind = 'span' AND name = '%s' "
+               "AND step IS NOT NULL GROUP BY step, rank" % name]).stdout.splitlines()[1:]
+    per = {}
+    for line in out:
+        step, _, ns = line.split(",")
+        per.setdefault(int(step), []).append(int(ns))
+    if not per:
+        return None
+    first = min(per)
+    return statistics.median(sum(v) / len(v) for s, v in per.items() if s != first)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tracedb", required=True)
+    ap.add_argument("--program", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--tmp", default=None)
+    o = ap.parse_args()
+    if o.tmp:
+        os.makedirs(o.tmp, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="check_cmd_", dir=o.tmp)
+    env = dict(os.environ, TRACEDB_RUNS=os.path.join(work, "runs.db"))
+    T = o.tracedb
+
+    def record(name, *args):
+        db = os.path.join(work, name + ".tdb")
+        p = run([T, "record", "-q", "-o", db, "--", o.mpiexec, "--oversubscribe",
+                 "--allow-run-as-root", "-np", "2", o.program, "--steps", "12"] + list(args),
+                env=env)
+        check(p.returncode == 0, "record %s" % name)
+        return db
+
+    def check_json(db, *extra):
+        p = run([T, "check", db, "--baseline", "runs:base", "-f", "json"] + list(extra), env=env,
+                ok=(0, 1))
+        try:
+            return p.returncode, json.loads(p.stdout)
+        except ValueError:
+            check(False, "check %s printed JSON" % db)
+            return p.returncode, {"regressions": [], "checked": []}
+
+    for i in range(4):
+        db = record("base%d" % i)
+        check(run([T, "runs", "add", db, "--label", "base"], env=env).returncode == 0, "runs add")
+
+    # runs list: four runs with what record captured.
+    listed = json.loads(run([T, "runs", "list", "-f", "json"], env=env).stdout)
+    check(len(listed) == 4 and all(r["label"] == "base" for r in listed), "runs list: 4 runs")
+    check(all(o.program in r["command"] for r in listed), "runs list: the recorded command")
+    check(all(r["steps"] == 12 and r["ranks"] == 2 for r in listed), "runs list: steps and ranks")
+    git = subprocess.run(["git", "rev-parse", "HEAD"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    if git.returncode == 0:
+        check(all(r["git_rev"].startswith(git.stdout.strip()) for r in listed),
+              "runs list: the git revision (%s)" % git.stdout.strip())
+    two = json.loads(run([T, "runs", "list", "-f", "json", "--last", "2"], env=env).stdout)
+    check([r["path"] for r in two] == [r["path"] for r in listed[2:]], "runs list --last 2")
+
+    # 1. Unchanged: passes.
+    same = record("same")
+    rc, res = check_json(same)
+    print("unchanged: exit %d, regressions %s" % (rc, [r["name"] for r in res["regressions"]]))
+    check(rc == 0 and res["regressions"] == [], "an unchanged run passes")
+    names = {c["name"] for c in res["checked"]}
+    check({"step", "forward", "backward", "optimizer", "MPI_Allreduce"} <= names,
+          "checked the phases, the collective and the step time (%s)" % sorted(names))
+    check(len(res["baselines"]) == 4, "runs:base gives the 4 baselines")
+    # Medians against plain SQL.
+    for c in res["checked"]:
+        if c["name"] in ("forward", "backward", "optimizer", "MPI_Allreduce"):
+            want = sql_median_per_step(T, same, c["name"])
+            check(want is not None and abs(c["run_ns"] - want) <= 1,
+                  "%s: run median %s = SQL %s" % (c["name"], c["run_ns"], want))
+
+    # 2. backward 40% slower on every rank: fails naming backward (and the step time) only.
+    slow = record("slow", "--slow", "backward=1.4")
+    rc, res = check_json(slow)
+    failed = {r["name"] for r in res["regressions"]}
+    print("backward x1.4: exit %d, regressions %s" % (rc, sorted(failed)))
+    check(rc == 1, "a slowed phase fails (exit 1)")
+    check("backward" in failed and failed <= {"backward", "step"},
+          "only backward (and the step time) named: %s" % sorted(failed))
+    for r in res["regressions"]:
+        if r["name"] == "backward":
+            check(0.30 < r["change"] < 0.50, "backward's change %.3f is about +40%%" % r["change"])
+            check(r["p"] is not None and r["p"] < 0.01, "backward's p %s" % r["p"])
+            check(r["threshold"] >= 0.10, "threshold reported")
+            want = sql_median_per_step(T, slow, "backward")
+            check(abs(r["run_ns"] - want) <= 1, "backward median %s = SQL %s" % (r["run_ns"], want))
+
+    # JUnit: one test case per checked name, one failure per regression.
+    xml_path = os.path.join(work, "slow.xml")
+    p = run([T, "check", slow, "--baseline", "runs:base", "-f", "junit", "-o", xml_path], env=env,
+            ok=(1,))
+    check(p.returncode == 1, "junit: exit 1")
+    root = ET.parse(xml_path).getroot()
+    cases = root.findall(".//testcase")
+    fails = [c.get("name") for c in cases if c.find("failure") is not None]
+    check(len(cases) == len(res["checked"]) + len(res["skipped"]),
+          "junit: %d test cases for %d checked + %d skipped" %
+          (len(cases), len(res["checked"]), len(res["skipped"])))
+    check(sorted(fails) == sorted(failed), "junit failures %s = regressions" % fails)
+    check(int(root.get("failures")) == len(failed), "junit: failures attribute")
+
+    # 3. A slower collective (64x the bytes): fails naming MPI_Allreduce, no phase.
+    coll = record("coll", "--allreduce-kb", "4096")
+    rc, res = check_json(coll)
+    failed = {r["name"] for r in res["regressions"]}
+    print("allreduce x64: exit %d, regressions %s" % (rc, sorted(failed)))
+    check(rc == 1 and "MPI_Allreduce" in failed, "a slowed collective fails naming it")
+    check(not failed & {"forward", "backward", "optimizer"}, "no phase named: %s" % sorted(failed))
+
+    # 4. A new 3 ms phase: fails naming it as new.
+    new = record("new", "--extra-ms", "3")
+    rc, res = check_json(new)
+    newfail = [r for r in res["regressions"] if r["name"] == "injected_sleep"]
+    check(rc == 1 and newfail and newfail[0]["verdict"] == "new", "a new costly phase fails as new")
+
+    # diff: new names as such, and the straggler's caused wait.
+    d = run([T, "diff", listed[0]["path"], new]).stdout
+    check(any("injected_sleep" in l and " new " in l for l in d.splitlines()),
+          "diff marks injected_sleep as new")
+    check(" caused " in d and "of waiting" in d, "diff compares the straggler's caused wait")
+    dj = json.loads(run([T, "diff", listed[0]["path"], new, "-f", "json"]).stdout)
+    st = {n["name"]: n["status"] for n in dj["names"]}
+    check(st.get("injected_sleep") == "new" and st.get("backward") == "both", "diff JSON status")
+
+    # report html with all the baselines: the trend carries every run, this one last.
+    page = os.path.join(work, "report.html")
+    p = run([T, "report", "html", new, "-o", page, "--baseline", "runs:base"], env=env)
+    check(p.returncode == 0, "report html --baseline runs:base")
+    if p.returncode == 0:
+        text = open(page).read()
+        blob = text.split('<script id="tracedb-data" type="application/json">')[1].split("</script>")[0]
+        data = json.loads(blob)
+        check(len(data["trend"]["runs"]) == 5 and data["trend"]["runs"][-1]["path"] == new,
+              "trend: 4 baselines and this run")
+        tn = {n["name"]: n for n in data["trend"]["names"]}
+        check("injected_sleep" in tn and tn["injected_sleep"]["median_ns"][0] is None,
+              "trend: the new name has no value in the baselines")
+        check(data["startup"]["end_ns"] is not None, "start-up set apart")
+
+    # Usage errors and unreadable inputs: exit 2, naming what is wrong.
+    p = run([T, "check", same, "--baseline", "runs:nosuchlabel"], env=env, ok=(2,))
+    check(p.returncode == 2 and "nosuchlabel" in p.stderr, "unknown label: exit 2")
+    p = run([T, "check", same, "--baseline", os.path.join(work, "missing.tdb")], env=env, ok=(2,))
+    check(p.returncode == 2 and "missing.tdb" in p.stderr, "missing baseline: exit 2")
+    p = run([T, "check", same, "--baseline", same, "-f", "yaml"], env=env, ok=(2,))
+    check(p.returncode == 2, "unknown format: exit 2")
+    p = run([T, "check", same], env=env, ok=(2,))
+    check(p.returncode == 2, "no baseline: exit 2")
+
+    if FAILURES:
+        print("%d failures (files kept in %s)" % (len(FAILURES), work))
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print("passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
