@@ -3,6 +3,8 @@
 # the unchanged MPI program tests/mpi/check_program.cc RUNS times (`tracedb record -- mpirun -np
 # 2`), then checks every run from the (K+1)-th on against the K runs before it, with the default
 # thresholds and with none (--min-change 0 --min-abs-ms 0 --between-factor 0: the bare test).
+# A failing check is followed by the CI recipe of docs/check.md: the run is recorded once more
+# and checked again (a failure only when both fail).
 # Prints one line per check and a summary: checks that failed, and per name the largest
 # |change| and smallest p seen between unchanged runs (what the defaults must stay above).
 #   bench/check_false_alarm.sh BUILD [RUNS=20] [K=4] [STEPS=12]
@@ -15,6 +17,8 @@ tracedb=$build/tracedb
 program=$build/tests/mpi/check_program
 mpiexec=$(command -v mpiexec || command -v mpirun)
 work=$(mktemp -d /tmp/check_false_alarm.XXXXXX)
+# Waiting ranks yield the CPU instead of spinning (a shared machine; as tests/mpi/check_cmd_test.py).
+export OMPI_MCA_mpi_yield_when_idle=1
 trap 'rm -rf "$work"' EXIT
 echo "recording $runs unchanged runs of $steps steps (mpirun -np 2) into $work"
 for i in $(seq 1 "$runs"); do
@@ -22,6 +26,7 @@ for i in $(seq 1 "$runs"); do
     -np 2 "$program" --steps "$steps"
 done
 fails=0
+twice=0
 bare_fails=0
 checks=0
 for i in $(seq $((k + 1)) "$runs"); do
@@ -29,8 +34,16 @@ for i in $(seq $((k + 1)) "$runs"); do
   for j in $(seq $((i - k)) $((i - 1))); do base+=("$work/run$j.tdb"); done
   rc=0
   "$tracedb" check "$work/run$i.tdb" --baseline "${base[@]}" -f json > "$work/check$i.json" || rc=$?
-  [ "$rc" -eq 1 ] && fails=$((fails + 1))
   [ "$rc" -gt 1 ] && { echo "check failed to run (exit $rc)"; exit 1; }
+  if [ "$rc" -eq 1 ]; then
+    fails=$((fails + 1))
+    # The CI recipe: record the failing run once more and check again; fail only if both fail.
+    "$tracedb" record -q -o "$work/again$i.tdb" -- "$mpiexec" --oversubscribe \
+      --allow-run-as-root -np 2 "$program" --steps "$steps"
+    "$tracedb" check "$work/again$i.tdb" --baseline "${base[@]}" -q > /dev/null && again=0 || again=$?
+    [ "$again" -eq 1 ] && twice=$((twice + 1))
+    echo "run $i: failed; recorded again: $([ "$again" -eq 1 ] && echo failed again || echo passed)"
+  fi
   rc=0
   "$tracedb" check "$work/run$i.tdb" --baseline "${base[@]}" -f json --min-change 0 \
     --min-abs-ms 0 --between-factor 0 > "$work/bare$i.json" || rc=$?
@@ -63,4 +76,5 @@ for n, w in sorted(worst.items(), key=lambda x: -x[1]["ns"]):
     print("%-16s %10.3f ms %11.1f%% %9.3f ms %10.2g %11.1f%%" %
           (n, w["ns"] / 1e6, 100 * w["change"], w["abs"] / 1e6, w["p"], 100 * w["cv"]))
 PY
-echo "checks: $checks, failed with the defaults: $fails, failed with no thresholds (p < 0.01 only): $bare_fails"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "checks: $checks, failed with the defaults: $fails (of which failed again when recorded again: $twice), failed with no thresholds (p < 0.01 only): $bare_fails"

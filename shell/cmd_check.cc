@@ -264,10 +264,10 @@ void SetupCheck(CLI::App& app, int* exit_code) {
   sub->add_option("--alpha", o->check.alpha, "Significance level (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--min-change", o->check.min_change,
-                  "Relative change of the median per-step value needed (default 0.10)")
+                  "Relative change of the median per-step value needed (default 0.15)")
       ->check(CLI::Range(0.0, 100.0));
   sub->add_option("--min-abs-ms", o->min_abs_ms,
-                  "Absolute change per step needed, in ms (default 0.2)")
+                  "Absolute change per step needed, in ms (default 0.5)")
       ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--between-factor", o->check.between_factor,
                   "The threshold is at least this times the baselines' run-to-run variation "

@@ -109,17 +109,17 @@ TEST(CheckRun, FasterIsAnImprovementNotAFailure) {
 }
 
 TEST(CheckRun, RunToRunVariationRaisesTheThreshold) {
-  // Baselines 12% apart from run to run (scale 0.88 .. 1.12): a candidate at +14% is
-  // significant within runs, above min_change, but inside what the history shows.
+  // Baselines 12% apart from run to run (scale 0.88 .. 1.12, cv about 10%): a candidate at
+  // +20% is significant within runs, above min_change, but inside 3 x the history's variation.
   std::vector<RunSummary> base = {MakeRun(400, 20, 0.88), MakeRun(401, 20, 1.0),
                                   MakeRun(402, 20, 1.12), MakeRun(403, 20, 0.94)};
-  const RunSummary cand = MakeRun(11, 20, 1.14);
+  const RunSummary cand = MakeRun(11, 20, 1.20);
   const CheckResult r = CheckRun(base, cand, CheckOptions{});
   EXPECT_TRUE(r.passed());
   const CheckedName* b = Find(r, "backward");
   ASSERT_NE(b, nullptr);
   EXPECT_LT(b->p, 0.01);
-  EXPECT_GT(b->change, 0.10);
+  EXPECT_GT(b->change, 0.15);
   EXPECT_GT(b->threshold, b->change);
   EXPECT_GT(b->between_cv, 0.05);
   // With one baseline the run-to-run variation is unknown: the same change fails.

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """End-to-end test of `tracedb check` and `tracedb runs` (docs/check.md "Testing").
 
-An MPI program with known phases (tests/mpi/check_program.cc: forward 3 ms, backward 6 ms,
-optimizer 2 ms of sleep per step, one real MPI_Allreduce) is recorded with `tracedb record --
+An MPI program with known phases (tests/mpi/check_program.cc: forward 4 ms, backward 12 ms,
+optimizer 4 ms of sleep per step, one real MPI_Allreduce) is recorded with `tracedb record --
 mpirun -np 2` four times unchanged as the baselines (added to a run history with `runs add`),
 then as candidates: once more unchanged (check must pass: no false alarm), with backward slowed
 by 40% on every rank (must fail naming backward, and nothing but backward and the step time),
-with a 64x larger allreduce (must fail naming MPI_Allreduce and no phase), and with a new 3 ms
-phase (must fail naming it as new). The medians check reports are compared with medians computed
+with a 64x larger allreduce (must fail naming MPI_Allreduce and no phase), and with a new 5 ms
+phase (must fail naming it as new). A verdict not met is tried once more with a new recording
+(the CI recipe of docs/check.md: this machine's load can slow a whole run). The medians check reports are compared with medians computed
 here from plain SQL on the same databases; the JUnit XML is parsed with xml.etree; `runs list`
 must show the command and git revision that `record` captured. Also: `diff` says how much wait
 the straggler caused, `report html` with several baselines carries the trend, usage errors exit 2.
@@ -64,7 +65,9 @@ def main():
     if o.tmp:
         os.makedirs(o.tmp, exist_ok=True)
     work = tempfile.mkdtemp(prefix="check_cmd_", dir=o.tmp)
-    env = dict(os.environ, TRACEDB_RUNS=os.path.join(work, "runs.db"))
+    # Waiting ranks yield the CPU rather than spin (a shared, loaded machine).
+    env = dict(os.environ, TRACEDB_RUNS=os.path.join(work, "runs.db"),
+               OMPI_MCA_mpi_yield_when_idle="1")
     T = o.tracedb
 
     def record(name, *args):
@@ -84,6 +87,22 @@ def main():
             check(False, "check %s printed JSON" % db)
             return p.returncode, {"regressions": [], "checked": []}
 
+    def attempt(name, args, verdict):
+        """Records and checks; when `verdict` (a function of exit code and result returning ""
+        or what is wrong) is not met, records once more: the CI recipe of docs/check.md (a run
+        fails when it fails twice), since a whole run can be slowed by this machine's load."""
+        for n in (1, 2):
+            db = record(name if n == 1 else name + "_again", *args)
+            rc, res = check_json(db)
+            wrong = verdict(rc, res)
+            print("%s (try %d): exit %d, regressions %s%s" %
+                  (name, n, rc, sorted(r["name"] for r in res["regressions"]),
+                   "; " + wrong if wrong else ""))
+            if not wrong:
+                return db, rc, res
+        check(False, "%s: %s (twice)" % (name, wrong))
+        return db, rc, res
+
     for i in range(4):
         db = record("base%d" % i)
         check(run([T, "runs", "add", db, "--label", "base"], env=env).returncode == 0, "runs add")
@@ -102,10 +121,8 @@ def main():
     check([r["path"] for r in two] == [r["path"] for r in listed[2:]], "runs list --last 2")
 
     # 1. Unchanged: passes.
-    same = record("same")
-    rc, res = check_json(same)
-    print("unchanged: exit %d, regressions %s" % (rc, [r["name"] for r in res["regressions"]]))
-    check(rc == 0 and res["regressions"] == [], "an unchanged run passes")
+    same, rc, res = attempt("same", [], lambda rc, res: "" if rc == 0 and not res["regressions"]
+                            else "an unchanged run failed")
     names = {c["name"] for c in res["checked"]}
     check({"step", "forward", "backward", "optimizer", "MPI_Allreduce"} <= names,
           "checked the phases, the collective and the step time (%s)" % sorted(names))
@@ -118,13 +135,13 @@ def main():
                   "%s: run median %s = SQL %s" % (c["name"], c["run_ns"], want))
 
     # 2. backward 40% slower on every rank: fails naming backward (and the step time) only.
-    slow = record("slow", "--slow", "backward=1.4")
-    rc, res = check_json(slow)
-    failed = {r["name"] for r in res["regressions"]}
-    print("backward x1.4: exit %d, regressions %s" % (rc, sorted(failed)))
-    check(rc == 1, "a slowed phase fails (exit 1)")
-    check("backward" in failed and failed <= {"backward", "step"},
-          "only backward (and the step time) named: %s" % sorted(failed))
+    def names(res):
+        return {r["name"] for r in res["regressions"]}
+    slow, rc, res = attempt(
+        "slow", ["--slow", "backward=1.4"],
+        lambda rc, res: "" if rc == 1 and "backward" in names(res) and
+        names(res) <= {"backward", "step"} else "not backward (and the step time) only")
+    failed = names(res)
     for r in res["regressions"]:
         if r["name"] == "backward":
             check(0.30 < r["change"] < 0.50, "backward's change %.3f is about +40%%" % r["change"])
@@ -148,18 +165,17 @@ def main():
     check(int(root.get("failures")) == len(failed), "junit: failures attribute")
 
     # 3. A slower collective (64x the bytes): fails naming MPI_Allreduce, no phase.
-    coll = record("coll", "--allreduce-kb", "4096")
-    rc, res = check_json(coll)
-    failed = {r["name"] for r in res["regressions"]}
-    print("allreduce x64: exit %d, regressions %s" % (rc, sorted(failed)))
-    check(rc == 1 and "MPI_Allreduce" in failed, "a slowed collective fails naming it")
-    check(not failed & {"forward", "backward", "optimizer"}, "no phase named: %s" % sorted(failed))
+    attempt("coll", ["--allreduce-kb", "4096"],
+            lambda rc, res: "" if rc == 1 and "MPI_Allreduce" in names(res) and
+            not names(res) & {"forward", "backward", "optimizer"}
+            else "not the collective without a phase")
 
     # 4. A new 3 ms phase: fails naming it as new.
-    new = record("new", "--extra-ms", "3")
-    rc, res = check_json(new)
-    newfail = [r for r in res["regressions"] if r["name"] == "injected_sleep"]
-    check(rc == 1 and newfail and newfail[0]["verdict"] == "new", "a new costly phase fails as new")
+    new, rc, res = attempt(
+        "new", ["--extra-ms", "5"],
+        lambda rc, res: "" if rc == 1 and any(r["name"] == "injected_sleep" and
+                                              r["verdict"] == "new" for r in res["regressions"])
+        else "the new phase not named as new")
 
     # diff: new names as such, and the straggler's caused wait.
     d = run([T, "diff", listed[0]["path"], new]).stdout

@@ -1,13 +1,13 @@
 // A small data-parallel-like MPI program for the tests and the false-alarm bench of
 // `tracedb check` (tests/mpi/check_cmd_test.py, bench/check_false_alarm.sh): every step marks
-// the step (tracedb_step), runs three compute phases that sleep for known times ("forward",
-// "backward", "optimizer", category compute) and one real MPI_Allreduce of the gradients
+// the step (tracedb_step), runs three compute phases that sleep for known times ("forward" 4 ms,
+// "backward" 12 ms, "optimizer" 4 ms, category compute), an MPI_Barrier and one real MPI_Allreduce of the gradients
 // (recorded by the MPI interposer under `tracedb record -- mpirun`). Knobs inject known changes:
 //   --slow NAME=FACTOR   multiplies phase NAME's time on every rank (e.g. backward=1.4)
 //   --allreduce-kb K     the gradients' size (default 64 KB): a larger one slows the collective
 //   --extra-ms MS        adds a phase "injected_sleep" of MS per step (a name new to the run)
-// Usage: mpirun -np N check_program [--steps 12] [--forward-ms 3] [--backward-ms 6]
-//                                   [--optimizer-ms 2] [--slow NAME=F] [--allreduce-kb K]
+// Usage: mpirun -np N check_program [--steps 12] [--forward-ms 4] [--backward-ms 12]
+//                                   [--optimizer-ms 4] [--slow NAME=F] [--allreduce-kb K]
 //                                   [--extra-ms MS]
 // Thread safety: single-threaded MPI program.
 #include <mpi.h>
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int steps = 12;
-  double forward = 3, backward = 6, optimizer = 2, extra = 0;
+  double forward = 4, backward = 12, optimizer = 4, extra = 0;
   int kb = 64;
   std::string slow_name;
   double slow_factor = 1;
@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
     Phase(fwd, ms("forward", forward));
     Phase(bwd, ms("backward", backward));
     if (extra > 0) Phase(inj, extra);
+    // The ranks wait for each other here, so that the allreduce's own time is the transfer (and
+    // a larger one is slower by what the bytes cost, not by what the scheduler decides).
+    MPI_Barrier(MPI_COMM_WORLD);
     MPI_Allreduce(grad.data(), sum.data(), static_cast<int>(grad.size()), MPI_FLOAT, MPI_SUM,
                   MPI_COMM_WORLD);
     Phase(opt, ms("optimizer", optimizer));
