@@ -17,6 +17,7 @@ namespace tracedb::shell {
 namespace {
 
 constexpr size_t kTrendNames = 8;
+constexpr size_t kTrendMinSteps = 3;
 
 std::string Num(double v) {
   std::string out;
@@ -54,12 +55,14 @@ std::string TrendJson(const std::vector<query::RunSummary>& runs) {
            ",\"step_p10_ns\":" + Num(query::Percentile(&p10, 10)) +
            ",\"step_p90_ns\":" + Num(query::Percentile(&p90, 90)) + "}";
   }
-  // The top names: the last run's largest by total time, then the baselines' (vanished names).
+  // The top names: the last run's largest by total time, then the baselines' (vanished names);
+  // only names in at least 3 steps (not start-up or shutdown calls such as MPI_Init).
   std::vector<std::pair<std::string, std::string>> top;
   std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = runs.size(); i-- > 0 && top.size() < kTrendNames;) {
     for (const auto& n : runs[i].names) {  // by total time, largest first
       if (top.size() >= kTrendNames) break;
+      if (n.per_step.size() < kTrendMinSteps) continue;
       if (seen.insert({n.name, n.cat}).second) top.push_back({n.name, n.cat});
     }
   }
