@@ -192,7 +192,7 @@ bool ResolveRunPaths(const char* cmd, const std::vector<std::string>& specs,
 
 void SetupRuns(CLI::App& app, int* exit_code) {
   CLI::App* runs = app.add_subcommand(
-      "runs", "The run history that tracedb check --baseline runs:LABEL[:N] compares with");
+      "runs", "The run history that tracedb check compares with (its baselines runs:LABEL[:N])");
   runs->require_subcommand(1);
   auto o = std::make_shared<RunsOptions>();
   CLI::App* add = runs->add_subcommand("add", "Add a run (a trace database) to the history");
