@@ -119,6 +119,13 @@ std::string Xml(const std::string& s) {
 }
 
 std::string Line(const chk::CheckedName& c) {
+  if (c.verdict == chk::Verdict::kSkipped) {
+    return Fmt("%s (%s): not tested, %s", c.name.c_str(), c.kind.c_str(), c.reason.c_str());
+  }
+  if (c.verdict == chk::Verdict::kVanished) {
+    return Fmt("%s (%s): %s per step in the baselines, not in this run", c.name.c_str(),
+               c.kind.c_str(), HumanDuration(c.baseline_ns).c_str());
+  }
   if (c.verdict == chk::Verdict::kNew) {
     return Fmt("%s (%s) is new: %s per step", c.name.c_str(), c.kind.c_str(),
                HumanDuration(c.run_ns).c_str());
@@ -172,10 +179,7 @@ std::string RenderText(const chk::CheckResult& r, const CheckCmdOptions& o,
       case chk::Verdict::kNew:
         if (!c.failed) fresh += "  " + Line(c) + "\n";
         break;
-      case chk::Verdict::kVanished:
-        gone += Fmt("  %s (%s): %s per step in the baselines, not in this run\n", c.name.c_str(),
-                    c.kind.c_str(), HumanDuration(c.baseline_ns).c_str());
-        break;
+      case chk::Verdict::kVanished: gone += "  " + Line(c) + "\n"; break;
       case chk::Verdict::kSkipped: ++skipped; break;
       default: break;
     }
