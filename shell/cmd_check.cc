@@ -265,7 +265,7 @@ void SetupCheck(CLI::App& app, int* exit_code) {
       ->expected(1, -1);
   sub->add_option("-f,--format", o->format, "text, json or junit (JUnit XML)");
   sub->add_option("-o,--output", o->output, "Write the result to FILE (default: standard output)");
-  sub->add_option("--alpha", o->check.alpha, "Significance level (default 0.01)")
+  sub->add_option("--alpha", o->check.alpha, "Significance level (default 0.001)")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--min-change", o->check.min_change,
                   "Relative change of the median per-step value needed (default 0.15)")

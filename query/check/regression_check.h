@@ -17,7 +17,7 @@ namespace tracedb::query::check {
 
 // Defaults measured on the development machine (docs/check.md "Choosing the defaults").
 struct CheckOptions {
-  double alpha = 0.01;           // p below this: the shift is not chance (within-run test)
+  double alpha = 0.001;          // p below this: the shift is not chance (within-run test)
   double min_change = 0.15;      // relative change of the median per-step value
   double min_abs_ns = 500'000;   // and at least this much per step (ns)
   double between_factor = 3;     // threshold >= this x the baselines' run-to-run variation

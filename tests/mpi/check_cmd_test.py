@@ -194,6 +194,15 @@ def main():
     dj = json.loads(run([T, "diff", listed[0]["path"], new, "-f", "json"]).stdout)
     st = {n["name"]: n["status"] for n in dj["names"]}
     check(st.get("injected_sleep") == "new" and st.get("backward") == "both", "diff JSON status")
+    # The stragglers' caused wait in each run, against the stragglers view.
+    def caused(db):
+        rows = run([T, "query", db, "-f", "csv", "SELECT rank, caused_wait_ns FROM stragglers"])
+        return {int(r.split(",")[0]): int(r.split(",")[1]) for r in rows.stdout.split()[1:]}
+    ca, cb = caused(listed[0]["path"]), caused(new)
+    check(dj["straggler_wait"] and all(w["a_ns"] == ca.get(w["rank"], 0) and
+                                       w["b_ns"] == cb.get(w["rank"], 0)
+                                       for w in dj["straggler_wait"]),
+          "diff: caused wait %s = stragglers view %s / %s" % (dj["straggler_wait"], ca, cb))
 
     # report html with all the baselines: the trend carries every run, this one last.
     page = os.path.join(work, "report.html")
