@@ -145,7 +145,9 @@ def main():
     failed = names(res)
     for r in res["regressions"]:
         if r["name"] == "backward":
-            check(0.30 < r["change"] < 0.50, "backward's change %.3f is about +40%%" % r["change"])
+            # +40% injected; unchanged runs differ by up to 30% in this phase on this machine
+            # (bench/check_false_alarm.sh), mostly upwards (late wake-ups).
+            check(0.25 < r["change"] < 0.75, "backward's change %.3f is about +40%%" % r["change"])
             check(r["p"] is not None and r["p"] < 0.01, "backward's p %s" % r["p"])
             check(r["threshold"] >= 0.10, "threshold reported")
             want = sql_median_per_step(T, slow, "backward")
