@@ -67,8 +67,9 @@ def main():
         os.makedirs(o.tmp, exist_ok=True)
     work = tempfile.mkdtemp(prefix="check_cmd_", dir=o.tmp)
     # Waiting ranks yield the CPU rather than spin (a shared, loaded machine).
+    # NCCL_DEBUG is kept in record.env, NCCL_AUTH_TOKEN (a secret by its name) must not be.
     env = dict(os.environ, TRACEDB_RUNS=os.path.join(work, "runs.db"),
-               OMPI_MCA_mpi_yield_when_idle="1")
+               OMPI_MCA_mpi_yield_when_idle="1", NCCL_DEBUG="WARN", NCCL_AUTH_TOKEN="s3cret")
     T = o.tracedb
 
     def record(name, *args):
@@ -118,6 +119,12 @@ def main():
     if git.returncode == 0:
         check(all(r["git_rev"].startswith(git.stdout.strip()) for r in listed),
               "runs list: the git revision (%s)" % git.stdout.strip())
+    for r in listed:
+        e = json.loads(r["env"]) if r["env"] else {}
+        check(e.get("NCCL_DEBUG") == "WARN" and e.get("OMPI_MCA_mpi_yield_when_idle") == "1",
+              "runs list: the recorded environment %s" % r["env"])
+        check("s3cret" not in r["env"] and "NCCL_AUTH_TOKEN" not in r["env"],
+              "no secret in the recorded environment")
     two = json.loads(run([T, "runs", "list", "-f", "json", "--last", "2"], env=env).stdout)
     check([r["path"] for r in two] == [r["path"] for r in listed[2:]], "runs list --last 2")
 
