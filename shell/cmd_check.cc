@@ -222,6 +222,19 @@ int RunCheckCmd(CheckCmdOptions o) {
     if (!LoadRunSummary("check", paths[i], &base[i])) return kExitUsage;
   }
   const chk::CheckResult r = chk::CheckRun(base, run, o.check);
+  // A gate that could compare nothing must not pass: that is "could not check".
+  int tested = 0;
+  for (const auto& c : r.names) {
+    tested += c.has_test || c.failed ? 1 : 0;
+  }
+  if (tested == 0) {
+    std::fprintf(stderr,
+                 "tracedb check: %s: nothing to compare: no name (nor the step time) has %d steps "
+                 "after the warm-up in both the run and the baselines (a trace without step "
+                 "markers cannot be checked)\n",
+                 o.run.c_str(), o.check.min_steps);
+    return kExitUsage;
+  }
   std::string out;
   if (o.format == "json") {
     out = RenderJson(r, o, paths);

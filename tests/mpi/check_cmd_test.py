@@ -246,6 +246,9 @@ def main():
     check(p.returncode == 2, "unknown format: exit 2")
     p = run([T, "check", same], env=env, ok=(2,))
     check(p.returncode == 2, "no baseline: exit 2")
+    # Nothing comparable (every name in fewer steps than asked): "could not check", not a pass.
+    p = run([T, "check", same, "--baseline", "runs:base", "--min-steps", "1000"], env=env, ok=(2,))
+    check(p.returncode == 2 and "nothing to compare" in p.stderr, "nothing tested: exit 2")
 
     if FAILURES:
         print("%d failures (files kept in %s)" % (len(FAILURES), work))
