@@ -386,8 +386,7 @@ StatusOr<CollectiveData> BuildCollectives(Db* db) {
 }
 
 StatusOr<std::vector<int32_t>> FindStragglers(
-    Db* db, int limit, std::string* basis,
-    std::vector<std::pair<int32_t, int64_t>>* caused_wait) {
+    Db* db, int limit, std::string* basis, std::vector<std::pair<int32_t, int64_t>>* caused_wait) {
   std::vector<int32_t> out;
   basis->clear();
   if (caused_wait != nullptr) caused_wait->clear();
@@ -446,7 +445,8 @@ StatusOr<RunSummary> BuildRunSummary(Db* db, const std::string& path) {
     wall += static_cast<double>(ra.wall_ns);
   }
   r.comm_share = wall > 0 ? comm / wall : 0;
-  TRACEDB_ASSIGN_OR_RETURN(r.stragglers, FindStragglers(db, 3, &r.straggler_basis, &r.caused_wait_ns));
+  TRACEDB_ASSIGN_OR_RETURN(r.stragglers,
+                           FindStragglers(db, 3, &r.straggler_basis, &r.caused_wait_ns));
   return r;
 }
 

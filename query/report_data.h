@@ -78,7 +78,7 @@ struct NameStats {
   double mean_ns = 0;
   int64_t p50_ns = 0;
   int64_t p99_ns = 0;
-  std::vector<double> per_step;  // ns, one value per step, in step order
+  std::vector<double> per_step;       // ns, one value per step, in step order
   std::vector<int64_t> per_step_ids;  // the step of each per_step value
   // Message sizes of its spans with bytes > 0: (floor(log2(bytes)), spans), by bucket.
   std::vector<std::pair<int, uint64_t>> size_buckets;

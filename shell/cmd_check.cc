@@ -51,9 +51,8 @@ std::string NameJson(const chk::CheckedName& c) {
          ",\"failed\":" + (c.failed ? "true" : "false") +
          ",\"baseline_ns\":" + (c.verdict == chk::Verdict::kNew ? "null" : Num(c.baseline_ns)) +
          ",\"run_ns\":" + (c.verdict == chk::Verdict::kVanished ? "null" : Num(c.run_ns)) +
-         ",\"change\":" + (tested ? Num(c.change) : "null") +
-         ",\"abs_change_ns\":" + (tested || c.verdict == chk::Verdict::kNew ? Num(c.abs_change_ns)
-                                                                            : "null") +
+         ",\"change\":" + (tested ? Num(c.change) : "null") + ",\"abs_change_ns\":" +
+         (tested || c.verdict == chk::Verdict::kNew ? Num(c.abs_change_ns) : "null") +
          ",\"p\":" + (c.has_test ? Num(c.p) : "null") + ",\"threshold\":" + Num(c.threshold) +
          ",\"between_cv\":" + Num(c.between_cv) +
          ",\"baseline_runs\":" + std::to_string(c.baseline_runs) +
@@ -88,8 +87,7 @@ std::string RenderJson(const chk::CheckResult& r, const CheckCmdOptions& o,
   list("improvements",
        [](const chk::CheckedName& c) { return c.verdict == chk::Verdict::kFaster; });
   list("new", [](const chk::CheckedName& c) { return c.verdict == chk::Verdict::kNew; });
-  list("vanished",
-       [](const chk::CheckedName& c) { return c.verdict == chk::Verdict::kVanished; });
+  list("vanished", [](const chk::CheckedName& c) { return c.verdict == chk::Verdict::kVanished; });
   list("skipped", [](const chk::CheckedName& c) { return c.verdict == chk::Verdict::kSkipped; });
   list("checked", [](const chk::CheckedName& c) {
     return c.verdict != chk::Verdict::kSkipped && c.verdict != chk::Verdict::kVanished;
@@ -101,11 +99,21 @@ std::string Xml(const std::string& s) {
   std::string out;
   for (unsigned char ch : s) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 allows no control characters but tab, newline and carriage return.
         if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
@@ -175,13 +183,20 @@ std::string RenderText(const chk::CheckResult& r, const CheckCmdOptions& o,
   for (const auto& c : r.names) {
     if (c.failed) fails += "  " + Line(c) + "\n";
     switch (c.verdict) {
-      case chk::Verdict::kFaster: better += "  " + Line(c) + "\n"; break;
+      case chk::Verdict::kFaster:
+        better += "  " + Line(c) + "\n";
+        break;
       case chk::Verdict::kNew:
         if (!c.failed) fresh += "  " + Line(c) + "\n";
         break;
-      case chk::Verdict::kVanished: gone += "  " + Line(c) + "\n"; break;
-      case chk::Verdict::kSkipped: ++skipped; break;
-      default: break;
+      case chk::Verdict::kVanished:
+        gone += "  " + Line(c) + "\n";
+        break;
+      case chk::Verdict::kSkipped:
+        ++skipped;
+        break;
+      default:
+        break;
     }
     if (c.verdict != chk::Verdict::kSkipped && c.verdict != chk::Verdict::kVanished) ++checked;
   }
@@ -198,11 +213,12 @@ std::string RenderText(const chk::CheckResult& r, const CheckCmdOptions& o,
     }
   }
   const auto& t = o.check;
-  out += Fmt("checked %d names (step time included), %d skipped (too few steps); slower when p < "
-             "%g, the median per-step value %.0f%% (or %g x the baselines' run-to-run "
-             "variation) and %s over the baselines'\n",
-             checked, skipped, t.alpha, 100 * t.min_change, t.between_factor,
-             HumanDuration(t.min_abs_ns).c_str());
+  out +=
+      Fmt("checked %d names (step time included), %d skipped (too few steps); slower when p < "
+          "%g, the median per-step value %.0f%% (or %g x the baselines' run-to-run "
+          "variation) and %s over the baselines'\n",
+          checked, skipped, t.alpha, 100 * t.min_change, t.between_factor,
+          HumanDuration(t.min_abs_ns).c_str());
   return out;
 }
 

@@ -53,11 +53,13 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
              d.b.straggler_basis.empty() ? "-" : d.b.straggler_basis.c_str());
   // The wait each straggler caused in A and in B (stragglers.caused_wait_ns).
   for (const auto& w : query::CompareStragglerWait(d.a, d.b)) {
-    out += Fmt("%-22s rank %d caused %s -> %s of waiting (%s)\n", "", w.rank,
-               HumanDuration(static_cast<double>(w.a_ns)).c_str(),
-               HumanDuration(static_cast<double>(w.b_ns)).c_str(),
-               w.a_ns > 0 ? Change(static_cast<double>(w.b_ns - w.a_ns) / static_cast<double>(w.a_ns)).c_str()
-                          : (w.b_ns > 0 ? "new" : "-"));
+    out +=
+        Fmt("%-22s rank %d caused %s -> %s of waiting (%s)\n", "", w.rank,
+            HumanDuration(static_cast<double>(w.a_ns)).c_str(),
+            HumanDuration(static_cast<double>(w.b_ns)).c_str(),
+            w.a_ns > 0
+                ? Change(static_cast<double>(w.b_ns - w.a_ns) / static_cast<double>(w.a_ns)).c_str()
+                : (w.b_ns > 0 ? "new" : "-"));
   }
   out += "\n";
   out += Fmt("%-28s %-7s %9s %9s %11s %11s %8s %11s %11s %11s %9s %s\n", "name", "kind", "count A",

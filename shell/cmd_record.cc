@@ -26,9 +26,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -42,8 +42,8 @@
 #include "query/query_db.h"
 #include "recorder/cuda/record_env.h"
 #include "shell/commands.h"
-#include "shell/record_meta.h"
 #include "shell/format.h"
+#include "shell/record_meta.h"
 #include "shell/verbosity.h"
 
 extern char** environ;

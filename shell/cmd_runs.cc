@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <system_error>
-#include <vector>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "query/check/run_catalog.h"
 #include "query/export/json_text.h"
@@ -32,7 +32,9 @@ struct RunsOptions {
   int limit = 0;
 };
 
-std::string Where(const RunsOptions& o) { return o.catalog.empty() ? chk::CatalogPath() : o.catalog; }
+std::string Where(const RunsOptions& o) {
+  return o.catalog.empty() ? chk::CatalogPath() : o.catalog;
+}
 
 int RunsAdd(const RunsOptions& o) {
   if (o.label.empty() || o.label.find(':') != std::string::npos) {
@@ -63,9 +65,8 @@ int RunsAdd(const RunsOptions& o) {
   }
   if (GetVerbosity() != Verbosity::kQuiet) {
     std::fprintf(stderr, "tracedb runs add: run %lld (%s, %zu steps, median step %s) in %s\n",
-                 static_cast<long long>(e.id), e.label.c_str(),
-                 static_cast<size_t>(e.steps), HumanDuration(e.step_median_ns).c_str(),
-                 where.c_str());
+                 static_cast<long long>(e.id), e.label.c_str(), static_cast<size_t>(e.steps),
+                 HumanDuration(e.step_median_ns).c_str(), where.c_str());
   }
   return kExitOk;
 }
@@ -81,8 +82,7 @@ std::string When(int64_t t) {
 
 int RunsList(const RunsOptions& o) {
   if (o.format != "text" && o.format != "json") {
-    std::fprintf(stderr, "tracedb runs list: unknown format '%s' (text, json)\n",
-                 o.format.c_str());
+    std::fprintf(stderr, "tracedb runs list: unknown format '%s' (text, json)\n", o.format.c_str());
     return kExitUsage;
   }
   const std::string where = Where(o);
@@ -111,8 +111,7 @@ int RunsList(const RunsOptions& o) {
              ",\"step_median_ns\":" + json::DoubleText(e.step_median_ns) +
              ",\"comm_share\":" + json::DoubleText(e.comm_share) +
              ",\"command\":" + json::String(e.command) + ",\"git_rev\":" + json::String(e.git_rev) +
-             ",\"host\":" + json::String(e.host) + ",\"env\":" + json::String(e.env) +
-             "}";
+             ",\"host\":" + json::String(e.host) + ",\"env\":" + json::String(e.env) + "}";
     }
     out += "]\n";
   } else {

@@ -104,9 +104,9 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
         r.compute_share = static_cast<double>(ra.compute_ns) / static_cast<double>(wall);
         r.comm_share = static_cast<double>(ra.comm_ns) / static_cast<double>(wall);
         // busy is the union of the two: what exceeds it was counted in both.
-        r.overlap_share = static_cast<double>(std::max<int64_t>(
-                              0, ra.compute_ns + ra.comm_ns - ra.busy_ns)) /
-                          static_cast<double>(wall);
+        r.overlap_share =
+            static_cast<double>(std::max<int64_t>(0, ra.compute_ns + ra.comm_ns - ra.busy_ns)) /
+            static_cast<double>(wall);
       }
       r.compute_ns = ra.compute_ns;
     }
@@ -232,10 +232,11 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
     max_overlap = std::max(max_overlap, r.overlap_share);
   }
   if (!overlapping.empty()) {
-    out += Fmt("\ncompute and communication overlap on rank%s %s (up to %.1f%% of the time is "
-               "in both, so compute + comm can exceed 100%%)\n",
-               overlapping.find(',') == std::string::npos ? "" : "s", overlapping.c_str(),
-               100 * max_overlap);
+    out +=
+        Fmt("\ncompute and communication overlap on rank%s %s (up to %.1f%% of the time is "
+            "in both, so compute + comm can exceed 100%%)\n",
+            overlapping.find(',') == std::string::npos ? "" : "s", overlapping.c_str(),
+            100 * max_overlap);
   }
   out += stragglers.empty() ? "\nstragglers: none\n" : "\nstragglers:\n" + stragglers;
   return out;

@@ -18,7 +18,7 @@ namespace {
 // A word as a POSIX shell reads it back (quoted when it needs to be).
 std::string ShellWord(const std::string& w) {
   if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789_-./=:,+@%") == std::string::npos) {
+                                        "0123456789_-./=:,+@%") == std::string::npos) {
     return w;
   }
   std::string out = "'";
@@ -47,16 +47,15 @@ std::string GitRevision() {
 }
 
 bool Kept(std::string_view name) {
-  static constexpr std::string_view kPrefixes[] = {
-      "NCCL_", "CUDA_", "OMP_", "OMPI_MCA_", "UCX_", "MKL_", "TORCH_", "PYTORCH_", "SLURM_JOB_",
-      "TRACEDB_"};
+  static constexpr std::string_view kPrefixes[] = {"NCCL_",      "CUDA_",   "OMP_",   "OMPI_MCA_",
+                                                   "UCX_",       "MKL_",    "TORCH_", "PYTORCH_",
+                                                   "SLURM_JOB_", "TRACEDB_"};
   bool kept = false;
   for (std::string_view p : kPrefixes) kept = kept || name.substr(0, p.size()) == p;
   if (!kept) return false;
   std::string upper(name);
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) {
-    return static_cast<char>(std::toupper(c));
-  });
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   for (std::string_view secret : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL"}) {
     if (upper.find(secret) != std::string::npos) return false;
   }

@@ -131,7 +131,9 @@ class PageData {
     return Status::Ok();
   }
   void AddDiff(const query::RunDiff& d, double alpha) { out_ += ",\"diff\":" + DiffJson(d, alpha); }
-  void AddTrend(const std::vector<query::RunSummary>& runs) { out_ += ",\"trend\":" + TrendJson(runs); }
+  void AddTrend(const std::vector<query::RunSummary>& runs) {
+    out_ += ",\"trend\":" + TrendJson(runs);
+  }
   std::string Finish() { return out_ + "}"; }
 
  private:
@@ -454,17 +456,19 @@ bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary*
 }
 
 std::string DiffJson(const query::RunDiff& d, double alpha) {
-  std::string out =
-      "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
-      ",\"b\":" + RunJson(d.b, d.step_mean_b) + ",\"step_change\":" + Num(d.step_change) +
-      ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") +
-      ",\"straggler_wait\":" + StragglerWaitJson(d) + ",\"names\":[";
+  std::string out = "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
+                    ",\"b\":" + RunJson(d.b, d.step_mean_b) +
+                    ",\"step_change\":" + Num(d.step_change) +
+                    ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") +
+                    ",\"straggler_wait\":" + StragglerWaitJson(d) + ",\"names\":[";
   for (size_t i = 0; i < d.names.size(); ++i) {
     const auto& n = d.names[i];
     out += (i ? "," : "");
     out += "{\"name\":" + query::json::String(n.name) + ",\"cat\":" + query::json::String(n.cat) +
-           ",\"kind\":" + (n.routine ? "\"routine\"" : "\"phase\"") +
-           ",\"status\":" + (n.a == nullptr ? "\"new\"" : n.b == nullptr ? "\"vanished\"" : "\"both\"") +
+           ",\"kind\":" + (n.routine ? "\"routine\"" : "\"phase\"") + ",\"status\":" +
+           (n.a == nullptr   ? "\"new\""
+            : n.b == nullptr ? "\"vanished\""
+                             : "\"both\"") +
            ",\"a\":" + NameStatsJson(n.a) + ",\"b\":" + NameStatsJson(n.b) +
            ",\"mean_change\":" + (n.has_change ? Num(n.mean_change) : "null") +
            ",\"total_change\":" + (n.a && n.b && n.a->total_ns > 0 ? Num(n.total_change) : "null") +

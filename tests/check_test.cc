@@ -26,8 +26,8 @@ RunSummary MakeRun(uint32_t seed, int steps, double scale,
                    const std::map<std::string, double>& extra = {}) {
   std::mt19937 gen(seed);
   std::normal_distribution<double> noise(1.0, 0.03);
-  std::map<std::string, double> base = {{"forward", 3e6}, {"backward", 6e6},
-                                        {"MPI_Allreduce", 1e6}};
+  std::map<std::string, double> base = {
+      {"forward", 3e6}, {"backward", 6e6}, {"MPI_Allreduce", 1e6}};
   for (const auto& [n, v] : extra) base[n] = v;
   RunSummary r;
   r.path = "run" + std::to_string(seed);

@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   tracedb_stop();
   tracedb_counters c;
   tracedb_get_counters(&c);
-  std::printf("events %llu dropped %llu\n", static_cast<unsigned long long>((overlap.count() > 0 ? 3ull : 2ull) * steps),
+  std::printf("events %llu dropped %llu\n",
+              static_cast<unsigned long long>((overlap.count() > 0 ? 3ull : 2ull) * steps),
               static_cast<unsigned long long>(c.dropped));
   return 0;
 }

@@ -17,12 +17,12 @@ namespace tracedb::query::check {
 
 // Defaults measured on the development machine (docs/check.md "Choosing the defaults").
 struct CheckOptions {
-  double alpha = 0.001;          // p below this: the shift is not chance (within-run test)
-  double min_change = 0.15;      // relative change of the median per-step value
-  double min_abs_ns = 500'000;   // and at least this much per step (ns)
-  double between_factor = 3;     // threshold >= this x the baselines' run-to-run variation
-  int warmup_steps = 1;          // each run's first steps, left out (start-up, first collective)
-  int min_steps = 3;             // per-step values a run needs for a name to be tested
+  double alpha = 0.001;         // p below this: the shift is not chance (within-run test)
+  double min_change = 0.15;     // relative change of the median per-step value
+  double min_abs_ns = 500'000;  // and at least this much per step (ns)
+  double between_factor = 3;    // threshold >= this x the baselines' run-to-run variation
+  int warmup_steps = 1;         // each run's first steps, left out (start-up, first collective)
+  int min_steps = 3;            // per-step values a run needs for a name to be tested
 };
 
 enum class Verdict {
@@ -49,9 +49,9 @@ struct CheckedName {
   double change = 0;       // (run - baseline) / baseline; 0 when not comparable
   double abs_change_ns = 0;
   bool has_test = false;
-  double p = 1;            // two-sided Mann-Whitney U, pooled baseline values against the run's
-  double between_cv = 0;   // sd / mean of the baselines' per-run medians (0 with < 2 runs)
-  double threshold = 0;    // the relative change needed: max(min_change, factor x between_cv)
+  double p = 1;                // two-sided Mann-Whitney U, pooled baseline values against the run's
+  double between_cv = 0;       // sd / mean of the baselines' per-run medians (0 with < 2 runs)
+  double threshold = 0;        // the relative change needed: max(min_change, factor x between_cv)
   double baseline_max_ns = 0;  // largest and smallest per-run baseline median
   double baseline_min_ns = 0;
   std::string reason;  // why skipped, or what decided the verdict, in words

@@ -63,9 +63,8 @@ StatusOr<std::unique_ptr<RunCatalog>> RunCatalog::Open(const std::string& path, 
     return Status::NotFound("no run catalog at " + path +
                             " (tracedb runs add makes it; TRACEDB_RUNS names another)");
   }
-  TRACEDB_ASSIGN_OR_RETURN(
-      auto db,
-      engine::Db::Open(path, create ? engine::Db::Mode::kCreate : engine::Db::Mode::kReadOnly));
+  TRACEDB_ASSIGN_OR_RETURN(auto db, engine::Db::Open(path, create ? engine::Db::Mode::kCreate
+                                                                  : engine::Db::Mode::kReadOnly));
   if (create) {
     Status s = db->Exec(kSchema);
     if (!s.ok()) return Status::InvalidArgument(path + ": not a run catalog: " + s.message());

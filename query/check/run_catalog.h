@@ -23,7 +23,7 @@ namespace tracedb::query::check {
 struct RunEntry {
   int64_t id = 0;
   std::string label;
-  std::string path;    // absolute
+  std::string path;      // absolute
   int64_t added_at = 0;  // unix seconds
   int32_t ranks = 0;
   int64_t events = 0;

@@ -1,8 +1,9 @@
 // A small data-parallel-like MPI program for the tests and the false-alarm bench of
 // `tracedb check` (tests/mpi/check_cmd_test.py, bench/check_false_alarm.sh): every step marks
 // the step (tracedb_step), runs three compute phases that sleep for known times ("forward" 4 ms,
-// "backward" 12 ms, "optimizer" 4 ms, category compute), an MPI_Barrier and one real MPI_Allreduce of the gradients
-// (recorded by the MPI interposer under `tracedb record -- mpirun`). Knobs inject known changes:
+// "backward" 12 ms, "optimizer" 4 ms, category compute), an MPI_Barrier and one real MPI_Allreduce
+// of the gradients (recorded by the MPI interposer under `tracedb record -- mpirun`). Knobs inject
+// known changes:
 //   --slow NAME=FACTOR   multiplies phase NAME's time on every rank (e.g. backward=1.4)
 //   --allreduce-kb K     the gradients' size (default 64 KB): a larger one slows the collective
 //   --extra-ms MS        adds a phase "injected_sleep" of MS per step (a name new to the run)
