@@ -96,7 +96,7 @@ std::string Opt(bool has, double v, const char* fmt = "%.6g") { return has ? Fmt
 std::string RenderCsv(const query::RunDiff& d, double alpha) {
   std::string out =
       "name,kind,cat,count_a,count_b,mean_a_ns,mean_b_ns,p50_a_ns,p50_b_ns,p99_a_ns,p99_b_ns,"
-      "total_a_ns,total_b_ns,mean_change,total_change,u,p,significant\n";
+      "total_a_ns,total_b_ns,mean_change,total_change,u,p,significant,status\n";
   for (const auto& n : d.names) {
     const auto* a = n.a;
     const auto* b = n.b;
@@ -110,15 +110,16 @@ std::string RenderCsv(const query::RunDiff& d, double alpha) {
     out += Opt(n.has_change, n.mean_change) + "," + Opt(a && b && a->total_ns > 0, n.total_change) +
            ",";
     out += Opt(n.has_test, n.test.u_b, "%.1f") + "," + Opt(n.has_test, n.test.p) + ",";
-    out += (n.has_test && n.test.p < alpha) ? "1\n" : "0\n";
+    out += (n.has_test && n.test.p < alpha) ? "1," : "0,";
+    out += a == nullptr ? "new\n" : b == nullptr ? "vanished\n" : "both\n";
   }
   out +=
-      Fmt(",step,,%zu,%zu,%.1f,%.1f,,,,,,,%s,,%s,%s,%d\n", d.a.step_ns.size(), d.b.step_ns.size(),
+      Fmt(",step,,%zu,%zu,%.1f,%.1f,,,,,,,%s,,%s,%s,%d,\n", d.a.step_ns.size(), d.b.step_ns.size(),
           d.step_mean_a, d.step_mean_b, Opt(d.step_mean_a > 0, d.step_change).c_str(),
           Opt(d.has_step_test, d.step_test.u_b, "%.1f").c_str(),
           Opt(d.has_step_test, d.step_test.p).c_str(),
           d.has_step_test && d.step_test.p < alpha ? 1 : 0);
-  out += Fmt(",comm_share,,,,%.6f,%.6f,,,,,,,,,,,\n", d.a.comm_share, d.b.comm_share);
+  out += Fmt(",comm_share,,,,%.6f,%.6f,,,,,,,,,,,,\n", d.a.comm_share, d.b.comm_share);
   return out;
 }
 
