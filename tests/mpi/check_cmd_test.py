@@ -2,17 +2,20 @@
 """End-to-end test of `tracedb check` and `tracedb runs` (docs/check.md "Testing").
 
 An MPI program with known phases (tests/mpi/check_program.cc: forward 4 ms, backward 12 ms,
-optimizer 4 ms of sleep per step, one real MPI_Allreduce) is recorded with `tracedb record --
-mpirun -np 2` four times unchanged as the baselines (added to a run history with `runs add`),
-then as candidates: once more unchanged (check must pass: no false alarm), with backward slowed
-by 40% on every rank (must fail naming backward, and nothing but backward and the step time),
-with a 64x larger allreduce (must fail naming MPI_Allreduce, whose change must be 10x beyond any
-phase named beside it: the transfer's CPU work can delay the sleeping phases on 2 cores), and with a new 5 ms
-phase (must fail naming it as new). A verdict not met is tried once more with a new recording
-(the CI recipe of docs/check.md: this machine's load can slow a whole run). The medians check reports are compared with medians computed
-here from plain SQL on the same databases; the JUnit XML is parsed with xml.etree; `runs list`
-must show the command and git revision that `record` captured. Also: `diff` says how much wait
-the straggler caused, `report html` with several baselines carries the trend, usage errors exit 2.
+optimizer 4 ms of sleep per step, a barrier and one real MPI_Allreduce) is recorded with
+`tracedb record -- mpirun -np 2` four times unchanged as the baselines (added to a run history
+with `runs add`), then as candidates: once more unchanged (check must pass: no false alarm),
+with backward slowed by 40% on every rank (must fail naming backward, and nothing but backward
+and the step time), with a 64x larger allreduce (must fail naming MPI_Allreduce, whose change
+must be 10x beyond any phase named beside it: the transfer's CPU work can delay the sleeping
+phases on 2 cores), and with a new 8 ms phase (must fail naming it as new). A verdict not met is
+tried once more with a new recording (the CI recipe of docs/check.md: this machine's load can
+slow a whole run), with new baselines too when theirs varied too much to see a 40% change. The
+medians check reports are compared with medians computed here from plain SQL on the same
+databases; the JUnit XML is parsed with xml.etree; `runs list` must show the command, git
+revision and environment that `record` captured. Also: `diff` marks new names and compares the
+stragglers' caused wait (against the stragglers view), `report html` with several baselines
+carries the trend and sets start-up apart, usage errors and "nothing to compare" exit 2.
 Exit 0 passed, 1 failed.
 """
 import argparse
@@ -41,8 +44,9 @@ def run(cmd, env=None, ok=(0,)):
     return p
 
 
-def sql_median_per_step(tracedb, db, name):
-    """Median over steps (the first left out) of the per-rank-mean time in `name` per step."""
+def sql_per_step(tracedb, db, name):
+    """The per-step values of `name` (the first step left out): per step, the time in spans of
+    that name summed per rank and averaged over the ranks, from plain SQL."""
     out = run([tracedb, "query", db, "-f", "csv",
                "SELECT step, rank, sum(dur) FROM events WHERE kind = 'span' AND name = '%s' "
                "AND step IS NOT NULL GROUP BY step, rank" % name]).stdout.splitlines()[1:]
@@ -51,9 +55,14 @@ def sql_median_per_step(tracedb, db, name):
         step, _, ns = line.split(",")
         per.setdefault(int(step), []).append(int(ns))
     if not per:
-        return None
+        return []
     first = min(per)
-    return statistics.median(sum(v) / len(v) for s, v in per.items() if s != first)
+    return [sum(v) / len(v) for s, v in per.items() if s != first]
+
+
+def sql_median_per_step(tracedb, db, name):
+    values = sql_per_step(tracedb, db, name)
+    return statistics.median(values) if values else None
 
 
 def main():
@@ -80,8 +89,11 @@ def main():
         check(p.returncode == 0, "record %s" % name)
         return db
 
+    label = ["base"]  # the baselines' label in the run history (changed when they are redone)
+
     def check_json(db, *extra):
-        p = run([T, "check", db, "--baseline", "runs:base", "-f", "json"] + list(extra), env=env,
+        p = run([T, "check", db, "--baseline", "runs:" + label[0], "-f", "json"] + list(extra),
+                env=env,
                 ok=(0, 1))
         try:
             return p.returncode, json.loads(p.stdout)
@@ -92,8 +104,17 @@ def main():
     def attempt(name, args, verdict):
         """Records and checks; when `verdict` (a function of exit code and result returning ""
         or what is wrong) is not met, records once more: the CI recipe of docs/check.md (a run
-        fails when it fails twice), since a whole run can be slowed by this machine's load."""
+        fails when it fails twice), since a whole run can be slowed by this machine's load. When
+        the baselines themselves varied so much that a 40% change is within their run-to-run
+        range (a threshold over 35% for a phase), they are recorded again too."""
         for n in (1, 2):
+            if n == 2 and label[0] == "base" and any(c["threshold"] > 0.35 for c in res["checked"]
+                              if c["kind"] == "phase" and c["verdict"] != "new"):
+                label[0] = "base_again"
+                print("the baselines vary too much run to run: recording them again")
+                for i in range(4):
+                    b = record("base_again%d" % i)
+                    run([T, "runs", "add", "-q", b, "--label", label[0]], env=env)
             db = record(name if n == 1 else name + "_again", *args)
             rc, res = check_json(db)
             wrong = verdict(rc, res)
@@ -152,17 +173,28 @@ def main():
     failed = names(res)
     for r in res["regressions"]:
         if r["name"] == "backward":
-            # +40% injected; unchanged runs differ by up to 30% in this phase on this machine
-            # (bench/check_false_alarm.sh), mostly upwards (late wake-ups).
-            check(0.25 < r["change"] < 0.75, "backward's change %.3f is about +40%%" % r["change"])
+            # +40% injected: 12 ms of sleep became 16.8 ms. A sleep only overruns, by up to 2 ms
+            # per phase under this machine's load (bench/check_false_alarm.sh), so the known
+            # answers are bounded from below exactly and from above with that allowance.
+            check(12.0e6 <= r["baseline_ns"] <= 16.0e6, "backward baseline %s ns" % r["baseline_ns"])
+            check(16.8e6 <= r["run_ns"] <= 20.8e6, "backward slowed %s ns" % r["run_ns"])
+            check(abs(r["change"] - (r["run_ns"] / r["baseline_ns"] - 1)) < 1e-9, "change")
             check(r["p"] is not None and r["p"] < 0.01, "backward's p %s" % r["p"])
-            check(r["threshold"] >= 0.10, "threshold reported")
+            check(r["threshold"] >= 0.15, "threshold reported")
+            pooled = []
+            for b in res["baselines"]:
+                pooled += sql_per_step(T, b, "backward")
+            check(len(pooled) == r["baseline_values"] and
+                  abs(statistics.median(pooled) - r["baseline_ns"]) <= 1,
+                  "backward's pooled baseline median %s = SQL %s" %
+                  (r["baseline_ns"], statistics.median(pooled) if pooled else None))
             want = sql_median_per_step(T, slow, "backward")
             check(abs(r["run_ns"] - want) <= 1, "backward median %s = SQL %s" % (r["run_ns"], want))
 
     # JUnit: one test case per checked name, one failure per regression.
     xml_path = os.path.join(work, "slow.xml")
-    p = run([T, "check", slow, "--baseline", "runs:base", "-f", "junit", "-o", xml_path], env=env,
+    p = run([T, "check", slow, "--baseline", "runs:" + label[0], "-f", "junit", "-o", xml_path],
+            env=env,
             ok=(1,))
     check(p.returncode == 1, "junit: exit 1")
     root = ET.parse(xml_path).getroot()
@@ -190,7 +222,7 @@ def main():
 
     # 4. A new 3 ms phase: fails naming it as new.
     new, rc, res = attempt(
-        "new", ["--extra-ms", "5"],
+        "new", ["--extra-ms", "8"],
         lambda rc, res: "" if rc == 1 and any(r["name"] == "injected_sleep" and
                                               r["verdict"] == "new" for r in res["regressions"])
         else "the new phase not named as new")
@@ -215,7 +247,7 @@ def main():
 
     # report html with all the baselines: the trend carries every run, this one last.
     page = os.path.join(work, "report.html")
-    p = run([T, "report", "html", new, "-o", page, "--baseline", "runs:base"], env=env)
+    p = run([T, "report", "html", new, "-o", page, "--baseline", "runs:" + label[0]], env=env)
     check(p.returncode == 0, "report html --baseline runs:base")
     if p.returncode == 0:
         text = open(page).read()
@@ -247,7 +279,8 @@ def main():
     p = run([T, "check", same], env=env, ok=(2,))
     check(p.returncode == 2, "no baseline: exit 2")
     # Nothing comparable (every name in fewer steps than asked): "could not check", not a pass.
-    p = run([T, "check", same, "--baseline", "runs:base", "--min-steps", "1000"], env=env, ok=(2,))
+    p = run([T, "check", same, "--baseline", "runs:" + label[0], "--min-steps", "1000"], env=env,
+            ok=(2,))
     check(p.returncode == 2 and "nothing to compare" in p.stderr, "nothing tested: exit 2")
 
     if FAILURES:
