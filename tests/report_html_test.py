@@ -280,6 +280,12 @@ def render(chromium, page, work, with_diff):
     if not m or not m.group(1).strip():
         return
     layout = json.loads(m.group(1))
+    # The clock table shows offsets relative to the first rank, not raw epoch offsets
+    # ("1795773854.226 s" for every rank).
+    check("offset vs rank" in dom, "clock table: offset relative to a rank")
+    check(re.search(r"<td>\d{9,}\.\d+ s</td>", dom) is None, "clock table: no epoch offset")
+    # The generator gives rank r an offset of r us: rank 3 is +3.00 us from rank 0.
+    check("<td>+3.00 us</td>" in dom, "clock table: rank 3 at +3.00 us from rank 0")
     print("rendered in %.0f ms in the page; chromium --dump-dom took %.2f s" %
           (layout["render_ms"], load_s))
     plots = {p["plot"]: p for p in layout["plots"]}
