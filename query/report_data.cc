@@ -298,7 +298,10 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
   double sum = 0;
   int ranks = 0;
   auto flush = [&] {
-    if (cur_name != SIZE_MAX && ranks > 0) out[cur_name].per_step.push_back(sum / ranks);
+    if (cur_name != SIZE_MAX && ranks > 0) {
+      out[cur_name].per_step.push_back(sum / ranks);
+      out[cur_name].per_step_ids.push_back(cur_step);
+    }
   };
   for (const auto& [k, ns] : per_step) {
     const auto& [name, step, rank] = k;
@@ -383,14 +386,18 @@ StatusOr<CollectiveData> BuildCollectives(Db* db) {
   return out;
 }
 
-StatusOr<std::vector<int32_t>> FindStragglers(Db* db, int limit, std::string* basis) {
+StatusOr<std::vector<int32_t>> FindStragglers(
+    Db* db, int limit, std::string* basis, std::vector<std::pair<int32_t, int64_t>>* caused_wait) {
   std::vector<int32_t> out;
   basis->clear();
+  if (caused_wait != nullptr) caused_wait->clear();
   {
     TRACEDB_ASSIGN_OR_RETURN(CollectiveData cd, BuildCollectives(db));
     std::vector<const RankCollectives*> order;
     for (const auto& r : cd.ranks) {
-      if (r.times_last > 0) order.push_back(&r);
+      if (r.times_last == 0) continue;
+      order.push_back(&r);
+      if (caused_wait != nullptr) caused_wait->push_back({r.rank, r.caused_wait_ns});
     }
     std::sort(order.begin(), order.end(), [](const RankCollectives* a, const RankCollectives* b) {
       return a->caused_wait_ns != b->caused_wait_ns ? a->caused_wait_ns > b->caused_wait_ns
@@ -427,7 +434,10 @@ StatusOr<RunSummary> BuildRunSummary(Db* db, const std::string& path) {
   r.events = static_cast<uint64_t>(events);
   TRACEDB_ASSIGN_OR_RETURN(r.names, BuildNameStats(db));
   TRACEDB_ASSIGN_OR_RETURN(auto steps, BuildStepSeries(db));
-  for (const auto& p : steps) r.step_ns.push_back(static_cast<double>(p.max_ns));
+  for (const auto& p : steps) {
+    r.step_ns.push_back(static_cast<double>(p.max_ns));
+    r.step_ids.push_back(p.step);
+  }
   TRACEDB_ASSIGN_OR_RETURN(Overview ov, BuildOverview(db, 1));
   r.ranks = static_cast<int32_t>(ov.ranks.size());
   double comm = 0, wall = 0;
@@ -436,7 +446,8 @@ StatusOr<RunSummary> BuildRunSummary(Db* db, const std::string& path) {
     wall += static_cast<double>(ra.wall_ns);
   }
   r.comm_share = wall > 0 ? comm / wall : 0;
-  TRACEDB_ASSIGN_OR_RETURN(r.stragglers, FindStragglers(db, 3, &r.straggler_basis));
+  TRACEDB_ASSIGN_OR_RETURN(r.stragglers,
+                           FindStragglers(db, 3, &r.straggler_basis, &r.caused_wait_ns));
   return r;
 }
 
@@ -480,6 +491,26 @@ void CompareRuns(RunSummary a, RunSummary b, RunDiff* out) {
       out->step_mean_a > 0 ? (out->step_mean_b - out->step_mean_a) / out->step_mean_a : 0;
   out->has_step_test = !out->a.step_ns.empty() && !out->b.step_ns.empty();
   if (out->has_step_test) out->step_test = MannWhitneyU(out->a.step_ns, out->b.step_ns);
+}
+
+std::vector<StragglerWait> CompareStragglerWait(const RunSummary& a, const RunSummary& b) {
+  std::vector<StragglerWait> out;
+  if (a.straggler_basis != "collectives" && b.straggler_basis != "collectives") return out;
+  auto wait_of = [](const RunSummary& r, int32_t rank) {
+    for (const auto& [k, ns] : r.caused_wait_ns) {
+      if (k == rank) return ns;
+    }
+    return int64_t{0};
+  };
+  std::set<int32_t> seen;
+  for (const RunSummary* r : {&b, &a}) {
+    if (r->straggler_basis != "collectives") continue;
+    for (int32_t rank : r->stragglers) {
+      if (!seen.insert(rank).second) continue;
+      out.push_back({rank, wait_of(a, rank), wait_of(b, rank)});
+    }
+  }
+  return out;
 }
 
 double Percentile(std::vector<double>* v, double p) {

@@ -78,7 +78,8 @@ struct NameStats {
   double mean_ns = 0;
   int64_t p50_ns = 0;
   int64_t p99_ns = 0;
-  std::vector<double> per_step;  // ns, one value per step, in step order
+  std::vector<double> per_step;       // ns, one value per step, in step order
+  std::vector<int64_t> per_step_ids;  // the step of each per_step value
   // Message sizes of its spans with bytes > 0: (floor(log2(bytes)), spans), by bucket.
   std::vector<std::pair<int, uint64_t>> size_buckets;
 };
@@ -91,9 +92,13 @@ struct RunSummary {
   uint64_t events = 0;
   std::vector<NameStats> names;
   std::vector<double> step_ns;      // per step: the slowest rank's time
+  std::vector<int64_t> step_ids;    // the step number of each step_ns value
   double comm_share = 0;            // communication time / wall time, summed over ranks
   std::vector<int32_t> stragglers;  // ranks, worst first (docs/diff.md)
   std::string straggler_basis;      // "collectives" or "steps" or "" (none found)
+  // Per rank that arrived last in a collective: the wait it caused (stragglers.caused_wait_ns),
+  // by rank. Empty without matched collectives.
+  std::vector<std::pair<int32_t, int64_t>> caused_wait_ns;
 };
 StatusOr<RunSummary> BuildRunSummary(engine::Db* db, const std::string& path);
 
@@ -123,7 +128,10 @@ StatusOr<CollectiveData> BuildCollectives(engine::Db* db);
 
 // The straggler ranks, worst first (at most `limit`): the ranks that others waited for in
 // collectives (stragglers view), else the ranks most often slowest in a step. *basis says which.
-StatusOr<std::vector<int32_t>> FindStragglers(engine::Db* db, int limit, std::string* basis);
+// *caused_wait (optional) gets every rank's caused wait (ranks that were last at least once).
+StatusOr<std::vector<int32_t>> FindStragglers(
+    engine::Db* db, int limit, std::string* basis,
+    std::vector<std::pair<int32_t, int64_t>>* caused_wait = nullptr);
 
 // Two-sided Mann-Whitney U test of samples a and b (ties get mid-ranks). Exact p-value when
 // there are no ties and both samples have at most 20 values, else the normal approximation with
@@ -163,6 +171,16 @@ struct RunDiff {
 // REQUIRES: the RunDiff is not copied after (NameDiff points into its a and b). Hence the
 // out-parameter.
 void CompareRuns(RunSummary a, RunSummary b, RunDiff* out);
+
+// The wait that the straggler ranks of A and of B caused in each run (the ranks in either run's
+// `stragglers`, B's first; 0 where a rank caused none), for `diff`'s "rank 3 caused 88 ms ->
+// 511 ms of waiting".
+struct StragglerWait {
+  int32_t rank = 0;
+  int64_t a_ns = 0;
+  int64_t b_ns = 0;
+};
+std::vector<StragglerWait> CompareStragglerWait(const RunSummary& a, const RunSummary& b);
 
 // Nearest-rank percentile (0-100) of `v` (sorted in place); 0 when empty.
 double Percentile(std::vector<double>* v, double p);

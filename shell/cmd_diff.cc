@@ -47,10 +47,21 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
              d.has_step_test ? Fmt("%.3g", d.step_test.p).c_str() : "-");
   out += Fmt("%-22s %13.1f%% %13.1f%% %+9.1fpt\n", "communication share", 100 * d.a.comm_share,
              100 * d.b.comm_share, 100 * (d.b.comm_share - d.a.comm_share));
-  out += Fmt("%-22s %14s %14s   (%s / %s)\n\n", "straggler ranks", Ranks(d.a.stragglers).c_str(),
+  out += Fmt("%-22s %14s %14s   (%s / %s)\n", "straggler ranks", Ranks(d.a.stragglers).c_str(),
              Ranks(d.b.stragglers).c_str(),
              d.a.straggler_basis.empty() ? "-" : d.a.straggler_basis.c_str(),
              d.b.straggler_basis.empty() ? "-" : d.b.straggler_basis.c_str());
+  // The wait each straggler caused in A and in B (stragglers.caused_wait_ns).
+  for (const auto& w : query::CompareStragglerWait(d.a, d.b)) {
+    out +=
+        Fmt("%-22s rank %d caused %s -> %s of waiting (%s)\n", "", w.rank,
+            HumanDuration(static_cast<double>(w.a_ns)).c_str(),
+            HumanDuration(static_cast<double>(w.b_ns)).c_str(),
+            w.a_ns > 0
+                ? Change(static_cast<double>(w.b_ns - w.a_ns) / static_cast<double>(w.a_ns)).c_str()
+                : (w.b_ns > 0 ? "new" : "-"));
+  }
+  out += "\n";
   out += Fmt("%-28s %-7s %9s %9s %11s %11s %8s %11s %11s %11s %9s %s\n", "name", "kind", "count A",
              "count B", "mean A", "mean B", "change", "p50 B", "p99 B", "total B", "p", "");
   int shown = 0;
@@ -63,7 +74,7 @@ std::string RenderText(const query::RunDiff& d, const DiffOptions& o) {
             static_cast<unsigned long long>(n.b ? n.b->count : 0),
             n.a ? HumanDuration(n.a->mean_ns).c_str() : "-",
             n.b ? HumanDuration(n.b->mean_ns).c_str() : "-",
-            n.has_change ? Change(n.mean_change).c_str() : (n.a ? "gone" : "new"),
+            n.has_change ? Change(n.mean_change).c_str() : (n.a ? "vanished" : "new"),
             n.b ? HumanDuration(static_cast<double>(n.b->p50_ns)).c_str() : "-",
             n.b ? HumanDuration(static_cast<double>(n.b->p99_ns)).c_str() : "-",
             n.b ? HumanDuration(static_cast<double>(n.b->total_ns)).c_str() : "-",
@@ -85,7 +96,7 @@ std::string Opt(bool has, double v, const char* fmt = "%.6g") { return has ? Fmt
 std::string RenderCsv(const query::RunDiff& d, double alpha) {
   std::string out =
       "name,kind,cat,count_a,count_b,mean_a_ns,mean_b_ns,p50_a_ns,p50_b_ns,p99_a_ns,p99_b_ns,"
-      "total_a_ns,total_b_ns,mean_change,total_change,u,p,significant\n";
+      "total_a_ns,total_b_ns,mean_change,total_change,u,p,significant,status\n";
   for (const auto& n : d.names) {
     const auto* a = n.a;
     const auto* b = n.b;
@@ -99,15 +110,16 @@ std::string RenderCsv(const query::RunDiff& d, double alpha) {
     out += Opt(n.has_change, n.mean_change) + "," + Opt(a && b && a->total_ns > 0, n.total_change) +
            ",";
     out += Opt(n.has_test, n.test.u_b, "%.1f") + "," + Opt(n.has_test, n.test.p) + ",";
-    out += (n.has_test && n.test.p < alpha) ? "1\n" : "0\n";
+    out += (n.has_test && n.test.p < alpha) ? "1," : "0,";
+    out += a == nullptr ? "new\n" : b == nullptr ? "vanished\n" : "both\n";
   }
   out +=
-      Fmt(",step,,%zu,%zu,%.1f,%.1f,,,,,,,%s,,%s,%s,%d\n", d.a.step_ns.size(), d.b.step_ns.size(),
+      Fmt(",step,,%zu,%zu,%.1f,%.1f,,,,,,,%s,,%s,%s,%d,\n", d.a.step_ns.size(), d.b.step_ns.size(),
           d.step_mean_a, d.step_mean_b, Opt(d.step_mean_a > 0, d.step_change).c_str(),
           Opt(d.has_step_test, d.step_test.u_b, "%.1f").c_str(),
           Opt(d.has_step_test, d.step_test.p).c_str(),
           d.has_step_test && d.step_test.p < alpha ? 1 : 0);
-  out += Fmt(",comm_share,,,,%.6f,%.6f,,,,,,,,,,,\n", d.a.comm_share, d.b.comm_share);
+  out += Fmt(",comm_share,,,,%.6f,%.6f,,,,,,,,,,,,\n", d.a.comm_share, d.b.comm_share);
   return out;
 }
 

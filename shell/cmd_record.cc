@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -42,6 +43,7 @@
 #include "recorder/cuda/record_env.h"
 #include "shell/commands.h"
 #include "shell/format.h"
+#include "shell/record_meta.h"
 #include "shell/verbosity.h"
 
 extern char** environ;
@@ -411,6 +413,7 @@ int RunRecord(const RecordOptions& o) {
     Verbose("record", "running: %s", cmd.c_str());
   }
   const double t0 = Now();
+  const double started_at = static_cast<double>(std::time(nullptr));  // for record.started_at
   // Ctrl-C reaches the command through the terminal; we wait for it and keep what it wrote.
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
@@ -467,6 +470,14 @@ int RunRecord(const RecordOptions& o) {
   co.finish = true;  // the job is over: take every file whole
   const double t_compact = Now();
   auto stats = engine::Compact(writer->get(), co);
+  if (stats.ok()) {
+    // How the run was made (command, git revision, environment), for `tracedb runs add`.
+    Status meta = WriteRecordMeta(writer->get(), o.command, started_at);
+    if (!meta.ok()) {
+      std::fprintf(stderr, "tracedb record: %s: cannot write the run's meta: %s\n",
+                   o.output.c_str(), meta.message().c_str());
+    }
+  }
   writer->reset();
   if (stats.ok()) {
     Verbose("record", "compacted %s segment events from %llu files in %.2f s",

@@ -64,6 +64,7 @@ struct RankRow {
   double last_step_ns = 0;
   double compute_share = 0;
   double comm_share = 0;
+  double overlap_share = 0;  // time in both compute and communication spans / wall
   int64_t compute_ns = 0;
   double events_per_s = 0;
   int64_t dropped = 0;      // so far
@@ -102,6 +103,10 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
       if (wall > 0) {
         r.compute_share = static_cast<double>(ra.compute_ns) / static_cast<double>(wall);
         r.comm_share = static_cast<double>(ra.comm_ns) / static_cast<double>(wall);
+        // busy is the union of the two: what exceeds it was counted in both.
+        r.overlap_share =
+            static_cast<double>(std::max<int64_t>(0, ra.compute_ns + ra.comm_ns - ra.busy_ns)) /
+            static_cast<double>(wall);
       }
       r.compute_ns = ra.compute_ns;
     }
@@ -217,6 +222,21 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
             100 * r.comm_share, WithCommas(static_cast<uint64_t>(r.events_per_s + 0.5)).c_str(),
             WithCommas(static_cast<uint64_t>(r.dropped)).c_str(),
             r.drops_per_s < 0 ? "-" : Fmt("%.0f", r.drops_per_s).c_str());
+  }
+  // Shares that add up to more than 100%: say so (communication hidden behind computation).
+  std::string overlapping;
+  double max_overlap = 0;
+  for (const auto& [rank, r] : rows) {
+    if (r.overlap_share < 0.005) continue;
+    overlapping += (overlapping.empty() ? "" : ",") + std::to_string(rank);
+    max_overlap = std::max(max_overlap, r.overlap_share);
+  }
+  if (!overlapping.empty()) {
+    out +=
+        Fmt("\ncompute and communication overlap on rank%s %s (up to %.1f%% of the time is "
+            "in both, so compute + comm can exceed 100%%)\n",
+            overlapping.find(',') == std::string::npos ? "" : "s", overlapping.c_str(),
+            100 * max_overlap);
   }
   out += stragglers.empty() ? "\nstragglers: none\n" : "\nstragglers:\n" + stragglers;
   return out;

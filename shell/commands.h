@@ -27,5 +27,7 @@ void SetupDiff(CLI::App& app, int* exit_code);
 void SetupTop(CLI::App& app, int* exit_code);
 void SetupArchive(CLI::App& app, int* exit_code);
 void SetupShards(CLI::App& app, int* exit_code);
+void SetupCheck(CLI::App& app, int* exit_code);
+void SetupRuns(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

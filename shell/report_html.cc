@@ -19,6 +19,7 @@
 #include "query/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
+#include "shell/run_history.h"
 #include "shell/verbosity.h"
 
 namespace tracedb::shell {
@@ -30,7 +31,8 @@ namespace {
 struct HtmlOptions {
   std::string db;
   std::string output;
-  std::string baseline;
+  std::vector<std::string> baselines;  // paths or runs:LABEL[:N]; the last is compared
+  std::string catalog;
   int bins = 0;  // 0: chosen from the number of ranks
   double alpha = 0.01;
 };
@@ -74,6 +76,18 @@ std::string RunJson(const query::RunSummary& r, double step_mean) {
   return out + "],\"straggler_basis\":" + query::json::String(r.straggler_basis) + "}";
 }
 
+// The straggler ranks' caused wait in A and B (query::CompareStragglerWait).
+std::string StragglerWaitJson(const query::RunDiff& d) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& w : query::CompareStragglerWait(d.a, d.b)) {
+    out += (first ? "{\"rank\":" : ",{\"rank\":") + Num(int64_t{w.rank}) +
+           ",\"a_ns\":" + Num(w.a_ns) + ",\"b_ns\":" + Num(w.b_ns) + "}";
+    first = false;
+  }
+  return out + "]";
+}
+
 // Steps of the page, at most this many points (consecutive steps grouped beyond).
 constexpr size_t kMaxStepPoints = 5000;
 
@@ -108,6 +122,7 @@ class PageData {
     TRACEDB_RETURN_IF_ERROR(Slowest());
     TRACEDB_RETURN_IF_ERROR(Collectives(ov));
     TRACEDB_RETURN_IF_ERROR(Steps());
+    Startup(ov);
     TRACEDB_RETURN_IF_ERROR(Rows("clock",
                                  "SELECT rank, host, clock_method, offset_ns, drift_ppm, "
                                  "uncertainty_ns, sync_points FROM clock_alignment ORDER BY rank"));
@@ -116,6 +131,9 @@ class PageData {
     return Status::Ok();
   }
   void AddDiff(const query::RunDiff& d, double alpha) { out_ += ",\"diff\":" + DiffJson(d, alpha); }
+  void AddTrend(const std::vector<query::RunSummary>& runs) {
+    out_ += ",\"trend\":" + TrendJson(runs);
+  }
   std::string Finish() { return out_ + "}"; }
 
  private:
@@ -207,6 +225,9 @@ class PageData {
     // Skew over time, binned: per bin the maximum and mean skew.
     std::vector<std::pair<int64_t, int64_t>> points;
     for (const auto& c : cd.collectives) {
+      if (c.ranks > 1 && first_collective_end_ < 0) {
+        first_collective_end_ = c.first_arrival + c.skew_ns;
+      }
       if (c.ranks > 1) points.push_back({c.first_arrival - ov.t0, c.skew_ns});
     }
     out_ += ",\"skew\":[";
@@ -260,6 +281,9 @@ class PageData {
 
   Status Steps() {
     TRACEDB_ASSIGN_OR_RETURN(auto steps, query::BuildStepSeries(db_));
+    for (const auto& p : steps) {
+      if (first_step_ts_ < 0 || p.start_ts < first_step_ts_) first_step_ts_ = p.start_ts;
+    }
     const size_t group = std::max<size_t>(1, (steps.size() + kMaxStepPoints - 1) / kMaxStepPoints);
     out_ += ",\"steps_total\":" + Num(static_cast<int64_t>(steps.size())) +
             ",\"steps_grouped\":" + Num(static_cast<int64_t>(group)) + ",\"steps\":[";
@@ -284,6 +308,28 @@ class PageData {
     }
     out_ += "]";
     return Status::Ok();
+  }
+
+  // Start-up (process-group set-up, the first collective's connection set-up) is set apart on
+  // the page: it ends when the first step starts or the first matched collective ends,
+  // whichever is later (docs/report.md "Start-up").
+  void Startup(const query::Overview& ov) {
+    int64_t end = -1;
+    std::string basis;
+    if (first_step_ts_ >= 0) {
+      end = first_step_ts_;
+      basis = "first step";
+    }
+    if (first_collective_end_ > end) {
+      end = first_collective_end_;
+      basis = "first collective";
+    }
+    if (end <= ov.t0 || end >= ov.t1) {
+      end = -1;
+      basis.clear();
+    }
+    out_ += ",\"startup\":{\"end_ns\":" + (end < 0 ? std::string("null") : Num(end - ov.t0)) +
+            ",\"basis\":" + query::json::String(basis) + "}";
   }
 
   // The rows of `sql` as an array of objects named by the columns.
@@ -319,6 +365,8 @@ class PageData {
 
   engine::Db* db_;
   std::string out_;
+  int64_t first_step_ts_ = -1;         // earliest rank's start of the first step
+  int64_t first_collective_end_ = -1;  // last arrival at the first matched collective
 };
 
 int RunReportHtml(const HtmlOptions& o) {
@@ -339,13 +387,21 @@ int RunReportHtml(const HtmlOptions& o) {
     return kExitError;
   }
   Verbose("report html", "%s: the page's aggregates computed in %.2f s", o.db.c_str(), seconds());
-  if (!o.baseline.empty()) {
-    query::RunSummary a, b;
-    if (!LoadRunSummary(cmd, o.baseline, &a) || !LoadRunSummary(cmd, o.db, &b)) return kExitError;
+  if (!o.baselines.empty()) {
+    std::vector<std::string> paths;
+    if (!ResolveRunPaths(cmd, o.baselines, o.catalog, o.db, &paths)) return kExitUsage;
+    // Every run, baselines first (in the order given), this run last.
+    std::vector<query::RunSummary> runs(paths.size() + 1);
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (!LoadRunSummary(cmd, paths[i], &runs[i])) return kExitError;
+    }
+    if (!LoadRunSummary(cmd, o.db, &runs.back())) return kExitError;
+    data.AddTrend(runs);
     query::RunDiff d;
-    query::CompareRuns(std::move(a), std::move(b), &d);
+    query::CompareRuns(runs[runs.size() - 2], runs.back(), &d);
     data.AddDiff(d, o.alpha);
-    Verbose("report html", "compared with %s (%.2f s so far)", o.baseline.c_str(), seconds());
+    Verbose("report html", "compared with %zu baseline runs (%.2f s so far)", paths.size(),
+            seconds());
   }
   std::string json = data.Finish();
   // Inside a <script> element, "</" must not appear.
@@ -400,15 +456,19 @@ bool LoadRunSummary(const char* cmd, const std::string& path, query::RunSummary*
 }
 
 std::string DiffJson(const query::RunDiff& d, double alpha) {
-  std::string out =
-      "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
-      ",\"b\":" + RunJson(d.b, d.step_mean_b) + ",\"step_change\":" + Num(d.step_change) +
-      ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") + ",\"names\":[";
+  std::string out = "{\"alpha\":" + Num(alpha) + ",\"a\":" + RunJson(d.a, d.step_mean_a) +
+                    ",\"b\":" + RunJson(d.b, d.step_mean_b) +
+                    ",\"step_change\":" + Num(d.step_change) +
+                    ",\"step_p\":" + (d.has_step_test ? Num(d.step_test.p) : "null") +
+                    ",\"straggler_wait\":" + StragglerWaitJson(d) + ",\"names\":[";
   for (size_t i = 0; i < d.names.size(); ++i) {
     const auto& n = d.names[i];
     out += (i ? "," : "");
     out += "{\"name\":" + query::json::String(n.name) + ",\"cat\":" + query::json::String(n.cat) +
-           ",\"kind\":" + (n.routine ? "\"routine\"" : "\"phase\"") +
+           ",\"kind\":" + (n.routine ? "\"routine\"" : "\"phase\"") + ",\"status\":" +
+           (n.a == nullptr   ? "\"new\""
+            : n.b == nullptr ? "\"vanished\""
+                             : "\"both\"") +
            ",\"a\":" + NameStatsJson(n.a) + ",\"b\":" + NameStatsJson(n.b) +
            ",\"mean_change\":" + (n.has_change ? Num(n.mean_change) : "null") +
            ",\"total_change\":" + (n.a && n.b && n.a->total_ns > 0 ? Num(n.total_change) : "null") +
@@ -425,8 +485,13 @@ void SetupReportHtml(CLI::App* report, int* exit_code) {
       "html", "One self-contained HTML page with plots of the job (aggregates, not events)");
   html->add_option("db", o->db, "Trace database (.tdb)")->required();
   html->add_option("-o,--output", o->output, "The HTML file to write")->required();
-  html->add_option("--baseline", o->baseline,
-                   "A baseline run's database: adds a comparison section (as tracedb diff)");
+  html->add_option("--baseline", o->baselines,
+                   "Baseline runs (databases or runs:LABEL[:N]): a comparison with the last (as "
+                   "tracedb diff) and the trend of step time and top names across all")
+      ->expected(1, -1);
+  html->add_option("--catalog", o->catalog,
+                   "The run history for runs:LABEL (default $TRACEDB_RUNS, else "
+                   "~/.local/share/tracedb/runs.db)");
   html->add_option("--bins", o->bins, "Time bins of the rank x time overview (default: by ranks)")
       ->check(CLI::Range(1, 100000));
   html->add_option("--alpha", o->alpha, "Significance level of the comparison (default 0.01)")

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "query/report_data.h"
 
@@ -16,6 +17,10 @@ void SetupReportHtml(CLI::App* report, int* exit_code);
 
 // The comparison as one JSON object (docs/diff.md "JSON"); `alpha`: the significance level.
 std::string DiffJson(const query::RunDiff& d, double alpha);
+
+// The trend across runs (baselines first, this run last) for the page: step time and the top
+// names' median per-step time per run (shell/report_trend.cc; docs/report.md).
+std::string TrendJson(const std::vector<query::RunSummary>& runs);
 
 // Opens and summarizes a trace database; on error prints "tracedb CMD: message" and returns
 // false.

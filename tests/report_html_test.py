@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -147,7 +148,8 @@ def test(o, work):
     run([o.gen, a, "4", "80", "4", "--seed", "1"])
     run([o.gen, b, "4", "80", "4", "--seed", "2", "--straggler", "2=1.2", "--spike", "40=3",
          "--slow", "backward=1.3", "--dropped", "7"])
-    run([o.tracedb, "report", "html", b, "-o", page, "--baseline", a])
+    # Two baselines (the same run twice): the comparison is with the last, the trend has 3 runs.
+    run([o.tracedb, "report", "html", b, "-o", page, "--baseline", a, a])
     html, d = page_data(page)
     T = o.tracedb
 
@@ -224,6 +226,18 @@ def test(o, work):
           "backward slower, flagged")
     check(diff["forward"]["a"]["count"] == 320, "forward count in A")
     check(d["diff"]["b"]["stragglers"][0] == 2, "B's straggler")
+    # The trend across runs: the baselines then this run; the median step (first step left out)
+    # as step_summary gives it.
+    tr = d["trend"]["runs"]
+    check([r["path"] for r in tr] == [a, a, b], "trend: baselines then this run")
+    for path, r in ((a, tr[0]), (b, tr[2])):
+        steps = [x["m"] for x in sql(T, path, "SELECT max_ns AS m FROM step_summary ORDER BY step")]
+        check(r["step_median_ns"] == statistics.median(steps[1:]),
+              "trend: median step of %s (%s, SQL %s)" % (path, r["step_median_ns"],
+                                                         statistics.median(steps[1:])))
+    names = {n["name"]: n for n in d["trend"]["names"]}
+    check("backward" in names and names["backward"]["median_ns"][2] > names["backward"]["median_ns"][0],
+          "trend: backward slower in this run")
 
     # Bad input: one line naming the file, exit 1, no page left behind.
     bad, out = os.path.join(work, "bad.tdb"), os.path.join(work, "bad.html")
@@ -266,11 +280,17 @@ def render(chromium, page, work, with_diff):
     if not m or not m.group(1).strip():
         return
     layout = json.loads(m.group(1))
+    # The clock table shows offsets relative to the first rank, not raw epoch offsets
+    # ("1795773854.226 s" for every rank).
+    check("offset vs rank" in dom, "clock table: offset relative to a rank")
+    check(re.search(r"<td>\d{9,}\.\d+ s</td>", dom) is None, "clock table: no epoch offset")
+    # The generator gives rank r an offset of r us: rank 3 is +3.00 us from rank 0.
+    check("<td>+3.00 us</td>" in dom, "clock table: rank 3 at +3.00 us from rank 0")
     print("rendered in %.0f ms in the page; chromium --dump-dom took %.2f s" %
           (layout["render_ms"], load_s))
     plots = {p["plot"]: p for p in layout["plots"]}
     want = ["overview", "slowest", "stragglers", "skew", "msgsize:MPI_Allreduce", "steps", "clock",
-            "drops"] + (["diff"] if with_diff else [])
+            "drops"] + (["diff", "trend-steps", "trend-names"] if with_diff else [])
     for p in want:
         check(p in plots, "plot %s present" % p)
     height = int(layout["height"]) + 40

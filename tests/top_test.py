@@ -139,6 +139,7 @@ def test(o, work):
         check(abs(rows[1]["compute"] - 12 / 14) < 0.08,
               "rank 1 compute share %.3f" % rows[1]["compute"])
         check(rows[0]["dropped"] == 0 and rows[1]["dropped"] == 0, "nothing dropped")
+    check("overlap" not in final.stdout, "no overlap said where compute and communication do not")
     check(snapshot(job) == before, "top only reads the trace directory")
     check(os.listdir(top_tmp) == [], "top's temporary database removed: %s" % os.listdir(top_tmp))
 
@@ -179,6 +180,22 @@ def test(o, work):
         subprocess.run(["tmux", "-S", sock, "kill-server"], stderr=subprocess.DEVNULL)
     else:
         print("tmux not installed: the terminal check is skipped")
+
+    # Overlap: 3 ms of communication hidden in every 4 ms forward, then 2 ms of allreduce: 3 of
+    # every 6 ms are in both, so compute (67%) + comm (83%) exceed 100%, and the frame says so.
+    ov = os.path.join(work, "overlap")
+    p = subprocess.run([o.job, ov, "0", "60", "4", "2", "3"], env=env, stdout=subprocess.PIPE,
+                       text=True, timeout=60)
+    check(p.returncode == 0, "overlap job")
+    r = top(ov, "--once")
+    m = re.search(r"overlap on rank 0 \(up to ([\d.]+)% of the time is in both", r.stdout)
+    check(m is not None, "overlap said: " + r.stdout)
+    if m:
+        check(abs(float(m.group(1)) / 100 - 3 / 6) < 0.08, "overlap share %s%% (3 of 6 ms)" %
+              m.group(1))
+    rows = frame_rows(r.stdout)
+    if 0 in rows:
+        check(rows[0]["compute"] + rows[0]["comm"] > 1.2, "shares add up to more than 100%")
 
     # A missing input is an error naming it.
     r = top(os.path.join(work, "missing"), "--once")
