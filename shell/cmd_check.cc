@@ -36,25 +36,23 @@ struct CheckCmdOptions {
 
 std::string Pct(double x) { return Fmt("%+.1f%%", 100 * x); }
 
-std::string Num(double v) {
-  std::string out;
-  query::json::AppendNumber(&out, v);
-  return out;
-}
-
 std::string NameJson(const chk::CheckedName& c) {
   const bool tested = c.verdict == chk::Verdict::kOk || c.verdict == chk::Verdict::kSlower ||
                       c.verdict == chk::Verdict::kFaster;
   return "{\"name\":" + query::json::String(c.name) + ",\"cat\":" + query::json::String(c.cat) +
          ",\"kind\":" + query::json::String(c.kind) +
          ",\"verdict\":" + query::json::String(chk::VerdictName(c.verdict)) +
-         ",\"failed\":" + (c.failed ? "true" : "false") +
-         ",\"baseline_ns\":" + (c.verdict == chk::Verdict::kNew ? "null" : Num(c.baseline_ns)) +
-         ",\"run_ns\":" + (c.verdict == chk::Verdict::kVanished ? "null" : Num(c.run_ns)) +
-         ",\"change\":" + (tested ? Num(c.change) : "null") + ",\"abs_change_ns\":" +
-         (tested || c.verdict == chk::Verdict::kNew ? Num(c.abs_change_ns) : "null") +
-         ",\"p\":" + (c.has_test ? Num(c.p) : "null") + ",\"threshold\":" + Num(c.threshold) +
-         ",\"between_cv\":" + Num(c.between_cv) +
+         ",\"failed\":" + (c.failed ? "true" : "false") + ",\"baseline_ns\":" +
+         (c.verdict == chk::Verdict::kNew ? "null" : query::json::Number(c.baseline_ns)) +
+         ",\"run_ns\":" +
+         (c.verdict == chk::Verdict::kVanished ? "null" : query::json::Number(c.run_ns)) +
+         ",\"change\":" + (tested ? query::json::Number(c.change) : "null") +
+         ",\"abs_change_ns\":" +
+         (tested || c.verdict == chk::Verdict::kNew ? query::json::Number(c.abs_change_ns)
+                                                    : "null") +
+         ",\"p\":" + (c.has_test ? query::json::Number(c.p) : "null") +
+         ",\"threshold\":" + query::json::Number(c.threshold) +
+         ",\"between_cv\":" + query::json::Number(c.between_cv) +
          ",\"baseline_runs\":" + std::to_string(c.baseline_runs) +
          ",\"baseline_values\":" + std::to_string(c.baseline_values) +
          ",\"run_values\":" + std::to_string(c.run_values) +
@@ -68,8 +66,10 @@ std::string RenderJson(const chk::CheckResult& r, const CheckCmdOptions& o,
     out += (i ? "," : "") + query::json::String(baselines[i]);
   }
   const auto& t = o.check;
-  out += "],\"thresholds\":{\"alpha\":" + Num(t.alpha) + ",\"min_change\":" + Num(t.min_change) +
-         ",\"min_abs_ns\":" + Num(t.min_abs_ns) + ",\"between_factor\":" + Num(t.between_factor) +
+  out += "],\"thresholds\":{\"alpha\":" + query::json::Number(t.alpha) +
+         ",\"min_change\":" + query::json::Number(t.min_change) +
+         ",\"min_abs_ns\":" + query::json::Number(t.min_abs_ns) +
+         ",\"between_factor\":" + query::json::Number(t.between_factor) +
          ",\"warmup_steps\":" + std::to_string(t.warmup_steps) +
          ",\"min_steps\":" + std::to_string(t.min_steps) + "}";
   out += std::string(",\"passed\":") + (r.passed() ? "true" : "false");

@@ -38,11 +38,7 @@ struct HtmlOptions {
 };
 
 // Exact (shortest round-trip) numbers, null for NaN and infinities: the project's JSON writer.
-std::string Num(double v) {
-  std::string out;
-  query::json::AppendNumber(&out, v);
-  return out;
-}
+std::string Num(double v) { return query::json::Number(v); }
 std::string Num(int64_t v) { return std::to_string(v); }
 
 template <typename T>

@@ -19,12 +19,6 @@ namespace {
 constexpr size_t kTrendNames = 8;
 constexpr size_t kTrendMinSteps = 3;
 
-std::string Num(double v) {
-  std::string out;
-  query::json::AppendNumber(&out, v);
-  return out;
-}
-
 // The values after each run's first step (the warm-up), by step id.
 std::vector<double> AfterFirstStep(const std::vector<double>& v, const std::vector<int64_t>& ids,
                                    int64_t first) {
@@ -51,9 +45,9 @@ std::string TrendJson(const std::vector<query::RunSummary>& runs) {
     out += (i ? "," : "");
     out += "{\"path\":" + query::json::String(r.path) +
            ",\"steps\":" + std::to_string(r.step_ns.size()) +
-           ",\"step_median_ns\":" + Num(query::check::Median(steps)) +
-           ",\"step_p10_ns\":" + Num(query::Percentile(&p10, 10)) +
-           ",\"step_p90_ns\":" + Num(query::Percentile(&p90, 90)) + "}";
+           ",\"step_median_ns\":" + query::json::Number(query::check::Median(steps)) +
+           ",\"step_p10_ns\":" + query::json::Number(query::Percentile(&p10, 10)) +
+           ",\"step_p90_ns\":" + query::json::Number(query::Percentile(&p90, 90)) + "}";
   }
   // The top names: the last run's largest by total time, then the baselines' (vanished names);
   // only names in at least 3 steps (not start-up or shutdown calls such as MPI_Init).
@@ -80,7 +74,7 @@ std::string TrendJson(const std::vector<query::RunSummary>& runs) {
       medians += (i ? "," : "");
       medians += s == nullptr || s->per_step.empty()
                      ? std::string("null")
-                     : Num(query::check::Median(
+                     : query::json::Number(query::check::Median(
                            AfterFirstStep(s->per_step, s->per_step_ids, FirstStep(runs[i]))));
     }
     out += "{\"name\":" + query::json::String(top[k].first) +

@@ -374,6 +374,12 @@ std::string String(std::string_view s) {
   return out;
 }
 
+std::string Number(double v) {
+  std::string out;
+  AppendNumber(&out, v);
+  return out;
+}
+
 namespace {
 
 // Whole numbers up to 2^53 in integer digits (to_chars' shortest form would write 1000000 as

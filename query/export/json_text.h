@@ -48,6 +48,8 @@ bool AppendObjectMembers(std::string* out, std::string_view text, size_t* member
 
 // `s` as a JSON string literal (AppendString).
 std::string String(std::string_view s);
+// `v` as a JSON number (AppendNumber: null for NaN and infinities).
+std::string Number(double v);
 
 // Appends a double as a JSON number: whole numbers below 2^53 in integer digits, others in the
 // shortest exact form (WriteDouble); NaN and ±infinity, which JSON cannot hold, as null.
