@@ -189,5 +189,56 @@ class ReadTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "broken.tdb"):
             tracedb.open(broken).events()
 
+    def run_events(self, path):
+        """db.events() in a child process: a crash is a signal there, not the end of this test."""
+        code = (f"import tracedb\n"
+                f"try:\n"
+                f"    c = tracedb.open({path!r}).events(columns=['rank', 'ts', 'dur'], pandas=False)\n"
+                f"    print('rows', len(c['ts']))\n"
+                f"except ValueError as e:\n"
+                f"    print('error', e)\n")
+        return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
+
+    def hostile_copy(self, name, *statements):
+        import sqlite3
+        path = os.path.join(self.tmp, name)
+        shutil.copy(self.db, path)
+        con = sqlite3.connect(path)
+        for st in statements:
+            con.execute(st)
+        con.commit()
+        con.close()
+        return path
+
+    def test_hostile_block_counts_are_errors(self):
+        # The zone map's counts size the output: negative, too large, 2^62, or a lie in either
+        # direction about what the block holds must each end in an error naming the file.
+        import sqlite3
+        con = sqlite3.connect(self.db)
+        (true1,), (true2,) = con.execute("SELECT count FROM blocks WHERE block IN (1, 2) "
+                                         "ORDER BY block").fetchall()
+        con.close()
+        cases = {
+            "neg.tdb": ("UPDATE blocks SET count = -10 WHERE block = 1",
+                        "UPDATE blocks SET count = 20 WHERE block = 2"),
+            "minus1.tdb": ("UPDATE blocks SET count = -1 WHERE block = 1",),
+            "huge.tdb": (f"UPDATE blocks SET count = {2 ** 62} WHERE block = 1",),
+            "over.tdb": ("UPDATE blocks SET count = 65537 WHERE block = 1",),
+            "fewer.tdb": (f"UPDATE blocks SET count = {true1 - 1} WHERE block = 1",),
+            "more.tdb": (f"UPDATE blocks SET count = {true2 + 5} WHERE block = 2",),
+        }
+        for name, statements in cases.items():
+            with self.subTest(name=name):
+                p = self.run_events(self.hostile_copy(name, *statements))
+                self.assertEqual(p.returncode, 0, (p.returncode, p.stderr[-2000:]))
+                self.assertIn("error", p.stdout)
+                self.assertIn(name, p.stdout)
+                self.assertIn("zone map", p.stdout)
+        # the untouched file still reads, in the same child (the harness itself is sound)
+        p = self.run_events(self.db)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), f"rows {len(sql_rows(self.db))}")
+
+
 if __name__ == "__main__":
     unittest.main()
