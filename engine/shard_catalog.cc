@@ -19,6 +19,7 @@
 
 #include "engine/db_schema.h"
 #include "engine/shard_merge.h"
+#include "engine/sqlite_guard.h"
 
 namespace tracedb::engine {
 namespace {
@@ -527,8 +528,9 @@ StatusOr<std::unique_ptr<Db>> OpenShardCatalog(const std::string& manifest, size
   }
   // Innocuous: it reads only the files the catalog lists, by their number, and changes nothing,
   // so it may run from the catalog's view under SQLite's trusted_schema=OFF too.
-  const int rc = sqlite3_create_function_v2(db->raw(), kFunction, 2, SQLITE_UTF8 | SQLITE_INNOCUOUS,
-                                            raw, ShardBlockFn, nullptr, nullptr, DestroySource);
+  const int rc =
+      sqlite3_create_function_v2(db->raw(), kFunction, 2, SQLITE_UTF8 | SQLITE_INNOCUOUS, raw,
+                                 engine::Guarded<ShardBlockFn>(), nullptr, nullptr, DestroySource);
   if (rc != SQLITE_OK) return db->Error(rc, "installing tracedb_shard_block");
   return db;
 }
