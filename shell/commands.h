@@ -27,5 +27,6 @@ void SetupDiff(CLI::App& app, int* exit_code);
 void SetupTop(CLI::App& app, int* exit_code);
 void SetupArchive(CLI::App& app, int* exit_code);
 void SetupShards(CLI::App& app, int* exit_code);
+void SetupVerify(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

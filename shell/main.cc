@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   ts::SetupTop(app, &exit_code);
   ts::SetupArchive(app, &exit_code);
   ts::SetupShards(app, &exit_code);
+  ts::SetupVerify(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
