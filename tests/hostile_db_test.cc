@@ -125,7 +125,8 @@ TEST(HostileDb, CountsFromDiskAreCheckedBeforeTheyAreUsed) {
 
 TEST(HostileDb, HugeIdsDoNotSizeAllocations) {
   TempDir tmp;
-  for (const char* name : {"string_id_30M", "string_id_4e12", "track_id_4e12"}) {
+  for (const char* name :
+       {"string_id_30M", "string_id_4e12", "track_id_4e12", "mpi_category_at_4e9"}) {
     SCOPED_TRACE(name);
     const std::string db = tmp.Sub(std::string(name) + ".tdb");
     MakeHostileCopy(db, Statements(name));

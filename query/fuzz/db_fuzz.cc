@@ -16,6 +16,7 @@
 #include "engine/verify/verify.h"
 #include "python/src/event_columns.h"
 #include "query/export/chrome_exporter.h"
+#include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "query/report_data.h"
 #include "view/lod.h"
@@ -73,7 +74,7 @@ Status BuildBase(const std::string& path) {
         r.ts = ts + i * 50;
         r.dur = (i % 5) * 13 + 1;
         r.name = w->Intern(names[i % 5]);
-        r.cat = w->Intern(i % 2 ? "comm" : "compute");
+        r.cat = w->Intern(i % 5 == 1 || i % 5 == 2 ? "mpi" : i % 2 ? "comm" : "compute");
         r.kind = i % 11 == 0   ? engine::RowKind::kInstant
                  : i % 13 == 0 ? engine::RowKind::kCounter
                                : engine::RowKind::kSpan;
@@ -320,6 +321,7 @@ DbResult ReadEverything(const std::string& path, const std::string& scratch) {
     o.Run("report names", [&] { return BuildNameStats(d).status(); });
     o.Run("report summary", [&] { return BuildRunSummary(d, path).status(); });
     o.Run("report collectives", [&] { return BuildCollectives(d).status(); });
+    o.Run("report mpi", [&] { return BuildMpiReport(d).status(); });
     // export --chrome
     o.Run("export", [&] {
       ChromeExportOptions eo;
@@ -382,6 +384,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> HostileCases() {
       {"string_id_30M", {"INSERT INTO strings VALUES(30000000, 'x')"}},
       {"string_id_4e12", {"INSERT INTO strings VALUES(4000000000000, 'x')"}},
       {"string_id_negative", {"INSERT INTO strings VALUES(-5, 'x')"}},
+      {"mpi_category_at_4e9", {"INSERT INTO strings VALUES(4000000000, 'mpi')"}},
       {"track_id_4e12", {"UPDATE tracks SET track = 4000000000000 WHERE track = 1"}},
       {"track_on_other_rank", {"UPDATE tracks SET rank = 7 WHERE track = 1"}},
       {"recursive_meta_view",
