@@ -167,6 +167,21 @@ TEST(HostileDb, OneStringRowAtId30MillionCostsNoMemory) {
   EXPECT_LT(b, a + 64 * 1024) << "undamaged " << a << " KiB, with id 30000000 " << b << " KiB";
 }
 
+TEST(HostileDb, AUsersViewStoredInTheFileStillWorksUnderTrustedSchemaOff) {
+  // trusted_schema is off on every connection: tracedb's virtual tables and functions are
+  // innocuous (read-only, pure), so a view a user saved in the file keeps working.
+  TempDir tmp;
+  const std::string db = tmp.Sub("views.tdb");
+  MakeHostileCopy(db, {"CREATE VIEW spans_only AS SELECT name, dur FROM events WHERE kind = 'span'",
+                       "CREATE VIEW med AS SELECT median(dur) AS m, count(*) AS n FROM events",
+                       "CREATE VIEW steps_seen AS SELECT count(*) AS n FROM tracedb_step_times"});
+  EXPECT_EQ(QueryOne(db, "SELECT n FROM med"),
+            std::to_string(PlainInt(db, "SELECT sum(count) FROM blocks")));
+  EXPECT_EQ(QueryOne(db, "SELECT count(*) FROM spans_only"),
+            std::to_string(PlainInt(db, "SELECT sum(count) FROM name_stats WHERE kind = 0")));
+  EXPECT_EQ(QueryOne(db, "SELECT n > 0 FROM steps_seen"), "1");
+}
+
 TEST(HostileDb, ATableReplacedByARecursiveViewIsRefusedAtOpen) {
   TempDir tmp;
   for (const char* name : {"recursive_meta_view", "recursive_strings_view"}) {
