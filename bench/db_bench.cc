@@ -115,7 +115,7 @@ int SqliteRows(const std::string& csv, const std::string& out, int reps) {
   if (!db.ok()) return 1;
   Db* d = db->get();
   tracedb::Status s = d->Exec(
-      "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+      "PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; "
       "CREATE TABLE events(rank INTEGER, tid INTEGER, name TEXT, ts INTEGER, dur INTEGER, "
       "depth INTEGER); BEGIN");
   if (!s.ok()) return 1;

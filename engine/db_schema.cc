@@ -129,9 +129,51 @@ Status CreateSchema(Db* db) {
   return Status::Ok();
 }
 
+namespace {
+// Runs of whitespace as one space, trimmed: the text SQLite keeps of a CREATE statement is the
+// statement as it was written, line breaks and indentation included.
+std::string CollapseSpaces(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
 Status CheckSchema(Db* db) {
   if (!db->HasTable("meta")) {
     return Status::InvalidArgument(db->path() + ": not a tracedb database (no meta table)");
+  }
+  // The readers' tables must be tables: a view in their place (a recursive CTE under `meta`,
+  // say) would make every reader, this check's next query first, run its SQL for ever
+  // (docs/security.md).
+  // (One exception: a shard catalog's `blocks`, the view of block_refs that
+  // engine/shard_catalog.cc creates, word for word.)
+  auto objects = db->Prepare(
+      "SELECT name, type, sql FROM sqlite_master WHERE type <> 'table' AND name IN ('meta', "
+      "'strings', 'ranks', 'processes', 'clock_knots', 'sync_points', 'tracks', 'blocks', "
+      "'block_names', 'name_stats', 'steps', 'stats', 'comm_groups', 'rank_comms', 'sources', "
+      "'state', 'mpi_profile', 'mpi_msgsize', 'rank_times', 'mpi_callsites')");
+  if (!objects.ok()) return objects.status();
+  for (;;) {
+    auto other = objects->Step();
+    if (!other.ok()) return other.status();
+    if (!*other) break;
+    const std::string name(objects->Text(0)), type(objects->Text(1));
+    if (name == "blocks" && type == "view" &&
+        CollapseSpaces(objects->Text(2)) == CollapseSpaces(kShardCatalogBlocksView)) {
+      continue;
+    }
+    return Status::Corruption(db->path() + ": `" + name + "` is a " + type +
+                              ", not a table: not a database tracedb wrote, refused");
   }
   auto st = db->Prepare("SELECT value FROM meta WHERE key = 'schema_version'");
   if (!st.ok()) return st.status();
@@ -172,13 +214,10 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   struct stat st;
   const bool exists = ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
   if (!exists && !create) return Status::NotFound(path + ": no such database");
-  if (read_only && exists && ::stat((path + "-journal").c_str(), &st) == 0 && st.st_size > 0) {
-    // A writer (compact, archive) died mid-transaction and left a hot rollback journal, which a
-    // read-only connection cannot roll back (SQLite then sees no tables). Let a read-write
-    // connection do it, when the file can be written; else fall through to the old behaviour.
-    auto rw = Db::Open(path, Db::Mode::kReadWrite);
-    if (rw.ok()) (void)(*rw)->QueryInt("SELECT count(*) FROM sqlite_master");
-  }
+  // A read-only open never writes (docs/security.md): a hot rollback journal left by a writer
+  // that died mid-transaction (compact, archive, import) is not rolled back here. SQLite sees
+  // it on the first read (SQLITE_READONLY_ROLLBACK), and CheckSchema's error says what to do.
+  // (A journal whose writer is alive is no hot journal: the reader sees the last commit.)
   TRACEDB_ASSIGN_OR_RETURN(
       std::unique_ptr<Db> db,
       Db::Open(path, read_only ? Db::Mode::kReadOnly
@@ -206,6 +245,13 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   }
   // Reading a file that is not SQLite fails here with a clear message.
   Status s = CheckSchema(db.get());
+  if (!s.ok() && read_only && sqlite3_extended_errcode(db->raw()) == SQLITE_READONLY_ROLLBACK) {
+    return Status::IOError(
+        path + ": a writer died mid-transaction and left its rollback journal " + path +
+        "-journal; a read-only open never writes, so it cannot roll the file back to its last "
+        "commit: open it once for writing (`tracedb shell --writable " +
+        path + " .quit`, or `sqlite3 " + path + " 'PRAGMA quick_check'`), then read it");
+  }
   if (!s.ok()) return s;
   // An older DB opened for writing is upgraded first, so that writers see one layout; read-only
   // opens read the old layout as it is (version 1's comms table has today's view's columns).

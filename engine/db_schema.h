@@ -14,6 +14,13 @@ namespace tracedb::engine {
 inline constexpr int kSchemaVersion = 2;
 inline constexpr int kOldestSchemaVersion = 1;
 
+// A shard catalog's `blocks`: a view of its block_refs that reads each block from its shard
+// (engine/shard_catalog.h). CheckSchema accepts this view, and no other, in place of the table.
+inline constexpr const char* kShardCatalogBlocksView =
+    "CREATE VIEW blocks(block, rank, min_ts, max_end, max_dur, count, data) AS "
+    "SELECT block, rank, min_ts, max_end, max_dur, count, tracedb_shard_block(shard, shard_block) "
+    "FROM block_refs";
+
 // Creates every table in an empty database (inside the caller's transaction or not).
 Status CreateSchema(Db* db);
 

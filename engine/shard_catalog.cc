@@ -19,6 +19,7 @@
 
 #include "engine/db_schema.h"
 #include "engine/shard_merge.h"
+#include "engine/sqlite_guard.h"
 
 namespace tracedb::engine {
 namespace {
@@ -40,10 +41,8 @@ CREATE TABLE block_refs(
   max_end INTEGER NOT NULL, max_dur INTEGER NOT NULL, count INTEGER NOT NULL,
   shard INTEGER NOT NULL, shard_block INTEGER NOT NULL);
 CREATE INDEX block_refs_by_rank ON block_refs(rank, min_ts);
-CREATE VIEW blocks(block, rank, min_ts, max_end, max_dur, count, data) AS
-  SELECT block, rank, min_ts, max_end, max_dur, count, tracedb_shard_block(shard, shard_block)
-  FROM block_refs;
 )sql";
+// Then the view, kShardCatalogBlocksView (engine/db_schema.h: CheckSchema accepts it).
 
 int64_t FileSize(const std::string& path) {
   struct stat st;
@@ -81,6 +80,7 @@ StatusOr<std::unique_ptr<Db>> OpenCatalogForWrite(const std::string& path) {
     } else {
       Status s = CreateSchema(raw.get());
       if (s.ok()) s = raw->Exec(kCatalogSql);
+      if (s.ok()) s = raw->Exec(kShardCatalogBlocksView);
       if (!s.ok()) {
         raw->Rollback();
         return s.WithContext(path);
@@ -102,6 +102,7 @@ StatusOr<std::unique_ptr<Db>> OpenCatalogForWrite(const std::string& path) {
     s = Status::InvalidArgument(path + ": a trace database with blocks, not a shard catalog");
   }
   if (s.ok()) s = db->Exec(kCatalogSql);
+  if (s.ok()) s = db->Exec(kShardCatalogBlocksView);
   if (!s.ok()) {
     db->Rollback();
     return s;
@@ -527,8 +528,9 @@ StatusOr<std::unique_ptr<Db>> OpenShardCatalog(const std::string& manifest, size
   }
   // Innocuous: it reads only the files the catalog lists, by their number, and changes nothing,
   // so it may run from the catalog's view under SQLite's trusted_schema=OFF too.
-  const int rc = sqlite3_create_function_v2(db->raw(), kFunction, 2, SQLITE_UTF8 | SQLITE_INNOCUOUS,
-                                            raw, ShardBlockFn, nullptr, nullptr, DestroySource);
+  const int rc =
+      sqlite3_create_function_v2(db->raw(), kFunction, 2, SQLITE_UTF8 | SQLITE_INNOCUOUS, raw,
+                                 engine::Guarded<ShardBlockFn>(), nullptr, nullptr, DestroySource);
   if (rc != SQLITE_OK) return db->Error(rc, "installing tracedb_shard_block");
   return db;
 }

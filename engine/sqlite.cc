@@ -1,6 +1,8 @@
 // SQLite wrapper. See sqlite.h.
 #include "engine/sqlite.h"
 
+#include "engine/sqlite_harden.h"
+
 namespace tracedb::engine {
 
 StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, Mode mode) {
@@ -26,7 +28,16 @@ StatusOr<std::unique_ptr<Db>> Db::Open(const std::string& path, Mode mode) {
   }
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 10000);
+  // A database is untrusted input (docs/security.md): no function or virtual table that has
+  // side effects runs from its schema (views, triggers, CHECK, DEFAULT), and SQL cannot damage
+  // the file's structure (writable_schema, journal tricks).
+  HardenConnection(db);
   return std::unique_ptr<Db>(new Db(db, path));
+}
+
+void HardenConnection(sqlite3* db) {
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
 }
 
 std::unique_ptr<Db> Db::Borrow(sqlite3* db, std::string name) {

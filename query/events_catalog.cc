@@ -1,6 +1,7 @@
 // The `events` table's view of the database's dictionaries. See events_internal.h.
 #include <algorithm>
 
+#include "engine/block_check.h"
 #include "query/events_internal.h"
 
 namespace tracedb::query::events {
@@ -22,11 +23,17 @@ void DbCatalog::Refresh(engine::Db* db) {
   if (dv >= 0 && dv == seen_data_version && changes == seen_changes) return;
   seen_data_version = dv;
   seen_changes = changes;
-  auto ms = db->QueryInt("SELECT max(id) FROM strings", 0);
+  // Dictionaries are indexed by id, sized by their row counts: an id beyond DenseIdLimit (a
+  // hostile or damaged file) is left out, its events' names read NULL (engine/block_check.h).
+  auto nstrings = db->QueryInt("SELECT count(*) FROM strings", 0);
+  const int64_t string_limit = engine::DenseIdLimit(nstrings.ok() ? *nstrings : 0);
+  auto ms =
+      db->QueryInt("SELECT max(id) FROM strings WHERE id <= " + std::to_string(string_limit), 0);
   if (ms.ok() && *ms > max_string) {
-    auto st = db->Prepare("SELECT id, s FROM strings WHERE id > ?1 ORDER BY id");
+    auto st = db->Prepare("SELECT id, s FROM strings WHERE id > ?1 AND id <= ?2 ORDER BY id");
     if (st.ok()) {
       st->Bind(1, max_string);
+      st->Bind(2, string_limit);
       while (true) {
         auto row = st->Step();
         if (!row.ok() || !*row) break;
@@ -38,11 +45,16 @@ void DbCatalog::Refresh(engine::Db* db) {
     }
     max_string = *ms;
   }
-  auto mt = db->QueryInt("SELECT max(track) FROM tracks", 0);
+  auto ntracks = db->QueryInt("SELECT count(*) FROM tracks", 0);
+  const int64_t track_limit = engine::DenseIdLimit(ntracks.ok() ? *ntracks : 0);
+  auto mt = db->QueryInt(
+      "SELECT max(track) FROM tracks WHERE track <= " + std::to_string(track_limit), 0);
   if (mt.ok() && *mt > max_track) {
-    auto st = db->Prepare("SELECT track, rank, tid, kind, name FROM tracks WHERE track > ?1");
+    auto st = db->Prepare(
+        "SELECT track, rank, tid, kind, name FROM tracks WHERE track > ?1 AND track <= ?2");
     if (st.ok()) {
       st->Bind(1, max_track);
+      st->Bind(2, track_limit);
       while (true) {
         auto row = st->Step();
         if (!row.ok() || !*row) break;

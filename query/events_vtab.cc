@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "engine/sqlite_guard.h"
 #include "query/events_internal.h"
 
 namespace tracedb::query {
@@ -16,6 +17,9 @@ using events::EventsVtab;
 int Connect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char** err) {
   int rc = sqlite3_declare_vtab(db, events::kSchema);
   if (rc != SQLITE_OK) return rc;
+  // Read-only, no side effect: usable from a view stored in the file under trusted_schema=OFF
+  // (docs/security.md).
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
   auto* v = new (std::nothrow) EventsVtab();
   if (v == nullptr) return SQLITE_NOMEM;
   std::memset(&v->base, 0, sizeof(v->base));
@@ -92,18 +96,19 @@ sqlite3_module MakeModule() {
   sqlite3_module m;
   std::memset(&m, 0, sizeof(m));
   m.iVersion = 0;
+  // Every callback guarded: no exception reaches SQLite (engine/sqlite_guard.h).
   m.xCreate = nullptr;  // eponymous-only: `events` exists on every connection with the module
-  m.xConnect = Connect;
-  m.xBestIndex = events::BestIndex;
-  m.xDisconnect = Disconnect;
-  m.xDestroy = Disconnect;
-  m.xOpen = Open;
-  m.xClose = Close;
-  m.xFilter = Filter;
-  m.xNext = Next;
-  m.xEof = Eof;
-  m.xColumn = events::Column;
-  m.xRowid = events::Rowid;
+  m.xConnect = engine::Guarded<Connect>();
+  m.xBestIndex = engine::Guarded<events::BestIndex>();
+  m.xDisconnect = engine::Guarded<Disconnect>();
+  m.xDestroy = engine::Guarded<Disconnect>();
+  m.xOpen = engine::Guarded<Open>();
+  m.xClose = engine::Guarded<Close>();
+  m.xFilter = engine::Guarded<Filter>();
+  m.xNext = engine::Guarded<Next>();
+  m.xEof = engine::Guarded<Eof>();
+  m.xColumn = engine::Guarded<events::Column>();
+  m.xRowid = engine::Guarded<events::Rowid>();
   return m;
 }
 

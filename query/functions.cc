@@ -2,6 +2,7 @@
 #include "query/functions.h"
 #include "query/percentile_rank.h"
 
+#include "engine/sqlite_guard.h"
 #include "query/human_units.h"
 
 #include <algorithm>
@@ -383,8 +384,10 @@ const char* ActivityOf(std::string_view source, std::string_view cat, std::strin
 }
 
 int RegisterFunctions(sqlite3* db) {
-  const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+  // Pure functions: innocuous, so that a view may call them under trusted_schema=OFF.
+  const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   int rc = SQLITE_OK;
+  // Every callback guarded: no exception reaches SQLite (engine/sqlite_guard.h).
   auto add = [&](const char* name, int n, void (*fn)(sqlite3_context*, int, sqlite3_value**),
                  void (*step)(sqlite3_context*, int, sqlite3_value**),
                  void (*final)(sqlite3_context*)) {
@@ -395,16 +398,17 @@ int RegisterFunctions(sqlite3* db) {
     if (rc != SQLITE_OK) break;
     auto* pool = new (std::nothrow) PercentilePool();
     if (pool == nullptr) return SQLITE_NOMEM;
-    rc = sqlite3_create_function_v2(db, name, n, flags, pool, nullptr, PercentileStep,
-                                    PercentileFinal,
+    rc = sqlite3_create_function_v2(db, name, n, flags, pool, nullptr,
+                                    engine::Guarded<PercentileStep>(),
+                                    engine::Guarded<PercentileFinal>(),
                                     [](void* p) { delete static_cast<PercentilePool*>(p); });
   }
-  add("covered_ns", 2, nullptr, IntervalStep, CoveredFinal);
-  add("overlap_ns", 3, nullptr, IntervalStep, OverlapFinal);
-  add("log2_bucket", 1, Log2Bucket, nullptr, nullptr);
-  add("human_duration", 1, HumanDurationFn, nullptr, nullptr);
-  add("human_bytes", 1, HumanBytesFn, nullptr, nullptr);
-  add("activity", 4, Activity, nullptr, nullptr);
+  add("covered_ns", 2, nullptr, engine::Guarded<IntervalStep>(), engine::Guarded<CoveredFinal>());
+  add("overlap_ns", 3, nullptr, engine::Guarded<IntervalStep>(), engine::Guarded<OverlapFinal>());
+  add("log2_bucket", 1, engine::Guarded<Log2Bucket>(), nullptr, nullptr);
+  add("human_duration", 1, engine::Guarded<HumanDurationFn>(), nullptr, nullptr);
+  add("human_bytes", 1, engine::Guarded<HumanBytesFn>(), nullptr, nullptr);
+  add("activity", 4, engine::Guarded<Activity>(), nullptr, nullptr);
   return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/block_check.h"
 #include "engine/event_block.h"
 
 namespace tracedb::query {
@@ -63,12 +64,17 @@ Status FromEvents(Db* db, MpiReport* out) {
   {
     std::map<std::string, int32_t> index;
     std::vector<std::pair<int64_t, int32_t>> ids;
+    // Tables indexed by id are sized by the row count, not the largest id (a hostile file's
+    // one row at id 4e9 would ask for gigabytes): ids past DenseIdLimit are left out, as by
+    // the events table (engine/block_check.h).
+    TRACEDB_ASSIGN_OR_RETURN(int64_t nstrings,
+                             db->QueryInt("SELECT count(*) FROM main.strings", 0));
     TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT id, s FROM main.strings ORDER BY id"));
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       const int64_t id = st.Int(0);
-      if (id < 0 || id > UINT32_MAX) continue;  // no event can name it
+      if (!engine::DenseIdOk(id, nstrings) || id > UINT32_MAX) continue;
       std::string text(st.Text(1));
       if (id != 0 && text == "mpi") {
         mpi_ids += (mpi_ids.empty() ? "" : ", ") + std::to_string(id);

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/block_check.h"
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
 #include "query/negotiation_rows.h"
@@ -51,6 +52,10 @@ Status Compute(engine::Db* db, Table* out) {
   std::unordered_set<uint32_t> cat_mpi, cat_comm, cat_nccl;
   std::unordered_set<uint32_t> ready, negotiations;
   {
+    // Indexed by id, sized by the row count: an id past DenseIdLimit names no event we read
+    // (engine/block_check.h), whatever a hostile file claims.
+    auto nstrings = db->QueryInt("SELECT count(*) FROM main.strings", 0);
+    if (!nstrings.ok()) return Status::Corruption(Where() + nstrings.status().message());
     auto st = db->Prepare("SELECT id, s FROM main.strings");
     if (!st.ok()) return Status::Corruption(Where() + st.status().message());
     for (;;) {
@@ -58,7 +63,7 @@ Status Compute(engine::Db* db, Table* out) {
       if (!row.ok()) return Status::Corruption(Where() + row.status().message());
       if (!*row) break;
       const int64_t id = st->Int(0);
-      if (id < 0 || id > UINT32_MAX) continue;  // no event can name it
+      if (!engine::DenseIdOk(id, *nstrings) || id > UINT32_MAX) continue;
       const auto u = static_cast<uint32_t>(id);
       std::string s(st->Text(1));
       if (u != 0 && s == "mpi") cat_mpi.insert(u);
@@ -367,8 +372,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule(Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid);
+  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
+                         Rowid>();
 }
 
 }  // namespace

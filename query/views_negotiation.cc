@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/block_check.h"
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
 #include "query/negotiation_rows.h"
@@ -91,6 +92,10 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
   std::vector<uint8_t> what;
   std::string ready_ids, names;
   {
+    // Indexed by id, sized by the row count: an id past DenseIdLimit names no event we read
+    // (engine/block_check.h), whatever a hostile file claims.
+    auto nstrings = db->QueryInt("SELECT count(*) FROM main.strings", 0);
+    if (!nstrings.ok()) return Status::Corruption(Where(table) + nstrings.status().message());
     auto st = db->Prepare("SELECT id, s FROM main.strings");
     if (!st.ok()) return Status::Corruption(Where(table) + st.status().message());
     for (;;) {
@@ -98,7 +103,7 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
       if (!row.ok()) return Status::Corruption(Where(table) + row.status().message());
       if (!*row) break;
       const int64_t id = st->Int(0);
-      if (id < 0 || id > UINT32_MAX) continue;  // no event can name it
+      if (!engine::DenseIdOk(id, *nstrings) || id > UINT32_MAX) continue;
       const auto u = static_cast<uint32_t>(id);
       const std::string_view s = st->Text(1);
       uint8_t w = 0;
@@ -432,8 +437,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule(Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid);
+  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
+                         Rowid>();
 }
 
 }  // namespace

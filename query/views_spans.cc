@@ -378,8 +378,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule(Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid);
+  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
+                         Rowid>();
 }
 
 }  // namespace

@@ -1,35 +1,43 @@
 // The sqlite3_module of an eponymous-only, read-only virtual table: the table-valued functions
 // under the built-in views (query/views_*.h). Each supplies its callbacks; there is no xCreate
 // (the table exists in every schema under its own name), xDestroy is xDisconnect, and nothing
-// writes.
+// writes. Every callback is wrapped in Guard (engine/sqlite_guard.h): no exception reaches SQLite.
 #pragma once
 
 #include <cstring>
 
 #include "engine/sqlite_api.h"
+#include "engine/sqlite_guard.h"
 
 namespace tracedb::query {
 
-inline sqlite3_module EponymousModule(
-    decltype(sqlite3_module::xConnect) connect, decltype(sqlite3_module::xBestIndex) best_index,
-    decltype(sqlite3_module::xDisconnect) disconnect, decltype(sqlite3_module::xOpen) open,
-    decltype(sqlite3_module::xClose) close, decltype(sqlite3_module::xFilter) filter,
-    decltype(sqlite3_module::xNext) next, decltype(sqlite3_module::xEof) eof,
-    decltype(sqlite3_module::xColumn) column, decltype(sqlite3_module::xRowid) rowid) {
+// xConnect, then the table marked innocuous (read-only, no side effect): usable from a view
+// stored in the file under trusted_schema=OFF (docs/security.md).
+template <auto connect>
+int InnocuousConnect(sqlite3* db, void* aux, int argc, const char* const* argv, sqlite3_vtab** out,
+                     char** err) {
+  const int rc = connect(db, aux, argc, argv, out, err);
+  if (rc == SQLITE_OK) sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  return rc;
+}
+
+template <auto connect, auto best_index, auto disconnect, auto open, auto close, auto filter,
+          auto next, auto eof, auto column, auto rowid>
+sqlite3_module EponymousModule() {
   sqlite3_module m;
   std::memset(&m, 0, sizeof(m));
   m.xCreate = nullptr;  // eponymous-only
-  m.xConnect = connect;
-  m.xBestIndex = best_index;
-  m.xDisconnect = disconnect;
-  m.xDestroy = disconnect;
-  m.xOpen = open;
-  m.xClose = close;
-  m.xFilter = filter;
-  m.xNext = next;
-  m.xEof = eof;
-  m.xColumn = column;
-  m.xRowid = rowid;
+  m.xConnect = engine::Guarded<InnocuousConnect<connect>>();
+  m.xBestIndex = engine::Guarded<best_index>();
+  m.xDisconnect = engine::Guarded<disconnect>();
+  m.xDestroy = engine::Guarded<disconnect>();
+  m.xOpen = engine::Guarded<open>();
+  m.xClose = engine::Guarded<close>();
+  m.xFilter = engine::Guarded<filter>();
+  m.xNext = engine::Guarded<next>();
+  m.xEof = engine::Guarded<eof>();
+  m.xColumn = engine::Guarded<column>();
+  m.xRowid = engine::Guarded<rowid>();
   return m;
 }
 

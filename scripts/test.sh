@@ -68,8 +68,9 @@ stage "core tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang 14)
 # recording programs these tests run come from the main build).
 # The longest first, so that the two cores stay busy to the end.
 asan_tests=(import_test mpi_profile_import_test export_test compaction_test kill_test
-  roundtrip_test engine_test cli_test diff_test output_file_test)
-fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz)
+  roundtrip_test engine_test cli_test diff_test output_file_test hostile_db_test)
+fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz
+  hostile_db_fuzz)
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DTRACEDB_SANITIZE=address,undefined -DTRACEDB_BENCH=OFF -DTRACEDB_UNITY_CLI=ON \

@@ -29,5 +29,6 @@ void SetupArchive(CLI::App& app, int* exit_code);
 void SetupShards(CLI::App& app, int* exit_code);
 void SetupCheck(CLI::App& app, int* exit_code);
 void SetupRuns(CLI::App& app, int* exit_code);
+void SetupVerify(CLI::App& app, int* exit_code);
 
 }  // namespace tracedb::shell

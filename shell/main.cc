@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   ts::SetupShards(app, &exit_code);
   ts::SetupCheck(app, &exit_code);
   ts::SetupRuns(app, &exit_code);
+  ts::SetupVerify(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

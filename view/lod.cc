@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/block_check.h"
 #include "engine/event_block.h"
 #include "query/export/block_select.h"
 #include "query/export/json_text.h"
@@ -159,7 +160,11 @@ Status WindowBuilder::Run(engine::Db* db) {
         z.min_ts = list.Int(2);
         z.max_end = list.Int(3);
         z.max_dur = list.Int(4);
-        z.count = static_cast<uint64_t>(std::max<int64_t>(0, list.Int(5)));
+        z.SetCount(list.Int(5));
+        if (!z.count_ok) {  // a count no block can hold: the block is damaged, skipped
+          out_->blocks_corrupt++;
+          continue;
+        }
         zones.push_back(z);
       }
     }
@@ -236,6 +241,7 @@ Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZone
                           engine::kColName | engine::kColTs | engine::kColDur | engine::kColValue;
     Status s = row ? engine::DecodeBlock(data->Blob(0), z.block, &block_, cols)
                    : Status::Corruption("block " + std::to_string(z.block) + " vanished");
+    if (s.ok()) s = engine::CheckDecodedCount(z.block, block_.n, static_cast<int64_t>(z.count));
     if (!s.ok()) {
       out_->blocks_corrupt++;  // one damaged block is skipped (and not cached); the rest shows
       return Status::Ok();

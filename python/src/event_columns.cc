@@ -3,12 +3,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <type_traits>
 
+#include "engine/block_check.h"
+#include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/segment_format.h"
 #include "engine/sqlite.h"
@@ -79,8 +84,12 @@ bool StepAt(const std::vector<std::pair<int64_t, int64_t>>& v, int64_t ts, int64
 
 }  // namespace
 
-void ScanEvents(const Query& q, ScanResult* r) {
-  auto opened = Db::Open(q.path, Db::Mode::kReadOnly);
+namespace {
+
+void Scan(const Query& q, ScanResult* r) {
+  // As every reader: read-only (never a write, not even a journal's rollback), the schema
+  // checked (a view in place of a table is refused) before any other query.
+  auto opened = engine::OpenTraceDb(q.path, /*create=*/false, /*read_only=*/true);
   if (!opened.ok()) {
     r->error = opened.status().message();
     return;
@@ -185,6 +194,12 @@ void ScanEvents(const Query& q, ScanResult* r) {
       BlockRef b;
       b.block = st->Int(0);
       b.rank = static_cast<int32_t>(st->Int(1));
+      // The count sizes the output: 1..65536 per block, and each decoded block must then hold
+      // exactly that many rows (below), so that no row is written outside its block's slots.
+      if (auto s = engine::CheckBlockCount(b.block, st->Int(2)); !s.ok()) {
+        r->error = q.path + ": " + s.message();
+        return;
+      }
       b.count = static_cast<uint64_t>(st->Int(2));
       b.offset = offset;
       offset += b.count;
@@ -215,6 +230,7 @@ void ScanEvents(const Query& q, ScanResult* r) {
     std::strcpy(o.format, kSpecs[c].format);
     o.itemsize = kSpecs[c].itemsize;
     o.nullable = kSpecs[c].nullable;
+    if (cap > SIZE_MAX / o.itemsize) throw std::bad_alloc();
     o.data.resize(cap * o.itemsize);
     if (o.nullable) o.null.resize(cap);
   }
@@ -226,12 +242,12 @@ void ScanEvents(const Query& q, ScanResult* r) {
   std::mutex error_mu;
   // Each thread reads the BLOBs of the blocks it takes through its own connection and decodes
   // them in place (SQLite's copy of the row is valid until the statement moves on).
-  auto work = [&] {
-    auto fail = [&](const std::string& message) {
-      std::lock_guard<std::mutex> lock(error_mu);
-      if (first_error.empty()) first_error = message;
-      failed = true;
-    };
+  auto fail = [&](const std::string& message) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (first_error.empty()) first_error = message;
+    failed = true;
+  };
+  auto work_blocks = [&] {
     auto conn = Db::Open(q.path, Db::Mode::kReadOnly);
     if (!conn.ok()) return fail(conn.status().message());
     auto get = (*conn)->Prepare("SELECT data FROM blocks WHERE block = ?");
@@ -258,15 +274,9 @@ void ScanEvents(const Query& q, ScanResult* r) {
         failed = true;
         return;
       }
-      if (d.n > b.count) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (first_error.empty()) {
-          first_error = q.path + ": block " + std::to_string(b.block) + " holds " +
-                        std::to_string(d.n) + " events, its zone map says " +
-                        std::to_string(b.count);
-        }
-        failed = true;
-        return;
+      if (auto c = engine::CheckDecodedCount(b.block, d.n, static_cast<int64_t>(b.count));
+          !c.ok()) {
+        return fail(q.path + ": " + c.message());
       }
       const auto steps_it = steps.find(b.rank);
       const std::vector<std::pair<int64_t, int64_t>> no_steps;
@@ -385,6 +395,14 @@ void ScanEvents(const Query& q, ScanResult* r) {
       kept[bi] = m;
     }
   };
+  // A thread's exception (memory) would terminate the host process: it becomes the error.
+  auto work = [&] {
+    try {
+      work_blocks();
+    } catch (const std::exception& e) {
+      fail(q.path + ": " + e.what());
+    }
+  };
   size_t threads = std::thread::hardware_concurrency();
   if (const char* v = std::getenv("TRACEDB_READ_THREADS"); v != nullptr && std::atoi(v) > 0) {
     threads = static_cast<size_t>(std::atoi(v));
@@ -416,6 +434,22 @@ void ScanEvents(const Query& q, ScanResult* r) {
     n += count;
   }
   r->n = n;
+}
+
+}  // namespace
+
+void ScanEvents(const Query& q, ScanResult* r) {
+  // Nothing may escape into the Python interpreter: an allocation the zone maps ask for that
+  // the machine cannot give is an error naming the file.
+  try {
+    Scan(q, r);
+  } catch (const std::bad_alloc&) {
+    *r = ScanResult();
+    r->error = q.path + ": out of memory for the events its zone maps declare";
+  } catch (const std::exception& e) {
+    *r = ScanResult();
+    r->error = q.path + ": " + e.what();
+  }
 }
 
 }  // namespace tracedb::python

@@ -189,5 +189,104 @@ class ReadTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "broken.tdb"):
             tracedb.open(broken).events()
 
+    def run_events(self, path):
+        """db.events() in a child process: a crash is a signal there, not the end of this test."""
+        code = (f"import tracedb\n"
+                f"try:\n"
+                f"    c = tracedb.open({path!r}).events(columns=['rank', 'ts', 'dur'], pandas=False)\n"
+                f"    print('rows', len(c['ts']))\n"
+                f"except ValueError as e:\n"
+                f"    print('error', e)\n")
+        return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
+
+    def hostile_copy(self, name, *statements):
+        import sqlite3
+        path = os.path.join(self.tmp, name)
+        shutil.copy(self.db, path)
+        con = sqlite3.connect(path)
+        for st in statements:
+            con.execute(st)
+        con.commit()
+        con.close()
+        return path
+
+    def test_hostile_block_counts_are_errors(self):
+        # The zone map's counts size the output: negative, too large, 2^62, or a lie in either
+        # direction about what the block holds must each end in an error naming the file.
+        import sqlite3
+        con = sqlite3.connect(self.db)
+        (true1,), (true2,) = con.execute("SELECT count FROM blocks WHERE block IN (1, 2) "
+                                         "ORDER BY block").fetchall()
+        con.close()
+        cases = {
+            "neg.tdb": ("UPDATE blocks SET count = -10 WHERE block = 1",
+                        "UPDATE blocks SET count = 20 WHERE block = 2"),
+            "minus1.tdb": ("UPDATE blocks SET count = -1 WHERE block = 1",),
+            "huge.tdb": (f"UPDATE blocks SET count = {2 ** 62} WHERE block = 1",),
+            "over.tdb": ("UPDATE blocks SET count = 65537 WHERE block = 1",),
+            "fewer.tdb": (f"UPDATE blocks SET count = {true1 - 1} WHERE block = 1",),
+            "more.tdb": (f"UPDATE blocks SET count = {true2 + 5} WHERE block = 2",),
+        }
+        for name, statements in cases.items():
+            with self.subTest(name=name):
+                p = self.run_events(self.hostile_copy(name, *statements))
+                self.assertEqual(p.returncode, 0, (p.returncode, p.stderr[-2000:]))
+                self.assertIn("error", p.stdout)
+                self.assertIn(name, p.stdout)
+                self.assertIn("zone map", p.stdout)
+        # the untouched file still reads, in the same child (the harness itself is sound)
+        p = self.run_events(self.db)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), f"rows {len(sql_rows(self.db))}")
+
+    def test_huge_string_ids_neither_abort_nor_size_memory(self):
+        # id 4e12 made bad_alloc escape the extension into Python (abort); id 30M cost ~1 GB.
+        # In a child: an abort must fail this test, not end it.
+        import sqlite3
+        con = sqlite3.connect(self.db)
+        (events,) = con.execute("SELECT sum(count) FROM blocks").fetchone()
+        con.close()
+        for sid in (30000000, 4000000000000):
+            with self.subTest(id=sid):
+                path = self.hostile_copy(f"sid{sid}.tdb", f"INSERT INTO strings VALUES({sid}, 'x')")
+                code = (f"import tracedb\n"
+                        f"db = tracedb.open({path!r})\n"
+                        f"print(db.sql('SELECT count(*), count(name) = count(*) FROM events'))\n"
+                        f"print(len(db.events(columns=['name'], pandas=False)['name']))\n"
+                        f"print(len(db.strings()) < 10000)\n")
+                p = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True,
+                                   timeout=120)
+                self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+                self.assertEqual(p.stdout.split("\n")[:3], [f"[({events}, 1)]", str(events),
+                                                             "True"])
+
+    def test_paths_with_uri_characters_open_that_file(self):
+        # "job#1.tdb" in a URI without escaping is "job" with a fragment: SQLite created "job".
+        import sqlite3
+        con = sqlite3.connect(self.db)
+        (events,) = con.execute("SELECT sum(count) FROM blocks").fetchone()
+        con.close()
+        d = os.path.join(self.tmp, "uri dir")
+        os.makedirs(d, exist_ok=True)
+        for name in ("job#1.tdb", "job?mode=rwc.tdb", "100%25.tdb", "job%.tdb"):
+            with self.subTest(name=name):
+                path = os.path.join(d, name)
+                shutil.copy(self.db, path)
+                before = sorted(os.listdir(d))
+                db = tracedb.open(path)
+                self.assertEqual(db.sql("SELECT count(*) FROM events"), [(events,)])
+                self.assertIn("send", db.strings())
+                db.close()
+                self.assertEqual(sorted(os.listdir(d)), before)
+
+    def test_sql_connection_is_hardened(self):
+        # trusted_schema off and DEFENSIVE on, as tracedb's own connections (docs/security.md).
+        db = tracedb.open(self.db)
+        self.assertEqual(db.sql("PRAGMA trusted_schema"), [(0,)])
+        # DEFENSIVE ignores journal_mode=OFF (a connection without it answers "off").
+        self.assertEqual(db.sql("PRAGMA journal_mode = OFF"), [("delete",)])
+        db.close()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -24,6 +24,13 @@ _DTYPES = {"i": "int32", "q": "int64", "I": "uint32", "B": "uint8", "d": "float6
 _FILTERS = ("rank", "name", "cat", "kind", "ts", "dur", "step")
 
 
+def _uri(path, params="mode=ro"):
+    """A SQLite URI for a file path: every character SQLite would read as syntax ('?', '#', '%')
+    percent-escaped, so that "job#1.tdb" opens job#1.tdb and never creates a file "job"."""
+    from urllib.parse import quote
+    return f"file:{quote(os.path.abspath(path), safe='/')}?{params}"
+
+
 def _extension_path():
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "libtracedb_sqlite.so")
@@ -45,7 +52,7 @@ class Database:
     def connection(self):
         """The sqlite3 connection (read-only) with the tracedb extension loaded."""
         if self._con is None:
-            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            con = sqlite3.connect(_uri(self.path), uri=True)
             ext = _extension_path()
             if ext is None:
                 raise RuntimeError("tracedb: libtracedb_sqlite.so is not installed beside the "
@@ -53,6 +60,8 @@ class Database:
             con.enable_load_extension(True)
             con.load_extension(ext)
             con.enable_load_extension(False)
+            # As tracedb's own connections (docs/security.md): the file's schema is untrusted.
+            con.execute("SELECT tracedb_harden()")
             self._con = con
         return self._con
 
@@ -76,11 +85,15 @@ class Database:
     def strings(self):
         """The interned strings: a list indexed by string id."""
         if self._strings is None:
-            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            con = sqlite3.connect(_uri(self.path), uri=True)
             try:
                 rows = con.execute("SELECT id, s FROM strings").fetchall()
             finally:
                 con.close()
+            # Indexed by id, sized by the row count (engine/block_check.h, DenseIdLimit): an id
+            # beyond it (a damaged or hostile file) is left out, as by the events table.
+            limit = len(rows) + 1024
+            rows = [(i, s) for i, s in rows if 0 <= i <= limit]
             size = max((i for i, _ in rows), default=-1) + 1
             # ids without a string (0: "none") get unique placeholders, so that the table can be
             # the categories of a pandas Categorical; rows that point at them are made missing.

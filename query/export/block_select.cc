@@ -3,7 +3,14 @@
 
 #include <algorithm>
 
+#include "engine/block_check.h"
+
 namespace tracedb::query {
+
+void BlockZoneRow::SetCount(int64_t declared) {
+  count_ok = engine::CheckBlockCount(block, declared).ok();
+  count = count_ok ? static_cast<uint64_t>(declared) : 0;
+}
 
 Status ForEachBlockZone(engine::Db* db, const TimeWindow* only,
                         const std::function<Status(const BlockZoneRow&)>& fn) {
@@ -27,7 +34,7 @@ Status ForEachBlockZone(engine::Db* db, const TimeWindow* only,
     z.min_ts = list.Int(2);
     z.max_end = list.Int(3);
     z.max_dur = list.Int(4);
-    z.count = static_cast<uint64_t>(std::max<int64_t>(0, list.Int(5)));
+    z.SetCount(list.Int(5));
     TRACEDB_RETURN_IF_ERROR(fn(z));
   }
   return Status::Ok();

@@ -37,7 +37,10 @@ struct BlockZoneRow {
   int64_t min_ts = 0;
   int64_t max_end = 0;
   int64_t max_dur = 0;
-  uint64_t count = 0;
+  uint64_t count = 0;    // 0 when the declared count is not one a block can hold
+  bool count_ok = true;  // the declared count passed engine::CheckBlockCount (1..65536)
+  // Sets count and count_ok from the `blocks.count` value read from disk.
+  void SetCount(int64_t declared);
 };
 
 // Calls fn for the blocks of `db` in (rank, min_ts, block) order; with `only`, just those whose

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "engine/coding.h"
+#include "engine/block_check.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/version.h"
@@ -418,6 +419,8 @@ Status ChromeExporter::ExportBlocks() {
       take = std::binary_search(name_blocks_.begin(), name_blocks_.end(), z.block);
     if (!take) {
       stats_->events_filtered += z.count;
+    } else if (!z.count_ok) {
+      stats_->blocks_corrupt++;  // a count no block can hold: damaged, skipped and counted
     } else {
       TRACEDB_RETURN_IF_ERROR(ExportBlock(z.block, static_cast<int32_t>(z.rank), z.count));
     }
@@ -436,6 +439,7 @@ Status ChromeExporter::ExportBlock(int64_t block, int32_t rank, uint64_t count) 
     TRACEDB_ASSIGN_OR_RETURN(bool row, data.Step());
     Status s = row ? engine::DecodeBlock(data.Blob(0), block, &block_, writer_->columns())
                    : Status::Corruption("block " + std::to_string(block) + " vanished");
+    if (s.ok()) s = engine::CheckDecodedCount(block, block_.n, static_cast<int64_t>(count));
     if (!s.ok()) {
       // One damaged block is skipped and counted; the rest of the trace still exports.
       stats_->blocks_corrupt++;

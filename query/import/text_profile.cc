@@ -12,35 +12,118 @@
 
 namespace tracedb::query::text_profile {
 
-StatusOr<std::string> ReadWholeFile(const std::string& path, uint64_t* size_on_disk) {
+StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
+                                                       uint64_t* size_on_disk) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
   if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + ": is a directory");
   *size_on_disk = static_cast<uint64_t>(st.st_size);
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) return Status::FromErrno(path, errno ? errno : ENOMEM);
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = gzread(f, buf, sizeof(buf));
-    if (n < 0) {
-      int errnum = 0;
-      std::string msg =
-          path + ": read error at byte " + std::to_string(out.size()) + ": " + gzerror(f, &errnum);
-      gzclose(f);
-      return Status::IOError(msg);
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<uint64_t>(n) > kMaxFileBytes) {
-      gzclose(f);
-      return Status::InvalidArgument(path + ": larger than " + std::to_string(kMaxFileBytes) +
-                                     " bytes; not a profile");
-    }
-    out.append(buf, static_cast<size_t>(n));
+  std::unique_ptr<LineReader> r(new LineReader());
+  r->gz_ = f;
+  r->path_ = path;
+  return r;
+}
+
+LineReader::LineReader(std::string_view text) : text_(text), eof_(true) {}
+
+LineReader::~LineReader() {
+  if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+}
+
+bool LineReader::Fill() {
+  if (eof_) return false;
+  if (pos_ > 0) {  // drop what was consumed: the buffer holds at most a line and a piece
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  char piece[1 << 16];
+  const int n = gzread(static_cast<gzFile>(gz_), piece, sizeof(piece));
+  if (n < 0) {
+    int errnum = 0;
+    status_ = Status::IOError(path_ + ": read error after byte " +
+                              std::to_string(complete_bytes_ + buf_.size()) + ": " +
+                              gzerror(static_cast<gzFile>(gz_), &errnum));
+    eof_ = true;
+    return false;
   }
   // A gzip stream cut short reads as a shorter text: the importer then sees a truncated tail.
-  gzclose(f);
-  return out;
+  if (n == 0) {
+    eof_ = true;
+    return false;
+  }
+  buf_.append(piece, static_cast<size_t>(n));
+  return true;
+}
+
+bool LineReader::Next(Line* line) {
+  if (!status_.ok()) return false;
+  const bool file = gz_ != nullptr;
+  size_t scanned = 0;  // bytes of the unconsumed input known to hold no '\n'
+  for (;;) {
+    std::string_view avail = file ? std::string_view(buf_).substr(pos_) : text_;
+    const size_t nl = avail.find('\n', scanned);
+    if (nl != std::string_view::npos) {
+      ++number_;
+      std::string_view text = avail.substr(0, nl);
+      complete_bytes_ += nl + 1;
+      if (file) {
+        pos_ += nl + 1;
+      } else {
+        text_.remove_prefix(nl + 1);
+      }
+      if (text.size() > kMaxLineBytes) {  // only text in memory gets here
+        if (long_lines_++ == 0) first_long_line_ = number_;
+        text = text.substr(0, kMaxLineBytes);
+      }
+      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+      *line = Line{number_, text};
+      return true;
+    }
+    scanned = avail.size();
+    if (file && avail.size() > kMaxLineBytes) {
+      // A line longer than any profile's: keep its start, drop the rest up to its '\n'.
+      ++number_;
+      cut_.assign(avail.substr(0, kMaxLineBytes));
+      uint64_t dropped = avail.size();
+      buf_.clear();
+      pos_ = 0;
+      for (;;) {
+        if (!Fill()) {  // the file ends inside the long line: its start is the tail
+          if (!status_.ok()) return false;
+          tail_ = cut_;
+          tail_number_ = number_;
+          tail_bytes_ = dropped;
+          return false;
+        }
+        const size_t end = buf_.find('\n');
+        if (end == std::string::npos) {
+          dropped += buf_.size();
+          buf_.clear();
+          continue;
+        }
+        complete_bytes_ += dropped + end + 1;
+        pos_ = end + 1;
+        break;
+      }
+      if (long_lines_++ == 0) first_long_line_ = number_;  // (a cut tail is the tail's)
+      std::string_view text = cut_;
+      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+      *line = Line{number_, text};
+      return true;
+    }
+    if (!file || !Fill()) {
+      if (!status_.ok()) return false;
+      avail = file ? std::string_view(buf_).substr(pos_) : text_;
+      if (!avail.empty()) {
+        tail_ = avail.substr(0, kMaxLineBytes);
+        tail_number_ = number_ + 1;
+        tail_bytes_ = avail.size();
+      }
+      return false;
+    }
+  }
 }
 
 SplitText SplitLines(std::string_view text) {

@@ -1,6 +1,6 @@
 // Helpers shared by the importers of text profiles (IBM mpitrace and mpiP, query/import/mpitrace/
-// and query/import/mpip/): reading a whole, possibly gzip-compressed file; splitting it into
-// numbered lines; strict number parsing; the log of skipped lines that becomes
+// and query/import/mpip/): reading a possibly gzip-compressed file line by line in bounded
+// memory (LineReader); strict number parsing; the log of skipped lines that becomes
 // stats("import_skipped") and ImportResult::warnings; and the rows both importers write in the
 // tables they share (sources, ranks, rank_times, stats).
 // Thread safety: free functions and value types; no shared state.
@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,20 +21,69 @@
 
 namespace tracedb::query::text_profile {
 
-// Larger inputs are refused: a profile of 100,000 ranks is a few hundred MB.
-inline constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
+// A line longer than this is cut there (its rest is dropped and counted): no profile writes one,
+// and a reader's memory stays bounded whatever the file holds.
+inline constexpr size_t kMaxLineBytes = size_t{1} << 20;
 // How many skipped lines are reported one by one in ImportResult::warnings.
 inline constexpr size_t kMaxLineWarnings = 5;
-
-// Reads `path` whole. Gzip files are decompressed; plain files are read as they are.
-// `*size_on_disk` receives the file's size in bytes. IOError names the path.
-StatusOr<std::string> ReadWholeFile(const std::string& path, uint64_t* size_on_disk);
 
 struct Line {
   uint32_t number = 0;    // 1-based
   std::string_view text;  // without the '\n' and a trailing '\r'
 };
 
+// The lines of a text profile, one at a time, from a file (gzip-compressed or plain, read in
+// 64 KiB pieces) or from text in memory. Memory is bounded by kMaxLineBytes whatever the input:
+// a gzip file of a hundred million short lines costs no more than one of ten (the importers
+// never hold the whole file, nor a table of its lines).
+class LineReader {
+ public:
+  // Over a file; `*size_on_disk` receives its size in bytes. IOError names the path.
+  static StatusOr<std::unique_ptr<LineReader>> Open(const std::string& path,
+                                                    uint64_t* size_on_disk);
+  // Over `text` (which must outlive the reader).
+  explicit LineReader(std::string_view text);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // The next line that ends with '\n' (its text valid until the next call); false at the end
+  // of the input or on a read error (then status() says which).
+  bool Next(Line* line);
+  const Status& status() const { return status_; }
+  // After Next() returned false: the bytes after the last '\n' (an incomplete last line, cut
+  // at kMaxLineBytes) and its line number.
+  std::string_view tail() const { return tail_; }
+  uint32_t tail_number() const { return tail_number_; }
+  uint64_t tail_bytes() const { return tail_bytes_; }
+  // Bytes (uncompressed) up to and including the last '\n' returned.
+  uint64_t complete_bytes() const { return complete_bytes_; }
+  // Lines cut at kMaxLineBytes, and the first one's number.
+  uint64_t long_lines() const { return long_lines_; }
+  uint32_t first_long_line() const { return first_long_line_; }
+
+ private:
+  LineReader() = default;
+  bool Fill();  // reads more of the file into buf_; false at its end or on an error
+
+  void* gz_ = nullptr;  // gzFile, or null for text in memory
+  std::string path_;
+  std::string buf_;  // file input not consumed yet (from pos_)
+  size_t pos_ = 0;
+  std::string_view text_;  // in-memory input not consumed yet
+  bool eof_ = false;
+  Status status_;
+  uint32_t number_ = 0;
+  std::string_view tail_;
+  uint32_t tail_number_ = 0;
+  uint64_t tail_bytes_ = 0;
+  uint64_t complete_bytes_ = 0;
+  uint64_t long_lines_ = 0;
+  uint32_t first_long_line_ = 0;
+  std::string cut_;  // a long line's first kMaxLineBytes
+};
+
+// All the lines of text in memory (FirstNonBlankLine and the tests).
 struct SplitText {
   std::vector<Line> lines;      // every line that ends with '\n'
   std::string_view tail;        // the bytes after the last '\n': an incomplete last line

@@ -653,8 +653,8 @@ class MpipImporter : public Importer {
   Status Import(const ImportInput& input, engine::TraceWriter* writer,
                 ImportResult* result) override {
     uint64_t size = 0;
-    TRACEDB_ASSIGN_OR_RETURN(std::string text, text_profile::ReadWholeFile(input.path, &size));
-    return ImportMpipText(input.path, text, size, writer, result);
+    TRACEDB_ASSIGN_OR_RETURN(auto lines, text_profile::LineReader::Open(input.path, &size));
+    return ImportMpipLines(input.path, lines.get(), size, writer, result);
   }
 };
 
@@ -664,35 +664,50 @@ std::unique_ptr<Importer> NewMpipImporter() { return std::make_unique<MpipImport
 
 Status ImportMpipText(std::string_view path, std::string_view text, uint64_t size_on_disk,
                       engine::TraceWriter* writer, ImportResult* result) {
+  text_profile::LineReader lines(text);
+  return ImportMpipLines(path, &lines, size_on_disk, writer, result);
+}
+
+Status ImportMpipLines(std::string_view path, text_profile::LineReader* lines,
+                       uint64_t size_on_disk, engine::TraceWriter* writer, ImportResult* result) {
   const std::string file(path);
   if (!writer->in_batch()) return Status::Internal(file + ": import needs an open batch");
-  const text_profile::SplitText split = text_profile::SplitLines(text);
 
-  size_t i = 0;
-  while (i < split.lines.size() && Trim(split.lines[i].text).empty()) ++i;
-  if (i == split.lines.size()) {
-    if (!Trim(split.tail).empty()) {
-      return Status::InvalidArgument(file + ": line " + std::to_string(split.tail_number) +
+  // Line by line (bounded memory, however many lines: text_profile.h).
+  text_profile::Line line;
+  bool got;
+  while ((got = lines->Next(&line)) && Trim(line.text).empty()) {
+  }
+  if (!lines->status().ok()) return lines->status();
+  if (!got) {
+    if (!Trim(lines->tail()).empty()) {
+      return Status::InvalidArgument(file + ": line " + std::to_string(lines->tail_number()) +
                                      ": file ends inside its first line; not an mpiP report");
     }
     return Status::InvalidArgument(file + ": empty file; not an mpiP report");
   }
-  if (Trim(split.lines[i].text) != "@ mpiP") {
-    return Status::InvalidArgument(file + ": line " + std::to_string(split.lines[i].number) +
+  if (Trim(line.text) != "@ mpiP") {
+    return Status::InvalidArgument(file + ": line " + std::to_string(line.number) +
                                    ": not an mpiP report (expected \"@ mpiP\")");
   }
 
   Report report;
   ProblemLog log(file);
   Parser parser(&report, &log);
-  for (++i; i < split.lines.size(); ++i) parser.ParseLine(split.lines[i]);
+  while (lines->Next(&line)) parser.ParseLine(line);
+  if (!lines->status().ok()) return lines->status();
+  if (lines->long_lines() > 0) {
+    log.Warn(std::to_string(lines->long_lines()) + " lines longer than " +
+             std::to_string(text_profile::kMaxLineBytes) + " bytes were cut (the first: line " +
+             std::to_string(lines->first_long_line()) + ")");
+  }
 
   bool truncated = false;
-  if (!split.tail.empty()) {
+  if (!lines->tail().empty()) {
     truncated = true;
-    result->truncated_bytes += split.tail.size();
-    log.Warn("line " + std::to_string(split.tail_number) + ": incomplete last line (" +
-             std::to_string(split.tail.size()) + " bytes) ignored: the file is truncated");
+    result->truncated_bytes += lines->tail_bytes();
+    log.Warn("line " + std::to_string(lines->tail_number()) + ": incomplete last line (" +
+             std::to_string(lines->tail_bytes()) + " bytes) ignored: the file is truncated");
   } else if (!report.complete) {
     truncated = true;
     log.Warn("the report ends before \"End of Report\": it is truncated");
@@ -711,7 +726,7 @@ Status ImportMpipText(std::string_view path, std::string_view text, uint64_t siz
   src.path = file;
   src.format = kFormat;
   src.pid = report.collector_pid;
-  src.offset = split.complete_bytes;
+  src.offset = lines->complete_bytes();
   src.size = size_on_disk;
   src.events = rows;
   TRACEDB_RETURN_IF_ERROR(text_profile::WriteSource(writer->db(), src));

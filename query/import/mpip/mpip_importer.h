@@ -14,6 +14,7 @@
 #include "engine/status.h"
 #include "engine/trace_writer.h"
 #include "query/import/importer.h"
+#include "query/import/text_profile.h"
 
 namespace tracedb::query {
 
@@ -24,5 +25,10 @@ std::unique_ptr<Importer> NewMpipImporter();
 // for a file. For tests and fuzzing. REQUIRES: a batch is open on `writer`.
 Status ImportMpipText(std::string_view path, std::string_view text, uint64_t size_on_disk,
                       engine::TraceWriter* writer, ImportResult* result);
+
+// The same over lines read one at a time (Import() reads the file through a LineReader, in
+// bounded memory).
+Status ImportMpipLines(std::string_view path, text_profile::LineReader* lines,
+                       uint64_t size_on_disk, engine::TraceWriter* writer, ImportResult* result);
 
 }  // namespace tracedb::query

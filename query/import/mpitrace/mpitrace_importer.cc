@@ -631,8 +631,8 @@ class MpitraceImporter : public Importer {
   Status Import(const ImportInput& input, engine::TraceWriter* writer,
                 ImportResult* result) override {
     uint64_t size = 0;
-    TRACEDB_ASSIGN_OR_RETURN(std::string text, text_profile::ReadWholeFile(input.path, &size));
-    return ImportMpitraceText(input.path, text, size, input.rank_hint, writer, result);
+    TRACEDB_ASSIGN_OR_RETURN(auto lines, text_profile::LineReader::Open(input.path, &size));
+    return ImportMpitraceLines(input.path, lines.get(), size, input.rank_hint, writer, result);
   }
 };
 
@@ -642,24 +642,34 @@ std::unique_ptr<Importer> NewMpitraceImporter() { return std::make_unique<Mpitra
 
 Status ImportMpitraceText(std::string_view path, std::string_view text, uint64_t size_on_disk,
                           int32_t rank_hint, engine::TraceWriter* writer, ImportResult* result) {
+  text_profile::LineReader lines(text);
+  return ImportMpitraceLines(path, &lines, size_on_disk, rank_hint, writer, result);
+}
+
+Status ImportMpitraceLines(std::string_view path, text_profile::LineReader* lines,
+                           uint64_t size_on_disk, int32_t rank_hint, engine::TraceWriter* writer,
+                           ImportResult* result) {
   const std::string file(path);
   if (!writer->in_batch()) return Status::Internal(file + ": import needs an open batch");
-  const text_profile::SplitText split = text_profile::SplitLines(text);
 
   // The first non-blank line must be the header: anything else is not an mpitrace profile.
-  size_t i = 0;
-  while (i < split.lines.size() && Trim(split.lines[i].text).empty()) ++i;
-  if (i == split.lines.size()) {
-    if (!Trim(split.tail).empty()) {
-      return Status::InvalidArgument(file + ": line " + std::to_string(split.tail_number) +
+  // Line by line (bounded memory, however many lines: text_profile.h).
+  text_profile::Line line;
+  bool got;
+  while ((got = lines->Next(&line)) && Trim(line.text).empty()) {
+  }
+  if (!lines->status().ok()) return lines->status();
+  if (!got) {
+    if (!Trim(lines->tail()).empty()) {
+      return Status::InvalidArgument(file + ": line " + std::to_string(lines->tail_number()) +
                                      ": file ends inside its first line; not an mpitrace profile");
     }
     return Status::InvalidArgument(file + ": empty file; not an mpitrace profile");
   }
   Profile p;
   bool all_communicators = false;
-  if (!ParseRankHeader(Trim(split.lines[i].text), &p.rank, &p.world_size, &all_communicators)) {
-    return Status::InvalidArgument(file + ": line " + std::to_string(split.lines[i].number) +
+  if (!ParseRankHeader(Trim(line.text), &p.rank, &p.world_size, &all_communicators)) {
+    return Status::InvalidArgument(file + ": line " + std::to_string(line.number) +
                                    ": not an IBM mpitrace profile (expected \"Data for MPI rank "
                                    "R of N:\")");
   }
@@ -671,16 +681,26 @@ Status ImportMpitraceText(std::string_view path, std::string_view text, uint64_t
              std::to_string(p.rank) + "; using " + std::to_string(p.rank));
   }
   Parser parser(&p, &log);
-  for (++i; i < split.lines.size() && !parser.stopped(); ++i) parser.ParseLine(split.lines[i]);
+  while (!parser.stopped() && lines->Next(&line)) parser.ParseLine(line);
+  // Past where the parser stops, the lines are only counted (the tail says whether the file
+  // was cut short).
+  while (lines->Next(&line)) {
+  }
+  if (!lines->status().ok()) return lines->status();
+  if (lines->long_lines() > 0) {
+    log.Warn(std::to_string(lines->long_lines()) + " lines longer than " +
+             std::to_string(text_profile::kMaxLineBytes) + " bytes were cut (the first: line " +
+             std::to_string(lines->first_long_line()) + ")");
+  }
 
   // Truncation: an incomplete last line is dropped; a file that stops before its message-size
   // section, or inside rank 0's all-ranks summary, lost its end.
   bool truncated = false;
-  if (!split.tail.empty()) {
+  if (!lines->tail().empty()) {
     truncated = true;
-    result->truncated_bytes += split.tail.size();
-    log.Warn("line " + std::to_string(split.tail_number) + ": incomplete last line (" +
-             std::to_string(split.tail.size()) + " bytes) ignored: the file is truncated");
+    result->truncated_bytes += lines->tail_bytes();
+    log.Warn("line " + std::to_string(lines->tail_number()) + ": incomplete last line (" +
+             std::to_string(lines->tail_bytes()) + " bytes) ignored: the file is truncated");
   } else if (!parser.stopped()) {
     const State s = parser.state();
     if (!p.reached_msgsizes) {
@@ -700,7 +720,7 @@ Status ImportMpitraceText(std::string_view path, std::string_view text, uint64_t
   src.path = file;
   src.format = kFormat;
   src.rank = p.rank;
-  src.offset = split.complete_bytes;
+  src.offset = lines->complete_bytes();
   src.size = size_on_disk;
   src.events = rows;
   TRACEDB_RETURN_IF_ERROR(text_profile::WriteSource(writer->db(), src));
