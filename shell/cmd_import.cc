@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/interrupt_cleanup.h"
 #include "engine/trace_writer.h"
 #include "query/import/byteps/byteps_importer.h"
 #include "query/import/import_common.h"
@@ -155,6 +156,8 @@ void PrintSummary(const std::vector<Done>& done) {
 struct Output {
   std::string path;
   bool existed = false;  // before this command
+  // A database this command creates is removed whole on Ctrl-C/SIGTERM (a partial import).
+  engine::InterruptCleanup on_interrupt;
   std::unique_ptr<engine::TraceWriter> writer;
   uint64_t imported = 0;  // inputs committed into it
   Done last;              // the input ImportInto() committed last
@@ -340,6 +343,9 @@ int RunImport(ImportOptions o) {
         out.path = k == 0 ? o.output : SeparatePath(o.output, k + 1);
         std::error_code ec;
         out.existed = std::filesystem::exists(out.path, ec);
+        if (!out.existed) {
+          out.on_interrupt = engine::InterruptCleanup(out.path, "tracedb import", true);
+        }
         if (Status s = out.Reopen(); !s.ok()) {
           progress.line.Finish();
           std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());

@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 
+#include "engine/interrupt_cleanup.h"
 #include "engine/shard_compact.h"
 #include "engine/version.h"
 #include "shell/commands.h"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   ts::SetupTop(app, &exit_code);
   ts::SetupArchive(app, &exit_code);
   ts::SetupShards(app, &exit_code);
+  // Ctrl-C or SIGTERM removes the file a command was writing (export, report html, import).
+  tracedb::engine::InstallInterruptCleanupHandler();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
