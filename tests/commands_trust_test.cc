@@ -383,5 +383,78 @@ TEST(Interrupt, CtrlCDuringExportRemovesWhatItWrote) {
   EXPECT_TRUE(fs::is_empty(tmp.Sub("out"))) << log;
 }
 
+// A database for the CLI checks below (the workload, compacted).
+std::string SmallDb(TempDir& tmp) {
+  EXPECT_GT(Workload(tmp.Sub("trace"), 50, 0), 0);
+  int rc = 0;
+  const std::string out = RunCommand(TracedbBin() + " compact -q " + ShellQuote(tmp.Sub("trace")) +
+                                         " -o " + ShellQuote(tmp.Sub("s.tdb")) + " 2>&1",
+                                     &rc);
+  EXPECT_EQ(rc, 0) << out;
+  return tmp.Sub("s.tdb");
+}
+
+// CSV and table output print a value whole, NUL bytes included (they stopped at the first).
+TEST(Cli, OutputKeepsValuesWithNulBytesWhole) {
+  TempDir tmp;
+  const std::string db = SmallDb(tmp);
+  int rc = 0;
+  const std::string sql = " \"SELECT 'a' || char(0) || 'b' AS n\"";
+  std::string out = RunCommand(TracedbBin() + " query " + ShellQuote(db) + sql + " -f csv", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, std::string("n\na\0b\n", 6));
+  out = RunCommand(TracedbBin() + " query " + ShellQuote(db) + sql, &rc);
+  EXPECT_NE(out.find(std::string("a\0b", 3)), std::string::npos) << out;
+}
+
+// Exit codes and prefixes as docs/cli.md "Exit codes" says: a file that is no database is the
+// work failing (1), with the subcommand's prefix and no status-code word.
+TEST(Cli, ErrorsOfTheWorkExitOneWithTheSubcommandPrefix) {
+  TempDir tmp;
+  const std::string db = SmallDb(tmp);
+  WriteFile(tmp.Sub("not.tdb"), "hello\n");
+  int rc = 0;
+  std::string out = RunCommand(TracedbBin() + " export --chrome " + ShellQuote(tmp.Sub("not.tdb")) +
+                                   " -o " + ShellQuote(tmp.Sub("x.json")) + " 2>&1",
+                               &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.rfind("tracedb export: " + tmp.Sub("not.tdb") + ": ", 0), 0u) << out;
+  out = RunCommand(TracedbBin() + " view " + ShellQuote(tmp.Sub("not.tdb")) +
+                       " --exit-after 0.1 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.rfind("tracedb view: " + tmp.Sub("not.tdb") + ": ", 0), 0u) << out;
+  EXPECT_EQ(out.find("Invalid argument"), std::string::npos) << out;
+  // The shell: its errors carry its prefix too.
+  out = RunCommand("printf 'SELEKT 1;\\n' | " + TracedbBin() + " shell " + ShellQuote(db) +
+                       " 2>&1 >/dev/null",
+                   &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.rfind("tracedb shell: ", 0), 0u) << out;
+}
+
+// `.schema` prints each statement as it is (sqlite3's own form), not as a quoted CSV field:
+// compared with the schema table read by plain SQLite.
+TEST(Cli, SchemaCanBePastedIntoSqlite3) {
+  TempDir tmp;
+  const std::string db = SmallDb(tmp);
+  int rc = 0;
+  const std::string out = RunCommand(
+      "printf '.schema strings\\n' | " + TracedbBin() + " shell " + ShellQuote(db), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT sql FROM sqlite_master WHERE name = 'strings'", -1, &st,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const std::string want = std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) +
+                           ";\n";
+  sqlite3_finalize(st);
+  sqlite3_close_v2(h);
+  EXPECT_EQ(out, want);
+}
+
 }  // namespace
 }  // namespace tracedb::testing
