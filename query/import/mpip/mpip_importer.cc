@@ -723,6 +723,7 @@ Status ImportMpipText(std::string_view path, std::string_view text, uint64_t siz
   result->ranks.erase(std::unique(result->ranks.begin(), result->ranks.end()), result->ranks.end());
   result->world_size = result->ranks.empty() ? 0 : result->ranks.back() + 1;
   result->events += rows;
+  result->rows_table = "rank_times, mpi_callsites, mpi_profile";
   log.MoveTo(result);
   return Status::Ok();
 }

@@ -709,6 +709,7 @@ Status ImportMpitraceText(std::string_view path, std::string_view text, uint64_t
   result->ranks = {p.rank};
   result->world_size = p.world_size;
   result->events += rows;
+  result->rows_table = "rank_times, mpi_profile, mpi_msgsize";
   log.MoveTo(result);
   return Status::Ok();
 }
