@@ -55,8 +55,8 @@ StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& pat
       if (!options.wait) {
         ::close(fd);
         return Status::Aborted(path +
-                               ": another tracedb process is writing it (compact, record or "
-                               "archive); not waiting (--no-wait)");
+                               ": another tracedb process is writing it (compact or record); not "
+                               "waiting (--no-wait)");
       }
       if (!told && options.on_wait) options.on_wait();
       told = true;
