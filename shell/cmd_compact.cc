@@ -306,6 +306,9 @@ int RunCompact(const CompactCmdOptions& o) {
   // Every error exit after the database was opened.
   auto fail = [&](const Status& s) {
     std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+    if (writer != nullptr && !writer->in_batch()) {
+      (void)engine::LeaveWalAtRest(writer->db());  // one file again, as far as it can be
+    }
     writer.reset();  // rolls back the open batch, closes the file
     remove_created();
     return kExitError;
