@@ -223,7 +223,14 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
       Db::Open(path, read_only ? Db::Mode::kReadOnly
                                : (create ? Db::Mode::kCreate : Db::Mode::kReadWrite)));
   if (!read_only) {
-    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;"));
+    TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=NORMAL;"));
+    // One rollback-journal file at rest. A compaction that ended while a reader had the file
+    // open leaves it in WAL mode (engine/output_lock.h): switched back here when no reader
+    // holds it, else left so (a busy reader must not make this writer fail).
+    sqlite3_busy_timeout(db->raw(), 0);
+    const Status journal = db->Exec("PRAGMA journal_mode=DELETE");
+    sqlite3_busy_timeout(db->raw(), 10000);
+    if (!journal.ok() && journal.code() != Status::Code::kIOError) return journal;
   }
   bool empty = !exists;
   if (exists && create && !read_only) {

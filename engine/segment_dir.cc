@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -138,6 +139,60 @@ StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir) {
     return std::tie(a.rank, a.pid, a.seq) < std::tie(b.rank, b.pid, b.seq);
   });
   return files;
+}
+
+namespace {
+
+// Walks `dir` as InspectSegmentDir describes; with `remove`, unlinks the segment files and
+// removes the directories left empty.
+SegmentDirContents WalkRecorded(const std::string& dir, const std::vector<std::string>& also,
+                                bool remove) {
+  SegmentDirContents c;
+  auto foreign = [&c](const std::string& name) {
+    if (c.foreign.size() < 8) c.foreign.push_back(name);
+  };
+  for (const std::string& n : ListDir(dir)) {
+    const std::string path = dir + "/" + n;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) continue;
+    int32_t rank;
+    if (std::find(also.begin(), also.end(), n) != also.end() && S_ISREG(st.st_mode)) continue;
+    if (!S_ISDIR(st.st_mode) || !ParseRankDir(n, &rank)) {
+      foreign(n);
+      continue;
+    }
+    bool kept = false;
+    for (const std::string& f : ListDir(path)) {
+      const std::string fp = path + "/" + f;
+      struct stat fst;
+      uint32_t pid, seq;
+      if (::lstat(fp.c_str(), &fst) != 0) continue;
+      if (!S_ISREG(fst.st_mode) || !ParseSegmentName(f, &pid, &seq)) {
+        foreign(n + "/" + f);
+        kept = true;
+        continue;
+      }
+      c.segment_files++;
+      if (remove && ::unlink(fp.c_str()) != 0) {
+        foreign(n + "/" + f);
+        kept = true;
+      }
+    }
+    if (remove && !kept && ::rmdir(path.c_str()) != 0) foreign(n);
+  }
+  if (remove && c.foreign.empty()) ::rmdir(dir.c_str());
+  return c;
+}
+
+}  // namespace
+
+SegmentDirContents InspectSegmentDir(const std::string& dir,
+                                     const std::vector<std::string>& also) {
+  return WalkRecorded(dir, also, /*remove=*/false);
+}
+
+std::vector<std::string> RemoveRecordedSegments(const std::string& dir) {
+  return WalkRecorded(dir, {}, /*remove=*/true).foreign;
 }
 
 StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir) {

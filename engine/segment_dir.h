@@ -75,6 +75,21 @@ struct DirSummary {
   std::map<int32_t, RankSummary> per_rank;
 };
 
+// What a recording made in `dir`: the segment files rank-<r>/seg-<pid>-<seq>.tds (regular files
+// in real directories, not symbolic links) and `also` (names at the top, e.g. a lock file).
+// `foreign` gets the first few other entries (the user's files), relative to `dir`.
+struct SegmentDirContents {
+  uint64_t segment_files = 0;
+  std::vector<std::string> foreign;  // capped at 8
+  bool empty() const { return segment_files == 0 && foreign.empty(); }
+};
+SegmentDirContents InspectSegmentDir(const std::string& dir,
+                                     const std::vector<std::string>& also = {});
+// Removes only what a recording made in `dir` (as InspectSegmentDir counts it), then each rank
+// directory and `dir` itself once empty; never follows a symbolic link and never removes another
+// file. Returns what was left (foreign entries), empty when `dir` is gone.
+std::vector<std::string> RemoveRecordedSegments(const std::string& dir);
+
 // Scans every segment file under `dir`. Damaged files and blocks are counted, not fatal.
 StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir);
 

@@ -67,6 +67,63 @@ bool UnderInputs(const std::string& path, const std::vector<std::string>& dirs) 
   return false;
 }
 
+// Removes `path`, a file found under one of `dirs`, without following a symbolic link on the
+// way: each directory below the input is opened with O_NOFOLLOW and the file removed relative
+// to it, so a rank directory (or file) that is a link to elsewhere is never reached through.
+// The input directory itself is the user's to name (it may be a link).
+Status UnlinkInside(const std::string& path, const std::vector<std::string>& dirs,
+                    uint64_t expected_size) {
+  std::string root;
+  for (std::string d : dirs) {
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    if (path.size() > d.size() && path.compare(0, d.size(), d) == 0 && path[d.size()] == '/') {
+      root = d;
+      break;
+    }
+  }
+  if (root.empty()) return Status::InvalidArgument(path + ": not inside an input directory");
+  int fd = ::open(root.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open " + root, errno);
+  std::string rest = path.substr(root.size() + 1);
+  std::string done = root;
+  for (size_t slash; (slash = rest.find('/')) != std::string::npos;) {
+    const std::string part = rest.substr(0, slash);
+    rest = rest.substr(slash + 1);
+    done += "/" + part;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      ::close(fd);
+      return Status::InvalidArgument(path + ": not removed: '..' in the path");
+    }
+    const int next = ::openat(fd, part.c_str(), O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    const int err = errno;
+    ::close(fd);
+    if (next < 0) {
+      if (err == ELOOP || err == ENOTDIR) {
+        return Status::InvalidArgument(path + ": not removed: " + done +
+                                       " is a symbolic link (only files inside the trace "
+                                       "directory are deleted)");
+      }
+      return Status::FromErrno("cannot open " + done, err);
+    }
+    fd = next;
+  }
+  struct stat st;
+  Status result = Status::Ok();
+  if (::fstatat(fd, rest.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    result = Status::FromErrno("cannot stat " + path, errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    result = Status::InvalidArgument(path + ": not removed: not a regular file (a symbolic "
+                                     "link?)");
+  } else if (static_cast<uint64_t>(st.st_size) != expected_size) {
+    result = Status::Aborted(path + ": changed under us");
+  } else if (::unlinkat(fd, rest.c_str(), 0) != 0) {
+    result = Status::FromErrno("cannot remove " + path, errno);
+  }
+  ::close(fd);
+  return result;
+}
+
 }  // namespace
 
 StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
@@ -144,14 +201,11 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
       stats.kept++;
       continue;
     }
-    struct stat st;
-    if (::stat(f->path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != f->size) {
-      stats.kept++;  // changed under us: the next pass decides
-      continue;
-    }
-    if (::unlink(f->path.c_str()) != 0) {
-      if (stats.problems.size() < 32) {
-        stats.problems.push_back(Status::FromErrno("cannot remove " + f->path, errno).message());
+    const Status gone = UnlinkInside(f->path, options.inputs, f->size);
+    if (!gone.ok()) {
+      // Changed under us: the next pass decides. Anything else is said.
+      if (gone.code() != Status::Code::kAborted && stats.problems.size() < 32) {
+        stats.problems.push_back(gone.message());
       }
       stats.kept++;
       continue;

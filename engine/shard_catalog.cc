@@ -126,7 +126,7 @@ class ShardBlockSource {
 
   explicit ShardBlockSource(size_t max_open) : max_open_(max_open < 1 ? 1 : max_open) {}
 
-  Status Load(Db* catalog, const std::string& manifest_dir) {
+  Status Load(Db* catalog, const std::string& manifest) {
     TRACEDB_ASSIGN_OR_RETURN(Stmt st, catalog->Prepare("SELECT shard, path, strings, tracks FROM "
                                                        "shard_files"));
     for (;;) {
@@ -134,7 +134,10 @@ class ShardBlockSource {
       if (!row) break;
       Shard& s = shards_[st.Int(0)];
       const std::string p(st.Text(1));
-      s.path = !p.empty() && p[0] == '/' ? p : manifest_dir + "/" + p;
+      // The same rule as the manifest's (the catalog is only a cache of it).
+      auto resolved = ResolveShardPath(manifest, p);
+      if (!resolved.ok()) return resolved.status();
+      s.path = *resolved;
       // NULL: a shard listed but not merged yet (its maps are written with its first blocks).
       Status d = DecodeIdMap(st.IsNull(2) ? std::string_view() : st.Blob(2), &s.strings);
       if (d.ok()) d = DecodeIdMap(st.IsNull(3) ? std::string_view() : st.Blob(3), &s.tracks);
@@ -437,7 +440,22 @@ std::string LegacyMergedPath(const std::string& manifest) {
   return ShardDir(manifest) + "/merged.tdb";
 }
 
+// The catalog is written (and an older tracedb's merged copy deleted) in the manifest's shard
+// directory: a symbolic link there would lead those writes elsewhere.
+Status CheckShardDir(const std::string& manifest) {
+  struct stat st;
+  if (::lstat(ShardDir(manifest).c_str(), &st) == 0 && S_ISLNK(st.st_mode) &&
+      !AllowExternalShards()) {
+    return Status::InvalidArgument(ShardDir(manifest) +
+                                   ": a symbolic link; the catalog is written only in a real "
+                                   "directory beside the manifest (tracedb "
+                                   "--allow-external-shards allows it)");
+  }
+  return Status::Ok();
+}
+
 StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
+  TRACEDB_RETURN_IF_ERROR(CheckShardDir(manifest));
   std::vector<std::string> listed;
   TRACEDB_ASSIGN_OR_RETURN(std::vector<std::string> shards, ReadManifest(manifest, &listed));
   if (UpToDate(CatalogPath(manifest), shards, listed)) {
@@ -520,7 +538,7 @@ StatusOr<std::unique_ptr<Db>> OpenShardCatalog(const std::string& manifest, size
   const std::string path = CatalogPath(manifest);
   TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(path, /*create=*/false, /*read_only=*/true));
   auto src = std::make_unique<ShardBlockSource>(max_open);
-  TRACEDB_RETURN_IF_ERROR(src->Load(db.get(), DirOf(manifest)));
+  TRACEDB_RETURN_IF_ERROR(src->Load(db.get(), manifest));
   ShardBlockSource* raw = src.release();
   {
     std::lock_guard<std::mutex> lock(g_sources_mu);
@@ -563,9 +581,16 @@ Status CreateManifest(const std::string& manifest, const std::vector<std::string
   TRACEDB_RETURN_IF_ERROR(CheckDisjoint(real));
   TRACEDB_ASSIGN_OR_RETURN(std::string dir, RealPath(DirOf(manifest)));
   std::vector<ManifestEntry> entries;
-  for (const std::string& r : real) {
+  for (size_t i = 0; i < real.size(); ++i) {
     std::string rel;
-    entries.push_back({Under(r, dir, &rel) ? rel : r, ""});
+    const bool inside = Under(real[i], dir, &rel);
+    if (!inside && !AllowExternalShards()) {
+      return Status::InvalidArgument(dbs[i] + ": outside " + dir +
+                                     ", the manifest's directory; readers open only shards "
+                                     "under it (move it there, or give tracedb "
+                                     "--allow-external-shards, which readers then need too)");
+    }
+    entries.push_back({inside ? rel : real[i], ""});
   }
   return WriteManifest(manifest, entries);
 }

@@ -2,7 +2,11 @@
 #include "engine/shard_compact.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -235,6 +239,58 @@ bool IsManifest(const std::string& path) {
   return row.ok() && *row && st->Text(0) == kManifestFormat;
 }
 
+namespace {
+std::atomic<bool> g_allow_external_shards{false};
+}  // namespace
+
+void SetAllowExternalShards(bool allow) { g_allow_external_shards.store(allow); }
+
+bool AllowExternalShards() {
+  if (g_allow_external_shards.load()) return true;
+  const char* env = std::getenv("TRACEDB_ALLOW_EXTERNAL_SHARDS");
+  return env != nullptr && std::strcmp(env, "1") == 0;
+}
+
+StatusOr<std::string> ResolveShardPath(const std::string& manifest, const std::string& entry) {
+  const std::string dir = DirOf(manifest);
+  if (entry.empty()) return Status::Corruption(manifest + ": a shard with an empty path");
+  const bool absolute = entry[0] == '/';
+  const std::string path = absolute ? entry : dir + "/" + entry;
+  if (AllowExternalShards()) return path;
+  const char* flag = " (a manifest from elsewhere must not reach other files; "
+                     "tracedb --allow-external-shards or TRACEDB_ALLOW_EXTERNAL_SHARDS=1 "
+                     "allows it)";
+  if (absolute) {
+    return Status::InvalidArgument(manifest + ": shard '" + entry +
+                                   "' is an absolute path, outside the manifest's directory" +
+                                   flag);
+  }
+  for (size_t b = 0; b <= entry.size();) {
+    size_t e = entry.find('/', b);
+    if (e == std::string::npos) e = entry.size();
+    if (entry.compare(b, e - b, "..") == 0 && e - b == 2) {
+      return Status::InvalidArgument(manifest + ": shard '" + entry +
+                                     "' leaves the manifest's directory ('..')" + flag);
+    }
+    b = e + 1;
+  }
+  // A symbolic link on the way may lead out too: compare the real paths (when the file exists;
+  // a missing shard is reported by its reader).
+  char real_dir[PATH_MAX], real_path[PATH_MAX];
+  if (::realpath(dir.c_str(), real_dir) != nullptr &&
+      ::realpath(path.c_str(), real_path) != nullptr) {
+    const std::string d = real_dir, r = real_path;
+    const std::string prefix = d == "/" ? d : d + "/";
+    if (r.compare(0, prefix.size(), prefix) != 0) {
+      return Status::InvalidArgument(manifest + ": shard '" + entry + "' is " + r +
+                                     " through a symbolic link, outside the manifest's "
+                                     "directory" +
+                                     flag);
+    }
+  }
+  return path;
+}
+
 StatusOr<std::vector<std::string>> ReadManifest(const std::string& path,
                                                 std::vector<std::string>* listed) {
   if (!IsManifest(path)) return Status::InvalidArgument(path + ": not a shard manifest");
@@ -246,7 +302,8 @@ StatusOr<std::vector<std::string>> ReadManifest(const std::string& path,
     if (!row) break;
     std::string p(st.Text(0));
     if (listed) listed->push_back(p);
-    out.push_back(!p.empty() && p[0] == '/' ? p : DirOf(path) + "/" + p);
+    TRACEDB_ASSIGN_OR_RETURN(std::string resolved, ResolveShardPath(path, p));
+    out.push_back(std::move(resolved));
   }
   if (out.empty()) return Status::InvalidArgument(path + ": a shard manifest without shards");
   return out;

@@ -62,9 +62,18 @@ struct ManifestEntry {
 };
 Status WriteManifest(const std::string& manifest, const std::vector<ManifestEntry>& shards);
 
+// Where manifest entry `entry` is: relative to the manifest's directory. A manifest travels
+// (attached to a ticket, copied from a cluster): an entry that is absolute, contains "..", or
+// leads outside the manifest's directory through a symbolic link is refused (InvalidArgument
+// naming the manifest and the entry) unless external shards are allowed: the CLI's global
+// --allow-external-shards, or TRACEDB_ALLOW_EXTERNAL_SHARDS=1 in the environment.
+StatusOr<std::string> ResolveShardPath(const std::string& manifest, const std::string& entry);
+void SetAllowExternalShards(bool allow);
+bool AllowExternalShards();
+
 // Is `path` a shard manifest? (false for a trace database or anything else).
 bool IsManifest(const std::string& path);
-// The shard paths a manifest lists, resolved against its directory; *listed (when given) gets
+// The shard paths a manifest lists, resolved against its directory (ResolveShardPath); *listed (when given) gets
 // them as written in the manifest (relative or absolute), in the same order.
 StatusOr<std::vector<std::string>> ReadManifest(const std::string& path,
                                                 std::vector<std::string>* listed = nullptr);

@@ -43,16 +43,23 @@ CREATE TEMP VIEW IF NOT EXISTS nccl_collectives AS
            AS time_pct
   FROM nccl_ops GROUP BY rank, name;
 
--- Per CUDA kernel name over all ranks (like nsys' cuda_gpu_kern_sum), from CUPTI activity.
+-- Per CUDA kernel name over all ranks (like nsys' cuda_gpu_kern_sum), from CUPTI activity
+-- (cat 'cuda', tag kind 1) or a Kineto trace's kernel events (cat 'kernel'): two selects, each
+-- with its `cat =` pushed down to the events table (see gpu_step_time).
 CREATE TEMP VIEW IF NOT EXISTS gpu_kernels AS
   SELECT name, count(*) AS instances, count(DISTINCT rank) AS ranks, sum(dur) AS total_ns,
          CAST(avg(dur) AS INTEGER) AS mean_ns, percentile(dur, 50) AS med_ns,
          min(dur) AS min_ns, max(dur) AS max_ns,
          round(100.0 * sum(dur) / max(1, sum(sum(dur)) OVER ()), 1) AS time_pct
-  FROM events WHERE cat = 'cuda' AND kind = 'span' AND (tag & 255) = 1 GROUP BY name;
+  FROM (SELECT name, rank, dur FROM events
+        WHERE cat = 'cuda' AND kind = 'span' AND (tag & 255) = 1
+        UNION ALL
+        SELECT name, rank, dur FROM events WHERE cat = 'kernel' AND kind = 'span')
+  GROUP BY name;
 
--- Per rank and step: GPU time covered by compute kernels, by NCCL (its kernels seen by CUPTI or
--- the plugin's kernel channels), and by both at once (communication hidden behind compute).
+-- Per rank and step: GPU time covered by compute kernels, by NCCL (its kernels seen by CUPTI,
+-- by Kineto, or the plugin's kernel channels), and by both at once (communication hidden behind
+-- compute).
 -- The two kinds of rows are two selects, each with its `cat =` pushed down to the events table
 -- (blocks without such a category are never decoded): an OR of them is not pushed down and
 -- decodes every block. They cannot both hold one event, and the interval functions do not
@@ -65,6 +72,9 @@ CREATE TEMP VIEW IF NOT EXISTS gpu_step_time AS
          coalesce(overlap_ns(ts, dur, is_nccl), 0) AS overlap_ns
   FROM (SELECT rank, step, ts, dur, name LIKE 'nccl%' AS is_nccl
         FROM events WHERE cat = 'cuda' AND kind = 'span' AND (tag & 255) = 1
+        UNION ALL
+        SELECT rank, step, ts, dur, name LIKE 'nccl%' AS is_nccl
+        FROM events WHERE cat = 'kernel' AND kind = 'span'
         UNION ALL
         SELECT rank, step, ts, dur, 1 AS is_nccl
         FROM events WHERE cat = 'nccl' AND kind = 'span' AND lane LIKE 'nccl % kernel')

@@ -383,6 +383,10 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
              AS comm_only,
            EXISTS (SELECT 1 FROM main.ranks WHERE source = 'bluefog') AS bluefog,
            EXISTS (SELECT 1 FROM main.ranks WHERE source = 'chrome') AS generic,
+           EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+                   WHERE c.s IN ('cuda', 'kernel') AND ns.kind = 0) AS kernels,
+           EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON c.id = ns.cat
+                   WHERE c.s = 'nccl') AS nccl_tasks,
            (SELECT group_concat(source, ', ') FROM (SELECT DISTINCT source FROM main.ranks
                                                     WHERE source IS NOT NULL ORDER BY source))
              AS formats),
@@ -438,6 +442,19 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
       CASE WHEN ticks THEN '' ELSE 'Horovod negotiations: only Horovod timelines have '
                                    || 'RANK_READY ticks' END, formats
       FROM why, (SELECT 'negotiation_ticks' AS name UNION ALL SELECT 'negotiations') v
+    UNION ALL SELECT v.name, kernels,
+      CASE WHEN kernels THEN '' ELSE 'no GPU kernels: recorded with tracedb record --cuda '
+                                     || '(CUPTI), or imported from a Kineto trace''s kernel '
+                                     || 'events' END, formats
+      FROM why, (SELECT 'gpu_kernels' AS name UNION ALL SELECT 'gpu_step_time') v
+    UNION ALL SELECT v.name, nccl_tasks,
+      CASE WHEN nccl_tasks THEN ''
+           WHEN kernels THEN 'NCCL tasks (issue, algorithm, completion) come only from '
+                             || 'tracedb''s NCCL profiler plugin (record --nccl); this trace''s '
+                             || 'NCCL kernels are in gpu_kernels and gpu_step_time'
+           ELSE 'NCCL tasks come only from tracedb''s NCCL profiler plugin (record --nccl)'
+           END, formats
+      FROM why, (SELECT 'nccl_ops' AS name UNION ALL SELECT 'nccl_collectives') v
     UNION ALL SELECT 'clock_alignment', 1, '', formats FROM why);
 )sql";
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/compactor.h"
+#include "engine/output_lock.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_gc.h"
 #include "engine/shard_compact.h"
@@ -43,6 +44,7 @@ struct CompactCmdOptions {
   bool mpi = false;               // exec tracedb-mpi-compact (run under mpirun)
   std::string shard_by;           // "node": one database per node and a manifest at `output`
   bool delete_compacted = false;  // remove segment files once durably in the database
+  bool no_wait = false;           // fail at once when another process writes the output
 };
 
 std::atomic<bool> g_stop{false};
@@ -95,17 +97,6 @@ Status CheckInputs(const std::vector<std::string>& inputs) {
     if (!files.ok()) return files.status();
   }
   return Status::Ok();
-}
-
-// Removes a database this run created (and SQLite's side files), after a failure.
-void RemoveCreatedDb(const std::string& path) {
-  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
-    const std::string p = path + suffix;
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
-      std::fprintf(stderr, "tracedb compact: cannot remove %s: %s\n", p.c_str(),
-                   std::strerror(errno));
-    }
-  }
 }
 
 // `--mpi`: this process becomes tracedb-mpi-compact (beside this program, or $TRACEDB_MPI_COMPACT),
@@ -205,6 +196,14 @@ Status DeleteCompacted(engine::Db* db, const CompactCmdOptions& o, bool finish, 
 }
 
 int RunCompact(const CompactCmdOptions& o) {
+  for (const std::string& in : o.inputs) {
+    struct stat st;
+    if (::stat(in.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "tracedb compact: %s: %s\n", in.c_str(),
+                   ::stat(in.c_str(), &st) != 0 ? "no such directory" : "not a directory");
+      return kExitError;
+    }
+  }
   if (o.mpi && (o.watch || !o.shard_by.empty())) {
     std::fprintf(stderr, "tracedb compact: --mpi goes with neither --watch nor --shard-by\n");
     return kExitUsage;
@@ -232,15 +231,60 @@ int RunCompact(const CompactCmdOptions& o) {
     std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
     return kExitError;
   }
-  const bool existed = Exists(o.output);
+  const bool quiet = GetVerbosity() == Verbosity::kQuiet;
+  // --delete-compacted owns the inputs' files for the run: a `tracedb record` writing there
+  // (which compacts every file at its end) and another deleting compact are refused.
+  std::vector<std::unique_ptr<engine::SegmentDirLock>> dir_locks;
+  if (o.delete_compacted) {
+    for (const std::string& in : o.inputs) {
+      auto l = engine::SegmentDirLock::Acquire(
+          in, "tracedb compact --delete-compacted (pid " + std::to_string(::getpid()) + ")");
+      if (!l.ok()) {
+        std::fprintf(stderr, "tracedb compact: --delete-compacted refused: %s\n",
+                     l.status().message().c_str());
+        return kExitError;
+      }
+      dir_locks.push_back(std::move(*l));
+    }
+  }
   bool deleted_any = false;  // --delete-compacted removed a file: keep the database whatever
+  // Declared before the writer: released after the database is closed (output_lock.h).
+  std::unique_ptr<engine::OutputLock> lock;
   std::unique_ptr<engine::TraceWriter> writer;
-  // Opens (or creates) the database; false after printing the error.
+  // Removes the database when this run created it (and nothing made it the only copy).
+  auto remove_created = [&]() {
+    if (lock == nullptr || deleted_any) return;
+    const std::string problems = lock->RemoveCreated();
+    if (!problems.empty()) std::fprintf(stderr, "tracedb compact: %s\n", problems.c_str());
+  };
+  // Opens (or creates) the database, locked for this run; false after printing the error.
   auto open_db = [&]() {
+    engine::LockOptions lo;
+    lo.wait = !o.no_wait;
+    lo.on_wait = [&]() {
+      std::fprintf(stderr,
+                   "tracedb compact: %s is being written by another tracedb process; waiting "
+                   "for it to finish (--no-wait fails instead)\n",
+                   o.output.c_str());
+    };
+    auto l = engine::OutputLock::Acquire(o.output, lo);
+    if (!l.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", l.status().message().c_str());
+      return false;
+    }
+    lock = std::move(*l);
     auto w = engine::TraceWriter::Open(o.output);
-    if (!w.ok()) {
-      std::fprintf(stderr, "tracedb compact: %s\n", w.status().message().c_str());
-      if (!existed) RemoveCreatedDb(o.output);
+    Status wal = w.ok() ? engine::EnterWalForWriting((*w)->db(), [&]() {
+      std::fprintf(stderr,
+                   "tracedb compact: waiting for a reader of %s that began before this "
+                   "compaction (later readers do not hold it up)\n",
+                   o.output.c_str());
+    })
+                        : w.status();
+    if (!wal.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", wal.message().c_str());
+      if (w.ok()) w->reset();
+      remove_created();
       return false;
     }
     writer = std::move(*w);
@@ -262,15 +306,31 @@ int RunCompact(const CompactCmdOptions& o) {
   // Every error exit after the database was opened.
   auto fail = [&](const Status& s) {
     std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+    if (writer != nullptr && !writer->in_batch()) {
+      (void)engine::LeaveWalAtRest(writer->db());  // one file again, as far as it can be
+    }
     writer.reset();  // rolls back the open batch, closes the file
-    if (!existed && !deleted_any) RemoveCreatedDb(o.output);
+    remove_created();
     return kExitError;
+  };
+  // Every other exit with the database open: one rollback-journal file again.
+  auto close_db = [&]() {
+    if (writer == nullptr) return;
+    auto rest = engine::LeaveWalAtRest(writer->db());
+    if (!rest.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", rest.status().message().c_str());
+    } else if (!*rest && !quiet) {
+      std::fprintf(stderr,
+                   "tracedb compact: note: a reader has %s open, so it stays in WAL mode "
+                   "(its -wal file emptied) until the next writer\n",
+                   o.output.c_str());
+    }
+    writer.reset();
   };
   engine::CompactOptions co;
   co.inputs = o.inputs;
   co.finish = o.finish && !o.watch;
   co.stale_after_s = o.stale_after_s;
-  const bool quiet = GetVerbosity() == Verbosity::kQuiet;
   const double t0 = Now();
   ProgressLine line("compact");
   // -v: one line per segment file taken, with the rows it added and the time it took.
@@ -320,7 +380,8 @@ int RunCompact(const CompactCmdOptions& o) {
       return kExitError;
     }
     if (!open_db()) return kExitError;
-    Verbose("compact", "database %s (%s)", o.output.c_str(), existed ? "extended" : "created");
+    Verbose("compact", "database %s (%s)", o.output.c_str(),
+            lock->created() ? "created" : "extended");
     auto stats = engine::Compact(writer.get(), co, progress);
     pass_done();
     if (!stats.ok()) return fail(stats.status());
@@ -329,9 +390,11 @@ int RunCompact(const CompactCmdOptions& o) {
       const Status d = DeleteCompacted(writer->db(), o, o.finish, quiet, &deleted_any);
       if (!d.ok()) {
         std::fprintf(stderr, "tracedb compact: %s\n", d.message().c_str());
+        close_db();
         return kExitError;
       }
     }
+    close_db();
     return kExitOk;
   }
   // --watch: follow the job until every file is closed (and nothing new arrives), or Ctrl-C.
@@ -391,6 +454,7 @@ int RunCompact(const CompactCmdOptions& o) {
       break;
     }
   }
+  close_db();
   if (!quiet) std::fprintf(stderr, "watch ended after %.1f s\n", Now() - t0);
   return kExitOk;
 }
@@ -401,9 +465,9 @@ void SetupCompact(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<CompactCmdOptions>();
   CLI::App* sub = app.add_subcommand(
       "compact", "Merge every rank's segment files into one trace database (incremental)");
+  // A missing directory is a file missing (exit 1, docs/cli.md "Exit codes"), said by RunCompact.
   sub->add_option("dirs", o->inputs, "Trace directories (with rank-*/ subdirectories)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+      ->required();
   sub->add_option("-o,--output", o->output, "Trace database to create or extend")->required();
   sub->add_flag("--watch", o->watch, "Follow a live job until all its files are closed");
   sub->add_option("--interval", o->interval_s, "Seconds between passes with --watch")
@@ -422,6 +486,9 @@ void SetupCompact(CLI::App& app, int* exit_code) {
                   "Write one database per node (JOB.tdb.shards/) and a manifest JOB.tdb that "
                   "query, shell, export and report open as one database")
       ->check(CLI::IsMember({"node"}));
+  sub->add_flag("--no-wait", o->no_wait,
+                "Fail at once when another tracedb process is writing the output (default: "
+                "wait for it, saying so)");
   sub->add_flag("--delete-compacted", o->delete_compacted,
                 "Remove each segment file once its events are committed to the database and "
                 "no writer can append to it (closed, or its writer gone)");

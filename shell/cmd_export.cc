@@ -149,7 +149,8 @@ int RunExport(const ExportCmdOptions& o) {
   auto db = engine::IsManifest(o.db)
                 ? engine::OpenShardCatalog(o.db)
                 : engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);
-  if (!db.ok()) return Fail(kExitUsage, db.status().message());
+  // A missing or unreadable database is the work failing (docs/cli.md "Exit codes"), not usage.
+  if (!db.ok()) return Fail(kExitError, db.status().message());
   const double t_flows = Now();
   if (!o.no_messages) {
     Status m = MessageFlows(o.db, &eo.extra_flows);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/interrupt_cleanup.h"
 #include "engine/trace_writer.h"
 #include "query/import/byteps/byteps_importer.h"
 #include "query/import/import_common.h"
@@ -138,16 +139,46 @@ void PrintSummary(const std::vector<Done>& done) {
       outputs.push_back(d.output);
     }
   }
+  // Said per table: a profile (mpitrace, mpiP) adds rows to the MPI profile tables and no
+  // timeline event, and "imported 81 events" would send the reader to an empty `events`.
   for (const std::string& output : outputs) {
-    uint64_t events = 0;
-    size_t files = 0;
+    std::vector<std::string> tables;
     for (const Done& d : done) {
-      if (d.output != output) continue;
-      events += d.result.events;
-      ++files;
+      if (d.output == output &&
+          std::find(tables.begin(), tables.end(), d.result.rows_table) == tables.end()) {
+        tables.push_back(d.result.rows_table);
+      }
     }
-    std::printf("imported %s events from %zu file%s into %s\n", WithCommas(events).c_str(), files,
-                files == 1 ? "" : "s", output.c_str());
+    for (const std::string& table : tables) {
+      uint64_t rows = 0;
+      size_t files = 0;
+      for (const Done& d : done) {
+        if (d.output != output || d.result.rows_table != table) continue;
+        rows += d.result.events;
+        ++files;
+      }
+      if (table == "events") {
+        std::printf("imported %s events from %zu file%s into %s\n", WithCommas(rows).c_str(),
+                    files, files == 1 ? "" : "s", output.c_str());
+      } else {
+        // The tables' rows as the database now holds them (a rank's row is written once per
+        // place the file states it, so the importer's count is of writes, not rows).
+        std::string held;
+        auto db = engine::Db::Open(output, engine::Db::Mode::kReadOnly);
+        for (size_t b = 0; db.ok() && b < table.size();) {
+          size_t e = table.find(", ", b);
+          if (e == std::string::npos) e = table.size();
+          const std::string t = table.substr(b, e - b);
+          auto n = (*db)->QueryInt("SELECT count(*) FROM " + t);
+          if (n.ok()) held += (held.empty() ? "" : ", ") + t + " " + WithCommas(*n);
+          b = e + 2;
+        }
+        std::printf("imported an MPI profile from %zu file%s into %s: no timeline events; "
+                    "its tables hold %s rows (tracedb report mpi %s)\n",
+                    files, files == 1 ? "" : "s", output.c_str(), held.c_str(), output.c_str());
+        (void)rows;
+      }
+    }
   }
 }
 
@@ -155,6 +186,8 @@ void PrintSummary(const std::vector<Done>& done) {
 struct Output {
   std::string path;
   bool existed = false;  // before this command
+  // A database this command creates is removed whole on Ctrl-C/SIGTERM (a partial import).
+  engine::InterruptCleanup on_interrupt;
   std::unique_ptr<engine::TraceWriter> writer;
   uint64_t imported = 0;  // inputs committed into it
   Done last;              // the input ImportInto() committed last
@@ -340,6 +373,9 @@ int RunImport(ImportOptions o) {
         out.path = k == 0 ? o.output : SeparatePath(o.output, k + 1);
         std::error_code ec;
         out.existed = std::filesystem::exists(out.path, ec);
+        if (!out.existed) {
+          out.on_interrupt = engine::InterruptCleanup(out.path, "tracedb import", true);
+        }
         if (Status s = out.Reopen(); !s.ok()) {
           progress.line.Finish();
           std::fprintf(stderr, "tracedb import: %s\n", s.message().c_str());

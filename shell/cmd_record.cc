@@ -15,6 +15,7 @@
 // command line), after an MPICH (Hydra) one as
 // `-genv NAME VALUE`; other commands (including `srun`, which exports the environment) get them
 // in their environment.
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "engine/compactor.h"
+#include "engine/output_lock.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_reader.h"
 #include "engine/trace_writer.h"
@@ -95,13 +97,35 @@ bool IsMpiLauncher(const std::string& cmd) {
 // "openmpi", "hydra" or "" (other, or srun: the environment is inherited).
 std::string LauncherFlavor(const std::string& cmd) {
   if (Basename(cmd) == "srun") return "";
-  std::string probe = "'" + cmd + "' --version 2>&1";
-  FILE* p = popen(probe.c_str(), "r");
-  if (p == nullptr) return "";
+  // `cmd --version`, run without a shell (the path is an argument, never parsed), its stdout
+  // and stderr read through a pipe.
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return "";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  std::string arg0 = cmd, arg1 = "--version";
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, cmd.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(pipefd[1]);
   std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), p)) out += buf;
-  pclose(p);
+  if (rc == 0) {
+    char buf[512];
+    for (;;) {
+      const ssize_t n = ::read(pipefd[0], buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || out.size() > (1 << 20)) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  ::close(pipefd[0]);
   if (out.find("Open MPI") != std::string::npos || out.find("OpenRTE") != std::string::npos) {
     return "openmpi";
   }
@@ -328,7 +352,28 @@ int RunRecord(const RecordOptions& o) {
     dir = stem + ".segments";
   }
   std::error_code ec;
-  if (own_dir) fs::remove_all(dir, ec);
+  if (own_dir && fs::exists(fs::symlink_status(dir, ec))) {
+    // OUTPUT.segments is this command's to make and remove: an existing one may hold the user's
+    // files (or another run's segments, which would be compacted into this database). Only the
+    // segment files of an earlier recording are removed, with --force; anything else refuses.
+    const engine::SegmentDirContents c =
+        engine::InspectSegmentDir(dir, {engine::SegmentDirLock::kFileName});
+    if (!fs::is_directory(fs::symlink_status(dir, ec)) || !c.foreign.empty()) {
+      std::fprintf(stderr,
+                   "tracedb record: %s exists and holds files that are not segments (%s%s): "
+                   "remove it or name another directory with --dir\n",
+                   dir.c_str(), c.foreign.empty() ? "not a directory" : c.foreign[0].c_str(),
+                   c.foreign.size() > 1 ? ", ..." : "");
+      return kExitError;
+    }
+    if (c.segment_files > 0 && !o.force) {
+      std::fprintf(stderr,
+                   "tracedb record: %s holds %llu segment files of an earlier recording (use "
+                   "--force to remove them, or --dir DIR)\n",
+                   dir.c_str(), static_cast<unsigned long long>(c.segment_files));
+      return kExitUsage;
+    }
+  }
   fs::create_directories(dir, ec);
   if (ec) {
     std::fprintf(stderr, "tracedb record: cannot create %s: %s\n", dir.c_str(),
@@ -336,6 +381,18 @@ int RunRecord(const RecordOptions& o) {
     return kExitError;
   }
   dir = fs::absolute(dir).string();
+  // This run owns the directory's files until it has compacted them: a `compact
+  // --delete-compacted` on it would delete segments this database then lacks.
+  auto dir_lock = engine::SegmentDirLock::Acquire(
+      dir, "tracedb record (pid " + std::to_string(::getpid()) + ")");
+  if (!dir_lock.ok()) {
+    std::fprintf(stderr, "tracedb record: %s\n", dir_lock.status().message().c_str());
+    return kExitError;
+  }
+  if (own_dir && o.force) {
+    const std::vector<std::string> left = engine::RemoveRecordedSegments(dir);
+    (void)left;  // only the lock file (just checked: nothing foreign)
+  }
 
   const bool launcher = IsMpiLauncher(o.command[0]);
   if (o.nproc > 0 && launcher) {
@@ -460,6 +517,20 @@ int RunRecord(const RecordOptions& o) {
   }
 
   if (o.force) fs::remove(o.output, ec);
+  // One writer at a time on the output, as `compact` (engine/output_lock.h); released after
+  // the database is closed.
+  engine::LockOptions lo;
+  lo.on_wait = [&o]() {
+    std::fprintf(stderr,
+                 "tracedb record: %s is being written by another tracedb process; waiting\n",
+                 o.output.c_str());
+  };
+  auto out_lock = engine::OutputLock::Acquire(o.output, lo);
+  if (!out_lock.ok()) {
+    std::fprintf(stderr, "tracedb record: %s (segments kept in %s)\n",
+                 out_lock.status().message().c_str(), dir.c_str());
+    return exit_code != 0 ? exit_code : kExitError;
+  }
   auto writer = engine::TraceWriter::Open(o.output);
   if (!writer.ok()) {
     std::fprintf(stderr, "tracedb record: %s\n", writer.status().message().c_str());
@@ -490,8 +561,15 @@ int RunRecord(const RecordOptions& o) {
     return exit_code != 0 ? exit_code : kExitError;
   }
   if (!quiet) PrintSummary(o.output, seconds);
+  out_lock->reset();
+  dir_lock->reset();  // removes the lock file: the directory may now be emptied
   if (own_dir && !o.keep_segments) {
-    fs::remove_all(dir, ec);
+    // Only what the recording made: a file the user put there stays, and so does the directory.
+    const std::vector<std::string> left = engine::RemoveRecordedSegments(dir);
+    if (!left.empty()) {
+      std::fprintf(stderr, "tracedb record: segments removed; %s kept: it holds %s%s\n",
+                   dir.c_str(), left[0].c_str(), left.size() > 1 ? " and more" : "");
+    }
   } else if (!quiet) {
     std::fprintf(stderr, "tracedb record: segments kept in %s\n", dir.c_str());
   }

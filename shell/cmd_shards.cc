@@ -3,11 +3,14 @@
 // reader (query, shell, export, report, info, view, top) then opens as one database, reading the
 // shards in place (engine/shard_catalog.h). The ranks of the databases must not overlap.
 // `tracedb shards list JOB.tdb` prints the shard files a manifest lists.
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/interrupt_cleanup.h"
 #include "engine/shard_catalog.h"
 #include "engine/shard_compact.h"
 #include "shell/commands.h"
@@ -23,8 +26,15 @@ struct ShardsOptions {
 };
 
 int RunCreate(const ShardsOptions& o) {
+  // A manifest this command makes is removed whole on Ctrl-C/SIGTERM (an existing one is
+  // refused by CreateManifest and never registered).
+  engine::InterruptCleanup on_interrupt;
+  if (::access(o.output.c_str(), F_OK) != 0) {
+    on_interrupt = engine::InterruptCleanup(o.output, "tracedb shards create", true);
+  }
   Status s = engine::CreateManifest(o.output, o.dbs);
   if (!s.ok()) {
+    on_interrupt.Release();  // not written by this command (or not at all)
     std::fprintf(stderr, "tracedb shards create: %s\n", s.message().c_str());
     return kExitError;
   }

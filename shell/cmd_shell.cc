@@ -200,11 +200,27 @@ class Shell {
       if (g_sigint) {
         std::fprintf(stderr, "\ninterrupted\n");
       } else {
-        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        std::fprintf(stderr, "tracedb shell: %s\n", s.message().c_str());
       }
     }
     if (timer_) std::printf("time: %.3f ms\n", ms);
     g_sigint = 0;
+    return s.ok();
+  }
+
+  // Prints the first column of each row of `sql` as it is, one row a line.
+  bool PrintRaw(const std::string& sql) {
+    auto st = db_->Prepare(sql);
+    Status s = st.ok() ? Status::Ok() : st.status();
+    while (s.ok()) {
+      auto row = st->Step();
+      if (!row.ok()) s = row.status();
+      if (!s.ok() || !*row) break;
+      const std::string_view text = st->Text(0);
+      std::fwrite(text.data(), 1, text.size(), out_);
+      std::fputc('\n', out_);
+    }
+    if (!s.ok()) std::fprintf(stderr, "tracedb shell: %s\n", s.message().c_str());
     return s.ok();
   }
 
@@ -309,12 +325,8 @@ class Shell {
         }
         sql += " WHERE name = '" + quoted + "'";
       }
-      const PrintOptions saved = print_;
-      print_ = PrintOptions();
-      print_.format = OutputFormat::kCsv;
-      print_.headers = false;
-      good = Execute(sql + ";");
-      print_ = saved;
+      // Each statement as sqlite3's .schema prints it (no quoting), so it can be pasted there.
+      good = PrintRaw(sql);
       if (arg.empty() || arg == "events") {
         std::fprintf(
             out_,
@@ -358,7 +370,7 @@ class Shell {
       Status s = DumpSql(db_, arg, out_);
       std::fflush(out_);
       if (!s.ok()) {
-        std::fprintf(stderr, "error: %s\n", s.message().c_str());
+        std::fprintf(stderr, "tracedb shell: %s\n", s.message().c_str());
         good = false;
       }
     } else if (cmd == ".pager") {

@@ -7,6 +7,8 @@
 #include <exception>
 #include <string>
 
+#include "engine/interrupt_cleanup.h"
+#include "engine/shard_compact.h"
 #include "engine/version.h"
 #include "shell/commands.h"
 #include "shell/man_page.h"
@@ -36,6 +38,10 @@ int main(int argc, char** argv) {
   // -q/-v here (before the subcommand) or after any subcommand that prints more than its results.
   ts::AddVerbosityFlags(&app);
   ts::AddManPageFlag(&app);  // hidden: tracedb --help-man writes docs/tracedb.1
+  app.add_flag_callback(
+      "--allow-external-shards", [] { tracedb::engine::SetAllowExternalShards(true); },
+      "Let a shard manifest list databases outside its own directory (absolute paths, '..', "
+      "symbolic links); refused by default, since a manifest may come from someone else");
   int exit_code = 0;
   ts::SetupRecord(app, &exit_code);
   ts::SetupCompact(app, &exit_code);
@@ -53,6 +59,8 @@ int main(int argc, char** argv) {
   ts::SetupCheck(app, &exit_code);
   ts::SetupRuns(app, &exit_code);
   ts::SetupVerify(app, &exit_code);
+  // Ctrl-C or SIGTERM removes the file a command was writing (export, report html, import).
+  tracedb::engine::InstallInterruptCleanupHandler();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,9 +19,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/output_lock.h"
 #include "engine/shard_compact.h"
 #include "shell/format.h"
 
@@ -106,14 +108,11 @@ void WaitQuietly(MPI_Request* request) {
   }
 }
 
-void RemoveDb(const std::string& path) {
-  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
-    const std::string p = path + suffix;
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
-      std::fprintf(stderr, "tracedb compact --mpi: cannot remove %s: %s\n", p.c_str(),
-                   std::strerror(errno));
-    }
-  }
+// Removes the output after a failure when this run created it (OutputLock::RemoveCreated).
+void RemoveCreated(tracedb::engine::OutputLock* lock) {
+  if (lock == nullptr) return;
+  const std::string problems = lock->RemoveCreated();
+  if (!problems.empty()) std::fprintf(stderr, "tracedb compact --mpi: %s\n", problems.c_str());
 }
 
 }  // namespace
@@ -130,9 +129,34 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  struct stat st;
-  const bool existed = ::stat(args.output.c_str(), &st) == 0;
+  // One writer at a time on the output (engine/output_lock.h): process 0 holds its lock for
+  // the whole run, the others wait for it at the barrier; a database is removed after a
+  // failure only when this run created it.
+  std::unique_ptr<tracedb::engine::OutputLock> lock;
+  int locked = 1;
+  if (p == 0) {
+    tracedb::engine::LockOptions lo;
+    lo.on_wait = [&args]() {
+      std::fprintf(stderr,
+                   "tracedb compact --mpi: %s is being written by another tracedb process; "
+                   "waiting for it to finish\n",
+                   args.output.c_str());
+    };
+    auto l = tracedb::engine::OutputLock::Acquire(args.output, lo);
+    if (l.ok()) {
+      lock = std::move(*l);
+    } else {
+      std::fprintf(stderr, "tracedb compact --mpi: %s\n", l.status().message().c_str());
+      locked = 0;
+    }
+  }
   MPI_Request request;
+  MPI_Ibcast(&locked, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  WaitQuietly(&request);
+  if (!locked) {
+    MPI_Finalize();
+    return 1;
+  }
   MPI_Ibarrier(MPI_COMM_WORLD, &request);  // every process has looked before 0 may create it
   WaitQuietly(&request);
 
@@ -168,7 +192,7 @@ int main(int argc, char** argv) {
       if (!merged.ok()) {
         std::fprintf(stderr, "tracedb compact --mpi: merging the shards into %s: %s\n",
                      args.output.c_str(), merged.status().message().c_str());
-        if (!existed) RemoveDb(args.output);
+        RemoveCreated(lock.get());
         rc = 1;
       } else if (!args.quiet) {
         std::fprintf(stderr,
@@ -182,7 +206,7 @@ int main(int argc, char** argv) {
       }
     } else {
       rc = 1;
-      if (!existed) RemoveDb(args.output);
+      RemoveCreated(lock.get());
     }
   }
   MPI_Ibcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 
+#include "engine/interrupt_cleanup.h"
 #include "engine/version.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -412,6 +413,7 @@ int RunReportHtml(const HtmlOptions& o) {
   }
   page.replace(at, marker.size(), json);
   const std::string tmp = o.output + ".tmp";
+  engine::InterruptCleanup on_interrupt(tmp, std::string("tracedb ") + cmd);
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) {
     std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, tmp.c_str(),

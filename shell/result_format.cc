@@ -10,6 +10,10 @@
 namespace tracedb::shell {
 namespace {
 
+// Writes `s` whole: a value may hold a NUL byte (a name from a file), which fputs and "%s"
+// would stop at.
+void Put(const std::string& s, FILE* out) { std::fwrite(s.data(), 1, s.size(), out); }
+
 std::string CellText(const engine::Stmt& st, int col, const std::string& null_value = "") {
   switch (st.ColumnType(col)) {
     case SQLITE_NULL:
@@ -84,8 +88,10 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
   if (format == OutputFormat::kCsv || format == OutputFormat::kJson) {
     // Streamed: constant memory for any number of rows.
     if (format == OutputFormat::kCsv && ncol > 0 && options.headers) {
-      for (int i = 0; i < ncol; ++i)
-        std::fprintf(out, "%s%s", i ? "," : "", CsvField(names[i]).c_str());
+      for (int i = 0; i < ncol; ++i) {
+        if (i) std::fputc(',', out);
+        Put(CsvField(names[i]), out);
+      }
       std::fputc('\n', out);
     }
     if (format == OutputFormat::kJson) std::fputs("[", out);
@@ -99,7 +105,7 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
           line += CsvField(CellText(*st, i, null_value));
         }
         line += '\n';
-        std::fputs(line.c_str(), out);
+        Put(line, out);
       } else {
         std::string obj = rows ? ",\n{" : "\n{";
         for (int i = 0; i < ncol; ++i) {
@@ -121,7 +127,7 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
           }
         }
         obj += "}";
-        std::fputs(obj.c_str(), out);
+        Put(obj, out);
       }
       ++rows;
     }
@@ -139,7 +145,7 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
         text += std::string(name_width - Width(names[i]), ' ') + names[i] + " = " +
                 CellText(*st, i, null_value) + "\n";
       }
-      std::fputs(text.c_str(), out);
+      Put(text, out);
       ++rows;
     }
     return rows;
@@ -232,7 +238,7 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
       text += "\n";
     }
   }
-  std::fputs(text.c_str(), out);
+  Put(text, out);
   return static_cast<uint64_t>(cells.size());
 }
 

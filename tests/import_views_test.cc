@@ -366,6 +366,30 @@ void CheckViews(const std::vector<std::string>& inputs, const std::string& label
   }
   check("clock_alignment", "SELECT rank, clock_method FROM clock_alignment",
         ViewRows(db, "SELECT rank, clock_method FROM main.ranks"));
+  // The GPU views: a Kineto trace's kernel events (cat 'kernel'); no imported format has
+  // CUPTI's activity records or the NCCL plugin's tasks.
+  {
+    std::map<std::string, std::pair<std::vector<int64_t>, std::set<int32_t>>> kernels;
+    std::set<int32_t> kernel_ranks;
+    for (const DbRow& r : rows) {
+      if (r.kind != "span" || r.cat != "kernel") continue;
+      kernels[r.name].first.push_back(r.dur);
+      kernels[r.name].second.insert(r.rank);
+      kernel_ranks.insert(r.rank);
+    }
+    Rows k, ranks;
+    for (const auto& [name, v] : kernels) {
+      int64_t total = 0;
+      for (int64_t d : v.first) total += d;
+      k.insert(name + "|" + Str(static_cast<int64_t>(v.first.size())) + "|" +
+               Str(static_cast<int64_t>(v.second.size())) + "|" + Str(total));
+    }
+    for (int32_t r : kernel_ranks) ranks.insert(Str(r));
+    check("gpu_kernels", "SELECT name, instances, ranks, total_ns FROM gpu_kernels", k);
+    check("gpu_step_time", "SELECT DISTINCT rank FROM gpu_step_time", ranks);
+    check("nccl_ops", "SELECT * FROM nccl_ops", {});
+    check("nccl_collectives", "SELECT * FROM nccl_collectives", {});
+  }
 
   // view_notes: one row per built-in view; a view that answers nothing says "no" and why, and
   // one that says "no" answers nothing.

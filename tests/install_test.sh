@@ -23,6 +23,23 @@ for component in tracedb_runtime tracedb_development; do
 done
 (cd "$prefix" && find . -type f -o -type l | sort) | tee "$tmp/files"
 
+# The Python package, when built, goes under the prefix too, never into the interpreter's own
+# site-packages (TRACEDB_PYTHON_SITE is relative to the prefix): every file cmake installed is
+# under $prefix, and the package is importable from there.
+if grep -q '^TRACEDB_PYTHON_SITE:' "$build/CMakeCache.txt"; then
+  pyprefix="$tmp/pyprefix"
+  cmake --install "$build" --prefix "$pyprefix" --component python >"$tmp/install.log" ||
+    { cat "$tmp/install.log"; fail "cmake --install --component python"; }
+  outside=$(grep -v "^$pyprefix/" "$build/install_manifest_python.txt" || true)
+  [ -z "$outside" ] || fail "the python component installed outside the prefix: $outside"
+  init=$(cd "$pyprefix" && find . -path '*/tracedb/__init__.py' | head -n 1)
+  [ -n "$init" ] || fail "no tracedb/__init__.py under $pyprefix"
+  site="$pyprefix/$(dirname "$(dirname "${init#./}")")"
+  python=$(sed -n 's/^TRACEDB_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
+  [ "$(cd / && PYTHONPATH="$site" "$python" -c 'import tracedb, os; print(os.path.dirname(tracedb.__file__))')" = \
+    "$site/tracedb" ] || fail "the package installed in $site is not the one imported"
+fi
+
 # The public headers and nothing else.
 headers=$(cd "$prefix/include" && find . -type f | sort | tr '\n' ' ')
 [ "$headers" = "./tracedb/recorder.h ./tracedb/recorder.hpp " ] || fail "installed headers: $headers"

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/shard_catalog.h"
+#include "engine/shard_compact.h"
 #include "engine/sqlite.h"
 #include "query/query_db.h"
 #include "tests/db_rows.h"
@@ -295,20 +296,37 @@ TEST_F(ShardCatalog, SeveralDatabasesAsOne) {
   ASSERT_EQ(::mkdir(tmp_.Sub("m").c_str(), 0777), 0);
   const std::string ab = tmp_.Sub("m/ab.tdb");
   std::string out;
+  // The databases are outside the manifest's directory: refused without the flag.
+  EXPECT_EQ(Sh(Tracedb() + "shards create " + ShellQuote(b) + " " + ShellQuote(a) + " -o " +
+                   ShellQuote(ab),
+               &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("outside " + tmp_.Sub("m") + ", the manifest's directory"),
+            std::string::npos)
+      << out;
   // b first: the catalog's ids then follow b's, and a's blocks are the ones rewritten.
-  ASSERT_EQ(Sh(Tracedb() + "shards create " + ShellQuote(b) + " " + ShellQuote(a) + " -o " +
+  const std::string ext = Tracedb() + "--allow-external-shards ";
+  ASSERT_EQ(Sh(ext + "shards create " + ShellQuote(b) + " " + ShellQuote(a) + " -o " +
                    ShellQuote(ab),
                &out),
             0)
       << out;
   EXPECT_NE(out.find("2 shards"), std::string::npos) << out;
+  ::setenv("TRACEDB_ALLOW_EXTERNAL_SHARDS", "1", 1);  // this process and the commands it runs
   ExpectSameRows(one, ab);
+  ::unsetenv("TRACEDB_ALLOW_EXTERNAL_SHARDS");
   std::string listed;
-  ASSERT_EQ(Sh(Tracedb() + "shards list " + ShellQuote(ab), &listed), 0) << listed;
+  ASSERT_EQ(Sh(ext + "shards list " + ShellQuote(ab), &listed), 0) << listed;
   EXPECT_NE(listed.find("/a.tdb\n"), std::string::npos) << listed;
   EXPECT_NE(listed.find("/b.tdb\n"), std::string::npos) << listed;
-  // `info` reads it too, and counts the shards' bytes.
-  ASSERT_EQ(Sh(Tracedb() + "info " + ShellQuote(ab), &out), 0) << out;
+  // `info` reads it too, and counts the shards' bytes; a reader without the flag refuses it.
+  ASSERT_EQ(Sh(ext + "info " + ShellQuote(ab), &out), 0) << out;
+  EXPECT_EQ(Sh(Tracedb() + "query " + ShellQuote(ab) + " 'SELECT count(*) FROM events'", &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("is an absolute path, outside the manifest's directory"), std::string::npos)
+      << out;
 
   // Overlapping ranks are refused, naming both files; so is an existing output.
   ASSERT_EQ(Sh("cp " + ShellQuote(a) + " " + ShellQuote(tmp_.Sub("a2.tdb"))), 0);
@@ -325,6 +343,41 @@ TEST_F(ShardCatalog, SeveralDatabasesAsOne) {
       Sh(Tracedb() + "shards create " + ShellQuote(ab) + " -o " + ShellQuote(tmp_.Sub("y")), &out),
       0);
   EXPECT_NE(out.find("a manifest"), std::string::npos) << out;
+}
+
+// A manifest received from someone else reaches no file outside its directory: an absolute
+// path, a '..' and a link out are refused by every reader, which then creates no catalog and
+// deletes nothing; with --allow-external-shards the same manifest is read.
+TEST_F(ShardCatalog, AManifestFromElsewhereStaysInItsDirectory) {
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp_.path(), JobSpec(0, 0, 2, 2, 1, 50)).ok());
+  const std::string victim = tmp_.Sub("victim.tdb");
+  Compact(ShellQuote(tmp_.Sub("trace")) + " -o " + ShellQuote(victim));
+  ASSERT_EQ(::mkdir(tmp_.Sub("got").c_str(), 0777), 0);
+  ASSERT_EQ(::symlink(tmp_.path().c_str(), tmp_.Sub("got/up").c_str()), 0);
+  const std::vector<std::pair<std::string, std::string>> entries = {
+      {victim, "is an absolute path"},
+      {"../victim.tdb", "leaves the manifest's directory ('..')"},
+      {"up/victim.tdb", "through a symbolic link"}};
+  int i = 0;
+  for (const auto& [entry, why] : entries) {
+    const std::string m = tmp_.Sub("got/m" + std::to_string(i++) + ".tdb");
+    ASSERT_TRUE(engine::WriteManifest(m, {{entry, ""}}).ok());
+    // What an older tracedb's open would delete, were it allowed to open this manifest.
+    std::string out;
+    EXPECT_EQ(Sh(Tracedb() + "query " + ShellQuote(m) + " 'SELECT count(*) FROM events'", &out),
+              1)
+        << out;
+    EXPECT_NE(out.find(why), std::string::npos) << entry << ": " << out;
+    EXPECT_NE(out.find("--allow-external-shards"), std::string::npos) << out;
+    EXPECT_EQ(FileSize(engine::CatalogPath(m)), -1) << entry;
+    EXPECT_GT(FileSize(victim), 0);
+    ASSERT_EQ(Sh(Tracedb() + "--allow-external-shards query " + ShellQuote(m) +
+                     " 'SELECT count(*) > 0 FROM events'",
+                 &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("1"), std::string::npos) << out;
+  }
 }
 
 TEST_F(ShardCatalog, OpenShardFilesAreBounded) {

@@ -312,5 +312,120 @@ TEST(ViewCommand, PrintsUrlAndRefusesMissingDb) {
       << got;
 }
 
+// The SQL box is read-only in every sense (an authorizer): ATTACH (which stuck on the pooled
+// connection), PRAGMA writes (temp_store_directory broke the views), transactions and temp
+// objects are refused with a clear error; reading PRAGMAs and the views still work, and so does
+// every connection afterwards.
+TEST_F(ViewServerTest, SqlBoxIsReadOnlyThroughAnAuthorizer) {
+  const std::string dir = tmp_->Sub("attached.tdb");
+  for (const std::string& sql :
+       {"ATTACH '" + dir + "' AS x", std::string("PRAGMA temp_store_directory = '/nonexistent'"),
+        std::string("PRAGMA query_only = OFF"), std::string("BEGIN"),
+        std::string("SAVEPOINT s"), std::string("CREATE TEMP VIEW v AS SELECT 1"),
+        std::string("DETACH main")}) {
+    auto r = Get("/api/sql?q=" + httplib::detail::encode_query_param(sql));
+    ASSERT_TRUE(r) << sql;
+    EXPECT_EQ(r->status, 400) << sql << ": " << r->body;
+    EXPECT_NE(r->body.find("not allowed in the viewer"), std::string::npos) << sql << r->body;
+  }
+  struct stat st;
+  EXPECT_NE(::stat(dir.c_str(), &st), 0);  // ATTACH created no file
+  // Every pooled connection still answers, the views included (several requests in a row).
+  for (int i = 0; i < 8; ++i) {
+    auto r = Get("/api/sql?q=" + httplib::detail::encode_query_param(
+                                     "SELECT count(*) AS n FROM events, (SELECT 1 FROM "
+                                     "pragma_table_info('events') LIMIT 1)"));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  auto info = Get("/api/sql?q=PRAGMA%20table_info(strings)");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->status, 200) << info->body;
+}
+
+// Only this machine's names for the server pass the Host check: a page on another site whose
+// name resolves to 127.0.0.1 (DNS rebinding) is refused even with the token.
+TEST_F(ViewServerTest, HostHeaderIsChecked) {
+  const std::string p = ":" + std::to_string(server_->port());
+  for (const auto& [host, want] : std::vector<std::pair<std::string, int>>{
+           {"evil.example" + p, 403}, {"127.0.0.1:1", 403}, {"localhost" + p, 200},
+           {"127.0.0.1" + p, 200}, {"[::1]" + p, 200}}) {
+    httplib::Client c("127.0.0.1", server_->port());
+    auto r = c.Get("/api/meta?token=" + server_->token(), {{"Host", host}});
+    ASSERT_TRUE(r) << host;
+    EXPECT_EQ(r->status, want) << host << ": " << r->body;
+  }
+}
+
+// A deadline and a size bound on the SQL box: a query past its deadline is interrupted, and an
+// answer of 20 values of 3 MB stops (truncated) at the 16 MB bound instead of growing to 60 MB;
+// a value over the length bound is an error, not an allocation.
+TEST_F(ViewServerTest, SqlBoxDeadlineAndSizeAreEnforced) {
+  view::ViewServerOptions o;
+  o.db_path = db_path_;
+  o.sql_timeout_ms = 300;
+  auto s = view::ViewServer::Start(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::thread t([&] { (*s)->Run(); });
+  httplib::Client c("127.0.0.1", (*s)->port());
+  c.set_read_timeout(120, 0);
+  for (int i = 0; i < 200 && !c.Get("/"); ++i) {  // until it accepts
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto q = [&](const std::string& sql) {
+    return c.Get("/api/sql?token=" + (*s)->token() + "&q=" +
+                 httplib::detail::encode_query_param(sql));
+  };
+  auto slow = q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                "SELECT count(*) FROM c");
+  ASSERT_TRUE(slow);
+  EXPECT_EQ(slow->status, 400);
+  EXPECT_NE(slow->body.find("interrupt"), std::string::npos) << slow->body;
+  auto big = q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20) "
+               "SELECT x, printf('%.*c', 3000000, 'x') AS b FROM c");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 200) << big->body.substr(0, 200);
+  EXPECT_NE(big->body.find("\"truncated\":true"), std::string::npos);
+  EXPECT_LT(big->body.size(), 20u * 3000000u / 2);  // 16 MB and the row that passed it
+  auto huge = q("SELECT length(zeroblob(100000000))");
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 400);
+  EXPECT_NE(huge->body.find("too big"), std::string::npos) << huge->body;
+  (*s)->Stop();
+  t.join();
+}
+
+// `view --open` gives the browser launcher a 0600 file that leads to the URL, never the token
+// on a command line; the file is gone once the server stops. A fake xdg-open (first on PATH)
+// records its arguments and what it was given.
+TEST(ViewCommand, OpenKeepsTheTokenOffCommandLines) {
+  TempDir tmp;
+  const std::string db = tmp.Sub("v.tdb");
+  ASSERT_NO_FATAL_FAILURE(WriteViewFixture(db));
+  ::mkdir(tmp.Sub("bin").c_str(), 0755);
+  WriteFile(tmp.Sub("bin/xdg-open"),
+            "#!/bin/sh\n"
+            "echo \"$@\" > " + ShellQuote(tmp.Sub("args")) + "\n"
+            "stat -c %a \"$1\" > " + ShellQuote(tmp.Sub("mode")) + "\n"
+            "cp \"$1\" " + ShellQuote(tmp.Sub("page")) + "\n");
+  ::chmod(tmp.Sub("bin/xdg-open").c_str(), 0755);
+  int rc = 0;
+  const std::string got = RunCommand("PATH=" + ShellQuote(tmp.Sub("bin")) + ":$PATH " +
+                                         TracedbBin() + " view " + ShellQuote(db) +
+                                         " --open --exit-after 1 2>&1",
+                                     &rc);
+  EXPECT_EQ(rc, 0) << got;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(got, m, std::regex("token=([0-9a-f]{32})"))) << got;
+  const std::string token = m[1].str();
+  const std::string args = ReadFile(tmp.Sub("args"));
+  EXPECT_EQ(args.find(token), std::string::npos) << args;
+  EXPECT_EQ(ReadFile(tmp.Sub("mode")), "600\n");
+  EXPECT_NE(ReadFile(tmp.Sub("page")).find("token=" + token), std::string::npos);
+  std::string file = args.substr(0, args.find('\n'));
+  struct stat st;
+  EXPECT_NE(::stat(file.c_str(), &st), 0) << file << " left behind";
+}
+
 }  // namespace
 }  // namespace tracedb::testing

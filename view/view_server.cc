@@ -1,6 +1,8 @@
 // The `tracedb view` server. See view_server.h; the API is documented in docs/view.md.
 #include "view/view_server.h"
 
+#include "view/sql_guard.h"
+
 #include <httplib.h>
 #include <sys/random.h>
 
@@ -28,6 +30,7 @@ using engine::Db;
 using engine::Stmt;
 
 constexpr size_t kMaxSqlRows = 5000;
+constexpr size_t kMaxSqlBodyBytes = 16 << 20;  // an SQL answer stops (truncated) past this
 constexpr size_t kMaxSearchRows = 2000;
 constexpr size_t kMaxFlows = 4000;
 constexpr size_t kMaxSteps = 100000;
@@ -162,6 +165,7 @@ struct ViewServer::Impl {
   void Release(std::unique_ptr<Db> db);
   void Routes();
   bool Authorized(const httplib::Request& req) const;
+  bool HostAllowed(const httplib::Request& req) const;
 
   void Meta(const httplib::Request& req, httplib::Response& res);
   void Window(const httplib::Request& req, httplib::Response& res);
@@ -191,31 +195,6 @@ struct ViewServer::Impl {
                 size_t max_rows, std::string* out);
 };
 
-namespace {
-
-// Interrupts a connection's SQL after a deadline (sqlite3_progress_handler).
-struct Deadline {
-  std::chrono::steady_clock::time_point until;
-  static int Check(void* p) {
-    return std::chrono::steady_clock::now() > static_cast<Deadline*>(p)->until ? 1 : 0;
-  }
-};
-
-class ScopedDeadline {
- public:
-  ScopedDeadline(Db* db, int ms) : db_(db) {
-    d_.until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    sqlite3_progress_handler(db_->raw(), 10000, &Deadline::Check, &d_);
-  }
-  ~ScopedDeadline() { sqlite3_progress_handler(db_->raw(), 0, nullptr, nullptr); }
-
- private:
-  Db* db_;
-  Deadline d_;
-};
-
-}  // namespace
-
 StatusOr<std::unique_ptr<Db>> ViewServer::Impl::Acquire() {
   {
     std::lock_guard<std::mutex> l(pool_mu);
@@ -227,6 +206,9 @@ StatusOr<std::unique_ptr<Db>> ViewServer::Impl::Acquire() {
   }
   TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, query::OpenQueryDb(o.db_path, false));
   TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA query_only = ON"));
+  // The events table connected now, outside the client SQL's authorizer (its constructor
+  // declares the table's schema, which the authorizer would refuse).
+  TRACEDB_RETURN_IF_ERROR(db->Exec("SELECT 1 FROM events LIMIT 0"));
   return db;
 }
 
@@ -302,6 +284,18 @@ Status ViewServer::Impl::Init() {
   return Status::Ok();
 }
 
+// A page on another site whose name resolves to 127.0.0.1 (DNS rebinding) sends its own name as
+// Host: only the names of this machine's loopback, or the address bound, with the port.
+bool ViewServer::Impl::HostAllowed(const httplib::Request& req) const {
+  const std::string host = req.get_header_value("Host");
+  const std::string p = ":" + std::to_string(port);
+  for (const std::string& h : {std::string("127.0.0.1"), std::string("localhost"),
+                               std::string("[::1]"), o.host}) {
+    if (host == h + p) return true;
+  }
+  return false;
+}
+
 bool ViewServer::Impl::Authorized(const httplib::Request& req) const {
   if (req.has_header("X-Tracedb-Token")) {
     return SameToken(req.get_header_value("X-Tracedb-Token"), o.token);
@@ -314,6 +308,12 @@ void ViewServer::Impl::Routes() {
   http.set_read_timeout(10, 0);
   http.set_keep_alive_max_count(1000);
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!HostAllowed(req)) {
+      Error(res, 403,
+            "Host '" + req.get_header_value("Host") +
+                "' is not this server's (127.0.0.1, localhost or [::1] with its port)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!Authorized(req)) {
       Error(res, 403, "missing or wrong token: use the URL that `tracedb view` printed");
       return httplib::Server::HandlerResponse::Handled;
@@ -594,7 +594,18 @@ Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
                                 const std::vector<std::string>& args, size_t max_rows,
                                 std::string* out) {
   size_t used = 0;
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->PrepareFirst(sql, &used));
+  // Read-only in every sense while prepared and run (view/sql_guard.h).
+  ScopedClientSql client(db);
+  auto prepared = db->PrepareFirst(sql, &used);
+  if (!prepared.ok()) {
+    if (sqlite3_errcode(db->raw()) == SQLITE_AUTH) {
+      return Status::InvalidArgument("not allowed in the viewer (read-only: no ATTACH, no PRAGMA "
+                                     "that sets, no transaction): " +
+                                     prepared.status().message());
+    }
+    return prepared.status();
+  }
+  Stmt st = std::move(*prepared);
   if (st.raw() == nullptr) return Status::InvalidArgument("no SQL statement given");
   if (sql.find_first_not_of(" \t\r\n;", used) != std::string::npos) {
     return Status::InvalidArgument("one statement at a time, please");
@@ -602,6 +613,7 @@ Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
   if (!sqlite3_stmt_readonly(st.raw())) {
     return Status::InvalidArgument("the viewer's database is read-only");
   }
+  const size_t max_bytes = kMaxSqlBodyBytes;
   for (size_t i = 0; i < args.size(); ++i) st.Bind(static_cast<int>(i + 1), args[i]);
   const int cols = sqlite3_column_count(st.raw());
   *out = "{\"columns\":[";
@@ -615,7 +627,7 @@ Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
   for (;;) {
     TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    if (n == max_rows) {
+    if (n == max_rows || out->size() > max_bytes) {
       truncated = true;
       break;
     }

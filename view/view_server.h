@@ -1,7 +1,10 @@
 // The HTTP server of `tracedb view`: serves the embedded web UI and a JSON API over one trace
 // database, opened read-only. It listens on 127.0.0.1 only, and every request must carry the
 // server's random token (`?token=` or the `X-Tracedb-Token` header), so that other local users
-// cannot read the trace. Bad requests get a 4xx answer with {"error": "..."}; a window request
+// cannot read the trace, and must name the server in its Host header (127.0.0.1, localhost or
+// [::1] with the port: no DNS rebinding). The SQL a client sends runs under view/sql_guard.h
+// (read-only authorizer, deadline, size bounds). Bad requests get a 4xx answer with
+// {"error": "..."}; a window request
 // is cancelled when a newer one from the same client arrives.
 // Thread safety: Start/Stop from one thread; requests are served by cpp-httplib's thread pool,
 // each on a database connection of its own.

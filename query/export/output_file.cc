@@ -59,7 +59,11 @@ StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path
 }
 
 OutputFile::OutputFile(std::string path, std::string partial, int fd, std::unique_ptr<Deflater> z)
-    : path_(std::move(path)), partial_(std::move(partial)), fd_(fd), z_(std::move(z)) {
+    : path_(std::move(path)),
+      partial_(std::move(partial)),
+      fd_(fd),
+      z_(std::move(z)),
+      on_interrupt_(partial_, "tracedb export") {
   for (Buffer& b : bufs_) {
     b.size = kBufferBytes;
     b.data.reset(new char[b.size]);
@@ -227,6 +231,7 @@ Status OutputFile::Close() {
   }
   if (status_.ok()) status_ = writer_status_;
   if (!status_.ok()) ::unlink(partial_.c_str());
+  on_interrupt_.Release();  // renamed into place, or removed
   return status_;
 }
 
@@ -243,6 +248,7 @@ void OutputFile::Abandon() {
   fd_ = -1;
   closed_ = true;
   ::unlink(partial_.c_str());
+  on_interrupt_.Release();
 }
 
 }  // namespace tracedb::query

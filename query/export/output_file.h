@@ -1,7 +1,8 @@
 // OutputFile: a large-buffered output file for the exporters, plain or gzip (zlib), written
 // under a temporary name unique to this file (PATH.partial-XXXXXX, mkostemp), fsynced, then
 // renamed into place by Close() (and the directory fsynced), so a failed, interrupted or
-// crashed export never leaves a truncated file under the final name, and two exports to one
+// crashed export never leaves a truncated file under the final name (and an export ended by
+// SIGINT, SIGTERM or SIGHUP removes its temporary file: engine/interrupt_cleanup.h), and two exports to one
 // path never write into each other's temporary file (the last rename wins).
 //
 // Callers format straight into the buffer: Reserve(n) returns room for n bytes, Commit(end)
@@ -22,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "engine/interrupt_cleanup.h"
 #include "engine/status.h"
 
 namespace tracedb::query {
@@ -100,6 +102,8 @@ class OutputFile {
 
   Status status_;  // the caller's copy
   bool closed_ = false;
+  // Removes the temporary file on Ctrl-C/SIGTERM until it is renamed or removed.
+  engine::InterruptCleanup on_interrupt_;
 };
 
 }  // namespace tracedb::query

@@ -38,7 +38,10 @@ struct ImportResult {
   int32_t world_size = 0;        // the job's size as the input states it; 0: not stated
   int64_t first_ts = INT64_MAX;  // ns, the input's clock: its earliest event (> last_end: none)
   int64_t last_end = INT64_MIN;  // ns: the latest end of one of its events
-  uint64_t events = 0;           // rows written
+  uint64_t events = 0;           // rows written (into `rows_table`)
+  // Where those rows went: "events" (the timeline) for the trace formats; the MPI profile tables
+  // for mpitrace and mpiP, whose summaries hold no timeline events.
+  std::string rows_table = "events";
   uint64_t skipped = 0;          // bad records skipped
   uint64_t truncated_bytes = 0;  // bytes of an incomplete tail
   std::vector<std::string> warnings;

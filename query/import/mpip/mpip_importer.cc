@@ -738,6 +738,7 @@ Status ImportMpipLines(std::string_view path, text_profile::LineReader* lines,
   result->ranks.erase(std::unique(result->ranks.begin(), result->ranks.end()), result->ranks.end());
   result->world_size = result->ranks.empty() ? 0 : result->ranks.back() + 1;
   result->events += rows;
+  result->rows_table = "rank_times, mpi_callsites, mpi_profile";
   log.MoveTo(result);
   return Status::Ok();
 }

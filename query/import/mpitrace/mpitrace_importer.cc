@@ -729,6 +729,7 @@ Status ImportMpitraceLines(std::string_view path, text_profile::LineReader* line
   result->ranks = {p.rank};
   result->world_size = p.world_size;
   result->events += rows;
+  result->rows_table = "rank_times, mpi_profile, mpi_msgsize";
   log.MoveTo(result);
   return Status::Ok();
 }

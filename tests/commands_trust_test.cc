@@ -1,0 +1,480 @@
+// Commands that race or reach too far (issue "Trust under attack"): two compactions on one
+// output, a compaction behind a reader, `record` beside the user's files and beside a deleting
+// compaction, the launcher probe without a shell, --delete-compacted and symbolic links. Each
+// test injects the hazard (a second writer, a reader holding a read transaction, a quote in a
+// path, a link to a directory outside) and checks the outcome against an independent reading
+// (the workload's own row count, the files on disk).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "engine/output_lock.h"
+#include "tests/test_util.h"
+
+namespace tracedb::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs the workload into `dir` as rank `rank`; returns the rows it says the database must hold.
+int64_t Workload(const std::string& dir, int spans, int rank) {
+  int rc = 0;
+  const std::string out = RunCommand("WORKLOAD_PAUSE_MS=0 " + std::string(TRACEDB_WORKLOAD_PATH) +
+                                         " " + ShellQuote(dir) + " 1 " + std::to_string(spans) +
+                                         " " + std::to_string(rank) + " 2>/dev/null",
+                                     &rc);
+  EXPECT_EQ(rc, 0) << out;
+  const size_t at = out.find("rows ");
+  EXPECT_NE(at, std::string::npos) << out;
+  return at == std::string::npos ? -1 : std::stoll(out.substr(at + 5));
+}
+
+// count(*) of `table` read with plain SQLite (no tracedb code); -1 when the file is no database.
+int64_t PlainCount(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  int64_t n = -1;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      n = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close_v2(h);
+  return n;
+}
+
+// The rows compacted: the sum of the blocks' counts, as the format defines it.
+int64_t Rows(const std::string& db) { return PlainCount(db, "SELECT sum(count) FROM blocks"); }
+
+struct Bg {
+  std::thread t;
+  std::string out;
+  int rc = -1;
+  void Start(const std::string& cmd) {
+    t = std::thread([this, cmd] { out = RunCommand(cmd + " 2>&1", &rc); });
+  }
+  void Join() {
+    if (t.joinable()) t.join();
+  }
+  ~Bg() { Join(); }
+};
+
+// Starts args[0] with `args` (no shell), stdout and stderr into `log`; returns its pid.
+pid_t SpawnTo(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The exit code, or 128 + the signal that ended it (as a shell says).
+int Reap(pid_t pid) {
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+// Two compactions of one directory into one new output, ten times: both succeed (the second
+// waits for the first and finds nothing new), and the file is always there and complete.
+TEST(CompactLock, TwoCompactionsOnOneOutputBothSucceed) {
+  TempDir tmp;
+  const int64_t rows = Workload(tmp.Sub("trace"), 3000, 0);
+  ASSERT_GT(rows, 0);
+  for (int i = 0; i < 10; ++i) {
+    const std::string db = tmp.Sub("out" + std::to_string(i) + ".tdb");
+    const std::string cmd =
+        TracedbBin() + " compact " + ShellQuote(tmp.Sub("trace")) + " -o " + ShellQuote(db);
+    Bg a, b;
+    a.Start(cmd);
+    b.Start(cmd);
+    a.Join();
+    b.Join();
+    EXPECT_EQ(a.rc, 0) << a.out;
+    EXPECT_EQ(b.rc, 0) << b.out;
+    ASSERT_TRUE(fs::exists(db)) << "run " << i << ": " << a.out << "\n" << b.out;
+    EXPECT_EQ(Rows(db), rows) << "run " << i;
+    // At rest: one rollback-journal file (header byte 18 is 1, not WAL's 2), nothing beside.
+    EXPECT_EQ(PlainCount(db, "PRAGMA journal_mode") == -1, false);
+    EXPECT_FALSE(fs::exists(db + "-wal"));
+    EXPECT_FALSE(fs::exists(db + "-journal"));
+    std::ifstream f(db, std::ios::binary);
+    char header[20] = {};
+    f.read(header, sizeof(header));
+    EXPECT_EQ(header[18], 1) << "run " << i << ": left in WAL mode";
+  }
+}
+
+// With --no-wait a compaction of an output another process holds fails at once with a clear
+// message and touches nothing; without it, it says it waits, and succeeds once the lock goes.
+TEST(CompactLock, NoWaitFailsClearlyAndTheDefaultWaits) {
+  TempDir tmp;
+  const int64_t rows = Workload(tmp.Sub("trace"), 500, 0);
+  const std::string db = tmp.Sub("job.tdb");
+  const std::string cmd =
+      TracedbBin() + " compact " + ShellQuote(tmp.Sub("trace")) + " -o " + ShellQuote(db);
+  auto held = engine::OutputLock::Acquire(db);  // another writer, injected
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  int rc = 0;
+  const std::string out = RunCommand(cmd + " --no-wait 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("tracedb compact: " + db + ": another tracedb process is writing it"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(fs::exists(db));  // the holder's (empty) file was left alone
+  Bg waiter;
+  waiter.Start(cmd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(fs::exists(db));
+  held->reset();
+  waiter.Join();
+  EXPECT_EQ(waiter.rc, 0) << waiter.out;
+  EXPECT_NE(waiter.out.find("is being written by another tracedb process; waiting"),
+            std::string::npos)
+      << waiter.out;
+  EXPECT_EQ(Rows(db), rows);
+}
+
+// A reader inside a read transaction when the compaction starts (a long query): the compaction
+// says it waits for it and succeeds once it ends (it failed with "database is locked" after
+// 10 s).
+// A reader that starts once the compaction runs (WAL) holds nothing up: a --watch takes new
+// files while a reader keeps a read transaction open, and the database is one rollback-journal
+// file again once the reader is gone and the next writer opened it.
+TEST(CompactLock, ReadersDoNotMakeACompactionFail) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const std::string db = tmp.Sub("job.tdb");
+  int64_t rows = Workload(trace, 500, 0);
+  int rc = 0;
+  std::string out = RunCommand(
+      TracedbBin() + " compact -q " + ShellQuote(trace) + " -o " + ShellQuote(db) + " 2>&1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  rows += Workload(trace, 400, 1);
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &reader, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM blocks;", nullptr, nullptr, nullptr),
+            SQLITE_OK);  // a read transaction held open: SHARED on the rollback-journal file
+  sqlite3_busy_timeout(reader, 10000);  // as tracedb's own connections
+  const pid_t compact = SpawnTo({TracedbBin(), "compact", trace, "-o", db}, tmp.Sub("c.log"));
+  // Before, it failed after the 10 s busy timeout; now it says that it waits for the reader.
+  const std::string waiting = "waiting for a reader of " + db;
+  for (int i = 0; i < 400 && ReadFile(tmp.Sub("c.log")).find(waiting) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_NE(ReadFile(tmp.Sub("c.log")).find(waiting), std::string::npos);
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  EXPECT_EQ(Reap(compact), 0) << ReadFile(tmp.Sub("c.log"));
+  EXPECT_EQ(Rows(db), rows);
+
+  // A watch in WAL mode; a reader holds a read transaction while a new rank's files arrive.
+  Bg watch;
+  watch.Start(TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(db) +
+              " --watch --interval 0.1");
+  for (int i = 0; i < 200 && PlainCount(db, "PRAGMA journal_mode") >= 0; ++i) {
+    std::ifstream f(db, std::ios::binary);
+    char header[20] = {};
+    f.read(header, sizeof(header));
+    if (header[18] == 2) break;  // the watch switched it to WAL
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM blocks;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  rows += Workload(trace, 300, 2);
+  watch.Join();  // ends by itself: every file closed and taken
+  EXPECT_EQ(watch.rc, 0) << watch.out;
+  EXPECT_EQ(watch.out.find("locked"), std::string::npos) << watch.out;
+  EXPECT_EQ(Rows(db), rows);
+  sqlite3_exec(reader, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close_v2(reader);
+  // The next writer (a compaction with nothing new) brings it back to one file.
+  out = RunCommand(
+      TracedbBin() + " compact -q " + ShellQuote(trace) + " -o " + ShellQuote(db) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  std::ifstream f(db, std::ios::binary);
+  char header[20] = {};
+  f.read(header, sizeof(header));
+  EXPECT_EQ(header[18], 1);
+  EXPECT_FALSE(fs::exists(db + "-wal"));
+  EXPECT_FALSE(fs::exists(db + "-shm"));
+}
+
+// `compact` of a directory that does not exist is a file missing: exit 1, the documented prefix.
+TEST(CompactLock, MissingDirectoryIsAnErrorOfTheWork) {
+  TempDir tmp;
+  int rc = 0;
+  const std::string out = RunCommand(TracedbBin() + " compact " + ShellQuote(tmp.Sub("nope")) +
+                                         " -o " + ShellQuote(tmp.Sub("x.tdb")) + " 2>&1",
+                                     &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out, "tracedb compact: " + tmp.Sub("nope") + ": no such directory\n");
+  EXPECT_FALSE(fs::exists(tmp.Sub("x.tdb")));
+}
+
+// --delete-compacted removes only files inside the trace directory: a rank directory that is a
+// symbolic link to another place is read, but nothing is deleted through it.
+TEST(DeleteCompacted, DoesNotFollowASymlinkedRankDirectory) {
+  TempDir tmp;
+  const int64_t rows = Workload(tmp.Sub("elsewhere"), 300, 0);
+  fs::create_directories(tmp.Sub("trace"));
+  fs::create_directory_symlink(tmp.Sub("elsewhere/rank-0"), tmp.Sub("trace/rank-0"));
+  auto files_in = [](const std::string& dir) {
+    return static_cast<size_t>(
+        std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+  };
+  const size_t before = files_in(tmp.Sub("elsewhere/rank-0"));
+  ASSERT_GT(before, 0u);
+  int rc = 0;
+  const std::string out =
+      RunCommand(TracedbBin() + " compact " + ShellQuote(tmp.Sub("trace")) + " -o " +
+                     ShellQuote(tmp.Sub("job.tdb")) + " --delete-compacted 2>&1",
+                 &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(Rows(tmp.Sub("job.tdb")), rows);
+  EXPECT_EQ(files_in(tmp.Sub("elsewhere/rank-0")), before) << out;
+  EXPECT_NE(out.find("is a symbolic link"), std::string::npos) << out;
+}
+
+// `record -o job.tdb` never deletes a job.segments/ holding the user's files.
+TEST(Record, KeepsTheUsersFilesInTheSegmentDirectory) {
+  TempDir tmp;
+  fs::create_directories(tmp.Sub("job.segments/rank-0"));
+  WriteFile(tmp.Sub("job.segments/notes.txt"), "mine\n");
+  WriteFile(tmp.Sub("job.segments/rank-0/keep.me"), "mine too\n");
+  int rc = 0;
+  std::string out = RunCommand("cd " + ShellQuote(tmp.path()) + " && " + TracedbBin() +
+                                   " record -o job.tdb --force -- /bin/true 2>&1",
+                               &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("holds files that are not segments"), std::string::npos) << out;
+  EXPECT_EQ(ReadFile(tmp.Sub("job.segments/notes.txt")), "mine\n");
+  EXPECT_EQ(ReadFile(tmp.Sub("job.segments/rank-0/keep.me")), "mine too\n");
+  EXPECT_FALSE(fs::exists(tmp.Sub("job.tdb")));
+}
+
+// `record` beside `compact --watch --delete-compacted` on the same directory is refused with a
+// message naming the other command, both ways round, instead of losing events silently.
+TEST(Record, RefusesBesideADeletingCompaction) {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("segs");
+  fs::create_directories(dir);
+  const pid_t watch = SpawnTo({TracedbBin(), "compact", dir, "-o", tmp.Sub("w.tdb"), "--watch",
+                               "--interval", "0.1", "--delete-compacted"},
+                              tmp.Sub("watch.log"));
+  const std::string owner = dir + "/" + engine::SegmentDirLock::kFileName;
+  for (int i = 0; i < 200 && !fs::exists(owner); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(fs::exists(owner));
+  int rc = 0;
+  std::string out = RunCommand(TracedbBin() + " record -o " + ShellQuote(tmp.Sub("r.tdb")) +
+                                   " --dir " + ShellQuote(dir) + " -- /bin/true 2>&1",
+                               &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(
+      out.find("belong to tracedb compact --delete-compacted (pid " + std::to_string(watch) + ")"),
+      std::string::npos)
+      << out;
+  // The watch never saw a file: stop it (Ctrl-C) and let it end.
+  ::kill(watch, SIGINT);
+  EXPECT_EQ(Reap(watch), 0) << ReadFile(tmp.Sub("watch.log"));
+  EXPECT_FALSE(fs::exists(owner));
+
+  // The other way round: a recording in progress keeps a deleting compaction out.
+  Bg record;
+  record.Start(TracedbBin() + " record -q -o " + ShellQuote(tmp.Sub("r2.tdb")) + " --dir " +
+               ShellQuote(dir) + " -- /bin/sleep 2");
+  for (int i = 0; i < 200 && !fs::exists(owner); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  out = RunCommand(TracedbBin() + " compact " + ShellQuote(dir) + " -o " +
+                       ShellQuote(tmp.Sub("w2.tdb")) + " --delete-compacted 2>&1",
+                   &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--delete-compacted refused: " + dir +
+                     ": its segment files belong to "
+                     "tracedb record (pid"),
+            std::string::npos)
+      << out;
+  record.Join();
+  EXPECT_FALSE(fs::exists(owner));  // released on the recording's way out
+}
+
+// The launcher probe runs `LAUNCHER --version` without a shell: a quote in the launcher's path
+// is part of the path, never a command. The fake `mpirun` answers as Open MPI and records the
+// arguments it was run with (the probe's answer shows as `-x` flags).
+TEST(Record, ProbesTheLauncherWithoutAShell) {
+  TempDir tmp;
+  const std::string bad = tmp.Sub("a'; touch PWNED; echo '");
+  fs::create_directories(bad);
+  const std::string launcher = bad + "/mpirun";
+  WriteFile(launcher,
+            "#!/bin/sh\n"
+            "if [ \"$1\" = --version ]; then echo 'mpirun (Open MPI) 4.1.0'; exit 0; fi\n"
+            "echo \"$@\" > \"$(dirname \"$0\")/args\"\n"
+            "while [ \"$1\" = -x ]; do shift 2; done\n"
+            "exec \"$@\"\n");
+  fs::permissions(launcher, fs::perms::owner_all);
+  int rc = 0;
+  const std::string out =
+      RunCommand("cd " + ShellQuote(tmp.path()) + " && " + TracedbBin() +
+                     " record -q --no-mpi -o r.tdb -- " + ShellQuote(launcher) + " /bin/true 2>&1",
+                 &rc);
+  EXPECT_FALSE(fs::exists(tmp.Sub("PWNED"))) << out;
+  EXPECT_NE(ReadFile(bad + "/args").find("-x TRACEDB_DIR="), std::string::npos) << out;
+}
+
+// Ctrl-C in the middle of a large export: the temporary file is removed, the command says so,
+// and it ends by SIGINT (exit status 130 in a shell). Known moment: the signal is sent once the
+// temporary file holds bytes, i.e. mid-write (a gzip -9 export of 90,000 rows takes ~1 s).
+TEST(Interrupt, CtrlCDuringExportRemovesWhatItWrote) {
+  TempDir tmp;
+  ASSERT_GT(Workload(tmp.Sub("trace"), 15000, 0), 0);
+  const std::string db = tmp.Sub("job.tdb");
+  int rc = 0;
+  std::string out = RunCommand(TracedbBin() + " compact -q " + ShellQuote(tmp.Sub("trace")) +
+                                   " -o " + ShellQuote(db) + " 2>&1",
+                               &rc);
+  ASSERT_EQ(rc, 0) << out;
+  fs::create_directories(tmp.Sub("out"));
+  const pid_t pid = SpawnTo({TracedbBin(), "export", "--chrome", db, "-o",
+                             tmp.Sub("out/job.json.gz"), "--gzip-level", "9"},
+                            tmp.Sub("export.log"));
+  std::string partial;
+  for (int i = 0; i < 4000 && partial.empty(); ++i) {
+    for (const auto& e : fs::directory_iterator(tmp.Sub("out"))) {
+      if (e.path().string().find(".partial-") != std::string::npos && fs::file_size(e.path()) > 0) {
+        partial = e.path().string();
+      }
+    }
+    if (partial.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_FALSE(partial.empty()) << ReadFile(tmp.Sub("export.log"));
+  ::kill(pid, SIGINT);
+  const int status = Reap(pid);
+  const std::string log = ReadFile(tmp.Sub("export.log"));
+  if (status == 0) GTEST_SKIP() << "the export finished before the signal arrived";
+  EXPECT_EQ(status, 128 + SIGINT) << log;
+  EXPECT_NE(log.find("tracedb export: interrupted (SIGINT); removed the unfinished " + partial),
+            std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::is_empty(tmp.Sub("out"))) << log;
+}
+
+// A database for the CLI checks below (the workload, compacted).
+std::string SmallDb(TempDir& tmp) {
+  EXPECT_GT(Workload(tmp.Sub("trace"), 50, 0), 0);
+  int rc = 0;
+  const std::string out = RunCommand(TracedbBin() + " compact -q " + ShellQuote(tmp.Sub("trace")) +
+                                         " -o " + ShellQuote(tmp.Sub("s.tdb")) + " 2>&1",
+                                     &rc);
+  EXPECT_EQ(rc, 0) << out;
+  return tmp.Sub("s.tdb");
+}
+
+// CSV and table output print a value whole, NUL bytes included (they stopped at the first).
+TEST(Cli, OutputKeepsValuesWithNulBytesWhole) {
+  TempDir tmp;
+  const std::string db = SmallDb(tmp);
+  int rc = 0;
+  const std::string sql = " \"SELECT 'a' || char(0) || 'b' AS n\"";
+  std::string out = RunCommand(TracedbBin() + " query " + ShellQuote(db) + sql + " -f csv", &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, std::string("n\na\0b\n", 6));
+  out = RunCommand(TracedbBin() + " query " + ShellQuote(db) + sql, &rc);
+  EXPECT_NE(out.find(std::string("a\0b", 3)), std::string::npos) << out;
+}
+
+// Exit codes and prefixes as docs/cli.md "Exit codes" says: a file that is no database is the
+// work failing (1), with the subcommand's prefix and no status-code word.
+TEST(Cli, ErrorsOfTheWorkExitOneWithTheSubcommandPrefix) {
+  TempDir tmp;
+  const std::string db = SmallDb(tmp);
+  WriteFile(tmp.Sub("not.tdb"), "hello\n");
+  int rc = 0;
+  std::string out = RunCommand(TracedbBin() + " export --chrome " + ShellQuote(tmp.Sub("not.tdb")) +
+                                   " -o " + ShellQuote(tmp.Sub("x.json")) + " 2>&1",
+                               &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.rfind("tracedb export: " + tmp.Sub("not.tdb") + ": ", 0), 0u) << out;
+  out = RunCommand(
+      TracedbBin() + " view " + ShellQuote(tmp.Sub("not.tdb")) + " --exit-after 0.1 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.rfind("tracedb view: " + tmp.Sub("not.tdb") + ": ", 0), 0u) << out;
+  EXPECT_EQ(out.find("Invalid argument"), std::string::npos) << out;
+  // The shell: its errors carry its prefix too.
+  out = RunCommand(
+      "printf 'SELEKT 1;\\n' | " + TracedbBin() + " shell " + ShellQuote(db) + " 2>&1 >/dev/null",
+      &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_EQ(out.rfind("tracedb shell: ", 0), 0u) << out;
+}
+
+// `.schema` prints each statement as it is (sqlite3's own form), not as a quoted CSV field:
+// compared with the schema table read by plain SQLite.
+TEST(Cli, SchemaCanBePastedIntoSqlite3) {
+  TempDir tmp;
+  const std::string db = SmallDb(tmp);
+  int rc = 0;
+  const std::string out =
+      RunCommand("printf '.schema strings\\n' | " + TracedbBin() + " shell " + ShellQuote(db), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT sql FROM sqlite_master WHERE name = 'strings'", -1, &st,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  const std::string want =
+      std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) + ";\n";
+  sqlite3_finalize(st);
+  sqlite3_close_v2(h);
+  EXPECT_EQ(out, want);
+}
+
+// The mpitrace import says where its rows went (the MPI profile tables), not "imported N
+// events" over an empty `events`; the count agrees with the tables read by plain SQLite.
+TEST(Cli, ProfileImportSaysWhatWentWhere) {
+  const std::string fixture = SharedFixturePath("mpitrace/alcf_cpu_mpi_profile.176073.0");
+  if (fixture.empty()) GTEST_SKIP() << "no shared mpitrace fixture";
+  TempDir tmp;
+  const std::string db = tmp.Sub("mp.tdb");
+  int rc = 0;
+  const std::string out =
+      RunCommand(TracedbBin() + " import " + ShellQuote(fixture) + " -o " + ShellQuote(db), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(PlainCount(db, "SELECT coalesce(sum(count), 0) FROM blocks"), 0);  // no events
+  std::string held;
+  for (const char* t : {"rank_times", "mpi_profile", "mpi_msgsize"}) {
+    held += std::string(held.empty() ? "" : ", ") + t + " " +
+            std::to_string(PlainCount(db, std::string("SELECT count(*) FROM ") + t));
+  }
+  EXPECT_NE(out.find("imported an MPI profile from 1 file into " + db +
+                     ": no timeline events; its tables hold " + held + " rows"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find(" events from 1 file"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tracedb::testing
