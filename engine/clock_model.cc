@@ -80,4 +80,32 @@ double ClockModel::drift_ppm() const {
   return (dc / dl - 1.0) * 1e6;
 }
 
+ClockModel ClockModel::Inverted() const {
+  ClockModel inv;
+  for (const Knot& k : knots_) inv.AddKnot(k.common, k.local);
+  return inv;
+}
+
+ClockModel ClockModel::Compose(const ClockModel& inner, const ClockModel& outer) {
+  if (outer.empty()) return inner;
+  ClockModel out;
+  for (const Knot& k : inner.knots_) out.AddKnot(k.local, outer.Map(inner.Map(k.local)));
+  if (inner.empty()) {
+    for (const Knot& k : outer.knots_) out.AddKnot(k.local, k.common);
+    return out;
+  }
+  const ClockModel back = inner.Inverted();
+  for (const Knot& k : outer.knots_) {
+    const int64_t local = back.Map(k.local);
+    out.AddKnot(local, outer.Map(inner.Map(local)));
+  }
+  return out;
+}
+
+ClockModel ClockModel::Offset(int64_t at_local, int64_t offset) {
+  ClockModel m;
+  m.AddKnot(at_local, SaturatingAdd(at_local, offset));
+  return m;
+}
+
 }  // namespace tracedb::engine

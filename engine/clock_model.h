@@ -50,6 +50,15 @@ class ClockModel {
   int64_t offset_ns() const;
   double drift_ppm() const;
 
+  // The model that maps back (common -> local): the knots swapped. Slopes stay within the
+  // clamp of Recompute, so a damaged, flat segment inverts to slope 2, never to infinity.
+  ClockModel Inverted() const;
+  // The model of outer(inner(t)): knots at inner's knots and at the local times where inner
+  // reaches outer's knots, so the composition of the two piecewise-linear maps is exact.
+  static ClockModel Compose(const ClockModel& inner, const ClockModel& outer);
+  // The model of t + offset: one knot, slope 1 (exact: no rate, no rounding).
+  static ClockModel Offset(int64_t at_local, int64_t offset);
+
  private:
   struct Knot {
     int64_t local;

@@ -1,6 +1,8 @@
 /* A plain C program against tracedb/recorder.h: N threads record spans, instants, counters and
- * complete events; it prints how many events it emitted, which `tracedb info --json` must count.
- * Usage: c_api_program DIR THREADS EVENTS_PER_THREAD */
+ * complete events. It prints how many records it emitted (a begin and its end are two records,
+ * as the recorder's written/dropped counters count them) and how many events (a begin/end pair
+ * is one span, one event): `tracedb info --json` and the compacted DB must count the events.
+ * Usage: c_api_program DIR THREADS RECORDS_PER_THREAD */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,8 @@
 
 static uint32_t g_names[4];
 static long g_per_thread;
+/* Events per thread: each loop of 5 records is 4 events (the span once), then single instants. */
+static long EventsPerThread(void) { return (g_per_thread / 5) * 4 + g_per_thread % 5; }
 
 static void* Work(void* arg) {
   long emitted = 0;
@@ -32,7 +36,7 @@ static void* Work(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: %s DIR THREADS EVENTS_PER_THREAD\n", argv[0]);
+    fprintf(stderr, "usage: %s DIR THREADS RECORDS_PER_THREAD\n", argv[0]);
     return 2;
   }
   int threads = atoi(argv[2]);
@@ -52,7 +56,8 @@ int main(int argc, char** argv) {
   tracedb_counters c;
   tracedb_stop();
   tracedb_get_counters(&c);
-  printf("emitted %ld written %llu dropped %llu\n", (long)threads * g_per_thread,
-         (unsigned long long)c.written, (unsigned long long)c.dropped);
+  printf("emitted %ld written %llu dropped %llu events %ld\n", (long)threads * g_per_thread,
+         (unsigned long long)c.written, (unsigned long long)c.dropped,
+         (long)threads * EventsPerThread());
   return 0;
 }
