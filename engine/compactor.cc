@@ -221,7 +221,7 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
 
   std::map<ProcessKey, ProcessClock> out;
   // Rank 0's processes first: the sync points of other hosts are measured against them.
-  std::vector<const ClockModel*> rank0_models;
+  std::vector<std::pair<const ClockModel*, const ClockModel*>> rank0_models;  // (anchors, model)
   for (const auto& [key, anchors] : anchor_models) {
     if (key.first != 0) continue;
     ProcessClock& pc = out[key];
@@ -237,14 +237,14 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
       pc.method = "same-host";
       pc.uncertainty_ns = SaturatingAdd(anchor_unc[key], ref_unc);
     }
-    rank0_models.push_back(&pc.model);
+    rank0_models.emplace_back(&anchors, &pc.model);
   }
-  // The rank-0 process whose clock covers rank-0 clock time t (else the first).
+  // The model of the rank-0 process whose anchors cover rank-0 clock time t (else the first).
   auto rank0_at = [&](int64_t t) -> const ClockModel* {
-    for (const ClockModel* m : rank0_models) {
-      if (m->first_local() <= t && t <= m->last_local()) return m;
+    for (const auto& [a, m] : rank0_models) {
+      if (a->first_local() <= t && t <= a->last_local()) return m;
     }
-    return rank0_models.empty() ? nullptr : rank0_models.front();
+    return rank0_models.empty() ? nullptr : rank0_models.front().second;
   };
 
   for (const auto& [key, anchors] : anchor_models) {

@@ -278,8 +278,7 @@ TEST(TraceBuilderNesting, LateArrivalsNestByContainmentNotArrival) {
                       "SELECT c.name, c.ts, c.depth, p.name FROM events c LEFT JOIN events p "
                       "ON c.parent = p.id WHERE c.track_name = 'c10d 0' ORDER BY c.ts",
                       false),
-            "tick|500|0|NULL\n"
-            "gloo:all_reduce|0|0|NULL\ngloo:all_reduce|1000|0|NULL\n"
+            "gloo:all_reduce|0|0|NULL\ntick|500|0|NULL\ngloo:all_reduce|1000|0|NULL\n"
             "gloo:all_reduce|2000|0|NULL\ngloo:all_reduce|3000|0|NULL\n"
             "gloo:all_reduce|4000|0|NULL\n");
   EXPECT_EQ(QueryRows(path,
