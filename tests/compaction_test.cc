@@ -299,7 +299,8 @@ TEST(Compaction, ClearErrorsOnBadInput) {
 
 // Ranks on three hosts with recorder clocks of different offsets and rates and hosts whose
 // realtime clocks disagree: with MPI sync points, every event lands on the common clock (rank
-// 0's host realtime) within the uncertainty stored for its rank.
+// 0's recorder clock, offset to realtime at its first anchor) within the uncertainty stored for
+// its rank, and rank 0's durations are exactly what it recorded (see the test below).
 // A compact that fails leaves no database when there was none, and an existing one unchanged
 // (byte for byte).
 TEST(Compaction, AFailedCompactLeavesNoFileOrTheOldDbUnchanged) {
