@@ -2,12 +2,17 @@
  * complete events. It prints how many records it emitted (a begin and its end are two records,
  * as the recorder's written/dropped counters count them) and how many events (a begin/end pair
  * is one span, one event): `tracedb info --json` and the compacted DB must count the events.
+ * Then 1000 complete events "known" of 6,067,204 ns each, 7 ms apart (a span of 7 s of recorder
+ * time): on rank 0, whose recorder clock is the common clock, they read back exactly.
  * Usage: c_api_program DIR THREADS RECORDS_PER_THREAD */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "tracedb/recorder.h"
+
+#define KNOWN 1000
+#define KNOWN_DUR 6067204
 
 static uint32_t g_names[4];
 static long g_per_thread;
@@ -53,11 +58,16 @@ int main(int argc, char** argv) {
   for (int i = 0; i < threads; ++i) pthread_create(&t[i], NULL, Work, (void*)(size_t)i);
   for (int i = 0; i < threads; ++i) pthread_join(t[i], NULL);
   free(t);
+  /* Known durations: KNOWN complete events of KNOWN_DUR ns, one after another on this thread,
+   * spread over some seconds of recorder time (rank 0's must read back exactly). */
+  const uint32_t known = tracedb_intern("known");
+  const int64_t start = tracedb_now();
+  for (int i = 0; i < KNOWN; ++i) tracedb_complete(known, start + (int64_t)i * 7000000, KNOWN_DUR);
   tracedb_counters c;
   tracedb_stop();
   tracedb_get_counters(&c);
-  printf("emitted %ld written %llu dropped %llu events %ld\n", (long)threads * g_per_thread,
+  printf("emitted %ld written %llu dropped %llu events %ld\n", (long)threads * g_per_thread + KNOWN,
          (unsigned long long)c.written, (unsigned long long)c.dropped,
-         (long)threads * EventsPerThread());
+         (long)threads * EventsPerThread() + KNOWN);
   return 0;
 }
