@@ -48,6 +48,8 @@ far=$("$TRACEDB_BIN" query "$tmp/job.tdb" --format csv \
   "SELECT count(*) FROM events WHERE name = 'known' AND abs(dur - 6067204) > 6067204 * 50e-6" |
   tail -n 1)
 [ "$far" -eq 0 ] || { echo "$far known durations off by more than 50 ppm"; exit 1; }
+# Every invariant of the suite's DBs (tests/db_invariants.h), where the checker is built.
+if [ -n "${DB_INVARIANTS:-}" ]; then "$DB_INVARIANTS" "$tmp/job.tdb"; fi
 "$TRACEDB_BIN" info "$tmp/trace" | head -n 3
 # A missing directory is a clear error with exit code 1.
 if "$TRACEDB_BIN" info "$tmp/missing" 2>"$tmp/err"; then echo "expected failure"; exit 1; fi
