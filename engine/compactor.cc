@@ -170,6 +170,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   std::map<ProcessKey, ClockModel> anchor_models;
   std::map<ProcessKey, int64_t> anchor_unc;
   {
+    // Built at once per process (ClockModel::FromKnots): knot by knot was quadratic.
+    std::map<ProcessKey, std::vector<std::pair<int64_t, int64_t>>> knots;
     TRACEDB_ASSIGN_OR_RETURN(Stmt st,
                              db->Prepare("SELECT rank, pid, local_ns, common_ns, uncertainty_ns "
                                          "FROM clock_knots WHERE kind = 'anchor'"));
@@ -177,9 +179,10 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       const ProcessKey key{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))};
-      anchor_models[key].AddKnot(st.Int(2), st.Int(3));
+      knots[key].emplace_back(st.Int(2), st.Int(3));
       anchor_unc[key] = std::max(anchor_unc[key], st.Int(4));
     }
+    for (auto& [key, k] : knots) anchor_models[key] = ClockModel::FromKnots(std::move(k));
   }
   std::map<ProcessKey, std::vector<SyncPoint>> syncs;
   {
