@@ -9,10 +9,10 @@
 // gloo's worker threads) is placed by containment instead: its parent is the innermost span on
 // the stack that contains it in time (none: depth 0), and it is not pushed, so it parents
 // nothing (counted in stats as `late_arrivals`). A parent therefore always contains its child;
-// only improper nesting (a child that outlives its parent, counted) breaks that. Spans left open at the end of a batch
-// are kept in the database (SaveState) and finished by a later batch, so incremental work gives
-// the same rows as one pass. Defects are counted in stats: unmatched_end, improper_nesting,
-// negative_duration.
+// only improper nesting (a child that outlives its parent, counted) breaks that. Spans left
+// open at the end of a batch are kept in the database (SaveState) and finished by a later
+// batch, so incremental work gives the same rows as one pass. Defects are counted in stats:
+// unmatched_end, improper_nesting, negative_duration.
 // Thread safety: one thread at a time; shares its TraceWriter.
 #pragma once
 
