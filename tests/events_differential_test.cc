@@ -699,9 +699,10 @@ class QueryGen {
 // never evaluate the rest on a row they reject; over the plain copy it evaluates the terms in
 // another order, and rewrites them: SQLite's WHERE-clause constant propagation turns
 // `args = 'no such name' AND json_extract(args, '$.k') = 7` into json_extract('no such name',
-// '$.k') over a real table (not over a virtual table's column), which raises "malformed JSON"
-// whatever the rows hold (seed 1127, query 9,790; `+args = ...` returns 0 rows, as events does).
-// So one side may fail where the other returns rows, neither of them wrong.
+// '$.k') over the plain table, which raises "malformed JSON" on the first row whatever the rows
+// hold (seed 1127, query 9,790; `+args = ...` returns 0 rows), while over events the
+// pushed-down constraints leave no row to evaluate it on (0 rows). So one side may fail where
+// the other returns rows, neither of them wrong.
 bool IsEvaluationError(const std::string& error) {
   return error.find("malformed JSON") != std::string::npos;
 }
