@@ -204,8 +204,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   for (const auto& [key, anchors] : anchor_models) {
     if (key.first != 0 || anchors.empty()) continue;
     const int64_t start = SaturatingAdd(anchors.first_local(), anchors.offset_ns());
-    if (ref == nullptr || start < SaturatingAdd(anchor_models[*ref].first_local(),
-                                                anchor_models[*ref].offset_ns())) {
+    if (ref == nullptr ||
+        start < SaturatingAdd(anchor_models[*ref].first_local(), anchor_models[*ref].offset_ns())) {
       ref = &key;
     }
   }

@@ -255,7 +255,8 @@ TEST(TraceBuilderNesting, LateArrivalsNestByContainmentNotArrival) {
     outer_spec.kind = "lane";
     outer_spec.name = "outer";
     const uint32_t outer = tw.Track(outer_spec);
-    const uint32_t op = tw.Intern("gloo:all_reduce"), big = tw.Intern("big"), tick = tw.Intern("tick");
+    const uint32_t op = tw.Intern("gloo:all_reduce"), big = tw.Intern("big"),
+                   tick = tw.Intern("tick");
     engine::TraceBuilder b(&tw);
     // Disjoint spans of two "threads", arriving as their buffers are flushed: 3, 1, 4, 0, 2.
     const int64_t starts[] = {3000, 1000, 4000, 0, 2000};

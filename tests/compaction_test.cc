@@ -446,8 +446,7 @@ TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
       // Others: their clock's rate against rank 0's removed, to the rounding of the maps (each
       // of the two composed maps, to realtime and onto rank 0's clock, floors at each end).
       const double want = 1000000.0 * (1 + ranks[0].rate) / (1 + ranks[rank].rate);
-      EXPECT_NEAR(static_cast<double>(st->Int(2)), want, 4)
-          << rank;
+      EXPECT_NEAR(static_cast<double>(st->Int(2)), want, 4) << rank;
     }
   }
   EXPECT_EQ(seen.size(), 4u);

@@ -137,8 +137,7 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
       e.depth = st->Int(7);
       e.parent = OptInt(*st, 8);
       e.step = OptInt(*st, 9);
-      std::pair<std::string, std::string> nc{std::string(st->Text(10)),
-                                             std::string(st->Text(11))};
+      std::pair<std::string, std::string> nc{std::string(st->Text(10)), std::string(st->Text(11))};
       auto [it, fresh] = pair_ids.emplace(nc, static_cast<uint32_t>(pairs.size()));
       if (fresh) pairs.push_back(nc);
       e.name_cat = it->second;
@@ -188,8 +187,8 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
     if (p.ts > e.ts) v.Add("3 parent starts at or before its child", pair);
     if (e.end_ts > p.end_ts) ++outlive_parent;
     if (e.depth != p.depth + 1) {
-      v.Add("4 depth", pair + ": depth " + std::to_string(e.depth) + ", parent's " +
-                           std::to_string(p.depth));
+      v.Add("4 depth",
+            pair + ": depth " + std::to_string(e.depth) + ", parent's " + std::to_string(p.depth));
     }
   }
   const int64_t improper = stats.count("improper_nesting") ? stats["improper_nesting"] : 0;
@@ -243,10 +242,9 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
     per_rank[e.rank]++;
   }
   std::map<std::tuple<int64_t, uint32_t>, std::pair<int64_t, int64_t>> want;
-  if (auto st = query(
-          "SELECT ns.rank, coalesce(a.s, ''), coalesce(b.s, ''), sum(ns.count), "
-          "sum(ns.total_dur) FROM name_stats ns LEFT JOIN strings a ON a.id = ns.name "
-          "LEFT JOIN strings b ON b.id = ns.cat GROUP BY ns.rank, ns.name, ns.cat")) {
+  if (auto st = query("SELECT ns.rank, coalesce(a.s, ''), coalesce(b.s, ''), sum(ns.count), "
+                      "sum(ns.total_dur) FROM name_stats ns LEFT JOIN strings a ON a.id = ns.name "
+                      "LEFT JOIN strings b ON b.id = ns.cat GROUP BY ns.rank, ns.name, ns.cat")) {
     while (step(*st, "name_stats")) {
       std::pair<std::string, std::string> nc{std::string(st->Text(1)), std::string(st->Text(2))};
       auto [it, fresh] = pair_ids.emplace(nc, static_cast<uint32_t>(pairs.size()));
@@ -256,7 +254,8 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
       w.second += st->Int(4);
     }
   }
-  const bool archived = stats.count("archive_dropped_events") && stats["archive_dropped_events"] > 0;
+  const bool archived =
+      stats.count("archive_dropped_events") && stats["archive_dropped_events"] > 0;
   auto key_text = [&](const std::tuple<int64_t, uint32_t>& k) {
     const auto& [rank, pc] = k;
     return "rank " + std::to_string(rank) + " name '" + pairs[pc].first + "' cat '" +
@@ -264,8 +263,8 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
   };
   for (const auto& [k, w] : want) {
     const auto it = have.find(k);
-    const std::pair<int64_t, int64_t> h = it == have.end() ? std::make_pair(int64_t{0}, int64_t{0})
-                                                           : it->second;
+    const std::pair<int64_t, int64_t> h =
+        it == have.end() ? std::make_pair(int64_t{0}, int64_t{0}) : it->second;
     const bool ok = archived ? h.first <= w.first : h == w;
     if (!ok) {
       v.Add("6 name_stats", key_text(k) + ": events has " + std::to_string(h.first) + " rows (" +
@@ -275,8 +274,8 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
   }
   for (const auto& [k, h] : have) {
     if (!want.count(k)) {
-      v.Add("6 name_stats", key_text(k) + ": " + std::to_string(h.first) +
-                                " rows in events, none in name_stats");
+      v.Add("6 name_stats",
+            key_text(k) + ": " + std::to_string(h.first) + " rows in events, none in name_stats");
     }
   }
 

@@ -8,9 +8,9 @@
 //   3. a parent exists, is a span on the same track and starts at or before its child; it ends
 //      at or after its child, except where the input nested improperly (a child that outlives
 //      its parent, by design kept and counted): rows that outlive their parent are at most the
-//      `improper_nesting` count of `stats` (recorded traces never have any);
+//      `improper_nesting` count of `stats` (e.g. NCCL proxy steps, some imported traces);
 //   4. depth is 0 at the top and the parent's depth plus one below it;
-//   5. `step` is the step of the rank's last `steps` marker at or before ts (NULL before the first);
+//   5. `step` is the step of the rank's last `steps` marker at or before ts (NULL before any);
 //   6. per (rank, name, cat), the rows' count and total duration equal `name_stats` (archive may
 //      have dropped blocks: then counted in `archive_dropped_events`, and the rows are fewer);
 //   7. `tracedb info --json` counts the rows of `events`, in all and per rank.

@@ -1089,9 +1089,10 @@ TEST(EventsDifferential, OracleTellsEvaluationOrderErrorsFromWrongRows) {
   auto exec = [&](const char* sql) {
     ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   };
-  exec("CREATE TABLE events(id, kind, args); CREATE TABLE ref(id, kind, args);"
-       "INSERT INTO events VALUES(1, 'span', '{\"k\":7}');"
-       "INSERT INTO ref VALUES(1, 'span', '{\"k\":7}'), (2, 'counter', 'not json');");
+  exec(
+      "CREATE TABLE events(id, kind, args); CREATE TABLE ref(id, kind, args);"
+      "INSERT INTO events VALUES(1, 'span', '{\"k\":7}');"
+      "INSERT INTO ref VALUES(1, 'span', '{\"k\":7}'), (2, 'counter', 'not json');");
   Query q;
   q.text = "SELECT id FROM {T} WHERE json_extract(args, '$.k') = 7 AND kind = 'span'";
   ASSERT_FALSE(testing::Run(db, Instantiate(q.text, q, true)).ok);  // the reference side fails

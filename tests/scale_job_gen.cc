@@ -33,8 +33,8 @@
 // file is open at a time. The truth goes to OUT/truth.csv: rank,step,common_ns for every step
 // marker (rank 0's recorder clock at its true instant, plus that offset), which compaction
 // must reproduce within its stated uncertainty; OUT/collectives.csv: seq,last_rank,skew_ns of
-// every MPI_Allreduce in true time (who really arrived last, and by how much); OUT/stragglers.txt lists the injected
-// stragglers.
+// every MPI_Allreduce in true time (who really arrived last, and by how much); OUT/stragglers.txt
+// lists the injected stragglers.
 //
 // Usage: scale_job_gen OUT RANKS [--ranks-per-node N] [--steps N] [--layers N]
 //                      [--straggler RANK]... [--slow F] [--seed N] [--no-members]
@@ -145,7 +145,8 @@ int64_t g_common_offset = 0;
 bool g_common_offset_set = false;
 int64_t Common(int64_t t) {
   if (!g_common_offset_set) {
-    std::fprintf(stderr, "scale_job_gen: the common clock is needed before rank 0's first anchor\n");
+    std::fprintf(stderr,
+                 "scale_job_gen: the common clock is needed before rank 0's first anchor\n");
     std::exit(1);
   }
   return Local(0, t) + g_common_offset;
