@@ -292,5 +292,59 @@ TEST(TraceBuilderNesting, LateArrivalsNestByContainmentNotArrival) {
   ExpectDbInvariants(path, {.check_info = false});
 }
 
+// The invariant checker itself, on rows written past the builder with known defects: a parent
+// that starts after its child, one that ends before its child, a depth that is not the parent's
+// plus one, and a name_stats count changed behind the rows' back. Each must be reported under its
+// rule.
+TEST(DbInvariants, CatchWrongParentsDepthsAndCounts) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("bad.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok());
+    engine::TraceWriter& tw = **w;
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    engine::TrackSpec spec;
+    spec.rank = 0;
+    spec.name = "main";
+    spec.local_id = 1;
+    const uint32_t track = tw.Track(spec);
+    const uint32_t name = tw.Intern("x");
+    struct R {
+      int64_t ts, dur;
+      uint32_t depth;
+      uint64_t parent_k;  // k(parent) + 1, 0: none
+    };
+    // k 0: [100, 150] at the top; k 1: [300, 310] under k 0 (ends after it); k 2: [110, 115]
+    // under k 0 at depth 2 (should be 1); k 3: [50, 60] under k 0 (starts before it).
+    const R rows[] = {{100, 50, 0, 0}, {300, 10, 1, 1}, {110, 5, 2, 1}, {50, 10, 1, 1}};
+    for (const R& r : rows) {
+      engine::Row& row = tw.NewRow(0, track);
+      row.ts = r.ts;
+      row.dur = r.dur;
+      row.name = name;
+      row.kind = engine::RowKind::kSpan;
+      row.k = tw.TakeK(track);
+      row.depth = r.depth;
+      row.parent_k = r.parent_k;
+      ASSERT_TRUE(tw.CommitRow().ok());
+    }
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+  int rc = 0;
+  RunCommand("sqlite3 " + ShellQuote(path) + " 'UPDATE name_stats SET count = count + 1' 2>&1",
+             &rc);
+  ASSERT_EQ(rc, 0);
+  const std::vector<std::string> bad = DbInvariantViolations(path, {.check_info = false});
+  std::string all;
+  for (const std::string& b : bad) all += b + "\n";
+  for (const char* rule : {"3 parent starts at or before its child",
+                           "3 parent ends at or after its child", "4 depth", "6 name_stats"}) {
+    EXPECT_NE(all.find(rule), std::string::npos) << rule << " not reported in:\n" << all;
+  }
+  EXPECT_EQ(all.find("1 unique ids"), std::string::npos) << all;
+  EXPECT_EQ(all.find("5 step"), std::string::npos) << all;
+}
+
 }  // namespace
 }  // namespace tracedb::testing

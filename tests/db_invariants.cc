@@ -14,11 +14,14 @@
 #include <unordered_map>
 #include <utility>
 
+#include "engine/coding.h"
 #include "query/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
 namespace {
+
+using engine::SaturatingAdd;
 
 struct Ev {
   int64_t id, rank, track, ts, dur, end_ts, depth;
@@ -160,7 +163,8 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
   // 2, 3, 4: times, parents, depth.
   int64_t outlive_parent = 0;
   for (const Ev& e : rows) {
-    if (e.end_ts != e.ts + e.dur) {
+    int64_t end = 0;
+    if (__builtin_add_overflow(e.ts, e.dur, &end) || e.end_ts != end) {
       v.Add("2 end_ts = ts + dur", Id(e.id) + ": ts " + std::to_string(e.ts) + " dur " +
                                        std::to_string(e.dur) + " end_ts " +
                                        std::to_string(e.end_ts));
@@ -238,7 +242,7 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
   for (const Ev& e : rows) {
     auto& [n, total] = have[{e.rank, e.name_cat}];
     ++n;
-    total += e.dur;
+    total = SaturatingAdd(total, e.dur);
     per_rank[e.rank]++;
   }
   std::map<std::tuple<int64_t, uint32_t>, std::pair<int64_t, int64_t>> want;
@@ -251,7 +255,7 @@ std::vector<std::string> DbInvariantViolations(const std::string& path,
       if (fresh) pairs.push_back(nc);
       auto& w = want[{st->Int(0), it->second}];
       w.first += st->Int(3);
-      w.second += st->Int(4);
+      w.second = SaturatingAdd(w.second, st->Int(4));
     }
   }
   const bool archived =
