@@ -80,4 +80,51 @@ double ClockModel::drift_ppm() const {
   return (dc / dl - 1.0) * 1e6;
 }
 
+ClockModel ClockModel::FromKnots(std::vector<std::pair<int64_t, int64_t>> knots) {
+  // One sort and one Recompute (AddKnot recomputes every slope per knot: quadratic in the
+  // knots, an hour of anchors at one a second).
+  std::stable_sort(knots.begin(), knots.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  ClockModel m;
+  for (const auto& [local, common] : knots) {
+    if (!m.knots_.empty() &&
+        static_cast<__int128>(local) - m.knots_.back().local < kMinKnotSpacingNs) {
+      continue;
+    }
+    m.knots_.push_back(Knot{local, common, kOne});
+  }
+  m.Recompute();
+  return m;
+}
+
+ClockModel ClockModel::Inverted() const {
+  std::vector<std::pair<int64_t, int64_t>> knots;
+  knots.reserve(knots_.size());
+  for (const Knot& k : knots_) knots.emplace_back(k.common, k.local);
+  return FromKnots(std::move(knots));
+}
+
+ClockModel ClockModel::Compose(const ClockModel& inner, const ClockModel& outer) {
+  if (outer.empty()) return inner;
+  std::vector<std::pair<int64_t, int64_t>> knots;
+  knots.reserve(inner.knots_.size() + outer.knots_.size());
+  for (const Knot& k : inner.knots_) knots.emplace_back(k.local, outer.Map(inner.Map(k.local)));
+  if (inner.empty()) {
+    for (const Knot& k : outer.knots_) knots.emplace_back(k.local, k.common);
+    return FromKnots(std::move(knots));
+  }
+  const ClockModel back = inner.Inverted();
+  for (const Knot& k : outer.knots_) {
+    const int64_t local = back.Map(k.local);
+    knots.emplace_back(local, outer.Map(inner.Map(local)));
+  }
+  return FromKnots(std::move(knots));
+}
+
+ClockModel ClockModel::Offset(int64_t at_local, int64_t offset) {
+  ClockModel m;
+  m.AddKnot(at_local, SaturatingAdd(at_local, offset));
+  return m;
+}
+
 }  // namespace tracedb::engine

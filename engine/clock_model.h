@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/coding.h"
@@ -49,6 +50,18 @@ class ClockModel {
   // Common - local at the first knot, and the mean rate error in ppm over all knots.
   int64_t offset_ns() const;
   double drift_ppm() const;
+
+  // The model that maps back (common -> local): the knots swapped. Slopes stay within the
+  // clamp of Recompute, so a damaged, flat segment inverts to slope 2, never to infinity.
+  ClockModel Inverted() const;
+  // The model of outer(inner(t)): knots at inner's knots and at the local times where inner
+  // reaches outer's knots, so the composition of the two piecewise-linear maps is exact.
+  static ClockModel Compose(const ClockModel& inner, const ClockModel& outer);
+  // A model from (local, common) knots in any order, built at once; a knot closer than 1 ms
+  // (local) to the previous kept one is dropped, as AddKnot drops it.
+  static ClockModel FromKnots(std::vector<std::pair<int64_t, int64_t>> knots);
+  // The model of t + offset: one knot, slope 1 (exact: no rate, no rounding).
+  static ClockModel Offset(int64_t at_local, int64_t offset);
 
  private:
   struct Knot {

@@ -170,6 +170,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   std::map<ProcessKey, ClockModel> anchor_models;
   std::map<ProcessKey, int64_t> anchor_unc;
   {
+    // Built at once per process (ClockModel::FromKnots): knot by knot was quadratic.
+    std::map<ProcessKey, std::vector<std::pair<int64_t, int64_t>>> knots;
     TRACEDB_ASSIGN_OR_RETURN(Stmt st,
                              db->Prepare("SELECT rank, pid, local_ns, common_ns, uncertainty_ns "
                                          "FROM clock_knots WHERE kind = 'anchor'"));
@@ -177,9 +179,10 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       const ProcessKey key{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))};
-      anchor_models[key].AddKnot(st.Int(2), st.Int(3));
+      knots[key].emplace_back(st.Int(2), st.Int(3));
       anchor_unc[key] = std::max(anchor_unc[key], st.Int(4));
     }
+    for (auto& [key, k] : knots) anchor_models[key] = ClockModel::FromKnots(std::move(k));
   }
   std::map<ProcessKey, std::vector<SyncPoint>> syncs;
   {
@@ -193,36 +196,74 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
           SyncPoint{static_cast<int32_t>(st.Int(2)), st.Int(3), st.Int(4), st.Int(5)});
     }
   }
-  std::string host0;
-  std::vector<const ClockModel*> rank0_models;
-  for (const auto& [key, host] : hosts) {
-    if (key.first == 0) {
-      host0 = host;
-      auto it = anchor_models.find(key);
-      if (it != anchor_models.end()) rank0_models.push_back(&it->second);
+  // The reference: rank 0's process whose anchors start first (then the lowest pid). The common
+  // clock is its recorder clock plus one offset (realtime at its first anchor), so its times
+  // and durations are exactly what it recorded. `to_common` maps realtime onto it: the
+  // reference's anchors inverted (realtime -> its clock), then the offset.
+  const ProcessKey* ref = nullptr;
+  for (const auto& [key, anchors] : anchor_models) {
+    if (key.first != 0 || anchors.empty()) continue;
+    const int64_t start = SaturatingAdd(anchors.first_local(), anchors.offset_ns());
+    if (ref == nullptr ||
+        start < SaturatingAdd(anchor_models[*ref].first_local(), anchor_models[*ref].offset_ns())) {
+      ref = &key;
     }
   }
-  // The rank-0 process whose anchors cover rank-0 clock time t (else the first).
-  auto rank0_at = [&](int64_t t) -> const ClockModel* {
-    for (const ClockModel* m : rank0_models) {
-      if (m->first_local() <= t && t <= m->last_local()) return m;
-    }
-    return rank0_models.empty() ? nullptr : rank0_models.front();
-  };
+  std::string host0;  // the reference's host (else any rank-0 process's)
+  for (const auto& [key, host] : hosts) {
+    if (key.first == 0 && (host0.empty() || (ref != nullptr && key == *ref))) host0 = host;
+  }
+  ClockModel to_common;  // realtime -> common; empty (identity) without a reference
+  int64_t ref_unc = 0;
+  if (ref != nullptr) {
+    const ClockModel& a0 = anchor_models[*ref];
+    const ClockModel back = a0.Inverted();  // realtime -> reference clock
+    to_common = ClockModel::Compose(back, ClockModel::Offset(a0.first_local(), a0.offset_ns()));
+    ref_unc = anchor_unc[*ref];
+  }
 
   std::map<ProcessKey, ProcessClock> out;
+  // Rank 0's processes first: the sync points of other hosts are measured against them.
+  std::vector<std::pair<const ClockModel*, const ClockModel*>> rank0_models;  // (anchors, model)
   for (const auto& [key, anchors] : anchor_models) {
+    if (key.first != 0) continue;
+    ProcessClock& pc = out[key];
+    const auto sync_it = syncs.find(key);
+    pc.sync_points = sync_it != syncs.end() ? static_cast<int64_t>(sync_it->second.size()) : 0;
+    if (ref != nullptr && key == *ref) {
+      pc.model = ClockModel::Offset(anchors.first_local(), anchors.offset_ns());
+      pc.method = "reference";
+      pc.uncertainty_ns = 0;
+    } else {
+      // Another process of rank 0: through realtime, as a process on rank 0's host.
+      pc.model = ClockModel::Compose(anchors, to_common);
+      pc.method = "same-host";
+      pc.uncertainty_ns = SaturatingAdd(anchor_unc[key], ref_unc);
+    }
+    rank0_models.emplace_back(&anchors, &pc.model);
+  }
+  // The model of the rank-0 process whose anchors cover rank-0 clock time t (else the first).
+  auto rank0_at = [&](int64_t t) -> const ClockModel* {
+    for (const auto& [a, m] : rank0_models) {
+      if (a->first_local() <= t && t <= a->last_local()) return m;
+    }
+    return rank0_models.empty() ? nullptr : rank0_models.front().second;
+  };
+
+  for (const auto& [key, anchors] : anchor_models) {
+    if (key.first == 0) continue;
     ProcessClock& pc = out[key];
     const auto host_it = hosts.find(key);
     const bool same_host = host_it != hosts.end() && !host0.empty() && host_it->second == host0;
     const auto sync_it = syncs.find(key);
     const bool have_sync = sync_it != syncs.end() && !sync_it->second.empty();
     pc.sync_points = have_sync ? static_cast<int64_t>(sync_it->second.size()) : 0;
-    if (key.first == 0 || same_host || !have_sync || rank0_models.empty()) {
-      // One realtime clock: the anchors alone put the process on the common clock.
-      pc.model = anchors;
-      pc.method = key.first == 0 ? "reference" : (same_host ? "same-host" : "realtime");
-      pc.uncertainty_ns = (key.first == 0 || same_host) ? anchor_unc[key] : -1;
+    if (same_host || !have_sync || rank0_models.empty()) {
+      // Realtime onto the common clock: exact for rank 0's host (one realtime clock), as good
+      // as NTP for another host without sync points.
+      pc.model = ClockModel::Compose(anchors, to_common);
+      pc.method = same_host ? "same-host" : "realtime";
+      pc.uncertainty_ns = same_host ? SaturatingAdd(anchor_unc[key], ref_unc) : -1;
       continue;
     }
     // Another host: subtract the realtime difference to rank 0's host, measured at each sync
@@ -273,9 +314,14 @@ Status StoreRankClocks(Db* db, const std::map<ProcessKey, ProcessClock>& clocks,
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("UPDATE ranks SET clock_method = ?2, offset_ns = ?3, drift_ppm = ?4, "
                            "uncertainty_ns = ?5, sync_points = ?6 WHERE rank = ?1"));
-  std::set<int32_t> done;
+  // The rank's first process speaks for it; for rank 0, the reference process.
+  std::map<int32_t, const ProcessClock*> speaker;
   for (const auto& [key, pc] : clocks) {
-    if (!done.insert(key.first).second) continue;  // the rank's first process speaks for it
+    const ProcessClock*& sp = speaker[key.first];
+    if (sp == nullptr || (pc.method == "reference" && sp->method != "reference")) sp = &pc;
+  }
+  for (const auto& [key, pc] : clocks) {
+    if (speaker[key.first] != &pc) continue;
     if (stored->count(key.first)) continue;
     st.Bind(1, key.first)
         .Bind(2, pc.method)

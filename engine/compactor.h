@@ -56,7 +56,7 @@ struct CompactStats {
   uint64_t files_waiting = 0;      // files whose tail waits for the next anchor
   uint64_t files_dead_writer = 0;  // unclosed files taken whole because their writer is gone
   uint64_t segment_events = 0;     // recorder events read, counted as `tracedb info` counts them
-                                   // (SegmentEventCount: step markers apart)
+                                   // (SegmentEventCount: a begin/end pair once)
   uint64_t step_markers = 0;       // step markers read
   uint64_t rows = 0;               // rows added to the database
   uint64_t bytes_read = 0;         // segment bytes taken

@@ -93,7 +93,7 @@ class SummaryVisitor : public SegmentVisitor {
     SegmentEventCount count;
     for (const SegmentEvent& e : events) {
       rank_->events_by_kind[static_cast<int>(e.kind)]++;
-      if (!count.Add(e)) continue;  // a step marker
+      if (!count.Add(e) && e.kind == EventKind::kStep) continue;  // a step marker
       if (rank_->first_ts == 0 || e.ts < rank_->first_ts) rank_->first_ts = e.ts;
       const int64_t end = e.kind == EventKind::kComplete ? SaturatingAdd(e.ts, e.ival) : e.ts;
       if (end > rank_->last_ts) rank_->last_ts = end;

@@ -27,16 +27,23 @@ struct SegmentFileRef {
 StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir);
 
 // How segment events are counted, one definition for `tracedb info` (SummarizeSegmentDir) and
-// `tracedb compact` (CompactStats, the `sources.events` column): a step marker (EventKind::kStep)
-// is counted apart; every other kind (begin, end, instant, counter, complete) is one event. Only
-// what the reader returns is counted: blocks that fail their CRC and a torn tail are in neither.
+// `tracedb compact` (CompactStats, the `sources.events` column): what the program emitted, one
+// per span, instant, counter or complete event. A begin/end pair is ONE event (the span the DB
+// holds as one row): an end marker is counted apart (`ends`), as is a step marker
+// (EventKind::kStep, `steps`). Only what the reader returns is counted: blocks that fail their
+// CRC and a torn tail are in neither.
 struct SegmentEventCount {
   uint64_t events = 0;
+  uint64_t ends = 0;
   uint64_t steps = 0;
-  // Counts `e`; true when it is an event, false for a step marker.
+  // Counts `e`; true when it is an event, false for an end or a step marker.
   bool Add(const SegmentEvent& e) {
     if (e.kind == EventKind::kStep) {
       ++steps;
+      return false;
+    }
+    if (e.kind == EventKind::kEnd) {
+      ++ends;
       return false;
     }
     ++events;

@@ -114,7 +114,8 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
   PopFinished(s, ts);
   // Clamped below INT64_MAX, which marks a span still open.
   const int64_t end = std::min(SaturatingAdd(ts, dur), INT64_MAX - 1);
-  if (!s->stack.empty() && s->stack.back().end < end) {
+  const bool late = ArrivedLate(*s, ts);
+  if (!late && !s->stack.empty() && s->stack.back().end < end) {
     w_->AddStat("improper_nesting", rank, 1);
   }
   Row& row = w_->NewRow(rank, track);
@@ -124,8 +125,14 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
   row.cat = cat;
   row.kind = RowKind::kSpan;
   row.k = w_->TakeK(track);
-  FillParent(*s, &row);
   if (args) row.args = *args;
+  if (late) [[unlikely]] {
+    // Placed by containment and not pushed (trace_builder.h).
+    FillParentByContainment(*s, ts, end, &row);
+    w_->AddStat("late_arrivals", rank, 1);
+    return row;
+  }
+  FillParent(*s, &row);
   PushFrame(s, row.k, ts, end);
   return row;
 }
@@ -158,7 +165,12 @@ Status TraceBuilder::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t
   row.cat = cat;
   row.kind = kind;
   row.k = w_->TakeK(track);
-  FillParent(s, &row);
+  if (ArrivedLate(s, ts)) [[unlikely]] {
+    FillParentByContainment(s, ts, ts, &row);
+    w_->AddStat("late_arrivals", w_->TrackRank(track), 1);
+  } else {
+    FillParent(s, &row);
+  }
   if (args) row.args = *args;
   if (!json.empty()) row.json.assign(json.data(), json.size());
   return w_->CommitRow();

@@ -1,12 +1,18 @@
 // TraceBuilder: turns per-track streams of begin/end/complete/instant/counter events into the
 // finished rows of a trace database, computing each event's id, nesting depth and parent.
 //
-// Per track, events must arrive in the order they started (begin, complete and instant by
+// Per track, events should arrive in the order they started (begin, complete and instant by
 // non-decreasing ts; an end closes the innermost open span). A complete event's parent is the
-// innermost span still open or not yet ended at its start. Spans left open at the end of a batch
-// are kept in the database (SaveState) and finished by a later batch, so incremental work gives
-// the same rows as one pass. Defects are counted in stats: unmatched_end, improper_nesting,
-// negative_duration.
+// innermost span still open or not yet ended at its start. A complete event or instant that
+// arrives after one that started later (a lane shared by threads: each thread's buffer reaches
+// the segment on its own, e.g. the PyTorch observer's "c10d N" lanes, written at completion from
+// gloo's worker threads) is placed by containment instead: its parent is the innermost span on
+// the stack that contains it in time (none: depth 0), and it is not pushed, so it parents
+// nothing (counted in stats as `late_arrivals`). A parent therefore always contains its child;
+// only improper nesting (a child that outlives its parent, counted) breaks that. Spans left
+// open at the end of a batch are kept in the database (SaveState) and finished by a later
+// batch, so incremental work gives the same rows as one pass. Defects are counted in stats:
+// unmatched_end, improper_nesting, negative_duration.
 // Thread safety: one thread at a time; shares its TraceWriter.
 #pragma once
 
@@ -99,6 +105,24 @@ class TraceBuilder {
   static void FillParent(const TrackState& s, Row* row) {
     row->depth = static_cast<uint32_t>(s.stack.size());
     row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
+  }
+  // True when an event starting at `ts` arrives after the top frame, which started later: the
+  // stack does not describe its time (see the header comment).
+  static bool ArrivedLate(const TrackState& s, int64_t ts) {
+    return !s.stack.empty() && s.stack.back().ts > ts;
+  }
+  // A late arrival's parent: the innermost frame that contains [ts, end], else none.
+  static void FillParentByContainment(const TrackState& s, int64_t ts, int64_t end, Row* row) {
+    row->depth = 0;
+    row->parent_k = 0;
+    for (size_t i = s.stack.size(); i-- > 0;) {
+      const Frame& f = s.stack[i];
+      if (f.ts <= ts && end <= f.end) {
+        row->depth = static_cast<uint32_t>(i + 1);
+        row->parent_k = f.k + 1;
+        return;
+      }
+    }
   }
   // Field by field: a Frame built by the caller and copied in with a 16-byte load of two 8-byte
   // stores, most likely a failed store forwarding, took 5% of a compaction profile.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/trace_writer.h"
+#include "tests/db_invariants.h"
 #include "tests/db_rows.h"
 #include "tests/test_util.h"
 
@@ -229,6 +230,120 @@ TEST(TraceBuilderRuns, CompleteRunEqualsCompleteOneByOne) {
   EXPECT_EQ(QueryRows(runs, stats), want);
   const std::string blocks = "SELECT rank, min_ts, max_end, max_dur, count, hex(data) FROM blocks";
   EXPECT_EQ(QueryRows(runs, blocks), QueryRows(one, blocks));
+}
+
+// A lane shared by threads (the PyTorch observer's "c10d N" lanes: complete events written at
+// completion by gloo's worker threads, each thread's buffer reaching the segment on its own)
+// delivers events out of start order. Known answers: disjoint spans never nest whatever their
+// arrival; a late event inside an open span gets that span, and one inside nothing gets no
+// parent. Checked with plain SQL on the DB (containment of every parent) and the invariants.
+TEST(TraceBuilderNesting, LateArrivalsNestByContainmentNotArrival) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("late.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok());
+    engine::TraceWriter& tw = **w;
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    engine::TrackSpec lane_spec;
+    lane_spec.rank = 0;
+    lane_spec.kind = "lane";
+    lane_spec.name = "c10d 0";
+    const uint32_t lane = tw.Track(lane_spec);
+    engine::TrackSpec outer_spec;
+    outer_spec.rank = 0;
+    outer_spec.kind = "lane";
+    outer_spec.name = "outer";
+    const uint32_t outer = tw.Track(outer_spec);
+    const uint32_t op = tw.Intern("gloo:all_reduce"), big = tw.Intern("big"),
+                   tick = tw.Intern("tick");
+    engine::TraceBuilder b(&tw);
+    // Disjoint spans of two "threads", arriving as their buffers are flushed: 3, 1, 4, 0, 2.
+    const int64_t starts[] = {3000, 1000, 4000, 0, 2000};
+    for (int64_t ts : starts) ASSERT_TRUE(b.Complete(lane, ts, 900, op, 0, nullptr).ok());
+    ASSERT_TRUE(b.Instant(lane, 500, tick, 0, nullptr).ok());  // late, inside nothing
+    // On another track: a big span, a later child, then late arrivals inside the big span.
+    ASSERT_TRUE(b.Complete(outer, 0, 10000, big, 0, nullptr).ok());
+    ASSERT_TRUE(b.Complete(outer, 6000, 1000, op, 0, nullptr).ok());
+    ASSERT_TRUE(b.Complete(outer, 1000, 500, op, 0, nullptr).ok());  // late: parent big
+    ASSERT_TRUE(b.Instant(outer, 2000, tick, 0, nullptr).ok());      // late: parent big
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+  // Every parent contains its child, on its track (plain SQL, the issue's own query).
+  EXPECT_EQ(QueryRows(path,
+                      "SELECT count(*), sum(c.ts >= p.ts AND c.end_ts <= p.end_ts AND "
+                      "c.track = p.track AND c.depth = p.depth + 1) FROM events c JOIN events p "
+                      "ON c.parent = p.id"),
+            "3|3\n");
+  EXPECT_EQ(QueryRows(path,
+                      "SELECT c.name, c.ts, c.depth, p.name FROM events c LEFT JOIN events p "
+                      "ON c.parent = p.id WHERE c.track_name = 'c10d 0' ORDER BY c.ts",
+                      false),
+            "gloo:all_reduce|0|0|NULL\ntick|500|0|NULL\ngloo:all_reduce|1000|0|NULL\n"
+            "gloo:all_reduce|2000|0|NULL\ngloo:all_reduce|3000|0|NULL\n"
+            "gloo:all_reduce|4000|0|NULL\n");
+  EXPECT_EQ(QueryRows(path,
+                      "SELECT c.name, c.ts, c.depth, p.name FROM events c LEFT JOIN events p "
+                      "ON c.parent = p.id WHERE c.track_name = 'outer' ORDER BY c.ts",
+                      false),
+            "big|0|0|NULL\ngloo:all_reduce|1000|1|big\ntick|2000|1|big\n"
+            "gloo:all_reduce|6000|1|big\n");
+  EXPECT_EQ(QueryRows(path, "SELECT name, value FROM stats"), "late_arrivals|6\n");
+  ExpectDbInvariants(path, {.check_info = false});
+}
+
+// The invariant checker itself, on rows written past the builder with known defects: a parent
+// that starts after its child, one that ends before its child, a depth that is not the parent's
+// plus one, and a name_stats count changed behind the rows' back. Each must be reported under its
+// rule.
+TEST(DbInvariants, CatchWrongParentsDepthsAndCounts) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("bad.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok());
+    engine::TraceWriter& tw = **w;
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    engine::TrackSpec spec;
+    spec.rank = 0;
+    spec.name = "main";
+    spec.local_id = 1;
+    const uint32_t track = tw.Track(spec);
+    const uint32_t name = tw.Intern("x");
+    struct R {
+      int64_t ts, dur;
+      uint32_t depth;
+      uint64_t parent_k;  // k(parent) + 1, 0: none
+    };
+    // k 0: [100, 150] at the top; k 1: [300, 310] under k 0 (ends after it); k 2: [110, 115]
+    // under k 0 at depth 2 (should be 1); k 3: [50, 60] under k 0 (starts before it).
+    const R rows[] = {{100, 50, 0, 0}, {300, 10, 1, 1}, {110, 5, 2, 1}, {50, 10, 1, 1}};
+    for (const R& r : rows) {
+      engine::Row& row = tw.NewRow(0, track);
+      row.ts = r.ts;
+      row.dur = r.dur;
+      row.name = name;
+      row.kind = engine::RowKind::kSpan;
+      row.k = tw.TakeK(track);
+      row.depth = r.depth;
+      row.parent_k = r.parent_k;
+      ASSERT_TRUE(tw.CommitRow().ok());
+    }
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+  int rc = 0;
+  RunCommand("sqlite3 " + ShellQuote(path) + " 'UPDATE name_stats SET count = count + 1' 2>&1",
+             &rc);
+  ASSERT_EQ(rc, 0);
+  const std::vector<std::string> bad = DbInvariantViolations(path, {.check_info = false});
+  std::string all;
+  for (const std::string& b : bad) all += b + "\n";
+  for (const char* rule : {"3 parent starts at or before its child",
+                           "3 parent ends at or after its child", "4 depth", "6 name_stats"}) {
+    EXPECT_NE(all.find(rule), std::string::npos) << rule << " not reported in:\n" << all;
+  }
+  EXPECT_EQ(all.find("1 unique ids"), std::string::npos) << all;
+  EXPECT_EQ(all.find("5 step"), std::string::npos) << all;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "engine/segment_dir.h"
 #include "engine/sqlite.h"
 #include "query/query_db.h"
+#include "tests/db_invariants.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
 
@@ -156,6 +157,7 @@ TEST(Compaction, CountsAndTopNEqualWhatWasEmitted) {
   EXPECT_FALSE(*more);
   int rc = 0;
   EXPECT_EQ(RunCommand("sqlite3 " + ShellQuote(db) + " 'PRAGMA integrity_check'", &rc), "ok\n");
+  ExpectDbInvariants(db);
 }
 
 TEST(Compaction, IncrementalOnALiveJobEqualsOneRun) {
@@ -195,6 +197,8 @@ TEST(Compaction, IncrementalOnALiveJobEqualsOneRun) {
   EXPECT_EQ(a.size(), b.size());
   EXPECT_TRUE(a == b) << "incremental and one-shot compaction differ";
   EXPECT_EQ(QueryInt(inc, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
+  ExpectDbInvariants(inc);
+  ExpectDbInvariants(one);
 }
 
 TEST(Compaction, KilledAtAnyMomentResumesToTheSameRows) {
@@ -295,7 +299,8 @@ TEST(Compaction, ClearErrorsOnBadInput) {
 
 // Ranks on three hosts with recorder clocks of different offsets and rates and hosts whose
 // realtime clocks disagree: with MPI sync points, every event lands on the common clock (rank
-// 0's host realtime) within the uncertainty stored for its rank.
+// 0's recorder clock, offset to realtime at its first anchor) within the uncertainty stored for
+// its rank, and rank 0's durations are exactly what it recorded (see the test below).
 // A compact that fails leaves no database when there was none, and an existing one unchanged
 // (byte for byte).
 TEST(Compaction, AFailedCompactLeavesNoFileOrTheOldDbUnchanged) {
@@ -410,8 +415,14 @@ TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
   EXPECT_EQ(clock[2].first, "same-host");
   EXPECT_EQ(clock[3].first, "realtime");
   EXPECT_EQ(clock[3].second, -1);  // no sync: unknown across hosts
-  for (int r = 0; r < 3; ++r) EXPECT_GT(clock[r].second, 0) << r;
+  EXPECT_EQ(clock[0].second, 0);   // the reference is the common clock
+  for (int r = 1; r < 3; ++r) EXPECT_GT(clock[r].second, 0) << r;
   EXPECT_GE(clock[1].second, kSyncErr);
+  // The common clock is rank 0's recorder clock, realtime only as an offset (at its first
+  // anchor, true time T0): common(t) = local_0(t) - local_0(T0) + realtime_A(T0).
+  auto common_of = [&](int64_t t) {
+    return local_of(ranks[0], t) - local_of(ranks[0], T0) + realtime_of(a, T0);
+  };
 
   auto st = (*q)->Prepare("SELECT rank, ts, dur FROM events ORDER BY rank, ts");
   ASSERT_TRUE(st.ok());
@@ -419,7 +430,7 @@ TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
   while (*st->Step()) {
     const int rank = static_cast<int>(st->Int(0));
     const int64_t t_true = T0 + 200000000 + int64_t{seen[rank]++} * 490000000;
-    const int64_t expected = realtime_of(a, t_true);  // the common clock: host A's realtime
+    const int64_t expected = common_of(t_true);
     const int64_t err = std::llabs(st->Int(1) - expected);
     if (rank == 3) {
       // Without sync only the hosts' realtime agreement holds (here 1.5 ms apart).
@@ -427,9 +438,19 @@ TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
     } else {
       EXPECT_LE(err, clock[rank].second + 2) << "rank " << rank << " event " << seen[rank];
     }
-    EXPECT_NEAR(static_cast<double>(st->Int(2)), 1000000.0, 1000000 * 60e-6 + 2) << rank;
+    if (rank == 0) {
+      // Rank 0's clock runs 3 ppm fast against realtime: its recorded durations come back
+      // exactly as recorded, not rescaled by that drift (999,997 ns before).
+      EXPECT_EQ(st->Int(2), 1000000) << "rank 0 event " << seen[rank];
+    } else {
+      // Others: their clock's rate against rank 0's removed, to the rounding of the maps (each
+      // of the two composed maps, to realtime and onto rank 0's clock, floors at each end).
+      const double want = 1000000.0 * (1 + ranks[0].rate) / (1 + ranks[rank].rate);
+      EXPECT_NEAR(static_cast<double>(st->Int(2)), want, 4) << rank;
+    }
   }
   EXPECT_EQ(seen.size(), 4u);
+  ExpectDbInvariants(db);
 }
 
 }  // namespace

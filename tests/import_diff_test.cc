@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/db_invariants.h"
 #include "tests/db_rows.h"
 #include "tests/test_util.h"
 
@@ -78,6 +79,7 @@ TEST_P(ImportDiff, MatchesExpected) {
 
   const std::string rows = RowsCsv(ReadDbRows(db));
   const std::string tables = TablesCsv(db);
+  ExpectDbInvariants(db);  // tests/db_invariants.h: every imported DB
   const bool rewritten = RewriteExpected(c.dir + "/expected.csv", rows);
   if (RewriteExpected(c.dir + "/expected_tables.csv", tables) || rewritten) return;
   EXPECT_EQ(rows, ReadFile(c.dir + "/expected.csv")) << cmd << "\n" << output;

@@ -16,6 +16,7 @@
 
 #include "engine/sqlite.h"
 #include "tests/db_rows.h"
+#include "tests/db_invariants.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -110,6 +111,7 @@ TEST_P(RealFixtures, EveryFileMatchesAnIndependentReading) {
     const std::string out =
         RunCommand(TracedbBin() + " import '" + file + "' -o '" + db + "' 2>&1", &rc);
     ASSERT_EQ(rc, 0) << out;
+    ExpectDbInvariants(db);  // tests/db_invariants.h, on the real files too
     auto d = engine::Db::Open(db, engine::Db::Mode::kReadOnly);
     ASSERT_TRUE(d.ok());
     auto st = (*d)->Prepare("SELECT format FROM sources");
@@ -153,6 +155,7 @@ TEST(RealFixtures, KinetoRanksMergeIntoOneJob) {
   const std::string out = RunCommand(
       TracedbBin() + " import '" + files[0] + "' '" + files[1] + "' -o '" + db + "' 2>&1", &rc);
   ASSERT_EQ(rc, 0) << out;
+  ExpectDbInvariants(db);
   auto d = engine::Db::Open(db, engine::Db::Mode::kReadOnly);
   ASSERT_TRUE(d.ok());
   auto st = (*d)->Prepare("SELECT rank, world_size, source FROM ranks ORDER BY rank");

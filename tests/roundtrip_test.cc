@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "query/query_db.h"
+#include "tests/db_invariants.h"
 #include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
@@ -66,6 +67,8 @@ void ExpectRoundTrip(const std::string& db, TempDir& tmp, const std::string& exp
   const char* counters =
       "SELECT rank, name, ts, value FROM events WHERE kind = 'counter' ORDER BY rank, name, ts";
   EXPECT_TRUE(Rows(db, counters) == Rows(back, counters)) << "counters differ";
+  ExpectDbInvariants(db);
+  ExpectDbInvariants(back);
 }
 
 TEST(RoundTrip, RecordedWorkloadSurvivesExportAndImport) {
@@ -159,6 +162,8 @@ void ExpectImportRoundTrip(const std::vector<std::string>& inputs, const std::st
     }
   }
   EXPECT_EQ(TracksOf(first), TracksOf(back));
+  ExpectDbInvariants(first);
+  ExpectDbInvariants(back);
 }
 
 std::vector<std::string> FilesIn(const std::string& dir) {

@@ -15,7 +15,8 @@
 //
 // The clocks. Every node has a realtime clock (offset up to +-2 ms and drift up to +-1 ppm from
 // true time, as NTP leaves them) and a recorder clock (TSC in ns: a boot-time origin and a
-// calibration error up to +-20 ppm), shared by its ranks. The common clock is node 0's realtime.
+// calibration error up to +-20 ppm), shared by its ranks. The common clock is rank 0's recorder
+// clock, offset by (realtime - clock) at its first anchor (docs/database-format.md "Clocks").
 // Anchors are read every second as the flusher reads them: (realtime, recorder clock) with
 // the realtime read off by up to half its width (30-120 ns). At MPI_Init and MPI_Finalize the
 // clock synchronisation of recorder/mpi/clock_sync.cc is simulated round by round of its
@@ -30,10 +31,10 @@
 // in the flusher's order: META, STRINGS, THREADS, ANCHOR at open; then once a second the EVENTS
 // recorded in that second, COMMS once defined, SYNC once measured, an ANCHOR; END at exit. One
 // file is open at a time. The truth goes to OUT/truth.csv: rank,step,common_ns for every step
-// marker (node 0's realtime at its true instant), which compaction must reproduce within its
-// stated uncertainty; OUT/collectives.csv: seq,last_rank,skew_ns of every MPI_Allreduce in true
-// time (who really arrived last, and by how much); OUT/stragglers.txt lists the injected
-// stragglers.
+// marker (rank 0's recorder clock at its true instant, plus that offset), which compaction
+// must reproduce within its stated uncertainty; OUT/collectives.csv: seq,last_rank,skew_ns of
+// every MPI_Allreduce in true time (who really arrived last, and by how much); OUT/stragglers.txt
+// lists the injected stragglers.
 //
 // Usage: scale_job_gen OUT RANKS [--ranks-per-node N] [--steps N] [--layers N]
 //                      [--straggler RANK]... [--slow F] [--seed N] [--no-members]
@@ -138,7 +139,18 @@ int64_t Realtime(int node, int64_t t) {
   const NodeClock& n = g_nodes[node];
   return kEpoch + n.rt_offset + Scaled(t, n.rt_drift);
 }
-int64_t Common(int64_t t) { return Realtime(0, t); }
+// Realtime - recorder clock at rank 0's first anchor (as recorded, read error included): set
+// when rank 0's file opens, before any truth is written (rank 0 is written first).
+int64_t g_common_offset = 0;
+bool g_common_offset_set = false;
+int64_t Common(int64_t t) {
+  if (!g_common_offset_set) {
+    std::fprintf(stderr,
+                 "scale_job_gen: the common clock is needed before rank 0's first anchor\n");
+    std::exit(1);
+  }
+  return Local(0, t) + g_common_offset;
+}
 
 // ---- The MPI clock synchronisation (recorder/mpi/clock_sync.cc), simulated ----
 struct SyncOut {
@@ -486,7 +498,12 @@ class RankFile {
     const uint64_t r = static_cast<uint64_t>(rank_), k = static_cast<uint64_t>(anchors_++);
     const int64_t width = Between(30, 120, r, k, kSlotAnchor, 0);
     const int64_t err = Between(-width / 2, width / 2, r, k, kSlotAnchor, 1);
-    return AnchorPoint{Realtime(node_, t) + err, Local(node_, t), width / 2 + 1};
+    const AnchorPoint a{Realtime(node_, t) + err, Local(node_, t), width / 2 + 1};
+    if (rank_ == 0 && k == 0) {
+      g_common_offset = a.realtime_ns - a.clock_ns;
+      g_common_offset_set = true;
+    }
+    return a;
   }
   void Check(const tracedb::Status& s) {
     if (!s.ok()) {

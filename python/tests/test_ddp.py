@@ -124,6 +124,30 @@ class DdpCaptureTest(unittest.TestCase):
             for r in seqs:
                 self.assertEqual(r["top"], r["n"] - 1, "seq numbers 0..n-1 without gaps")
 
+    def test_parents_contain_their_children(self):
+        # The c10d operations are written at completion by gloo's worker threads, so their lanes'
+        # events reach compaction out of start order; nesting must follow time, not arrival.
+        # Plain SQL: every parent on its child's track, containing it, one level up.
+        for db, _, _ in self.each_run():
+            rows = query(db, "SELECT count(*) AS n, coalesce(sum(c.ts >= p.ts AND "
+                             "c.end_ts <= p.end_ts AND c.track = p.track AND "
+                             "c.depth = p.depth + 1), 0) AS ok FROM events c "
+                             "JOIN events p ON c.parent = p.id")
+            self.assertEqual(rows[0]["n"], rows[0]["ok"], f"{db}: parents that do not contain")
+            # The c10d lanes never nest (docs/python.md): depth 0, no parent, on every rank.
+            lanes = query(db, "SELECT rank, count(*) AS n, sum(depth = 0 AND parent IS NULL) "
+                              "AS top FROM events WHERE track_name LIKE 'c10d %' GROUP BY rank")
+            self.assertEqual([r["rank"] for r in lanes], list(range(RANKS)))
+            for r in lanes:
+                self.assertGreater(r["n"], 0)
+                self.assertEqual(r["top"], r["n"], f"{db}: c10d events below another: {r}")
+            # Every other invariant of the suite (tests/db_invariants.h), where built.
+            checker = os.environ.get("TRACEDB_INVARIANTS")
+            if checker:
+                p = subprocess.run([checker, db], capture_output=True, text=True, timeout=120,
+                                   env=dict(os.environ, TRACEDB_BIN=TRACEDB_BIN))
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
     def test_bucketed_allreduce_bytes_equal_ddp_buckets(self):
         for db, report, _ in self.each_run():
             rows = query(db, "SELECT rank, step, bytes FROM events "

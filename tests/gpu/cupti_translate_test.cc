@@ -14,6 +14,7 @@
 #include "query/query_db.h"
 #include "recorder/cuda/cupti_translate.h"
 #include "recorder/cuda/gpu_clock.h"
+#include "tests/db_invariants.h"
 #include "tests/test_util.h"
 #include "tracedb/recorder.h"
 
@@ -241,6 +242,7 @@ TEST(CuptiTimeline, RecordedCompactedAndSummarised) {
       TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(dbpath) + " -q 2>&1",
       &rc);
   ASSERT_EQ(rc, 0) << out;
+  ExpectDbInvariants(dbpath);  // tests/db_invariants.h
   auto q = query::OpenQueryDb(dbpath);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   auto db = std::move(*q);

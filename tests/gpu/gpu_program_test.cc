@@ -13,6 +13,7 @@
 
 #include "query/gpu_views.h"
 #include "query/query_db.h"
+#include "tests/db_invariants.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -60,6 +61,7 @@ TEST(GpuProgram, RecordedWithPluginCuptiAndNvtx) {
       TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(dbpath) + " -q 2>&1",
       &rc);
   ASSERT_EQ(rc, 0) << c;
+  ExpectDbInvariants(dbpath);  // tests/db_invariants.h
   auto q = query::OpenQueryDb(dbpath);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   auto db = std::move(*q);

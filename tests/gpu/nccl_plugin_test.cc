@@ -16,6 +16,7 @@
 #include "query/query_db.h"
 #include "recorder/nccl/event_mask.h"
 #include "recorder/nccl/profiler_abi.h"
+#include "tests/db_invariants.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -57,6 +58,7 @@ int Compact(const std::string& trace, const std::string& db) {
   const std::string out = RunCommand(
       TracedbBin() + " compact " + ShellQuote(trace) + " -o " + ShellQuote(db) + " -q 2>&1", &rc);
   if (rc != 0) ADD_FAILURE() << out;
+  if (rc == 0) ExpectDbInvariants(db);  // tests/db_invariants.h, on every DB the harness makes
   return rc;
 }
 

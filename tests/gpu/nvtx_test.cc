@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "query/query_db.h"
+#include "tests/db_invariants.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -59,6 +60,7 @@ TEST_F(NvtxTest, EveryCallBecomesAnEvent) {
                                        " -o " + ShellQuote(dbpath) + " -q 2>&1",
                                    &rc);
   ASSERT_EQ(rc, 0) << c;
+  ExpectDbInvariants(dbpath);  // tests/db_invariants.h
   auto q = query::OpenQueryDb(dbpath);
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   db_ = std::move(*q);
