@@ -1,12 +1,15 @@
 // Compaction implementation. See compactor.h; clocks and tables in docs/database-format.md.
 #include "engine/compactor.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -324,6 +327,8 @@ class EventsVisitor : public SegmentVisitor {
   }
   void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
     if (!status_.ok()) return;
+    // The process was seen at its last event's start (a thread's events come in start order).
+    if (!events.empty()) last_seen = std::max(last_seen, model_->Map(events.back().ts));
     const uint32_t thread_track = ThreadTrack(thread);
     const SegmentEvent* e = events.data();
     const SegmentEvent* const last = e + events.size();
@@ -392,6 +397,7 @@ class EventsVisitor : public SegmentVisitor {
   const Status& status() const { return status_; }
   SegmentEventCount count;  // as `tracedb info` counts them (segment_dir.h)
   uint64_t dropped = 0;
+  int64_t last_seen = INT64_MIN;  // common clock: the latest event start read
 
  private:
   static constexpr size_t kMaxStringGap = 1u << 20;
@@ -481,6 +487,13 @@ std::string LocalHostName() {
   return host;
 }
 
+// Is process `pid`, recorded on this host, gone? (kill(pid, 0): ESRCH.) A pid reused since
+// reads as alive: its spans then wait for a later pass or `finish`.
+bool LocalProcessGone(uint32_t pid) {
+  if (pid == 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 int64_t FileAgeSeconds(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -510,6 +523,16 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     return std::tie(a.rank, a.pid, a.seq, a.path) < std::tie(b.rank, b.pid, b.seq, b.path);
   });
   stats.files = files.size();
+  // The last file of each process (the highest seq): when it is taken whole and the process is
+  // gone, the process's spans still open are written open (compactor.h, "Open spans").
+  std::map<ProcessKey, const SegmentFileRef*> last_file;
+  for (const SegmentFileRef& f : files) {
+    if (!taken(f.rank)) continue;
+    const SegmentFileRef*& slot = last_file[{f.rank, f.pid}];
+    if (slot == nullptr || f.seq > slot->seq) slot = &f;
+  }
+  std::map<ProcessKey, int64_t> ended;  // processes over -> when last seen (common clock)
+  std::map<ProcessKey, int64_t> seen;   // every process read -> the latest event start read
 
   std::map<std::string, SourceState> sources;
   {
@@ -550,6 +573,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   // Pass 1: what each file says about its process and clock (idempotent inserts).
   // It also tells where each file ends and whether its writer closed it.
   std::map<std::string, StatusOr<SegmentScan>> probes;
+  std::map<std::string, std::string> file_host;  // path -> the host its META names
   const std::string this_host = LocalHostName();
   TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
   std::set<int32_t> clocks_stored;  // ranks whose clock row this run has written
@@ -566,6 +590,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
         v.meta->host != this_host) {
       writer = WriterState::kUnknown;
     }
+    if (v.meta) file_host[f->path] = v.meta->host;
     probes.emplace(f->path, std::move(scan));
   }
   TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
@@ -591,6 +616,39 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   size_t batch_files = 0;
   uint64_t batch_events = 0;
   auto batch_start = std::chrono::steady_clock::now();
+  // Writes the open spans of the processes found over (in the last batch's transaction, with
+  // the progress that made them over). A lane track (no process) ends with its rank: when every
+  // process of the rank that this run knows of is over.
+  auto close_ended = [&]() -> Status {
+    if (ended.empty()) return Status::Ok();
+    std::map<int32_t, int64_t> rank_end;  // ranks whose every known process ended -> last seen
+    std::set<int32_t> rank_alive;
+    for (const auto& [key, f] : last_file) {
+      auto e = ended.find(key);
+      if (e == ended.end()) {
+        rank_alive.insert(key.first);
+      } else {
+        int64_t& r = rank_end.try_emplace(key.first, INT64_MIN).first->second;
+        r = std::max(r, e->second);
+      }
+    }
+    for (uint32_t track : builder.TracksWithOpenSpans()) {
+      const TrackSpec& spec = w->TrackSpecOf(track);
+      int64_t end = INT64_MIN;
+      if (spec.pid >= 0) {
+        auto e = ended.find({spec.rank, static_cast<uint32_t>(spec.pid)});
+        if (e == ended.end()) continue;
+        end = e->second;
+      } else {
+        auto e = rank_end.find(spec.rank);
+        if (e == rank_end.end() || rank_alive.count(spec.rank)) continue;
+        end = e->second;
+      }
+      TRACEDB_ASSIGN_OR_RETURN(uint64_t n, builder.CloseOpenSpans(track, end));
+      stats.open_spans_closed += n;
+    }
+    return Status::Ok();
+  };
   // Counts file `i` into the open batch and commits the batch when it is full or the last.
   auto file_done = [&](size_t i) -> Status {
     ++batch_files;
@@ -598,6 +656,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
         std::chrono::steady_clock::now() - batch_start < kBatchTime) {
       return Status::Ok();
     }
+    if (i + 1 == work.size()) TRACEDB_RETURN_IF_ERROR(close_ended());
     // The open spans, once per transaction (they walk every track of the job).
     TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
     TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
@@ -680,6 +739,27 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     }
     for (const std::string& p : got->problems) {
       if (stats.problems.size() < 32) stats.problems.push_back(f.path + ": " + p);
+    }
+    // Is the process over? Only its last file can say (compactor.h, "Open spans").
+    const ProcessKey pkey{f.rank, f.pid};
+    int64_t& pseen = seen.try_emplace(pkey, INT64_MIN).first->second;
+    pseen = std::max(pseen, v.last_seen);
+    if (whole && last_file[pkey] == &f) {
+      const std::string& host = file_host[f.path];
+      const bool local = host.empty() || host == this_host;
+      const bool gone_after_close =
+          probe.closed && (writer != WriterState::kAlive) &&
+          (!local || LocalProcessGone(f.pid)) &&
+          !std::filesystem::exists(std::filesystem::path(f.path).parent_path() /
+                                   SegmentFileName(f.pid, f.seq + 1));
+      if (options.finish || dead_writer || gone_after_close || !probe.closed) {
+        // (!closed and whole without a dead writer or finish: untouched for stale_after_s.)
+        int64_t last = pseen;
+        if (auto c = clocks.find(pkey); c != clocks.end() && !c->second.model.empty()) {
+          last = std::max(last, c->second.model.Map(c->second.model.last_local()));
+        }
+        ended[pkey] = last;
+      }
     }
     stats.segment_events += v.count.events;
     stats.step_markers += v.count.steps;

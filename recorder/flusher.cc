@@ -471,11 +471,12 @@ int64_t ThreadCpuNs() {
 
 void Flusher::Run() {
   pthread_setname_np(pthread_self(), "tracedb-flusher");
-  // SIGTERM/SIGINT go to the application's threads: their handler waits for this one.
+  // SIGTERM/SIGINT/SIGHUP go to the application's threads: their handler waits for this one.
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   for (;;) {
     // Read the wake word first: a request made after this point changes it, and the futex wait

@@ -281,9 +281,11 @@ int64_t EnvOr(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
 
 void AtExit() { tracedb_stop(); }
 
-// SIGTERM / SIGINT, installed at the first start only where the application left the default
-// action: a last write of everything buffered (bounded wait), then the default action (the
-// handler is installed with SA_RESETHAND; re-raised, the signal is delivered on return).
+// SIGTERM / SIGINT / SIGHUP, and the fatal signals of a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGABRT), installed at the first start only where the application left the default action: a
+// last write of everything buffered (bounded wait), then the default action (the handler is
+// installed with SA_RESETHAND; re-raised, the signal is delivered on return; a fault re-executes
+// and meets the default action). A crashing rank so keeps its last events and open spans.
 constexpr int kTerminateFlushMs = 3000;
 void OnTerminateSignal(int sig) {
   const int saved_errno = errno;
@@ -293,7 +295,7 @@ void OnTerminateSignal(int sig) {
 }
 
 void InstallTerminateHandlers() {
-  for (int sig : {SIGTERM, SIGINT}) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
     struct sigaction old;
     if (sigaction(sig, nullptr, &old) != 0) continue;
     if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;  // the app's
