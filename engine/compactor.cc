@@ -42,6 +42,8 @@ struct ProcessClock {
   std::string method;           // "reference", "same-host", "sync", "realtime"
   int64_t uncertainty_ns = -1;  // -1: unknown
   int64_t sync_points = 0;
+  int64_t last_anchor_local = INT64_MIN;  // the process's latest anchor (its clock), even one
+                                          // the model skipped as too close to another
 };
 
 // ---- Pre-pass: what every file says about its process (META, anchors, sync, comms). ----
@@ -172,6 +174,7 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   }
   std::map<ProcessKey, ClockModel> anchor_models;
   std::map<ProcessKey, int64_t> anchor_unc;
+  std::map<ProcessKey, int64_t> anchor_last;
   {
     TRACEDB_ASSIGN_OR_RETURN(Stmt st,
                              db->Prepare("SELECT rank, pid, local_ns, common_ns, uncertainty_ns "
@@ -182,6 +185,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
       const ProcessKey key{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))};
       anchor_models[key].AddKnot(st.Int(2), st.Int(3));
       anchor_unc[key] = std::max(anchor_unc[key], st.Int(4));
+      auto [last, fresh] = anchor_last.try_emplace(key, st.Int(2));
+      if (!fresh) last->second = std::max(last->second, st.Int(2));
     }
   }
   std::map<ProcessKey, std::vector<SyncPoint>> syncs;
@@ -216,6 +221,7 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   std::map<ProcessKey, ProcessClock> out;
   for (const auto& [key, anchors] : anchor_models) {
     ProcessClock& pc = out[key];
+    pc.last_anchor_local = anchor_last[key];
     const auto host_it = hosts.find(key);
     const bool same_host = host_it != hosts.end() && !host0.empty() && host_it->second == host0;
     const auto sync_it = syncs.find(key);
@@ -555,7 +561,14 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
       continue;
     }
     const SourceState& s = sources[f.path];
-    if (s.finished || s.offset >= f.size) continue;
+    if (s.finished) continue;
+    // A file read to its end but not finished is taken again (to finish it, nothing new to
+    // read) when its process may be over: with `finish`, or when its writer is gone. That is
+    // what writes the spans its process left open (compactor.h, "Open spans").
+    if (s.offset >= f.size && !options.finish &&
+        ProbeSegmentWriter(f.path) != WriterState::kGone) {
+      continue;
+    }
     work.push_back(&f);
     bytes_total += f.size - std::min(s.offset, f.size);
   }
@@ -756,7 +769,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
         // (!closed and whole without a dead writer or finish: untouched for stale_after_s.)
         int64_t last = pseen;
         if (auto c = clocks.find(pkey); c != clocks.end() && !c->second.model.empty()) {
-          last = std::max(last, c->second.model.Map(c->second.model.last_local()));
+          last = std::max(last, c->second.model.Map(c->second.last_anchor_local));
         }
         ended[pkey] = last;
       }

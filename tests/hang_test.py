@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -210,6 +211,7 @@ def main():
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--tmp", default=tempfile.gettempdir())
     args = ap.parse_args()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file from the crash
     os.makedirs(args.tmp, exist_ok=True)
     work = tempfile.mkdtemp(prefix="hang-", dir=args.tmp)
     try:

@@ -119,7 +119,9 @@ void FoldBeginEnd(std::vector<ReadEvent>* events) {
   }
   size_t out = 0;
   for (size_t i = 0; i < events->size(); ++i) {
-    if (!drop[i]) (*events)[out++] = std::move((*events)[i]);
+    if (drop[i]) continue;
+    if (out != i) (*events)[out] = std::move((*events)[i]);  // (a self-move empties strings)
+    ++out;
   }
   events->resize(out);
 }
