@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -27,6 +28,8 @@ namespace {
 using ProcessKey = std::pair<int32_t, uint32_t>;  // (rank, pid)
 
 constexpr const char* kStateKey = "compaction.open_spans";
+// Instants named so are flight-recorder triggers (recorder.h tracedb_trigger).
+constexpr const char* kTriggerPrefix = "tracedb.trigger:";
 // Segment events are decoded and compacted this many at a time: 1,024 SegmentEvents (88 KB) stay
 // in the core's cache between the decoder and the builder, where a whole 64K-event block (5.8 MB)
 // went through memory.
@@ -379,9 +382,15 @@ class EventsVisitor : public SegmentVisitor {
         case EventKind::kEnd:
           s = b_->End(track, ts, args);
           break;
-        case EventKind::kInstant:
-          s = b_->Instant(track, ts, Name(e->name), cat, args);
+        case EventKind::kInstant: {
+          const uint32_t name = Name(e->name);
+          s = b_->Instant(track, ts, name, cat, args);
+          if (s.ok() && !trigger_names_.empty()) {
+            auto t = trigger_names_.find(name);
+            if (t != trigger_names_.end()) s = AddTrigger(ts, t->second);
+          }
           break;
+        }
         case EventKind::kCounter:
           s = b_->Counter(track, ts, Name(e->name), cat, e->value);
           break;
@@ -428,8 +437,25 @@ class EventsVisitor : public SegmentVisitor {
     if (id == 0) {
       id = local <= strings_.size() ? w_->Intern(strings_[local - 1])
                                     : w_->Intern("<unknown name " + std::to_string(local) + ">");
+      // A flight-recorder trigger's instant (recorder.h tracedb_trigger): also a `triggers` row.
+      if (local <= strings_.size() && strings_[local - 1].rfind(kTriggerPrefix, 0) == 0) {
+        trigger_names_[id] = strings_[local - 1].substr(std::strlen(kTriggerPrefix));
+      }
     }
     return id;
+  }
+  // One row of `triggers` (docs/flight.md), created with the first one.
+  Status AddTrigger(int64_t ts, const std::string& reason) {
+    Db* db = w_->db();
+    if (!triggers_ready_) {
+      TRACEDB_RETURN_IF_ERROR(
+          db->Exec("CREATE TABLE IF NOT EXISTS triggers(rank INTEGER NOT NULL, ts INTEGER NOT "
+                   "NULL, reason TEXT NOT NULL, PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID"));
+      triggers_ready_ = true;
+    }
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
+    return st.Bind(1, rank_).Bind(2, ts).Bind(3, reason).Run();
   }
   uint32_t ThreadTrack(uint32_t index) {
     auto it = thread_tracks_.find(index);
@@ -480,6 +506,8 @@ class EventsVisitor : public SegmentVisitor {
   std::vector<std::string> strings_;
   std::vector<uint32_t> name_cache_;
   std::map<uint32_t, uint32_t> unknown_names_;
+  std::map<uint32_t, std::string> trigger_names_;  // string id -> the trigger's reason
+  bool triggers_ready_ = false;
   std::map<uint32_t, uint32_t> lane_names_;
   std::map<uint32_t, ThreadInfo> threads_;
   std::map<uint32_t, uint32_t> thread_tracks_;

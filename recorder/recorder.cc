@@ -33,10 +33,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "recorder/catalog.h"
 #include "recorder/chunk_pool.h"
 #include "recorder/clock.h"
+#include "recorder/flight_ring.h"
 #include "recorder/flusher.h"
 #include "recorder/rank_env.h"
 #include "recorder/thread_buffer.h"
@@ -294,6 +296,47 @@ void OnTerminateSignal(int sig) {
   errno = saved_errno;
 }
 
+// Triggers (tracedb_trigger, SIGUSR1): at most one a second; a storm is ignored.
+constexpr int64_t kMinTriggerGapNs = 1000000000;
+std::atomic<int64_t> g_last_trigger_ns{INT64_MIN / 2};
+std::atomic<uint32_t> g_sigusr1_name{0};  // "tracedb.trigger:SIGUSR1", interned at start
+bool g_flight = false;                    // guarded by g_mu
+
+// Claims the right to trigger now (false within kMinTriggerGapNs of the last). Lock-free, so
+// that a signal handler may call it.
+bool ClaimTrigger() noexcept {
+  const int64_t now = NowNs();
+  int64_t last = g_last_trigger_ns.load(std::memory_order_relaxed);
+  do {
+    if (now - last < kMinTriggerGapNs) return false;
+  } while (!g_last_trigger_ns.compare_exchange_weak(last, now, std::memory_order_relaxed));
+  return true;
+}
+
+void OnTriggerSignal(int) {
+  const int saved_errno = errno;
+  if (ClaimTrigger()) {
+    const uint32_t name = g_sigusr1_name.load(std::memory_order_relaxed);
+    if (name != 0) tracedb_instant_ex(name, TRACEDB_CAT_USER, 0, nullptr);
+    Flusher::RequestTrigger();
+  }
+  errno = saved_errno;
+}
+
+// Flight mode: SIGUSR1 triggers, where the application left the default action (which would
+// kill the process).
+void InstallTriggerHandler() {
+  struct sigaction old;
+  if (sigaction(SIGUSR1, nullptr, &old) != 0) return;
+  if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTriggerSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
 void InstallTerminateHandlers() {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
     struct sigaction old;
@@ -395,6 +438,18 @@ int tracedb_start(const char* dir) noexcept {
     g_window_hi = hi >= 0 ? hi : INT64_MAX;
     cfg.start_step = lo;
     cfg.end_step = hi;
+    g_flight = false;
+    if (const char* flight = std::getenv("TRACEDB_FLIGHT"); flight != nullptr && *flight) {
+      cfg.flight_ns = ParseDurationNs(flight);
+      if (cfg.flight_ns < 0) {
+        std::fprintf(stderr,
+                     "tracedb: TRACEDB_FLIGHT=%s is no duration (30s, 500ms, 2m); recording "
+                     "everything\n",
+                     flight);
+        cfg.flight_ns = 0;
+      }
+      g_flight = cfg.flight_ns > 0;
+    }
     pool = ChunkPool::Create(budget);
     if (pool == nullptr) return TRACEDB_ERR_IO;
     cfg.pool = pool;
@@ -421,6 +476,12 @@ int tracedb_start(const char* dir) noexcept {
     std::atexit(AtExit);
     InstallTerminateHandlers();
   });
+  if (g_flight) {
+    g_sigusr1_name.store(Catalog::Get().Intern("tracedb.trigger:SIGUSR1"),
+                         std::memory_order_relaxed);
+    static std::once_flag usr1_once;
+    std::call_once(usr1_once, InstallTriggerHandler);
+  }
   return TRACEDB_OK;
 }
 
@@ -564,6 +625,28 @@ void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_in_comm,
     g_flusher->AddComm(std::move(info));
   } catch (...) {
   }
+}
+
+int tracedb_trigger(const char* reason) noexcept {
+  if (reason == nullptr) return TRACEDB_ERR_ARG;
+  uint32_t name;
+  bool flight;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_started) return TRACEDB_ERR_STATE;
+    flight = g_flight;
+  }
+  if (!ClaimTrigger()) return TRACEDB_ERR_RATE;
+  try {
+    std::string n = "tracedb.trigger:";
+    n.append(reason, strnlen(reason, 200));
+    name = Catalog::Get().Intern(n);
+  } catch (...) {
+    return TRACEDB_ERR_IO;
+  }
+  tracedb_instant_ex(name, TRACEDB_CAT_USER, 0, nullptr);
+  if (flight) Flusher::RequestTrigger();
+  return TRACEDB_OK;
 }
 
 void tracedb_get_counters(tracedb_counters* out) noexcept {

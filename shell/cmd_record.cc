@@ -49,6 +49,7 @@
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
 #include "recorder/cuda/record_env.h"
+#include "recorder/flight_ring.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/verbosity.h"
@@ -68,6 +69,7 @@ struct RecordOptions {
   bool force = false;
   int nproc = 0;  // > 0: launch this many local ranks of the command
   double grace_s = 10;  // a stopping job's time to flush and exit before SIGKILL
+  std::string flight;   // flight-recorder mode: TRACEDB_FLIGHT for every rank (docs/flight.md)
   bool nccl = false, cuda = false, nvtx = false;  // GPU capture (docs/gpu-capture.md)
   std::string nccl_events;                        // TRACEDB_NCCL_EVENTS for the NCCL plugin
   std::vector<std::string> command;
@@ -516,6 +518,14 @@ int RunRecord(const RecordOptions& o) {
       return kExitError;
     }
   }
+  if (!o.flight.empty()) {
+    if (recorder::ParseDurationNs(o.flight.c_str()) <= 0) {
+      std::fprintf(stderr, "tracedb record: --flight %s is no duration (30s, 500ms, 2m)\n",
+                   o.flight.c_str());
+      return kExitUsage;
+    }
+    vars.emplace_back("TRACEDB_FLIGHT", o.flight);
+  }
   const std::string master_port = std::to_string(FreePort());
   const std::string master_addr = o.nproc > 0 ? "127.0.0.1" : HostName();
   vars.emplace_back("TRACEDB_MASTER_ADDR", master_addr);
@@ -668,6 +678,10 @@ void SetupRecord(CLI::App& app, int* exit_code) {
                   "Seconds a job stopped by SIGTERM/SIGINT/SIGHUP (forwarded to it) or by a "
                   "failed rank has to exit before SIGKILL (default 10)")
       ->check(CLI::Range(0.0, 3600.0));
+  sub->add_option("--flight", o->flight,
+                  "Flight-recorder mode: keep the last DURATION (30s, 500ms, 2m) of events in "
+                  "memory, write them only around a trigger (SIGUSR1, tracedb_trigger, a "
+                  "terminating signal); docs/flight.md");
   sub->add_flag("--nccl", o->nccl,
                 "Load the NCCL profiler plugin: collectives, p2p, proxy ops (docs/gpu-capture.md)");
   sub->add_option("--nccl-events", o->nccl_events,
