@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "engine/version.h"
+#include "tracedb/recorder.h"
 #include "recorder/catalog.h"
 #include "recorder/clock.h"
 
@@ -258,6 +259,17 @@ void Flusher::DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, u
       args.flow = e3.a;
       ap = &args;
     }
+    if (config_.hang_timeout_ns > 0 &&
+        (r.cat == TRACEDB_CAT_MPI || r.cat == TRACEDB_CAT_NCCL || r.cat == TRACEDB_CAT_COMM)) {
+      if (kind == EventKind::kBegin) {
+        if (b->comm_depth++ == 0) {
+          b->comm_open_since = r.ts;
+          b->comm_watchdog_fired = false;
+        }
+      } else if (kind == EventKind::kEnd && b->comm_depth > 0) {
+        --b->comm_depth;
+      }
+    }
     switch (kind) {
       case EventKind::kComplete:
       case EventKind::kStep:
@@ -439,6 +451,19 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
   if (final) (void)writer_.Close();
 }
 
+bool Flusher::WatchdogFires(int64_t now_ns) {
+  if (config_.hang_timeout_ns <= 0) return false;
+  bool fire = false;
+  Catalog::Get().Buffers(&buffers_scratch_);
+  for (ThreadBuffer* b : buffers_scratch_) {
+    if (b->comm_depth == 0 || b->comm_watchdog_fired) continue;
+    if (now_ns - b->comm_open_since < config_.hang_timeout_ns) continue;
+    b->comm_watchdog_fired = true;  // once per call: it stays open, or a new one restarts it
+    fire = true;
+  }
+  return fire;
+}
+
 void Flusher::CloseFile() {
   block_scratch_.clear();
   engine::EncodeEnd(engine::SegmentEnd{file_events_}, &block_scratch_);
@@ -523,7 +548,15 @@ void Flusher::Run() {
     const int64_t idle_ns = NowNs() - last_write_ns_;
     const bool timer = idle_ns >= config_.flush_interval_ns;
     const bool drain = g_drain_request.exchange(0, std::memory_order_acq_rel) != 0;
-    const bool trigger = g_trigger_request.exchange(0, std::memory_order_acq_rel) != 0;
+    bool trigger = g_trigger_request.exchange(0, std::memory_order_acq_rel) != 0;
+    // The hang watchdog looks at what the last cycle decoded: a call begun and not ended for
+    // the timeout. Its trigger instant is recorded from here, then written with the ring.
+    if (timer && !stopping && !terminate && WatchdogFires(NowNs())) {
+      if (config_.hang_trigger_name != 0) {
+        tracedb_instant_ex(config_.hang_trigger_name, TRACEDB_CAT_USER, 0, nullptr);
+      }
+      trigger = true;
+    }
     if (stopping || asked || terminate || timer || drain || trigger ||
         full - full_seen_ >= batch) {
       full_seen_ = full;

@@ -49,6 +49,9 @@ struct FlusherConfig {
   uint32_t prefault_chunks = 64;  // free chunks the flusher keeps touched, ready for producers
   int64_t flight_ns = 0;  // > 0: flight-recorder mode (TRACEDB_FLIGHT): events are kept in a
                           // ring of this window and written only around a trigger
+  int64_t hang_timeout_ns = 0;  // > 0: the hang watchdog (TRACEDB_HANG_TIMEOUT): a thread in
+                                // one communication call this long triggers, once per call
+  uint32_t hang_trigger_name = 0;  // "tracedb.trigger:hang", interned by the caller
 };
 
 class Flusher {
@@ -113,6 +116,9 @@ class Flusher {
   void AppendCatalogDeltas(bool all);
   void AppendStatsIfChanged(bool force);
   void CloseFile();
+  // The hang watchdog: true when some thread has been in one communication call for
+  // hang_timeout_ns (marks it fired). REQUIRES: the flusher thread.
+  bool WatchdogFires(int64_t now_ns);
   void FailWriting(const Status& s);
   static void CutBackTo(const std::string& path, uint64_t size, uint64_t events);
 

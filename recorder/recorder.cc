@@ -450,6 +450,15 @@ int tracedb_start(const char* dir) noexcept {
       }
       g_flight = cfg.flight_ns > 0;
     }
+    if (const char* hang = std::getenv("TRACEDB_HANG_TIMEOUT"); hang != nullptr && *hang) {
+      cfg.hang_timeout_ns = ParseDurationNs(hang);
+      if (cfg.hang_timeout_ns < 0) {
+        std::fprintf(stderr, "tracedb: TRACEDB_HANG_TIMEOUT=%s is no duration; no watchdog\n",
+                     hang);
+        cfg.hang_timeout_ns = 0;
+      }
+      cfg.hang_trigger_name = Catalog::Get().Intern("tracedb.trigger:hang");
+    }
     pool = ChunkPool::Create(budget);
     if (pool == nullptr) return TRACEDB_ERR_IO;
     cfg.pool = pool;

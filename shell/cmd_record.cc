@@ -70,6 +70,7 @@ struct RecordOptions {
   int nproc = 0;  // > 0: launch this many local ranks of the command
   double grace_s = 10;  // a stopping job's time to flush and exit before SIGKILL
   std::string flight;   // flight-recorder mode: TRACEDB_FLIGHT for every rank (docs/flight.md)
+  std::string hang_timeout;  // the hang watchdog: TRACEDB_HANG_TIMEOUT for every rank
   bool nccl = false, cuda = false, nvtx = false;  // GPU capture (docs/gpu-capture.md)
   std::string nccl_events;                        // TRACEDB_NCCL_EVENTS for the NCCL plugin
   std::vector<std::string> command;
@@ -526,6 +527,14 @@ int RunRecord(const RecordOptions& o) {
     }
     vars.emplace_back("TRACEDB_FLIGHT", o.flight);
   }
+  if (!o.hang_timeout.empty()) {
+    if (recorder::ParseDurationNs(o.hang_timeout.c_str()) <= 0) {
+      std::fprintf(stderr, "tracedb record: --hang-timeout %s is no duration (30s, 500ms, 2m)\n",
+                   o.hang_timeout.c_str());
+      return kExitUsage;
+    }
+    vars.emplace_back("TRACEDB_HANG_TIMEOUT", o.hang_timeout);
+  }
   const std::string master_port = std::to_string(FreePort());
   const std::string master_addr = o.nproc > 0 ? "127.0.0.1" : HostName();
   vars.emplace_back("TRACEDB_MASTER_ADDR", master_addr);
@@ -543,12 +552,12 @@ int RunRecord(const RecordOptions& o) {
         argv.insert(argv.begin() + static_cast<long>(i) + 1, flags.begin(), flags.end());
     }
     argv.insert(argv.begin() + 1, flags.begin(), flags.end());
-    // Open MPI's mpirun kills its ranks 1 s after it forwards SIGTERM to them (the
-    // odls_base_sigkill_timeout parameter): under load, too short for every rank's recorder to
-    // write its last events. Unless the user set it, the launcher (not the ranks) gets more,
-    // within our own grace.
+    // Open MPI's mpirun (4.1) sends its ranks SIGTERM and SIGKILL close together after its
+    // odls_base_sigkill_timeout (1 s): measured under load, too close for every rank's recorder
+    // to write its last events (ranks' files left unclosed). Unless the user set it, the
+    // launcher (not the ranks) gets 3 s, within our own grace.
     if (std::getenv("OMPI_MCA_odls_base_sigkill_timeout") == nullptr) {
-      const int t = std::max(1, std::min(5, static_cast<int>(o.grace_s / 2)));
+      const int t = std::max(1, std::min(3, static_cast<int>(o.grace_s / 2)));
       env_add.push_back("OMPI_MCA_odls_base_sigkill_timeout=" + std::to_string(t));
     }
   } else if (flavor == "hydra") {
@@ -682,6 +691,9 @@ void SetupRecord(CLI::App& app, int* exit_code) {
                   "Flight-recorder mode: keep the last DURATION (30s, 500ms, 2m) of events in "
                   "memory, write them only around a trigger (SIGUSR1, tracedb_trigger, a "
                   "terminating signal); docs/flight.md");
+  sub->add_option("--hang-timeout", o->hang_timeout,
+                  "Hang watchdog: a rank in one communication call (MPI, NCCL) this long writes "
+                  "its flight ring (and flushes) at once; docs/flight.md");
   sub->add_flag("--nccl", o->nccl,
                 "Load the NCCL profiler plugin: collectives, p2p, proxy ops (docs/gpu-capture.md)");
   sub->add_option("--nccl-events", o->nccl_events,
