@@ -11,6 +11,10 @@ tests/mpi/hang_program.c hangs at a known step: rank 2 blocks in MPI_Recv from r
   - `report hang -f json` names rank 2 alone as culprit, blocked in MPI_Recv from rank 3 inside
     fetch_batch, and ranks 0, 1, 3 blocked in MPI_Allreduce with one comm and seq, the seq after
     the one of their last finished MPI_Allreduce.
+Then the same hang at step 400 in flight-recorder mode (`--flight 300ms --hang-timeout 1s`):
+nothing is written until the watchdog fires, then the ring is, before any signal (checked live
+with `report hang` on the segments); after SIGTERM the database names rank 2 again, has one
+`hang` trigger per rank, and holds no step far from the hang.
 Then a crash (rank 1 raises SIGSEGV inside `compute` at a known step): its last events are kept,
 `compute` as an open row, and as many finished steps as the program did.
 Exit 0 passed, 1 failed.
@@ -177,6 +181,55 @@ def test_hang(args, work):
           "inside fetch_batch" in text, "text report:\n" + text)
 
 
+def test_flight_hang(args, work):
+    out_dir = os.path.join(work, "flight")
+    os.makedirs(out_dir)
+    db = os.path.join(work, "flight.tdb")
+    seg_dir = os.path.join(work, "flight.segments")
+    step = 400
+    cmd = ["timeout", "-s", "TERM", "10", args.tracedb, "record", "--force", "--flight", "300ms",
+           "--hang-timeout", "1s", "-o", db, "--"] + mpirun(args, "hang", step, out_dir)
+    err_path = os.path.join(work, "flight.err")
+    with open(err_path, "w") as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+        for line in p.stdout:
+            if line.startswith("hang: rank 2 blocks"):
+                break
+        # The watchdog fires 1 s (plus a flush interval) after the calls block, and writes the
+        # ring: until then the segments hold no event. Polled on the running job.
+        live = None
+        deadline = time.time() + 5
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.5)
+            out = subprocess.run([args.tracedb, "report", "hang", "-f", "json", seg_dir],
+                                 capture_output=True, text=True, timeout=60)
+            if out.returncode == 0:
+                rep = json.loads(out.stdout)
+                if [c["rank"] for c in rep["culprits"]] == [2]:
+                    live = rep
+                    break
+        check(live is not None and p.poll() is None,
+              "flight: the watchdog's ring did not name rank 2 before the job was stopped")
+        p.stdout.read()
+        rc = p.wait()
+    check(rc == 124, "flight: timeout's exit code %d, want 124" % rc)
+    if not check(os.path.exists(db), "flight: no database:\n" + open(err_path).read()):
+        return
+    exp = expectations(out_dir)
+    check_report(hang_report(args, db), exp, "flight database")
+    trig = query(args, db, "SELECT rank, reason FROM triggers ORDER BY rank")
+    check([(int(t["rank"]), t["reason"]) for t in trig] == [(r, "hang") for r in range(4)],
+          "flight: triggers %s, want one hang per rank" % trig)
+    rows = query(args, db, "SELECT rank, min(step) AS lo, max(step) AS hi FROM events "
+                           "WHERE name = 'fetch_batch' GROUP BY rank ORDER BY rank")
+    for r in rows:
+        # The ring holds at most 300 ms before the trigger: 150 steps of 2 ms, plus a flush.
+        check(int(r["lo"]) > 100 and int(r["hi"]) == step,
+              "flight: rank %s fetch_batch steps %s-%s, want only the last ones up to %d" %
+              (r["rank"], r["lo"], r["hi"], step))
+    check(len(rows) == 4, "flight: fetch_batch of %d ranks" % len(rows))
+
+
 def test_crash(args, work):
     out_dir = os.path.join(work, "crash")
     os.makedirs(out_dir)
@@ -216,6 +269,7 @@ def main():
     work = tempfile.mkdtemp(prefix="hang-", dir=args.tmp)
     try:
         test_hang(args, work)
+        test_flight_hang(args, work)
         test_crash(args, work)
     finally:
         if not FAILURES:
