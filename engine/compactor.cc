@@ -600,7 +600,15 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     work.push_back(&f);
     bytes_total += f.size - std::min(s.offset, f.size);
   }
-  if (work.empty()) return stats;
+  // Nothing new to read. With `finish`, spans a previous pass left pending (their process was
+  // alive then) are still to be written open, below.
+  if (work.empty()) {
+    if (!options.finish) return stats;
+    TRACEDB_ASSIGN_OR_RETURN(
+        int64_t pending,
+        db->QueryInt("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'open_spans'", 0));
+    if (pending <= 0) return stats;
+  }
   // Pass 1 reads these too; pass 2 goes over `work` only.
   std::vector<const SegmentFileRef*> prepass_files = work_clock_only;
   prepass_files.insert(prepass_files.end(), work.begin(), work.end());
@@ -826,6 +834,37 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, clock_ranks, &clocks_stored));
     batch_events += v.count.events + v.count.steps;
     TRACEDB_RETURN_IF_ERROR(file_done(i));
+  }
+  // `finish`: the job is over, whatever is still open too (the spans of processes whose last
+  // file an earlier pass finished while they were alive): written open, ending at their
+  // process's last anchor (a lane's: its rank's latest).
+  if (options.finish && builder.open_spans() > 0) {
+    TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
+    std::map<int32_t, int64_t> rank_last;
+    std::map<ProcessKey, int64_t> proc_last;
+    for (const auto& [key, pc] : clocks) {
+      if (pc.model.empty() || pc.last_anchor_local == INT64_MIN) continue;
+      const int64_t t = pc.model.Map(pc.last_anchor_local);
+      proc_last[key] = t;
+      auto [it, fresh] = rank_last.try_emplace(key.first, t);
+      if (!fresh) it->second = std::max(it->second, t);
+    }
+    for (uint32_t track : builder.TracksWithOpenSpans()) {
+      const TrackSpec& spec = w->TrackSpecOf(track);
+      int64_t end = INT64_MIN;  // unknown: each span then ends at its start
+      if (spec.pid >= 0) {
+        auto p = proc_last.find({spec.rank, static_cast<uint32_t>(spec.pid)});
+        if (p != proc_last.end()) end = p->second;
+      } else if (auto r = rank_last.find(spec.rank); r != rank_last.end()) {
+        end = r->second;
+      }
+      TRACEDB_ASSIGN_OR_RETURN(uint64_t n, builder.CloseOpenSpans(track, end));
+      stats.open_spans_closed += n;
+    }
+    TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
+    TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
+    TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+    stats.rows = w->rows_written() - rows_at_start;
   }
   if (progress) {
     progress(CompactProgress{work.size(), work.size(), "", bytes_done, bytes_total, stats.rows});

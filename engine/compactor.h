@@ -19,7 +19,8 @@
 // whole and: `finish`, a dead writer, a file untouched for `stale_after_s`, or a file closed by
 // a process that is gone, with no file after it), it is written as a row flagged open, ending
 // when the process was last seen (its last clock anchor or event, whichever is later). A live
-// process's spans are never written open, so a later pass that sees their end closes them.
+// process's spans are never written open, so a later pass that sees their end closes them;
+// `finish` writes every span still pending open, even when no file has anything new.
 //
 // Clocks (docs/database-format.md "Clocks"): each process's recorder clock is mapped to realtime
 // through its anchors; ranks on another host than rank 0 are further corrected by their MPI

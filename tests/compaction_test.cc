@@ -507,5 +507,33 @@ TEST(Compaction, FinishWritesTheOpenSpansOfALiveProcess) {
   EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
 }
 
+// A process that closed its last file but is still alive (it stopped recording and runs on: this
+// test's own pid, on this host) keeps its open span pending; `compact --finish` later, with
+// nothing new to read, writes it open, ending at the process's last anchor.
+TEST(Compaction, FinishWritesSpansAnEarlierPassLeftPending) {
+  TempDir tmp;
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  const std::string pid = std::to_string(::getpid());
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(),
+                                    "file trace 0 " + pid + " 0 host=" + host + " world=1\n"
+                                    "anchor 1000000000000 0\n"
+                                    "string 1 fetch_batch\n"
+                                    "thread 1 4242 trainer\n"
+                                    "events 1\nB 1000 1\n"
+                                    "anchor 1000009000000 9000000\nend\n")
+                  .ok());
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 1);
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db, "--finish"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events WHERE open = 1"), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'fetch_batch'"), 9000000 - 1000);
+  EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db, "--finish"), 0);  // nothing left: nothing added
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 1);
+}
+
 }  // namespace
 }  // namespace tracedb::testing
