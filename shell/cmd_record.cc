@@ -12,7 +12,8 @@
 // compacted either way. The job runs in a process group of its own, so that the signal reaches
 // it once, from here, however it was sent; only when `tracedb record` runs in the foreground of
 // a terminal does the job stay in its group (the terminal's Ctrl-C and job control then reach it
-// directly, and a signal from the terminal is not sent twice).
+// directly, and a signal from the terminal is not sent twice). A stop signal this process was
+// started with ignored (`nohup`'s SIGHUP) stays ignored, here and in the job.
 //
 // Python: the tracedb package's start-up directory (python/_boot, docs/python.md) is put first on
 // PYTHONPATH, so that every Python rank imports tracedb (recording starts) and, under an MPI
@@ -204,6 +205,10 @@ void ReportUnfinishedWriters(const std::string& dir) {
   }
 }
 
+// The stop signals this process was started with ignored (`nohup` ignores SIGHUP, a
+// non-interactive shell's `&` SIGINT and SIGQUIT): they stay ignored, here and in the job.
+sigset_t g_inherited_ignored;
+
 // Starts argv; `pgroup` >= 0 puts it in process group `pgroup` (0: a new group of its own).
 pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env, pid_t pgroup = -1) {
   std::vector<char*> cargv, cenv;
@@ -214,10 +219,13 @@ pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env, pid_t p
   pid_t pid = -1;
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // The child starts with the default action for every signal we catch or ignore.
+  // The child starts with the default action for every signal we catch or ignore, unless we
+  // were started with it ignored.
   sigset_t def;
   sigemptyset(&def);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&def, sig);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    if (!sigismember(&g_inherited_ignored, sig)) sigaddset(&def, sig);
+  }
   posix_spawnattr_setsigdefault(&attr, &def);
   short flags = POSIX_SPAWN_SETSIGDEF;
   if (pgroup >= 0) {
@@ -263,17 +271,29 @@ void OnStopSignal(int sig, siginfo_t* info, void*) {
 }
 
 void InstallStopHandlers() {
+  sigemptyset(&g_inherited_ignored);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) == 0 && (old.sa_flags & SA_SIGINFO) == 0 &&
+        old.sa_handler == SIG_IGN) {
+      sigaddset(&g_inherited_ignored, sig);
+    }
+  }
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
   sa.sa_sigaction = OnStopSignal;
   sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: a sleep or wait returns at once
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    if (!sigismember(&g_inherited_ignored, sig)) sigaction(sig, &sa, nullptr);
+  }
   signal(SIGQUIT, SIG_IGN);
 }
 
 void RestoreStopHandlers() {
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    signal(sig, sigismember(&g_inherited_ignored, sig) ? SIG_IGN : SIG_DFL);
+  }
 }
 
 std::string SignalName(int sig) {
