@@ -117,7 +117,7 @@ def test_hang(args, work):
     os.makedirs(out_dir)
     db = os.path.join(work, "job.tdb")
     seg_dir = os.path.join(work, "job.segments")
-    limit = 9  # seconds: timeout's SIGTERM; the hang is seen (and checked live) well before
+    limit = 7  # seconds: timeout's SIGTERM; the hang is seen (and checked live) well before
     cmd = ["timeout", "-s", "TERM", str(limit), args.tracedb, "record", "--force", "-o", db,
            "--"] + mpirun(args, "hang", HANG_STEP, out_dir)
     err_path = os.path.join(work, "record.err")
@@ -187,7 +187,7 @@ def test_flight_hang(args, work):
     db = os.path.join(work, "flight.tdb")
     seg_dir = os.path.join(work, "flight.segments")
     step = 400
-    cmd = ["timeout", "-s", "TERM", "10", args.tracedb, "record", "--force", "--flight", "300ms",
+    cmd = ["timeout", "-s", "TERM", "8", args.tracedb, "record", "--force", "--flight", "300ms",
            "--hang-timeout", "1s", "-o", db, "--"] + mpirun(args, "hang", step, out_dir)
     err_path = os.path.join(work, "flight.err")
     with open(err_path, "w") as err:
