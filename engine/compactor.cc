@@ -1,12 +1,16 @@
 // Compaction implementation. See compactor.h; clocks and tables in docs/database-format.md.
 #include "engine/compactor.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -24,6 +28,8 @@ namespace {
 using ProcessKey = std::pair<int32_t, uint32_t>;  // (rank, pid)
 
 constexpr const char* kStateKey = "compaction.open_spans";
+// Instants named so are flight-recorder triggers (recorder.h tracedb_trigger).
+constexpr const char* kTriggerPrefix = "tracedb.trigger:";
 // Segment events are decoded and compacted this many at a time: 1,024 SegmentEvents (88 KB) stay
 // in the core's cache between the decoder and the builder, where a whole 64K-event block (5.8 MB)
 // went through memory.
@@ -39,6 +45,8 @@ struct ProcessClock {
   std::string method;           // "reference", "same-host", "sync", "realtime"
   int64_t uncertainty_ns = -1;  // -1: unknown
   int64_t sync_points = 0;
+  int64_t last_anchor_local = INT64_MIN;  // the process's latest anchor (its clock), even one
+                                          // the model skipped as too close to another
 };
 
 // ---- Pre-pass: what every file says about its process (META, anchors, sync, comms). ----
@@ -169,6 +177,7 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   }
   std::map<ProcessKey, ClockModel> anchor_models;
   std::map<ProcessKey, int64_t> anchor_unc;
+  std::map<ProcessKey, int64_t> anchor_last;
   {
     // Built at once per process (ClockModel::FromKnots): knot by knot was quadratic.
     std::map<ProcessKey, std::vector<std::pair<int64_t, int64_t>>> knots;
@@ -181,6 +190,8 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
       const ProcessKey key{static_cast<int32_t>(st.Int(0)), static_cast<uint32_t>(st.Int(1))};
       knots[key].emplace_back(st.Int(2), st.Int(3));
       anchor_unc[key] = std::max(anchor_unc[key], st.Int(4));
+      auto [last, fresh] = anchor_last.try_emplace(key, st.Int(2));
+      if (!fresh) last->second = std::max(last->second, st.Int(2));
     }
     for (auto& [key, k] : knots) anchor_models[key] = ClockModel::FromKnots(std::move(k));
   }
@@ -253,6 +264,7 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   for (const auto& [key, anchors] : anchor_models) {
     if (key.first == 0) continue;
     ProcessClock& pc = out[key];
+    pc.last_anchor_local = anchor_last[key];
     const auto host_it = hosts.find(key);
     const bool same_host = host_it != hosts.end() && !host0.empty() && host_it->second == host0;
     const auto sync_it = syncs.find(key);
@@ -370,6 +382,8 @@ class EventsVisitor : public SegmentVisitor {
   }
   void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
     if (!status_.ok()) return;
+    // The process was seen at its last event's start (a thread's events come in start order).
+    if (!events.empty()) last_seen = std::max(last_seen, model_->Map(events.back().ts));
     const uint32_t thread_track = ThreadTrack(thread);
     const SegmentEvent* e = events.data();
     const SegmentEvent* const last = e + events.size();
@@ -414,9 +428,15 @@ class EventsVisitor : public SegmentVisitor {
         case EventKind::kEnd:
           s = b_->End(track, ts, args);
           break;
-        case EventKind::kInstant:
-          s = b_->Instant(track, ts, Name(e->name), cat, args);
+        case EventKind::kInstant: {
+          const uint32_t name = Name(e->name);
+          s = b_->Instant(track, ts, name, cat, args);
+          if (s.ok() && !trigger_names_.empty()) {
+            auto t = trigger_names_.find(name);
+            if (t != trigger_names_.end()) s = AddTrigger(ts, t->second);
+          }
           break;
+        }
         case EventKind::kCounter:
           s = b_->Counter(track, ts, Name(e->name), cat, e->value);
           break;
@@ -438,6 +458,7 @@ class EventsVisitor : public SegmentVisitor {
   const Status& status() const { return status_; }
   SegmentEventCount count;  // as `tracedb info` counts them (segment_dir.h)
   uint64_t dropped = 0;
+  int64_t last_seen = INT64_MIN;  // common clock: the latest event start read
 
  private:
   static constexpr size_t kMaxStringGap = 1u << 20;
@@ -462,8 +483,25 @@ class EventsVisitor : public SegmentVisitor {
     if (id == 0) {
       id = local <= strings_.size() ? w_->Intern(strings_[local - 1])
                                     : w_->Intern("<unknown name " + std::to_string(local) + ">");
+      // A flight-recorder trigger's instant (recorder.h tracedb_trigger): also a `triggers` row.
+      if (local <= strings_.size() && strings_[local - 1].rfind(kTriggerPrefix, 0) == 0) {
+        trigger_names_[id] = strings_[local - 1].substr(std::strlen(kTriggerPrefix));
+      }
     }
     return id;
+  }
+  // One row of `triggers` (docs/flight.md), created with the first one.
+  Status AddTrigger(int64_t ts, const std::string& reason) {
+    Db* db = w_->db();
+    if (!triggers_ready_) {
+      TRACEDB_RETURN_IF_ERROR(
+          db->Exec("CREATE TABLE IF NOT EXISTS triggers(rank INTEGER NOT NULL, ts INTEGER NOT "
+                   "NULL, reason TEXT NOT NULL, PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID"));
+      triggers_ready_ = true;
+    }
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt st, db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
+    return st.Bind(1, rank_).Bind(2, ts).Bind(3, reason).Run();
   }
   uint32_t ThreadTrack(uint32_t index) {
     auto it = thread_tracks_.find(index);
@@ -514,6 +552,8 @@ class EventsVisitor : public SegmentVisitor {
   std::vector<std::string> strings_;
   std::vector<uint32_t> name_cache_;
   std::map<uint32_t, uint32_t> unknown_names_;
+  std::map<uint32_t, std::string> trigger_names_;  // string id -> the trigger's reason
+  bool triggers_ready_ = false;
   std::map<uint32_t, uint32_t> lane_names_;
   std::map<uint32_t, ThreadInfo> threads_;
   std::map<uint32_t, uint32_t> thread_tracks_;
@@ -525,6 +565,13 @@ std::string LocalHostName() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) return "";
   return host;
+}
+
+// Is process `pid`, recorded on this host, gone? (kill(pid, 0): ESRCH.) A pid reused since
+// reads as alive: its spans then wait for a later pass or `finish`.
+bool LocalProcessGone(uint32_t pid) {
+  if (pid == 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
 int64_t FileAgeSeconds(const std::string& path) {
@@ -556,6 +603,16 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     return std::tie(a.rank, a.pid, a.seq, a.path) < std::tie(b.rank, b.pid, b.seq, b.path);
   });
   stats.files = files.size();
+  // The last file of each process (the highest seq): when it is taken whole and the process is
+  // gone, the process's spans still open are written open (compactor.h, "Open spans").
+  std::map<ProcessKey, const SegmentFileRef*> last_file;
+  for (const SegmentFileRef& f : files) {
+    if (!taken(f.rank)) continue;
+    const SegmentFileRef*& slot = last_file[{f.rank, f.pid}];
+    if (slot == nullptr || f.seq > slot->seq) slot = &f;
+  }
+  std::map<ProcessKey, int64_t> ended;  // processes over -> when last seen (common clock)
+  std::map<ProcessKey, int64_t> seen;   // every process read -> the latest event start read
 
   std::map<std::string, SourceState> sources;
   {
@@ -578,11 +635,26 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
       continue;
     }
     const SourceState& s = sources[f.path];
-    if (s.finished || s.offset >= f.size) continue;
+    if (s.finished) continue;
+    // A file read to its end but not finished is taken again (to finish it, nothing new to
+    // read) when its process may be over: with `finish`, or when its writer is gone. That is
+    // what writes the spans its process left open (compactor.h, "Open spans").
+    if (s.offset >= f.size && !options.finish &&
+        ProbeSegmentWriter(f.path) != WriterState::kGone) {
+      continue;
+    }
     work.push_back(&f);
     bytes_total += f.size - std::min(s.offset, f.size);
   }
-  if (work.empty()) return stats;
+  // Nothing new to read. With `finish`, spans a previous pass left pending (their process was
+  // alive then) are still to be written open, below.
+  if (work.empty()) {
+    if (!options.finish) return stats;
+    TRACEDB_ASSIGN_OR_RETURN(
+        int64_t pending,
+        db->QueryInt("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'open_spans'", 0));
+    if (pending <= 0) return stats;
+  }
   // Pass 1 reads these too; pass 2 goes over `work` only.
   std::vector<const SegmentFileRef*> prepass_files = work_clock_only;
   prepass_files.insert(prepass_files.end(), work.begin(), work.end());
@@ -596,6 +668,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   // Pass 1: what each file says about its process and clock (idempotent inserts).
   // It also tells where each file ends and whether its writer closed it.
   std::map<std::string, StatusOr<SegmentScan>> probes;
+  std::map<std::string, std::string> file_host;  // path -> the host its META names
   const std::string this_host = LocalHostName();
   TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
   std::set<int32_t> clocks_stored;  // ranks whose clock row this run has written
@@ -612,6 +685,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
         v.meta->host != this_host) {
       writer = WriterState::kUnknown;
     }
+    if (v.meta) file_host[f->path] = v.meta->host;
     probes.emplace(f->path, std::move(scan));
   }
   TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
@@ -637,6 +711,39 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   size_t batch_files = 0;
   uint64_t batch_events = 0;
   auto batch_start = std::chrono::steady_clock::now();
+  // Writes the open spans of the processes found over (in the last batch's transaction, with
+  // the progress that made them over). A lane track (no process) ends with its rank: when every
+  // process of the rank that this run knows of is over.
+  auto close_ended = [&]() -> Status {
+    if (ended.empty()) return Status::Ok();
+    std::map<int32_t, int64_t> rank_end;  // ranks whose every known process ended -> last seen
+    std::set<int32_t> rank_alive;
+    for (const auto& [key, f] : last_file) {
+      auto e = ended.find(key);
+      if (e == ended.end()) {
+        rank_alive.insert(key.first);
+      } else {
+        int64_t& r = rank_end.try_emplace(key.first, INT64_MIN).first->second;
+        r = std::max(r, e->second);
+      }
+    }
+    for (uint32_t track : builder.TracksWithOpenSpans()) {
+      const TrackSpec& spec = w->TrackSpecOf(track);
+      int64_t end = INT64_MIN;
+      if (spec.pid >= 0) {
+        auto e = ended.find({spec.rank, static_cast<uint32_t>(spec.pid)});
+        if (e == ended.end()) continue;
+        end = e->second;
+      } else {
+        auto e = rank_end.find(spec.rank);
+        if (e == rank_end.end() || rank_alive.count(spec.rank)) continue;
+        end = e->second;
+      }
+      TRACEDB_ASSIGN_OR_RETURN(uint64_t n, builder.CloseOpenSpans(track, end));
+      stats.open_spans_closed += n;
+    }
+    return Status::Ok();
+  };
   // Counts file `i` into the open batch and commits the batch when it is full or the last.
   auto file_done = [&](size_t i) -> Status {
     ++batch_files;
@@ -644,6 +751,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
         std::chrono::steady_clock::now() - batch_start < kBatchTime) {
       return Status::Ok();
     }
+    if (i + 1 == work.size()) TRACEDB_RETURN_IF_ERROR(close_ended());
     // The open spans, once per transaction (they walk every track of the job).
     TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
     TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
@@ -727,6 +835,27 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     for (const std::string& p : got->problems) {
       if (stats.problems.size() < 32) stats.problems.push_back(f.path + ": " + p);
     }
+    // Is the process over? Only its last file can say (compactor.h, "Open spans").
+    const ProcessKey pkey{f.rank, f.pid};
+    int64_t& pseen = seen.try_emplace(pkey, INT64_MIN).first->second;
+    pseen = std::max(pseen, v.last_seen);
+    if (whole && last_file[pkey] == &f) {
+      const std::string& host = file_host[f.path];
+      const bool local = host.empty() || host == this_host;
+      const bool gone_after_close =
+          probe.closed && (writer != WriterState::kAlive) &&
+          (!local || LocalProcessGone(f.pid)) &&
+          !std::filesystem::exists(std::filesystem::path(f.path).parent_path() /
+                                   SegmentFileName(f.pid, f.seq + 1));
+      if (options.finish || dead_writer || gone_after_close || !probe.closed) {
+        // (!closed and whole without a dead writer or finish: untouched for stale_after_s.)
+        int64_t last = pseen;
+        if (auto c = clocks.find(pkey); c != clocks.end() && !c->second.model.empty()) {
+          last = std::max(last, c->second.model.Map(c->second.last_anchor_local));
+        }
+        ended[pkey] = last;
+      }
+    }
     stats.segment_events += v.count.events;
     stats.step_markers += v.count.steps;
     stats.dropped += v.dropped;
@@ -751,6 +880,37 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     TRACEDB_RETURN_IF_ERROR(StoreRankClocks(db, clocks, clock_ranks, &clocks_stored));
     batch_events += v.count.events + v.count.steps;
     TRACEDB_RETURN_IF_ERROR(file_done(i));
+  }
+  // `finish`: the job is over, whatever is still open too (the spans of processes whose last
+  // file an earlier pass finished while they were alive): written open, ending at their
+  // process's last anchor (a lane's: its rank's latest).
+  if (options.finish && builder.open_spans() > 0) {
+    TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
+    std::map<int32_t, int64_t> rank_last;
+    std::map<ProcessKey, int64_t> proc_last;
+    for (const auto& [key, pc] : clocks) {
+      if (pc.model.empty() || pc.last_anchor_local == INT64_MIN) continue;
+      const int64_t t = pc.model.Map(pc.last_anchor_local);
+      proc_last[key] = t;
+      auto [it, fresh] = rank_last.try_emplace(key.first, t);
+      if (!fresh) it->second = std::max(it->second, t);
+    }
+    for (uint32_t track : builder.TracksWithOpenSpans()) {
+      const TrackSpec& spec = w->TrackSpecOf(track);
+      int64_t end = INT64_MIN;  // unknown: each span then ends at its start
+      if (spec.pid >= 0) {
+        auto p = proc_last.find({spec.rank, static_cast<uint32_t>(spec.pid)});
+        if (p != proc_last.end()) end = p->second;
+      } else if (auto r = rank_last.find(spec.rank); r != rank_last.end()) {
+        end = r->second;
+      }
+      TRACEDB_ASSIGN_OR_RETURN(uint64_t n, builder.CloseOpenSpans(track, end));
+      stats.open_spans_closed += n;
+    }
+    TRACEDB_RETURN_IF_ERROR(builder.SaveState(kStateKey));
+    TRACEDB_RETURN_IF_ERROR(w->SetMeta("open_spans", std::to_string(builder.open_spans())));
+    TRACEDB_RETURN_IF_ERROR(w->CommitBatch());
+    stats.rows = w->rows_written() - rows_at_start;
   }
   if (progress) {
     progress(CompactProgress{work.size(), work.size(), "", bytes_done, bytes_total, stats.rows});

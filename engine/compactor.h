@@ -14,6 +14,14 @@
 // no answer (a filesystem without flock), when it was untouched for `stale_after_s`. A torn
 // tail of a file taken whole is skipped and counted.
 //
+// Open spans (docs/database-format.md "Open spans"): a span begun and not ended stays in the
+// saved state until its end comes; when its process is over (the process's last file taken
+// whole and: `finish`, a dead writer, a file untouched for `stale_after_s`, or a file closed by
+// a process that is gone, with no file after it), it is written as a row flagged open, ending
+// when the process was last seen (its last clock anchor or event, whichever is later). A live
+// process's spans are never written open, so a later pass that sees their end closes them;
+// `finish` writes every span still pending open, even when no file has anything new.
+//
 // Clocks (docs/database-format.md "Clocks"): each process's recorder clock is mapped to realtime
 // through its anchors; ranks on another host than rank 0 are further corrected by their MPI
 // clock-sync points against rank 0. The common clock is rank 0's host realtime, in ns.
@@ -63,6 +71,7 @@ struct CompactStats {
   uint64_t corrupt_blocks = 0;
   uint64_t torn_tails = 0;
   uint64_t dropped = 0;  // events the recorder reported dropped
+  uint64_t open_spans_closed = 0;  // spans written open (their process ended first)
   uint64_t unreadable_files = 0;
   std::vector<std::string> problems;
 };

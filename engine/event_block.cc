@@ -855,8 +855,9 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
       ts_gcd = std::gcd(ts_gcd, d);
     }
     if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(r.dur));
-    const uint32_t mask =
-        (r.args.mask & EventArgs::kAllFields) | (r.json.empty() ? 0 : DecodedBlock::kHasJson);
+    const uint32_t mask = (r.args.mask & EventArgs::kAllFields) |
+                          (r.json.empty() ? 0 : DecodedBlock::kHasJson) |
+                          (r.open ? DecodedBlock::kOpen : 0);
     masks = EncodeVarint64(masks, mask);
     if (mask != 0) {
       ByteBuf& args = s.args;
@@ -1087,6 +1088,7 @@ Row DecodedBlock::RowAt(size_t i) const {
     r.args.seq = seq[i];
     r.args.flow = flow[i];
     r.json = std::string(json[i]);
+    r.open = (arg_mask[i] & kOpen) != 0;
   }
   if (has(kColValue)) r.value = value[i];
   return r;
@@ -1323,7 +1325,7 @@ Status DecodedBlock::Need(uint32_t want) {
     for (size_t i = 0; i < n; ++i) {
       uint64_t mask;
       if (!masks.GetVarint64(&mask) ||
-          (mask & ~static_cast<uint64_t>(EventArgs::kAllFields | kHasJson))) {
+          (mask & ~static_cast<uint64_t>(EventArgs::kAllFields | kHasJson | kOpen))) {
         return bad("argument mask");
       }
       arg_mask[i] = static_cast<uint32_t>(mask);

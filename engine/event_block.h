@@ -42,6 +42,8 @@ struct Row {
   uint64_t k = 0;         // per-track ordinal of the event's start
   uint64_t parent_k = 0;  // k of the parent + 1; 0 when at the top
   EventArgs args;         // typed communication arguments (mask says which)
+  bool open = false;      // a span still open when its process ended: dur runs to when the
+                          // process was last seen (docs/database-format.md "Open spans")
   double value = 0;       // counters only
   std::string json;       // free key/value arguments as a JSON object text, or empty
 
@@ -100,13 +102,14 @@ enum BlockColumns : uint32_t {
 class DecodedBlock {
  public:
   static constexpr uint32_t kHasJson = 1u << 8;
+  static constexpr uint32_t kOpen = 1u << 9;  // Row::open (stored in the argument mask)
 
   size_t n = 0;
   std::vector<int64_t> ts, dur;
   std::vector<uint32_t> track, name, cat, depth;
   std::vector<uint8_t> kind;
   std::vector<uint64_t> k, parent_k;
-  std::vector<uint32_t> arg_mask;  // EventArgs mask, plus kHasJson
+  std::vector<uint32_t> arg_mask;  // EventArgs mask, plus kHasJson and kOpen
   std::vector<uint64_t> bytes, seq, flow;
   std::vector<int32_t> peer, tag;
   std::vector<uint32_t> comm;

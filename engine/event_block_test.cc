@@ -56,6 +56,7 @@ void ExpectRowEq(const Row& a, const Row& b) {
   EXPECT_EQ(a.args, b.args);
   EXPECT_EQ(a.value, b.value);
   EXPECT_EQ(a.json, b.json);
+  EXPECT_EQ(a.open, b.open);
 }
 
 TEST(EventBlock, RoundTripsEveryColumn) {
@@ -85,6 +86,29 @@ TEST(EventBlock, RoundTripsEveryColumn) {
     for (const auto& n : zone.names) named += n.count;
     EXPECT_EQ(named, 5000u);
   }
+}
+
+// Row::open (docs/database-format.md "Open spans") is bit 512 of the argument mask: it survives
+// the round trip on rows with and without arguments and JSON, and no other row gets it.
+TEST(EventBlock, OpenFlagRoundTrips) {
+  std::vector<Row> rows = SampleRows(300, false);
+  for (size_t i = 0; i < rows.size(); i += 7) rows[i].open = true;
+  std::map<std::pair<uint32_t, uint64_t>, bool> want;
+  for (const Row& r : rows) want[{r.track, r.k}] = r.open;
+  std::string blob;
+  BlockZone zone;
+  EncodeBlock(rows, &blob, &zone);
+  DecodedBlock d;
+  ASSERT_TRUE(DecodeBlock(blob, 1, &d).ok());
+  ASSERT_EQ(d.n, rows.size());
+  size_t open = 0;
+  for (size_t i = 0; i < d.n; ++i) {
+    const Row r = d.RowAt(i);
+    EXPECT_EQ(r.open, want.at({r.track, r.k})) << i;
+    EXPECT_EQ((d.arg_mask[i] & DecodedBlock::kOpen) != 0, r.open) << i;
+    open += r.open;
+  }
+  EXPECT_EQ(open, (rows.size() + 6) / 7);
 }
 
 TEST(EventBlock, MicrosecondDataIsSmaller) {

@@ -1,6 +1,8 @@
 // TraceBuilder implementation. See trace_builder.h.
 #include "engine/trace_builder.h"
 
+#include <algorithm>
+
 #include "engine/coding.h"
 
 namespace tracedb::engine {
@@ -186,6 +188,45 @@ Status TraceBuilder::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t
   row.k = w_->TakeK(track);
   row.value = value;
   return w_->CommitRow();
+}
+
+std::vector<uint32_t> TraceBuilder::TracksWithOpenSpans() const {
+  std::vector<uint32_t> out;
+  for (size_t t = 0; t < tracks_.size(); ++t) {
+    if (!tracks_[t].open.empty()) out.push_back(static_cast<uint32_t>(t));
+  }
+  return out;
+}
+
+StatusOr<uint64_t> TraceBuilder::CloseOpenSpans(uint32_t track, int64_t end_ts) {
+  if (track >= tracks_.size()) return uint64_t{0};
+  TrackState& s = tracks_[track];
+  uint64_t n = 0;
+  // Innermost first: each span's parent is the frame under it, as End() would have found.
+  while (!s.stack.empty()) {
+    const Frame f = s.stack.back();
+    s.stack.pop_back();
+    if (f.end != INT64_MAX) continue;  // a finished complete event: already written
+    OpenSpan e = std::move(s.open.back());
+    s.open.pop_back();
+    Row row;
+    row.ts = f.ts;
+    row.dur = std::max<int64_t>(0, SaturateInt64(static_cast<__int128>(end_ts) - f.ts));
+    row.track = track;
+    row.name = e.name;
+    row.cat = e.cat;
+    row.kind = RowKind::kSpan;
+    row.k = f.k;
+    FillParent(s, &row);
+    row.args = e.args;
+    row.open = true;
+    row.json = std::move(e.json);
+    TRACEDB_RETURN_IF_ERROR(w_->AddRow(w_->TrackRank(track), std::move(row)));
+    ++n;
+  }
+  s.open.clear();
+  if (n > 0) w_->AddStat("open_spans_closed", w_->TrackRank(track), static_cast<int64_t>(n));
+  return n;
 }
 
 uint64_t TraceBuilder::open_spans() const {

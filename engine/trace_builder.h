@@ -11,7 +11,8 @@
 // nothing (counted in stats as `late_arrivals`). A parent therefore always contains its child;
 // only improper nesting (a child that outlives its parent, counted) breaks that. Spans left
 // open at the end of a batch are kept in the database (SaveState) and finished by a later
-// batch, so incremental work gives the same rows as one pass. Defects are counted in stats:
+// batch, so incremental work gives the same rows as one pass. A span whose process ended before
+// its end came is written by CloseOpenSpans, flagged open. Defects are counted in stats:
 // unmatched_end, improper_nesting, negative_duration.
 // Thread safety: one thread at a time; shares its TraceWriter.
 #pragma once
@@ -63,6 +64,13 @@ class TraceBuilder {
 
   // Spans still open on every track (for stats and info).
   uint64_t open_spans() const;
+  // The tracks with at least one span open.
+  std::vector<uint32_t> TracksWithOpenSpans() const;
+  // Writes every span still open on `track` as a row flagged open (Row::open), innermost first,
+  // ending at `end_ts` (the time the track's process was last seen; never before a span's
+  // start), and forgets the track's state: its process is over, no end will come.
+  // Returns the number of rows written.
+  StatusOr<uint64_t> CloseOpenSpans(uint32_t track, int64_t end_ts);
 
  private:
   // One nesting level of a track: a span begun and not yet ended (end INT64_MAX), or a complete

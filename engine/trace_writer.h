@@ -69,6 +69,7 @@ class TraceWriter {
   // Takes the next event ordinal of `track` (see Row::k).
   uint64_t TakeK(uint32_t track) { return tracks_[track].next_k++; }
   int32_t TrackRank(uint32_t track) const { return tracks_.at(track).spec.rank; }
+  const TrackSpec& TrackSpecOf(uint32_t track) const { return tracks_.at(track).spec; }
   size_t track_count() const { return tracks_.size(); }
 
   // Buffers one finished event of `rank`. Full blocks are encoded right away.
@@ -141,6 +142,7 @@ class TraceWriter {
     r->k = 0;
     r->parent_k = 0;
     r->args = EventArgs();
+    r->open = false;
     r->value = 0;
     r->json.clear();
   }

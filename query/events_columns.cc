@@ -49,7 +49,10 @@ struct MaterialRow {
   uint32_t cat() const { return r.cat; }
   uint8_t kind() const { return static_cast<uint8_t>(r.kind); }
   uint32_t depth() const { return r.depth; }
-  uint32_t mask() const { return r.args.mask | (r.json.empty() ? 0 : DecodedBlock::kHasJson); }
+  uint32_t mask() const {
+    return r.args.mask | (r.json.empty() ? 0 : DecodedBlock::kHasJson) |
+           (r.open ? DecodedBlock::kOpen : 0);
+  }
   int64_t bytes() const { return static_cast<int64_t>(r.args.bytes); }
   int64_t peer() const { return r.args.peer; }
   int64_t tag() const { return r.args.tag; }
@@ -177,6 +180,9 @@ void Emit(const Src& s, int32_t rank, const DbCatalog& cat, sqlite3_context* ctx
       sqlite3_result_text(ctx, j.data(), static_cast<int>(j.size()), SQLITE_TRANSIENT);
       return;
     }
+    case kOpen:
+      sqlite3_result_int64(ctx, (s.mask() & DecodedBlock::kOpen) ? 1 : 0);
+      return;
     default:
       sqlite3_result_null(ctx);
   }

@@ -50,6 +50,7 @@ enum Col : int {
   kValue,
   kStep,
   kArgs,
+  kOpen,  // 1: a span still open when its process ended (Row::open)
   kNumCols
 };
 
@@ -57,7 +58,7 @@ inline constexpr const char* kSchema =
     "CREATE TABLE x(id INTEGER, rank INTEGER, tid INTEGER, track INTEGER, track_name TEXT, "
     "lane TEXT, name TEXT, cat TEXT, kind TEXT, ts INTEGER, dur INTEGER, end_ts INTEGER, "
     "depth INTEGER, parent INTEGER, bytes INTEGER, peer INTEGER, tag INTEGER, comm INTEGER, "
-    "seq INTEGER, flow INTEGER, value REAL, step INTEGER, args TEXT)";
+    "seq INTEGER, flow INTEGER, value REAL, step INTEGER, args TEXT, open INTEGER)";
 
 // Operators in idxStr, one letter each followed by the column letter ('A' + Col) or '-'.
 enum Op : char {

@@ -108,6 +108,7 @@ uint32_t ColumnGroup(int col) {
     case kSeq:
     case kFlow:
     case kArgs:
+    case kOpen:
       return engine::kColArgs;
     case kValue:
       return engine::kColValue;

@@ -20,6 +20,9 @@ void ClearChunks(ThreadBuffer* b) {
   b->first.store(nullptr, std::memory_order_relaxed);
   b->read_chunk = nullptr;
   b->read_pos = 0;
+  b->comm_depth = 0;
+  b->comm_open_since = 0;
+  b->comm_watchdog_fired = false;
 }
 constexpr uint32_t kMaxLanes = 65535;  // lanes are 16 bits in a Record
 }  // namespace

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "engine/version.h"
+#include "tracedb/recorder.h"
 #include "recorder/catalog.h"
 #include "recorder/clock.h"
 
@@ -29,6 +30,7 @@ std::atomic<uint64_t> Flusher::discarded_events{0};
 std::atomic<uint64_t> Flusher::written_bytes{0};
 std::atomic<uint64_t> Flusher::write_errors{0};
 std::atomic<uint64_t> Flusher::cpu_ns{0};
+std::atomic<uint64_t> Flusher::flight_forgotten_events{0};
 
 namespace {
 
@@ -56,6 +58,7 @@ std::atomic<uint32_t> g_drain_request{0};  // TRACEDB_ON_FULL=wait: write the fu
 std::atomic<uint32_t> g_flusher_running{0};
 std::atomic<uint32_t> g_terminate_request{0};
 std::atomic<uint32_t> g_terminate_done{0};
+std::atomic<uint32_t> g_trigger_request{0};  // flight mode: write the ring
 
 void WakeFlusher() noexcept {
   g_wake_word.fetch_add(1, std::memory_order_seq_cst);
@@ -118,6 +121,9 @@ Flusher::~Flusher() { Stop(); }
 
 Status Flusher::Start(const FlusherConfig& config) {
   config_ = config;
+  ring_ = FlightRing(config.flight_ns);
+  detail_until_ns_ = 0;
+  g_trigger_request.store(0, std::memory_order_relaxed);
   std::string dir = config.dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   rank_dir_ = dir + "/" + engine::RankDirName(config.rank.rank);
@@ -221,6 +227,8 @@ void Flusher::AppendCatalogDeltas(bool all) {
 
 void Flusher::FinishBlock(uint32_t thread_index) {
   if (staged_count_ == staged_events_.size()) staged_events_.emplace_back();
+  if (staged_counts_.size() < staged_events_.size()) staged_counts_.resize(staged_events_.size());
+  staged_counts_[staged_count_] = encoder_.count();
   std::string& out = staged_events_[staged_count_++];
   out.clear();
   encoder_.Finish(&out);
@@ -250,6 +258,17 @@ void Flusher::DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, u
       args.mask = static_cast<uint32_t>(e2.b >> 32) & engine::EventArgs::kAllFields;
       args.flow = e3.a;
       ap = &args;
+    }
+    if (config_.hang_timeout_ns > 0 &&
+        (r.cat == TRACEDB_CAT_MPI || r.cat == TRACEDB_CAT_NCCL || r.cat == TRACEDB_CAT_COMM)) {
+      if (kind == EventKind::kBegin) {
+        if (b->comm_depth++ == 0) {
+          b->comm_open_since = r.ts;
+          b->comm_watchdog_fired = false;
+        }
+      } else if (kind == EventKind::kEnd && b->comm_depth > 0) {
+        --b->comm_depth;
+      }
     }
     switch (kind) {
       case EventKind::kComplete:
@@ -307,7 +326,7 @@ void Flusher::AppendStatsIfChanged(bool force) {
   drops_.clear();
 }
 
-void Flusher::Cycle(bool final, bool partial) {
+void Flusher::Cycle(bool final, bool partial, bool trigger) {
   std::lock_guard<std::mutex> file_lock(file_mu_);
   Catalog& cat = Catalog::Get();
   cat.Buffers(&buffers_scratch_);
@@ -373,10 +392,30 @@ void Flusher::Cycle(bool final, bool partial) {
     engine::EncodeComms(comms, &block_scratch_);
     writer_.AppendBlock(BlockType::kComms, block_scratch_, true);
   }
-  for (size_t i = 0; i < staged_count_; ++i) {
-    writer_.AppendBlock(BlockType::kEvents, staged_events_[i], true);
+  // Flight mode: the blocks go to the ring, except around a trigger (the ring is written, then
+  // everything for one more window).
+  uint64_t written_now = 0;
+  const int64_t cycle_ns = NowNs();
+  if (ring_.enabled() && trigger) {
+    ring_.TakeAll([&](FlightRing::Block& b) {
+      writer_.AppendBlock(BlockType::kEvents, b.payload, true);
+      written_now += b.events;
+    });
+    detail_until_ns_ = cycle_ns + ring_.window_ns();
   }
-  file_events_ += staged_events_total_;
+  const bool to_ring = ring_.enabled() && cycle_ns >= detail_until_ns_ && !trigger;
+  for (size_t i = 0; i < staged_count_; ++i) {
+    if (to_ring) {
+      ring_.Push(cycle_ns, staged_counts_[i], &staged_events_[i]);
+    } else {
+      writer_.AppendBlock(BlockType::kEvents, staged_events_[i], true);
+      written_now += staged_counts_[i];
+    }
+  }
+  if (ring_.enabled()) {
+    flight_forgotten_events.store(ring_.forgotten_events(), std::memory_order_relaxed);
+  }
+  file_events_ += written_now;
   AppendStatsIfChanged(/*force=*/false);
   if (!sync.empty()) {
     block_scratch_.clear();
@@ -403,13 +442,26 @@ void Flusher::Cycle(bool final, bool partial) {
   if (!s.ok()) {
     const std::string path = writer_.path();
     FailWriting(s);
-    CutBackTo(path, good, file_events_ - staged_events_total_);
-    discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
+    CutBackTo(path, good, file_events_ - written_now);
+    discarded_events.fetch_add(written_now, std::memory_order_relaxed);
     return;
   }
-  written_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
+  written_events.fetch_add(written_now, std::memory_order_relaxed);
   written_bytes.fetch_add(bytes, std::memory_order_relaxed);
   if (final) (void)writer_.Close();
+}
+
+bool Flusher::WatchdogFires(int64_t now_ns) {
+  if (config_.hang_timeout_ns <= 0) return false;
+  bool fire = false;
+  Catalog::Get().Buffers(&buffers_scratch_);
+  for (ThreadBuffer* b : buffers_scratch_) {
+    if (b->comm_depth == 0 || b->comm_watchdog_fired) continue;
+    if (now_ns - b->comm_open_since < config_.hang_timeout_ns) continue;
+    b->comm_watchdog_fired = true;  // once per call: it stays open, or a new one restarts it
+    fire = true;
+  }
+  return fire;
 }
 
 void Flusher::CloseFile() {
@@ -471,11 +523,12 @@ int64_t ThreadCpuNs() {
 
 void Flusher::Run() {
   pthread_setname_np(pthread_self(), "tracedb-flusher");
-  // SIGTERM/SIGINT go to the application's threads: their handler waits for this one.
+  // SIGTERM/SIGINT/SIGHUP go to the application's threads: their handler waits for this one.
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
   for (;;) {
     // Read the wake word first: a request made after this point changes it, and the futex wait
@@ -495,12 +548,25 @@ void Flusher::Run() {
     const int64_t idle_ns = NowNs() - last_write_ns_;
     const bool timer = idle_ns >= config_.flush_interval_ns;
     const bool drain = g_drain_request.exchange(0, std::memory_order_acq_rel) != 0;
-    if (stopping || asked || terminate || timer || drain || full - full_seen_ >= batch) {
+    bool trigger = g_trigger_request.exchange(0, std::memory_order_acq_rel) != 0;
+    // The hang watchdog looks at what the last cycle decoded: a call begun and not ended for
+    // the timeout. Its trigger instant is recorded from here, then written with the ring.
+    if (timer && !stopping && !terminate && WatchdogFires(NowNs())) {
+      if (config_.hang_trigger_name != 0) {
+        tracedb_instant_ex(config_.hang_trigger_name, TRACEDB_CAT_USER, 0, nullptr);
+      }
+      trigger = true;
+    }
+    if (stopping || asked || terminate || timer || drain || trigger ||
+        full - full_seen_ >= batch) {
       full_seen_ = full;
       g_full_seen.store(full, std::memory_order_relaxed);
       const int64_t cpu0 = ThreadCpuNs();
-      const bool everything = stopping || asked || terminate || timer;
-      Cycle(/*final=*/stopping || terminate, /*partial=*/everything);
+      const bool everything = stopping || asked || terminate || timer || trigger;
+      // A terminating signal (SIGTERM, a crash) writes the flight ring too: the moments before
+      // a job is stopped or dies are the ones to keep.
+      Cycle(/*final=*/stopping || terminate, /*partial=*/everything,
+            /*trigger=*/trigger || terminate);
       if (config_.pool != nullptr) config_.pool->Prefault(config_.prefault_chunks);
       cpu_ns.fetch_add(static_cast<uint64_t>(ThreadCpuNs() - cpu0), std::memory_order_relaxed);
       if (everything) last_write_ns_ = NowNs();
@@ -530,6 +596,11 @@ void Flusher::NotifyChunkFull() noexcept {
       g_sleeping.load(std::memory_order_seq_cst) != 0) {
     WakeFlusher();
   }
+}
+
+void Flusher::RequestTrigger() noexcept {
+  g_trigger_request.store(1, std::memory_order_release);
+  WakeFlusher();
 }
 
 void Flusher::RequestDrain() noexcept {

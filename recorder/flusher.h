@@ -5,7 +5,10 @@
 // them back to the pool), when the flush interval (default 1 s) has passed since its last write (it
 // then writes everything, partly filled chunks too), on tracedb_flush(), on Stop(), and when
 // SIGTERM/SIGINT asks for a last write (RequestTerminateFlush). It rotates files by size and writes
-// an END block at the end of the session.
+// an END block at the end of the session. In flight-recorder mode (FlusherConfig::flight_ns) the
+// EVENTS blocks go to a ring of the last window instead of the file, and a trigger
+// (RequestTrigger, or a terminating signal) writes the ring and then everything for one more
+// window (docs/flight.md).
 //
 // An I/O error (full disk, removed directory) disables writing for the session with one warning
 // on stderr; the flusher keeps draining so producers never block, and counts what it discards as
@@ -29,6 +32,7 @@
 #include "engine/segment_writer.h"
 #include "engine/status.h"
 #include "recorder/chunk_pool.h"
+#include "recorder/flight_ring.h"
 #include "recorder/rank_env.h"
 #include "recorder/thread_buffer.h"
 
@@ -43,6 +47,11 @@ struct FlusherConfig {
   int64_t end_step = -1;
   ChunkPool* pool = nullptr;      // the session's chunks; drained chunks go back to it
   uint32_t prefault_chunks = 64;  // free chunks the flusher keeps touched, ready for producers
+  int64_t flight_ns = 0;  // > 0: flight-recorder mode (TRACEDB_FLIGHT): events are kept in a
+                          // ring of this window and written only around a trigger
+  int64_t hang_timeout_ns = 0;  // > 0: the hang watchdog (TRACEDB_HANG_TIMEOUT): a thread in
+                                // one communication call this long triggers, once per call
+  uint32_t hang_trigger_name = 0;  // "tracedb.trigger:hang", interned by the caller
 };
 
 class Flusher {
@@ -78,6 +87,9 @@ class Flusher {
   // buffered, then END) and waits for it up to `timeout_ms`. Returns true when it was written.
   // Async-signal-safe.
   static bool RequestTerminateFlush(int timeout_ms) noexcept;
+  // Flight mode: asks the flusher to write its ring now and everything for the next window
+  // (docs/flight.md). Outside flight mode, nothing to do. Async-signal-safe.
+  static void RequestTrigger() noexcept;
 
   void AddSync(const engine::SyncPoint& p);
   void AddComm(engine::CommInfo c);
@@ -88,12 +100,14 @@ class Flusher {
   static std::atomic<uint64_t> written_bytes;
   static std::atomic<uint64_t> write_errors;  // sessions whose writing an I/O error disabled
   static std::atomic<uint64_t> cpu_ns;        // the flusher thread's CPU time
+  static std::atomic<uint64_t> flight_forgotten_events;  // aged out of the flight ring unwritten
 
  private:
   void Run();
   // One pass: drain, encode, write. `partial` drains partly filled chunks too (else only full
-  // ones); `final` also writes STATS and END.
-  void Cycle(bool final, bool partial);
+  // ones); `final` also writes STATS and END; `trigger` writes the flight ring and starts a
+  // window of detail.
+  void Cycle(bool final, bool partial, bool trigger = false);
   void DrainBuffer(ThreadBuffer* b, bool partial);
   void DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, uint32_t to);
   void FinishBlock(uint32_t thread_index);
@@ -102,6 +116,9 @@ class Flusher {
   void AppendCatalogDeltas(bool all);
   void AppendStatsIfChanged(bool force);
   void CloseFile();
+  // The hang watchdog: true when some thread has been in one communication call for
+  // hang_timeout_ns (marks it fired). REQUIRES: the flusher thread.
+  bool WatchdogFires(int64_t now_ns);
   void FailWriting(const Status& s);
   static void CutBackTo(const std::string& path, uint64_t size, uint64_t events);
 
@@ -120,6 +137,7 @@ class Flusher {
 
   engine::EventsBlockEncoder encoder_;
   std::vector<std::string> staged_events_;  // raw EVENTS payloads of this cycle
+  std::vector<uint64_t> staged_counts_;     // events in each of them
   size_t staged_count_ = 0;
   uint64_t staged_events_total_ = 0;
   std::vector<std::string_view> string_scratch_;
@@ -134,6 +152,8 @@ class Flusher {
   int64_t last_anchor_ns_ = 0;
 
   uint64_t full_seen_ = 0;  // chunks sealed by producers, as of the last cycle
+  FlightRing ring_;               // flight mode's last window of EVENTS blocks
+  int64_t detail_until_ns_ = 0;   // flight mode: write everything until then (a trigger's window)
 
   std::mutex file_mu_;  // held by the flusher thread while it writes; by fork() around the fork
   std::mutex mu_;

@@ -33,10 +33,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "recorder/catalog.h"
 #include "recorder/chunk_pool.h"
 #include "recorder/clock.h"
+#include "recorder/flight_ring.h"
 #include "recorder/flusher.h"
 #include "recorder/rank_env.h"
 #include "recorder/thread_buffer.h"
@@ -281,9 +283,11 @@ int64_t EnvOr(const char* name, int64_t fallback, int64_t lo, int64_t hi) {
 
 void AtExit() { tracedb_stop(); }
 
-// SIGTERM / SIGINT, installed at the first start only where the application left the default
-// action: a last write of everything buffered (bounded wait), then the default action (the
-// handler is installed with SA_RESETHAND; re-raised, the signal is delivered on return).
+// SIGTERM / SIGINT / SIGHUP, and the fatal signals of a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGABRT), installed at the first start only where the application left the default action: a
+// last write of everything buffered (bounded wait), then the default action (the handler is
+// installed with SA_RESETHAND; re-raised, the signal is delivered on return; a fault re-executes
+// and meets the default action). A crashing rank so keeps its last events and open spans.
 constexpr int kTerminateFlushMs = 3000;
 void OnTerminateSignal(int sig) {
   const int saved_errno = errno;
@@ -292,8 +296,49 @@ void OnTerminateSignal(int sig) {
   errno = saved_errno;
 }
 
+// Triggers (tracedb_trigger, SIGUSR1): at most one a second; a storm is ignored.
+constexpr int64_t kMinTriggerGapNs = 1000000000;
+std::atomic<int64_t> g_last_trigger_ns{INT64_MIN / 2};
+std::atomic<uint32_t> g_sigusr1_name{0};  // "tracedb.trigger:SIGUSR1", interned at start
+bool g_flight = false;                    // guarded by g_mu
+
+// Claims the right to trigger now (false within kMinTriggerGapNs of the last). Lock-free, so
+// that a signal handler may call it.
+bool ClaimTrigger() noexcept {
+  const int64_t now = NowNs();
+  int64_t last = g_last_trigger_ns.load(std::memory_order_relaxed);
+  do {
+    if (now - last < kMinTriggerGapNs) return false;
+  } while (!g_last_trigger_ns.compare_exchange_weak(last, now, std::memory_order_relaxed));
+  return true;
+}
+
+void OnTriggerSignal(int) {
+  const int saved_errno = errno;
+  if (ClaimTrigger()) {
+    const uint32_t name = g_sigusr1_name.load(std::memory_order_relaxed);
+    if (name != 0) tracedb_instant_ex(name, TRACEDB_CAT_USER, 0, nullptr);
+    Flusher::RequestTrigger();
+  }
+  errno = saved_errno;
+}
+
+// Flight mode: SIGUSR1 triggers, where the application left the default action (which would
+// kill the process).
+void InstallTriggerHandler() {
+  struct sigaction old;
+  if (sigaction(SIGUSR1, nullptr, &old) != 0) return;
+  if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTriggerSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
 void InstallTerminateHandlers() {
-  for (int sig : {SIGTERM, SIGINT}) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
     struct sigaction old;
     if (sigaction(sig, nullptr, &old) != 0) continue;
     if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;  // the app's
@@ -393,6 +438,27 @@ int tracedb_start(const char* dir) noexcept {
     g_window_hi = hi >= 0 ? hi : INT64_MAX;
     cfg.start_step = lo;
     cfg.end_step = hi;
+    g_flight = false;
+    if (const char* flight = std::getenv("TRACEDB_FLIGHT"); flight != nullptr && *flight) {
+      cfg.flight_ns = ParseDurationNs(flight);
+      if (cfg.flight_ns < 0) {
+        std::fprintf(stderr,
+                     "tracedb: TRACEDB_FLIGHT=%s is no duration (30s, 500ms, 2m); recording "
+                     "everything\n",
+                     flight);
+        cfg.flight_ns = 0;
+      }
+      g_flight = cfg.flight_ns > 0;
+    }
+    if (const char* hang = std::getenv("TRACEDB_HANG_TIMEOUT"); hang != nullptr && *hang) {
+      cfg.hang_timeout_ns = ParseDurationNs(hang);
+      if (cfg.hang_timeout_ns < 0) {
+        std::fprintf(stderr, "tracedb: TRACEDB_HANG_TIMEOUT=%s is no duration; no watchdog\n",
+                     hang);
+        cfg.hang_timeout_ns = 0;
+      }
+      cfg.hang_trigger_name = Catalog::Get().Intern("tracedb.trigger:hang");
+    }
     pool = ChunkPool::Create(budget);
     if (pool == nullptr) return TRACEDB_ERR_IO;
     cfg.pool = pool;
@@ -419,6 +485,12 @@ int tracedb_start(const char* dir) noexcept {
     std::atexit(AtExit);
     InstallTerminateHandlers();
   });
+  if (g_flight) {
+    g_sigusr1_name.store(Catalog::Get().Intern("tracedb.trigger:SIGUSR1"),
+                         std::memory_order_relaxed);
+    static std::once_flag usr1_once;
+    std::call_once(usr1_once, InstallTriggerHandler);
+  }
   return TRACEDB_OK;
 }
 
@@ -562,6 +634,28 @@ void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_in_comm,
     g_flusher->AddComm(std::move(info));
   } catch (...) {
   }
+}
+
+int tracedb_trigger(const char* reason) noexcept {
+  if (reason == nullptr) return TRACEDB_ERR_ARG;
+  uint32_t name;
+  bool flight;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_started) return TRACEDB_ERR_STATE;
+    flight = g_flight;
+  }
+  if (!ClaimTrigger()) return TRACEDB_ERR_RATE;
+  try {
+    std::string n = "tracedb.trigger:";
+    n.append(reason, strnlen(reason, 200));
+    name = Catalog::Get().Intern(n);
+  } catch (...) {
+    return TRACEDB_ERR_IO;
+  }
+  tracedb_instant_ex(name, TRACEDB_CAT_USER, 0, nullptr);
+  if (flight) Flusher::RequestTrigger();
+  return TRACEDB_OK;
 }
 
 void tracedb_get_counters(tracedb_counters* out) noexcept {

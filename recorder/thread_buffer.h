@@ -70,6 +70,12 @@ struct alignas(64) ThreadBuffer {
   alignas(64) Chunk* read_chunk = nullptr;  // the chunk being drained
   uint32_t read_pos = 0;                    // slots of read_chunk already drained
   uint64_t reported_dropped = 0;            // drops already written in a STATS block
+  // The hang watchdog (TRACEDB_HANG_TIMEOUT): communication spans (mpi, nccl, comm) begun and
+  // not ended, as the flusher decoded them, since when the outermost is open, and whether the
+  // watchdog fired for it.
+  uint32_t comm_depth = 0;
+  int64_t comm_open_since = 0;  // recorder clock
+  bool comm_watchdog_fired = false;
 
   // --- set once at attach ---
   uint32_t index = 0;  // per-process thread index, from 1

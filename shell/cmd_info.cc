@@ -219,8 +219,13 @@ void PrintDbText(const std::string& path, const DbInfo& d) {
               HumanBytes(static_cast<double>(d.bytes)).c_str());
   if (d.events) std::printf(" (%.2f bytes/event)", double(d.bytes) / double(d.events));
   std::printf("\n  time span %s", HumanDuration(static_cast<double>(d.max_end - d.min_ts)).c_str());
-  std::printf(", %s blocks, dropped %s, open spans %s\n", WithCommas(d.blocks).c_str(),
+  std::printf(", %s blocks, dropped %s, open spans %s", WithCommas(d.blocks).c_str(),
               WithCommas(d.dropped).c_str(), WithCommas(d.open_spans).c_str());
+  // Spans whose process ended first, written as rows flagged open (docs/hang.md).
+  if (auto it = d.stats.find("open_spans_closed"); it != d.stats.end() && it->second > 0) {
+    std::printf(" (and %s kept as open rows)", WithCommas(it->second).c_str());
+  }
+  std::printf("\n");
   if (d.profile_rows) std::printf("  MPI profile rows %s\n", WithCommas(d.profile_rows).c_str());
   std::printf("\n  %6s  %-20s %14s %12s  %-10s %s\n", "rank", "host", "events", "span", "clock",
               "uncertainty");

@@ -6,6 +6,15 @@
 // MASTER_ADDR and MASTER_PORT set, as torchrun does. A command that dies (a signal, a non-zero
 // exit) is reported with the rank and pid that died, and what was flushed is still compacted.
 //
+// Stopping: SIGTERM, SIGINT or SIGHUP sent to `tracedb record` (by `timeout`, a batch scheduler,
+// Ctrl-C) is forwarded to the job, which is then given `--grace` seconds to stop (its ranks'
+// recorders flush on SIGTERM/SIGINT/SIGHUP) before it is killed (SIGKILL); what it flushed is
+// compacted either way. The job runs in a process group of its own, so that the signal reaches
+// it once, from here, however it was sent; only when `tracedb record` runs in the foreground of
+// a terminal does the job stay in its group (the terminal's Ctrl-C and job control then reach it
+// directly, and a signal from the terminal is not sent twice). A stop signal this process was
+// started with ignored (`nohup`'s SIGHUP) stays ignored, here and in the job.
+//
 // Python: the tracedb package's start-up directory (python/_boot, docs/python.md) is put first on
 // PYTHONPATH, so that every Python rank imports tracedb (recording starts) and, under an MPI
 // launcher, gets the RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT torch.distributed needs.
@@ -24,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +53,7 @@
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
 #include "recorder/cuda/record_env.h"
+#include "recorder/flight_ring.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/record_meta.h"
@@ -62,6 +73,9 @@ struct RecordOptions {
   bool keep_segments = false;
   bool force = false;
   int nproc = 0;  // > 0: launch this many local ranks of the command
+  double grace_s = 10;  // a stopping job's time to flush and exit before SIGKILL
+  std::string flight;   // flight-recorder mode: TRACEDB_FLIGHT for every rank (docs/flight.md)
+  std::string hang_timeout;  // the hang watchdog: TRACEDB_HANG_TIMEOUT for every rank
   bool nccl = false, cuda = false, nvtx = false;  // GPU capture (docs/gpu-capture.md)
   std::string nccl_events;                        // TRACEDB_NCCL_EVENTS for the NCCL plugin
   std::vector<std::string> command;
@@ -217,14 +231,36 @@ void ReportUnfinishedWriters(const std::string& dir) {
   }
 }
 
-pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env) {
+// The stop signals this process was started with ignored (`nohup` ignores SIGHUP, a
+// non-interactive shell's `&` SIGINT and SIGQUIT): they stay ignored, here and in the job.
+sigset_t g_inherited_ignored;
+
+// Starts argv; `pgroup` >= 0 puts it in process group `pgroup` (0: a new group of its own).
+pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env, pid_t pgroup = -1) {
   std::vector<char*> cargv, cenv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   for (auto& e : env) cenv.push_back(e.data());
   cenv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, nullptr, cargv.data(), cenv.data());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // The child starts with the default action for every signal we catch or ignore, unless we
+  // were started with it ignored.
+  sigset_t def;
+  sigemptyset(&def);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    if (!sigismember(&g_inherited_ignored, sig)) sigaddset(&def, sig);
+  }
+  posix_spawnattr_setsigdefault(&attr, &def);
+  short flags = POSIX_SPAWN_SETSIGDEF;
+  if (pgroup >= 0) {
+    posix_spawnattr_setpgroup(&attr, pgroup);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, &attr, cargv.data(), cenv.data());
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     std::fprintf(stderr, "tracedb record: cannot run %s: %s\n", argv[0].c_str(), strerror(rc));
     return -1;
@@ -246,49 +282,175 @@ std::vector<std::string> EnvWith(const std::vector<std::string>& add) {
   return env;
 }
 
-// Waits for the local ranks of `--nproc`. When one fails, the others are stopped (SIGTERM, then
-// SIGKILL after 10 s), as torchrun does: a job with a dead rank would hang in its next collective.
-// Returns the exit code of the first rank that failed, else 0.
-int WaitRanks(const std::vector<pid_t>& pids) {
-  std::map<pid_t, int> rank_of;
-  for (size_t i = 0; i < pids.size(); ++i) rank_of[pids[i]] = static_cast<int>(i);
-  int first_failure = 0;
-  bool terminating = false;
-  double kill_at = 0;
-  size_t left = pids.size();
-  while (left > 0) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, terminating ? WNOHANG : 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (pid == 0) {  // terminating, nobody ended yet
-      if (Now() >= kill_at) {
-        for (const auto& [p, r] : rank_of) kill(p, SIGKILL);
-      }
-      usleep(20000);
-      continue;
-    }
-    auto it = rank_of.find(pid);
-    if (it == rank_of.end()) continue;
-    const int rank = it->second;
-    rank_of.erase(it);
-    --left;
-    const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (failed && !terminating) {
-      std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n",
-                   rank, static_cast<int>(pid), DescribeStatus(status).c_str(), left);
-      first_failure = ExitCodeOf(status);
-      terminating = true;
-      kill_at = Now() + 10;
-      for (const auto& [p, r] : rank_of) kill(p, SIGTERM);
-    } else if (failed) {
-      std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
-                   DescribeStatus(status).c_str());
+// ---- Stopping the job ----
+
+// The last stop signal received (SIGTERM, SIGINT, SIGHUP), how many, and whether the last came
+// from the terminal (then the job, in our process group, got it too).
+volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_stop_count = 0;
+volatile sig_atomic_t g_stop_from_tty = 0;
+
+void OnStopSignal(int sig, siginfo_t* info, void*) {
+  g_stop_signal = sig;
+  g_stop_from_tty = info != nullptr && info->si_code == SI_KERNEL;
+  g_stop_count = g_stop_count + 1;
+}
+
+void InstallStopHandlers() {
+  sigemptyset(&g_inherited_ignored);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) == 0 && (old.sa_flags & SA_SIGINFO) == 0 &&
+        old.sa_handler == SIG_IGN) {
+      sigaddset(&g_inherited_ignored, sig);
     }
   }
-  return first_failure;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = OnStopSignal;
+  sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: a sleep or wait returns at once
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    if (!sigismember(&g_inherited_ignored, sig)) sigaction(sig, &sa, nullptr);
+  }
+  signal(SIGQUIT, SIG_IGN);
+}
+
+void RestoreStopHandlers() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) {
+    signal(sig, sigismember(&g_inherited_ignored, sig) ? SIG_IGN : SIG_DFL);
+  }
+}
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGKILL:
+      return "SIGKILL";
+    default:
+      return "signal " + std::to_string(sig);
+  }
+}
+
+// The processes of the job: one command, or the N ranks of `--nproc`.
+struct Job {
+  std::vector<pid_t> pids;   // rank i = pids[i] under --nproc; else one pid
+  bool nproc = false;        // the ranks are ours (`--nproc`): a failed one stops the others
+  pid_t pgid = 0;            // > 0: the job's own process group (signals go to -pgid)
+  double grace_s = 10;       // how long a stopping job may take before SIGKILL
+  std::string name;          // the command, for messages
+};
+
+// What happened while waiting.
+struct JobEnd {
+  int exit_code = 0;     // the first failure's exit code (128 + signal when killed), else 0
+  int stop_signal = 0;   // the stop signal received, if any
+  bool killed = false;   // the job outlived its grace and was killed
+  double stop_wait_s = 0;  // from the forward to the job's end
+};
+
+void SignalJob(const Job& job, int sig) {
+  if (job.pgid > 0) {
+    kill(-job.pgid, sig);
+  } else {
+    for (pid_t p : job.pids) kill(p, sig);
+  }
+}
+
+// Waits for every process of `job`. A stop signal received meanwhile is forwarded to the job
+// (unless it came from the terminal, which gave it to the job already), the job is then given
+// `grace_s` seconds, then killed; a second stop signal a second or more after the first kills
+// it at once. Under --nproc, a rank that fails stops the others (SIGTERM, SIGKILL after the
+// grace), as torchrun does: a job with a dead rank would hang in its next collective.
+JobEnd WaitJob(const Job& job) {
+  std::map<pid_t, int> rank_of;
+  for (size_t i = 0; i < job.pids.size(); ++i) rank_of[job.pids[i]] = static_cast<int>(i);
+  JobEnd end;
+  bool failed_once = false;
+  double kill_at = 0;      // > 0: SIGKILL the job at this time
+  double stop_at = 0;      // when the stop signal was forwarded
+  int seen_signals = 0;    // g_stop_count already handled
+  while (!rank_of.empty()) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno != EINTR) break;  // ECHILD: nothing left to wait for
+    if (pid > 0) {
+      auto it = rank_of.find(pid);
+      if (it == rank_of.end()) continue;
+      const int rank = it->second;
+      rank_of.erase(it);
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && !failed_once) end.exit_code = ExitCodeOf(status);
+      if (failed && end.stop_signal == 0) {
+        if (!job.nproc) {
+          std::fprintf(stderr, "tracedb record: %s (pid %d) %s\n", job.name.c_str(),
+                       static_cast<int>(pid), DescribeStatus(status).c_str());
+        } else if (!failed_once) {
+          std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n",
+                       rank, static_cast<int>(pid), DescribeStatus(status).c_str(),
+                       rank_of.size());
+          for (const auto& [p, r] : rank_of) kill(p, SIGTERM);
+          kill_at = Now() + job.grace_s;
+        } else {
+          std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s\n", rank,
+                       static_cast<int>(pid), DescribeStatus(status).c_str());
+        }
+      }
+      failed_once |= failed;
+      continue;  // reap everything that ended before sleeping
+    }
+    const int count = g_stop_count;
+    if (count != seen_signals) {
+      seen_signals = count;
+      const int sig = g_stop_signal;
+      const double now = Now();
+      if (end.stop_signal == 0) {
+        end.stop_signal = sig;
+        stop_at = now;
+        kill_at = now + job.grace_s;
+        const bool from_tty = g_stop_from_tty != 0 && job.pgid == 0;
+        if (!from_tty) SignalJob(job, sig);
+        std::fprintf(stderr,
+                     "tracedb record: got %s: %s the job; waiting up to %.0f s for it to stop, "
+                     "then compacting what it flushed\n",
+                     SignalName(sig).c_str(), from_tty ? "the terminal sent it to" : "forwarded it to",
+                     job.grace_s);
+      } else if (now - stop_at >= 1.0 && !end.killed) {
+        // A second signal (a second Ctrl-C), not the echo of the first (`timeout` sends its
+        // signal to us and to its process group at once): stop now.
+        std::fprintf(stderr, "tracedb record: got %s again: killing the job (SIGKILL)\n",
+                     SignalName(sig).c_str());
+        SignalJob(job, SIGKILL);
+        end.killed = true;
+        kill_at = 0;
+      }
+    }
+    if (kill_at > 0 && Now() >= kill_at) {
+      if (end.stop_signal != 0) {
+        std::fprintf(stderr,
+                     "tracedb record: the job did not stop within %.0f s of %s: killing it "
+                     "(SIGKILL)\n",
+                     job.grace_s, SignalName(end.stop_signal).c_str());
+        SignalJob(job, SIGKILL);
+      } else {
+        for (const auto& [p, r] : rank_of) kill(p, SIGKILL);
+      }
+      end.killed = true;
+      kill_at = 0;
+    }
+    timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, nullptr);  // returns early on a signal
+  }
+  if (end.stop_signal != 0) {
+    end.stop_wait_s = Now() - stop_at;
+    if (end.exit_code == 0) end.exit_code = 128 + end.stop_signal;
+  }
+  return end;
 }
 
 void PrintSummary(const std::string& db_path, double seconds) {
@@ -436,6 +598,22 @@ int RunRecord(const RecordOptions& o) {
       return kExitError;
     }
   }
+  if (!o.flight.empty()) {
+    if (recorder::ParseDurationNs(o.flight.c_str()) <= 0) {
+      std::fprintf(stderr, "tracedb record: --flight %s is no duration (30s, 500ms, 2m)\n",
+                   o.flight.c_str());
+      return kExitUsage;
+    }
+    vars.emplace_back("TRACEDB_FLIGHT", o.flight);
+  }
+  if (!o.hang_timeout.empty()) {
+    if (recorder::ParseDurationNs(o.hang_timeout.c_str()) <= 0) {
+      std::fprintf(stderr, "tracedb record: --hang-timeout %s is no duration (30s, 500ms, 2m)\n",
+                   o.hang_timeout.c_str());
+      return kExitUsage;
+    }
+    vars.emplace_back("TRACEDB_HANG_TIMEOUT", o.hang_timeout);
+  }
   const std::string master_port = std::to_string(FreePort());
   const std::string master_addr = o.nproc > 0 ? "127.0.0.1" : HostName();
   vars.emplace_back("TRACEDB_MASTER_ADDR", master_addr);
@@ -453,6 +631,14 @@ int RunRecord(const RecordOptions& o) {
         argv.insert(argv.begin() + static_cast<long>(i) + 1, flags.begin(), flags.end());
     }
     argv.insert(argv.begin() + 1, flags.begin(), flags.end());
+    // Open MPI's mpirun (4.1) sends its ranks SIGTERM and SIGKILL close together after its
+    // odls_base_sigkill_timeout (1 s): measured under load, too close for every rank's recorder
+    // to write its last events (ranks' files left unclosed). Unless the user set it, the
+    // launcher (not the ranks) gets 3 s, within our own grace.
+    if (std::getenv("OMPI_MCA_odls_base_sigkill_timeout") == nullptr) {
+      const int t = std::max(1, std::min(3, static_cast<int>(o.grace_s / 2)));
+      env_add.push_back("OMPI_MCA_odls_base_sigkill_timeout=" + std::to_string(t));
+    }
   } else if (flavor == "hydra") {
     std::vector<std::string> flags;
     for (const auto& [k, v] : vars) flags.insert(flags.end(), {"-genv", k, v});
@@ -471,45 +657,58 @@ int RunRecord(const RecordOptions& o) {
   }
   const double t0 = Now();
   const double started_at = static_cast<double>(std::time(nullptr));  // for record.started_at
-  // Ctrl-C reaches the command through the terminal; we wait for it and keep what it wrote.
-  signal(SIGINT, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
+  // The job gets a process group of its own (the stop signals are forwarded to it), except in
+  // the foreground of a terminal, where it must stay in the terminal's foreground group.
+  const bool foreground_tty =
+      isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  InstallStopHandlers();
+  Job job;
+  job.nproc = o.nproc > 0;
+  job.grace_s = o.grace_s;
+  job.name = o.command[0];
   int exit_code = 0;
   if (o.nproc > 0) {
-    // The local launcher (as torchrun): rank i of N, all on this host.
-    std::vector<pid_t> pids;
+    // The local launcher (as torchrun): rank i of N, all on this host, in one process group.
     for (int r = 0; r < o.nproc; ++r) {
       std::vector<std::string> add = env_add;
       const std::string n = std::to_string(o.nproc), rs = std::to_string(r);
       add.insert(add.end(), {"RANK=" + rs, "LOCAL_RANK=" + rs, "GROUP_RANK=0", "WORLD_SIZE=" + n,
                              "LOCAL_WORLD_SIZE=" + n, "MASTER_ADDR=" + master_addr,
                              "MASTER_PORT=" + master_port});
-      const pid_t pid = Spawn(argv, EnvWith(add));
+      const pid_t pid = Spawn(argv, EnvWith(add), foreground_tty ? -1 : job.pgid);
       if (pid < 0) {
-        for (pid_t p : pids) kill(p, SIGTERM);
-        WaitRanks(pids);
+        for (pid_t p : job.pids) kill(p, SIGTERM);
+        WaitJob(job);
         exit_code = 127;
         break;
       }
-      pids.push_back(pid);
+      if (!foreground_tty && job.pgid == 0) job.pgid = pid;
+      job.pids.push_back(pid);
     }
-    if (exit_code == 0) exit_code = WaitRanks(pids);
   } else {
-    const pid_t pid = Spawn(argv, EnvWith(env_add));
-    if (pid < 0) return 127;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    const pid_t pid = Spawn(argv, EnvWith(env_add), foreground_tty ? -1 : 0);
+    if (pid < 0) {
+      RestoreStopHandlers();
+      return 127;
     }
-    exit_code = ExitCodeOf(status);
-    if (exit_code != 0) {
-      std::fprintf(stderr, "tracedb record: %s (pid %d) %s\n", o.command[0].c_str(),
-                   static_cast<int>(pid), DescribeStatus(status).c_str());
-    }
+    job.pids.push_back(pid);
+    if (!foreground_tty) job.pgid = pid;
+  }
+  JobEnd job_end;
+  if (exit_code == 0) {
+    job_end = WaitJob(job);
+    exit_code = job_end.exit_code;
   }
   const double seconds = Now() - t0;
-  signal(SIGINT, SIG_DFL);
-  signal(SIGQUIT, SIG_DFL);
-  if (exit_code != 0) {
+  RestoreStopHandlers();
+  if (job_end.stop_signal != 0) {
+    ReportUnfinishedWriters(dir);
+    std::fprintf(stderr,
+                 "tracedb record: the job %s %.1f s after %s; compacting what it flushed "
+                 "(open spans are kept, ending when each rank was last seen)\n",
+                 job_end.killed ? "was killed" : "stopped", job_end.stop_wait_s,
+                 SignalName(job_end.stop_signal).c_str());
+  } else if (exit_code != 0) {
     ReportUnfinishedWriters(dir);
     std::fprintf(stderr,
                  "tracedb record: the job failed (exit code %d); compacting what it flushed\n",
@@ -593,6 +792,17 @@ void SetupRecord(CLI::App& app, int* exit_code) {
                   "Launch N local ranks of the command (RANK, WORLD_SIZE, MASTER_ADDR... set, as "
                   "torchrun does)")
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--grace", o->grace_s,
+                  "Seconds a job stopped by SIGTERM/SIGINT/SIGHUP (forwarded to it) or by a "
+                  "failed rank has to exit before SIGKILL (default 10)")
+      ->check(CLI::Range(0.0, 3600.0));
+  sub->add_option("--flight", o->flight,
+                  "Flight-recorder mode: keep the last DURATION (30s, 500ms, 2m) of events in "
+                  "memory, write them only around a trigger (SIGUSR1, tracedb_trigger, a "
+                  "terminating signal); docs/flight.md");
+  sub->add_option("--hang-timeout", o->hang_timeout,
+                  "Hang watchdog: a rank in one communication call (MPI, NCCL) this long writes "
+                  "its flight ring (and flushes) at once; docs/flight.md");
   sub->add_flag("--nccl", o->nccl,
                 "Load the NCCL profiler plugin: collectives, p2p, proxy ops (docs/gpu-capture.md)");
   sub->add_option("--nccl-events", o->nccl_events,

@@ -4,15 +4,26 @@
 // across ranks, from recorded MPI events or imported mpitrace/mpiP profiles.
 // `tracedb report stragglers JOB.tdb`: which rank arrives last to collectives, from the
 // collectives matched across ranks.
+// `tracedb report hang JOB.tdb|SEGMENT_DIR [-f text|json]`: where every rank stood when the job
+// stopped (query/hang/, docs/hang.md); a segment directory (a job still running) is compacted
+// first into a temporary database, every file taken whole.
+#include <stdlib.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/compactor.h"
+#include "engine/trace_writer.h"
 #include "query/export/csv_text.h"
+#include "query/hang/hang_report.h"
 #include "query/export/json_text.h"
 #include "query/mpi_report.h"
 #include "query/query_db.h"
@@ -326,6 +337,77 @@ int RunStragglers(const ReportOptions& o) {
   return kExitOk;
 }
 
+// A temporary directory, removed with what it holds.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base && *base ? base : "/tmp") + "/tracedb-hang-XXXXXX";
+    if (mkdtemp(templ.data()) != nullptr) path_ = templ;
+  }
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+int RunHangReport(const ReportOptions& o) {
+  if (o.format != "text" && o.format != "json") {
+    std::fprintf(stderr, "tracedb report hang: unknown format '%s' (text or json)\n",
+                 o.format.c_str());
+    return kExitUsage;
+  }
+  std::string db_path = o.db;
+  TempDir tmp;
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.db, ec)) {
+    // A segment directory, perhaps of a job still running: every file is taken whole (its
+    // spans still open are then written open, ending when each process was last seen).
+    if (tmp.path().empty()) {
+      std::fprintf(stderr, "tracedb report hang: cannot create a temporary directory\n");
+      return kExitError;
+    }
+    db_path = tmp.path() + "/job.tdb";
+    auto writer = engine::TraceWriter::Open(db_path);
+    if (!writer.ok()) {
+      std::fprintf(stderr, "tracedb report hang: %s\n", writer.status().message().c_str());
+      return kExitError;
+    }
+    engine::CompactOptions co;
+    co.inputs = {o.db};
+    co.finish = true;
+    auto stats = engine::Compact(writer->get(), co);
+    writer->reset();
+    if (!stats.ok()) {
+      std::fprintf(stderr, "tracedb report hang: compacting %s: %s\n", o.db.c_str(),
+                   stats.status().message().c_str());
+      return kExitError;
+    }
+    Verbose("report", "compacted %llu segment files of %s into %s",
+            static_cast<unsigned long long>(stats->files), o.db.c_str(), db_path.c_str());
+  }
+  auto db = query::OpenQueryDb(db_path);
+  if (!db.ok()) {
+    std::fprintf(stderr, "tracedb report hang: %s\n", db.status().message().c_str());
+    return kExitError;
+  }
+  auto rep = query::hang::BuildHangReport(db->get());
+  if (!rep.ok()) {
+    std::fprintf(stderr, "tracedb report hang: %s: %s\n", o.db.c_str(),
+                 rep.status().message().c_str());
+    return kExitError;
+  }
+  const std::string out = o.format == "json" ? query::hang::HangReportJson(*rep)
+                                             : query::hang::HangReportText(*rep);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
 }  // namespace
 
 void SetupReport(CLI::App& app, int* exit_code) {
@@ -349,6 +431,16 @@ void SetupReport(CLI::App& app, int* exit_code) {
   st->add_option("-n,--limit", so->limit, "Collectives to list");
   AddVerbosityFlags(st);
   st->callback([so, exit_code] { *exit_code = RunStragglers(*so); });
+
+  auto ho = std::make_shared<ReportOptions>();
+  CLI::App* hang = report->add_subcommand(
+      "hang", "Where every rank stood when the job stopped: open spans, blocked calls, culprits");
+  hang->add_option("db", ho->db,
+                   "Trace database (.tdb), or the segment directory of a job (running or not)")
+      ->required();
+  hang->add_option("-f,--format", ho->format, "text or json");
+  AddVerbosityFlags(hang);
+  hang->callback([ho, exit_code] { *exit_code = RunHangReport(*ho); });
 
   SetupReportHtml(report, exit_code);  // report html: shell/report_html.cc
 }

@@ -1,9 +1,12 @@
 // Compaction end to end: clocks recovered within their stored uncertainty; incremental runs
 // (on a live job) equal one run; a compaction killed at any moment resumes to the same rows;
 // damaged segments are skipped and counted, never a crash; exact counts and top-n against what
-// the recording processes emitted.
+// the recording processes emitted. A span open in a live process stays pending and closes when
+// its end comes; only a process that is over has its spans written open.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -451,6 +454,106 @@ TEST(Compaction, KnownClockOffsetsLandWithinTheStoredUncertainty) {
   }
   EXPECT_EQ(seen.size(), 4u);
   ExpectDbInvariants(db);
+}
+
+// docs/database-format.md "Open spans": a span begun in a process that is still running (its
+// writer holds the file's lock) is not written open by a pass without --finish; when its end
+// arrives in the next file, the next pass writes it closed, once, with its true duration.
+TEST(Compaction, OpenSpanOfALiveProcessClosesWhenItsEndComes) {
+  TempDir tmp;
+  const std::string head =
+      "file trace 0 77 0 host=node0 world=1\n"
+      "anchor 1000000000000 0\n"
+      "string 1 fetch_batch\nstring 2 MPI_Recv\n"
+      "thread 1 4242 trainer\n"
+      "events 1\n"
+      "B 1000 1\n"
+      "B 1200 2 cat=4 peer=3\n"
+      "anchor 1000000002000 2000\n";
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(), head).ok());
+  const std::string file0 = tmp.Sub("trace/rank-0/seg-77-000000.tds");
+  const int fd = ::open(file0.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // the writer is alive
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 2);
+
+  // The process goes on in its next file: both spans end, the file is closed.
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(),
+                                    "file trace 0 77 1 host=node0 world=1\n"
+                                    "anchor 1000000003000 3000\n"
+                                    "thread 1 4242 trainer\n"
+                                    "events 1\nE 5000 2\nE 6000 1\n"
+                                    "anchor 1000000007000 7000\nend\n")
+                  .ok());
+  ::close(fd);  // file 0's writer is gone (it moved on), its tail taken whole
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events WHERE open = 1"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'fetch_batch'"), 5000);
+  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'MPI_Recv'"), 3800);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 2);
+  // --finish on the same database adds nothing: nothing is left open.
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db, "--finish"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 2);
+}
+
+// The same live process stopped for good: `compact --finish` writes its spans open, ending at its
+// last anchor, innermost nested in outermost.
+TEST(Compaction, FinishWritesTheOpenSpansOfALiveProcess) {
+  TempDir tmp;
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(),
+                                    "file trace 0 77 0 host=node0 world=1\n"
+                                    "anchor 1000000000000 0\n"
+                                    "string 1 fetch_batch\nstring 2 MPI_Recv\n"
+                                    "thread 1 4242 trainer\n"
+                                    "events 1\nB 1000 1\nB 1200 2 cat=4 peer=3\n"
+                                    "anchor 1000000009000 9000\n")
+                  .ok());
+  const std::string file0 = tmp.Sub("trace/rank-0/seg-77-000000.tds");
+  const int fd = ::open(file0.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 0);
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db, "--finish"), 0);
+  ::close(fd);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events WHERE open = 1"), 2);
+  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'fetch_batch' AND depth = 0"), 8000);
+  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'MPI_Recv' AND depth = 1 AND "
+                         "parent = (SELECT id FROM events WHERE name = 'fetch_batch')"),
+            7800);
+  EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
+}
+
+// A process that closed its last file but is still alive (it stopped recording and runs on: this
+// test's own pid, on this host) keeps its open span pending; `compact --finish` later, with
+// nothing new to read, writes it open, ending at the process's last anchor.
+TEST(Compaction, FinishWritesSpansAnEarlierPassLeftPending) {
+  TempDir tmp;
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  const std::string pid = std::to_string(::getpid());
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(),
+                                    "file trace 0 " + pid + " 0 host=" + host + " world=1\n"
+                                    "anchor 1000000000000 0\n"
+                                    "string 1 fetch_batch\n"
+                                    "thread 1 4242 trainer\n"
+                                    "events 1\nB 1000 1\n"
+                                    "anchor 1000009000000 9000000\nend\n")
+                  .ok());
+  const std::string db = tmp.Sub("job.tdb");
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 1);
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db, "--finish"), 0);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events WHERE open = 1"), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'fetch_batch'"), 9000000 - 1000);
+  EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
+  ASSERT_EQ(Compact(tmp.Sub("trace"), db, "--finish"), 0);  // nothing left: nothing added
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 1);
 }
 
 }  // namespace

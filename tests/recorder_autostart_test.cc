@@ -6,6 +6,7 @@
 // by the engine's segment reader and by `tracedb info --json`.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -208,12 +209,16 @@ TEST(AutoStart, UnwritableDirectoryWarnsOnceAndRunsOn) {
   EXPECT_NE(out.find("enabled 0 rank 0 emitted 0\n"), std::string::npos) << out;
 }
 
-// SIGTERM and SIGINT, where the application installed no handler: the library writes everything
-// buffered and the END block, then the signal takes its default action (the process dies of it).
+// SIGTERM, SIGINT, SIGHUP and the fatal signals of a crash, where the application installed no
+// handler: the library writes everything buffered and the END block, then the signal takes its
+// default action (the process dies of it).
 class TerminateSignalTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(TerminateSignalTest, FlushesThenDiesOfTheSignal) {
   const int sig = GetParam();
+  // No core file from the crash signals (the child inherits the limit).
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
   TempDir tmp;
   const std::string dir = tmp.Sub("trace");
   const std::string out_path = tmp.Sub("out.txt");
@@ -223,8 +228,7 @@ TEST_P(TerminateSignalTest, FlushesThenDiesOfTheSignal) {
   posix_spawnattr_init(&attr);
   sigset_t defaults;
   sigemptyset(&defaults);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT}) sigaddset(&defaults, s);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   sigset_t none;
   sigemptyset(&none);
@@ -266,9 +270,16 @@ TEST_P(TerminateSignalTest, FlushesThenDiesOfTheSignal) {
   EXPECT_EQ(got.torn_tails, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(SigtermAndSigint, TerminateSignalTest, ::testing::Values(SIGTERM, SIGINT),
+INSTANTIATE_TEST_SUITE_P(StopAndFatalSignals, TerminateSignalTest,
+                         ::testing::Values(SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT),
                          [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(info.param == SIGTERM ? "SIGTERM" : "SIGINT");
+                           switch (info.param) {
+                             case SIGTERM: return std::string("SIGTERM");
+                             case SIGINT: return std::string("SIGINT");
+                             case SIGHUP: return std::string("SIGHUP");
+                             case SIGSEGV: return std::string("SIGSEGV");
+                             default: return std::string("SIGABRT");
+                           }
                          });
 
 }  // namespace

@@ -477,6 +477,17 @@ PyObject* CommDefine(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// trigger(reason) -> bool: a flight-recorder trigger (docs/flight.md); False when refused by the
+// rate limit (one a second), RuntimeError when not recording.
+PyObject* Trigger(PyObject*, PyObject* arg) {
+  const char* reason = PyUnicode_AsUTF8(arg);
+  if (reason == nullptr) return nullptr;
+  const int rc = tracedb_trigger(reason);
+  if (rc == TRACEDB_ERR_RATE) Py_RETURN_FALSE;
+  if (rc != TRACEDB_OK) return RaiseCode(rc, "trigger", nullptr);
+  Py_RETURN_TRUE;
+}
+
 PyObject* Counters(PyObject*, PyObject*) {
   tracedb_counters c = {};
   tracedb_get_counters(&c);
@@ -512,6 +523,8 @@ PyMethodDef kMethods[] = {
     {"comm_define", CommDefine, METH_VARARGS,
      "comm_define(comm, size, rank_in_comm, members=None): declares a communicator."},
     {"counters", Counters, METH_NOARGS, "counters() -> dict of the recorder's counters."},
+    {"trigger", Trigger, METH_O,
+     "trigger(reason) -> bool: a flight-recorder trigger (False when rate-limited)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

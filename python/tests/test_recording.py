@@ -100,6 +100,34 @@ class RecordingTest(unittest.TestCase):
         self.assertEqual((comm["lane"], comm["bytes"], comm["cat"]), ("tensor.grad", 123, "comm"))
         self.assertEqual(by_name["explicit"][0]["dur"], 5000)
 
+    def test_flight_trigger_writes_the_ring_and_is_rate_limited(self):
+        # Flight mode (docs/flight.md): nothing of the first 200 steps (2 ms each, over 300 ms
+        # before the trigger) is written; the last ones and the trigger are; a second trigger
+        # within the second is refused (False). Not recording: trigger raises.
+        p = run_child(f"""
+            import time, tracedb
+            try:
+                tracedb.trigger("early")
+                raise SystemExit("trigger while not recording did not raise")
+            except RuntimeError:
+                pass
+            tracedb.start({self.seg!r})
+            for s in range(400):
+                tracedb.step(s)
+                with tracedb.span("work"):
+                    time.sleep(0.002)
+            print(tracedb.trigger("from python"), tracedb.trigger("again"))
+            tracedb.stop()
+        """, {"TRACEDB_FLIGHT": "300ms", "TRACEDB_FLUSH_MS": "50"})
+        self.assertEqual(p.stdout.split(), ["True", "False"])
+        rows = compact_and_query(self.seg, self.db,
+                                 "SELECT min(step) AS lo, max(step) AS hi FROM events "
+                                 "WHERE name = 'work'")
+        self.assertGreater(rows[0]["lo"], 200)
+        self.assertEqual(rows[0]["hi"], 399)
+        trig = compact_and_query(self.seg, self.db, "SELECT reason FROM triggers")
+        self.assertEqual(trig, [{"reason": "from python"}])
+
     def test_automatic_start_from_env(self):
         p = run_child("""
             import tracedb

@@ -18,13 +18,13 @@ import functools as _functools
 from tracedb._tracedb import (  # noqa: F401  (the public API)
     CAT_COMM, CAT_COMPUTE, CAT_CUDA, CAT_MPI, CAT_NCCL, CAT_PHASE, CAT_STEP, CAT_USER,
     begin, clock_sync, comm_define, complete, counter, counters, enabled, end, flush, instant,
-    intern, lane, now, rank, span, start, step, stop, thread_name, world_size,
+    intern, lane, now, rank, span, start, step, stop, thread_name, trigger, world_size,
 )
 
 __all__ = [
     "start", "stop", "flush", "enabled", "rank", "world_size", "now", "intern", "lane",
     "thread_name", "span", "trace", "begin", "end", "instant", "complete", "counter", "step",
-    "clock_sync", "comm_define", "counters",
+    "clock_sync", "comm_define", "counters", "trigger",
     "CAT_USER", "CAT_COMPUTE", "CAT_COMM", "CAT_PHASE", "CAT_MPI", "CAT_NCCL", "CAT_CUDA",
     "CAT_STEP",
 ]

@@ -408,6 +408,11 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
       json_members = 1;
     }
   }
+  if (mask & DecodedBlock::kOpen) {  // a span still open when its process ended
+    if (json_members) args_json_ += ',';
+    args_json_ += "\"open\":1";
+    ++json_members;
+  }
   const uint64_t flow = (mask & EventArgs::kFlow) ? b.flow[i] : 0;
   const int64_t id =
       t->extra ? static_cast<int64_t>((static_cast<uint64_t>(b.track[i]) << 32) | b.k[i]) : -1;

@@ -19,7 +19,7 @@ import sys
 KINDS = {
     # kind: (required attributes, optional attributes)
     "call": (set(), {"comm", "win", "seq", "bytes", "peer", "tag", "status", "when",
-                     "message_out", "message_in"}),
+                     "message_out", "message_in", "entry_peer", "entry_tag"}),
     "start": ({"request"}, {"comm", "win", "seq", "bytes", "peer", "tag", "recv", "persistent",
                             "message_in"}),
     "start_one": ({"request"}, set()),
@@ -130,6 +130,9 @@ def validate(e):
     if "seq" in e.attrs and e.kind in ("call", "start") and not (
             "comm" in e.attrs or "win" in e.attrs):
         raise TableError(f"{e.line}: {e.name}: 'seq' needs comm= or win=")
+    for key in ("entry_peer", "entry_tag"):
+        if isinstance(e.attrs.get(key), str) and re.search(r"\bst\b", e.attrs[key]):
+            raise TableError(f"{e.line}: {e.name}: '{key}' is known at entry: it cannot use st")
     for key in ("bytes", "peer", "tag", "when"):
         expr = e.attrs.get(key)
         if isinstance(expr, str):
@@ -203,10 +206,25 @@ def gen_call_or_start(e):
         lines += ["  MPI_Status st_local;",
                   f"  MPI_Status* const st = {s} == MPI_STATUS_IGNORE ? &st_local : {s};"]
         replace[s] = "st"
-    lines += ["  const int64_t t0 = tracedb_now();",
-              f"  const int rc = P{e.name}({call_args(e, replace)});",
-              "  const int64_t t1 = tracedb_now();",
-              "  tracedb_args a{};"]
+    if e.kind == "call":
+        # A blocking call is a begin at entry and an end at exit: a call that never returns
+        # (a hang, a crash) is still in the trace, as an open span (docs/mpi-capture.md).
+        lines.append("  tracedb_args a0{};")
+        if has_handle:
+            lines.append("  rt::SetComm(&a0, hs);")
+            if seq:
+                lines.append("  rt::SetSeq(&a0, hs, seq);")
+        if "message_in" in e.attrs:
+            lines.append("  rt::SetComm(&a0, mc);")
+        lines += entry_field_lines(e)
+        lines += [f"  tracedb_begin_ex({var(e)}.id(), TRACEDB_CAT_MPI, 0, &a0);",
+                  f"  const int rc = P{e.name}({call_args(e, replace)});",
+                  "  tracedb_args a{};"]
+    else:
+        lines += ["  const int64_t t0 = tracedb_now();",
+                  f"  const int rc = P{e.name}({call_args(e, replace)});",
+                  "  const int64_t t1 = tracedb_now();",
+                  "  tracedb_args a{};"]
     if has_handle:
         lines.append("  rt::SetComm(&a, hs);")
         if seq:
@@ -235,8 +253,26 @@ def gen_call_or_start(e):
                      "a.fields &= ~TRACEDB_ARG_FLOW;"]
     if body:
         lines += [f"  if ({cond}) {{"] + body + ["  }"]
-    lines += [f"  rt::Emit({var(e)}, t0, t1, &a);", "  return rc;", "}"]
+    if e.kind == "call":
+        lines += [f"  tracedb_end_ex({var(e)}.id(), TRACEDB_CAT_MPI, 0, &a);", "  return rc;", "}"]
+    else:
+        lines += [f"  rt::Emit({var(e)}, t0, t1, &a);", "  return rc;", "}"]
     return lines
+
+
+def entry_field_lines(e):
+    """The begin event's fields: those known before the call. `entry_peer=`/`entry_tag=` give
+    them where the end's come from the status; a value that reads the status, or is guarded
+    by `when=`, waits for the end."""
+    if "when" in e.attrs:
+        return []
+    out = []
+    for field, setter in (("bytes", "SetBytes"), ("peer", "SetPeer"), ("tag", "SetTag")):
+        expr = e.attrs.get("entry_" + field, e.attrs.get(field))
+        if expr is None or re.search(r"\bst\b", expr):
+            continue
+        out.append(f"  rt::{setter}(&a0, {expr});")
+    return out
 
 
 def timed_call(e, replace=None):

@@ -82,6 +82,50 @@ Job RunMpi(int ranks, const std::vector<std::string>& env, const std::vector<std
   return job;
 }
 
+// A blocking call is recorded as a begin at entry and an end at exit (an end's fields replace
+// the begin's); the checks below want one event per call. Folds each begin/end pair of a thread
+// into the complete event it stands for, at the end's place in the file (where the recorder
+// wrote a complete event before). A begin left open stays a begin (and fails the kind checks).
+void FoldBeginEnd(std::vector<ReadEvent>* events) {
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<size_t>> open;  // (pid, thread) -> begins
+  std::vector<bool> drop(events->size(), false);
+  for (size_t i = 0; i < events->size(); ++i) {
+    ReadEvent& e = (*events)[i];
+    if (e.e.kind == engine::EventKind::kBegin) {
+      open[{e.pid, e.thread}].push_back(i);
+    } else if (e.e.kind == engine::EventKind::kEnd) {
+      auto& stack = open[{e.pid, e.thread}];
+      if (stack.empty()) continue;
+      const ReadEvent& b = (*events)[stack.back()];
+      drop[stack.back()] = true;
+      stack.pop_back();
+      EventArgs args = b.e.args;
+      const EventArgs& end = e.e.args;
+      if (end.mask & EventArgs::kBytes) args.bytes = end.bytes;
+      if (end.mask & EventArgs::kPeer) args.peer = end.peer;
+      if (end.mask & EventArgs::kTag) args.tag = end.tag;
+      if (end.mask & EventArgs::kComm) args.comm = end.comm;
+      if (end.mask & EventArgs::kSeq) args.seq = end.seq;
+      if (end.mask & EventArgs::kFlow) args.flow = end.flow;
+      args.mask |= end.mask;
+      const int64_t end_ts = e.e.ts;
+      e.name = b.name;
+      e.e = b.e;
+      e.e.kind = engine::EventKind::kComplete;
+      e.e.ival = end_ts - b.e.ts;
+      e.e.args = args;
+      e.e.has_args = args.mask != 0;
+    }
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < events->size(); ++i) {
+    if (drop[i]) continue;
+    if (out != i) (*events)[out] = std::move((*events)[i]);  // (a self-move empties strings)
+    ++out;
+  }
+  events->resize(out);
+}
+
 // What one rank recorded.
 struct RankTrace {
   std::vector<ReadEvent> events;  // in file order
@@ -98,6 +142,7 @@ std::map<int, RankTrace> LoadTrace(const std::string& dir, int ranks) {
     testing::Collected c = testing::CollectDir(rank_dir);
     RankTrace& t = out[r];
     t.events = std::move(c.events);
+    FoldBeginEnd(&t.events);
     t.sync = std::move(c.sync);
     for (const CommInfo& ci : c.comms) {
       auto [it, inserted] = t.comms.emplace(ci.comm, ci);

@@ -22,7 +22,7 @@
  * beforehand; a handler that interrupts its
  * thread inside a recording call drops its event and counts it. The other functions take locks:
  * not from a handler.
- * SIGTERM, SIGINT: at the first tracedb_start(), where the application left the default action,
+ * SIGTERM, SIGINT, SIGHUP: at the first tracedb_start(), where the application left the default action,
  * the library installs a handler that writes everything buffered (waiting at most 3 s) and then
  * lets the signal take its default action. A handler the application installs replaces it.
  * docs/recorder.md states every promise in full.
@@ -72,6 +72,7 @@ extern "C" {
 #define TRACEDB_ERR_IO (-2)      /* the directory or a segment file cannot be written */
 #define TRACEDB_ERR_ARG (-3)     /* a NULL or invalid argument */
 #define TRACEDB_ERR_TIMEOUT (-4) /* tracedb_flush: the flusher did not finish within 30 s */
+#define TRACEDB_ERR_RATE (-5)    /* tracedb_trigger: within 1 s of the last trigger (ignored) */
 
 /* Categories: one per event (docs/segment-format.md "Categories"). */
 #define TRACEDB_CAT_USER 0
@@ -176,6 +177,16 @@ TRACEDB_API void tracedb_clock_sync(int32_t ref_rank, int64_t local_ns, int64_t 
  * entries) may be NULL. Ignored when not started. */
 TRACEDB_API void tracedb_comm_define(uint32_t comm, int32_t size, int32_t rank_in_comm,
                                      const int32_t* members) TRACEDB_NOEXCEPT;
+
+/* Flight-recorder mode (TRACEDB_FLIGHT=DURATION, docs/flight.md): events are kept in memory for
+ * the last DURATION and written only around a trigger. tracedb_trigger records a trigger (an
+ * instant named "tracedb.trigger:" + reason, the `triggers` table once compacted) and asks for
+ * the last DURATION of events to be written now, and everything for the next DURATION. Outside
+ * flight mode only the trigger is recorded. A trigger within 1 s of the previous one (a storm)
+ * is ignored: TRACEDB_ERR_RATE. TRACEDB_ERR_STATE when not recording; TRACEDB_ERR_ARG for NULL.
+ * Takes a lock (it interns the reason): not from a signal handler. SIGUSR1 triggers too (reason
+ * "SIGUSR1") in flight mode, where the application left its default action. */
+TRACEDB_API int tracedb_trigger(const char* reason) TRACEDB_NOEXCEPT;
 
 /* Counters of this process since load. */
 typedef struct tracedb_counters {
