@@ -69,7 +69,7 @@ struct Cause {
   // rank-to-rank variation over the job's steps.
   int64_t excess_ns = 0;
   double noise_z = 0;
-  bool reported = false;  // stands out: noise_z >= threshold and excess_ns > 0
+  bool reported = false;  // stands out: noise_z >= threshold, excess_ns >= min_share x step
 };
 
 // One piece of the critical path: a rank's time from `ts` for `dur` spent in `name`.
@@ -92,6 +92,7 @@ struct StepPath {
 
 struct Options {
   double noise_threshold = 3.5;  // robust z-score a cause must reach to be reported
+  double min_share = 0.01;       // and its excess this share of the median step time
 };
 
 struct Analysis {
@@ -112,6 +113,9 @@ struct Analysis {
   // Per name (index into names): the robust spread of ranks' time in it around their step's
   // median (1.4826 x MAD over every (step, rank), floored; docs/why.md "Noise").
   std::vector<double> name_sigma;
+  // The median over ranks and steps of a rank's step time (its whole time without steps): a
+  // cause is reported only when its excess is at least Options::min_share of it.
+  int64_t median_step_ns = 0;
   // What-if (docs/why.md "What-if"): for each (step, rank, name) on the critical path where the
   // rank took longer than the median rank, the step's time had it taken the median: the step
   // time less the excess, at most the name's time on the path (a first-order estimate: the next

@@ -184,6 +184,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
   std::map<std::pair<bool, int64_t>, int64_t> ranks_in_step;
   std::map<Key, std::vector<std::pair<int64_t, int64_t>>> groups;  // -> (rank, ns)
   std::unordered_map<int32_t, int64_t> t;
+  std::vector<int64_t> window_lengths;
   for (const auto& [rank, rd] : m.ranks) {
     std::vector<std::tuple<bool, int64_t, int64_t, int64_t>> windows;  // has, step, a, b
     if (rd.steps.empty()) {
@@ -199,6 +200,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
     auto wfirst = std::lower_bound(out->waits.begin(), out->waits.end(), rank,
                                    [](const WaitState& w, int64_t r) { return w.rank < r; });
     for (const auto& [has, step, a, b] : windows) {
+      window_lengths.push_back(b - a);
       t.clear();
       TimeByName(m, rd, a, b, &t);
       while (wfirst != out->waits.end() && wfirst->rank == rank && wfirst->ts < a) ++wfirst;
@@ -211,6 +213,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
         if (ns > 0) groups[Key{has, step, name}].emplace_back(rank, ns);
     }
   }
+  out->median_step_ns = Median(&window_lengths);
   std::vector<int64_t> v;
   std::unordered_map<int32_t, std::vector<int64_t>> devs, medians;
   for (auto& [key, rows] : groups) {
@@ -459,6 +462,8 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
       c.noise_z = static_cast<double>(c.excess_ns) / sigma;
     }
     c.reported = c.name != unattributed && c.excess_ns > 0 && c.noise_z >= o.noise_threshold &&
+                 static_cast<double>(c.excess_ns) >=
+                     o.min_share * static_cast<double>(out->median_step_ns) &&
                  c.cost_ns >= 1;
   }
   std::sort(out->causes.begin(), out->causes.end(), [](const Cause& x, const Cause& y) {

@@ -1,7 +1,9 @@
 // An MPI training-like loop with named phases (recorder API) and delays injected at known
 // (step, rank, phase), for the known-answer tests of the why analyses (why_mpi_test.cc). Each
 // step: forward, backward, MPI_Allreduce (wait at N x N); pack, a ring exchange with MPI_Send
-// then MPI_Recv (late sender); load, MPI_Bcast from rank 0 (late broadcast); MPI_Barrier.
+// then MPI_Recv (late sender), MPI_Barrier; load, MPI_Bcast from rank 0 (late broadcast),
+// MPI_Barrier. (The barrier before the broadcast keeps a late sender's lateness out of the
+// broadcast, where Open MPI's tree would hide it in a non-root's MPI_Bcast: docs/why.md.)
 // Phases sleep (no CPU: the ranks share two cores); a delay adds to one phase's sleep.
 //
 // Usage: mpirun -np 4 why_program STEPS [STEP:RANK:PHASE:MS ...]
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
     MPI_Send(out, sizeof(out), MPI_CHAR, (rank + 1) % size, 7, MPI_COMM_WORLD);
     MPI_Recv(in, sizeof(in), MPI_CHAR, (rank + size - 1) % size, 7, MPI_COMM_WORLD,
              MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);
     phase(kLoad, "load", step, 1);
     MPI_Bcast(params, 16, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
