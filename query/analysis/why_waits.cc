@@ -339,9 +339,10 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
         TimeByName(m, LD, lfrom, el.ts, &tl);
         TimeByName(m, RD, sr, er.ts, &tr);
         // Waits inside the intervals are not time spent in their calls but propagation.
+        // (A wait that began before the interval counts for the part inside it.)
         auto waits_in = [&](int64_t rank, int64_t a, int64_t b,
                             std::unordered_map<int32_t, int64_t>* t,
-                            std::vector<const WaitState*>* list) {
+                            std::vector<std::pair<const WaitState*, int64_t>>* list) {
           int64_t total = 0;
           auto f = waits_of.find(rank);
           if (f == waits_of.end()) return total;
@@ -350,16 +351,18 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
           auto it = std::lower_bound(first, last, a, [](const WaitState& w, int64_t v) {
             return w.ts < v;
           });
+          for (int back = 0; it != first && back < 8; ++back) --it;
           for (; it != last && it->ts < b; ++it) {
-            const int64_t w = std::min(it->wait_ns, b - it->ts);
+            const int64_t w = std::min(it->ts + it->wait_ns, b) - std::max(it->ts, a);
+            if (w <= 0) continue;
             total += w;
             auto n = t->find(it->call);
             if (n != t->end()) n->second = std::max<int64_t>(0, n->second - w);
-            if (list) list->push_back(&*it);
+            if (list) list->emplace_back(&*it, w);
           }
           return total;
         };
-        std::vector<const WaitState*> lwaits;
+        std::vector<std::pair<const WaitState*, int64_t>> lwaits;
         const int64_t wl = waits_in(L, lfrom, el.ts, &tl, &lwaits);
         const int64_t wr = waits_in(r, sr, er.ts, &tr, nullptr);
         double excess = 0;
@@ -382,10 +385,10 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
         }
         if (bucket > 0 && wl > 0) {
           const double per = scale * bucket / static_cast<double>(wl);
-          for (const WaitState* w : lwaits) {
+          for (const auto& [w, inside] : lwaits) {
             auto c = charged.find(w->id);
             if (c == charged.end()) continue;
-            const double ns = per * static_cast<double>(w->wait_ns);
+            const double ns = per * static_cast<double>(inside);
             for (const auto& [cause, frac] : c->second.parts)
               pieces->push_back(Piece{cause, ns * frac, true});
           }
