@@ -211,7 +211,7 @@ int RunExplain(const ExplainOptions& o) {
     return kExitUsage;
   }
   if (o.format != "text" && o.format != "json") {
-    std::fprintf(stderr, "tracedb explain: -f '%s': expected text or json\n", o.format.c_str());
+    std::fprintf(stderr, "tracedb explain: unknown format '%s' (text, json)\n", o.format.c_str());
     return kExitUsage;
   }
   auto db = query::OpenQueryDb(o.db);
