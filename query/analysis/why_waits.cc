@@ -78,6 +78,22 @@ int64_t Median(std::vector<int64_t>* v) {
   return lo + (hi - lo) / 2;
 }
 
+// Keeps the `k` largest shares of a charge, scaled up to the same total: what a wait is charged
+// to is carried into every wait it propagates to, and a long chain would otherwise carry every
+// cause it ever met (docs/why.md "Root causes").
+template <typename T, typename Get>
+void KeepLargest(std::vector<T>* v, size_t k, Get share) {
+  if (v->size() <= k) return;
+  double total = 0, kept = 0;
+  for (T& x : *v) total += share(x);
+  std::partial_sort(v->begin(), v->begin() + static_cast<long>(k), v->end(),
+                    [&](T a, T b) { return share(a) > share(b); });
+  v->resize(k);
+  for (T& x : *v) kept += share(x);
+  if (kept <= 0) return;
+  for (T& x : *v) share(x) *= total / kept;
+}
+
 }  // namespace
 
 void ComputeWaits(const Model& m, Analysis* out) {
@@ -249,6 +265,10 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
 }
 
 void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
+  constexpr size_t kMaxParts = 8;
+  // How many of the late rank's synchronisations are searched for one shared with the waiting
+  // rank (farther back, the intervals would span much of the job).
+  constexpr int kCommonSearch = 32;
   // Cause rows by (rank, has_step, step, name).
   std::map<std::tuple<int64_t, bool, int64_t, int32_t>, size_t> index;
   struct Extra {
@@ -291,6 +311,7 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
     bool indirect;
   };
   std::unordered_map<int32_t, int64_t> tl, tr;
+  std::unordered_map<int64_t, std::vector<Piece>> lateness_of;  // event -> shares (sum 1)
   // Why rank `L` entered `el` `lateness` ns after rank `r` entered `er` (docs/why.md "Root
   // causes"): since their previous common synchronisation, L's extra time per name (direct),
   // L's own waits beyond r's (the causes of those waits, indirect); and the part of the
@@ -305,21 +326,46 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
         int64_t step = 0;
         const bool has_step = LD.StepAt(el.ts - 1, &step);
         Sync cl, cr;
-        bool common = depth < 16 && PreviousCommonSync(m, LD, el.ts, r, &cl, &cr) &&
-                      cr.ts < er.ts;
-        const int64_t sl = common ? std::min(cl.end, el.ts) : std::min(LD.first_ts, el.ts);
-        const int64_t sr = common ? std::min(cr.end, er.ts) : std::min(RD.first_ts, er.ts);
+        const bool common = depth < 16 &&
+                            PreviousCommonSync(m, LD, el.ts, r, &cl, &cr, kCommonSearch) &&
+                            cr.ts < er.ts;
+        // Without a common synchronisation close by, each rank's interval starts at its own
+        // previous one (the ranks then compare what they did since they last communicated).
+        auto own_start = [](const RankData& rd, const Sync& e) {
+          const Sync* p = PreviousSync(rd, e.ts, e.id);
+          return std::min(p ? p->end : rd.first_ts, e.ts);
+        };
+        const int64_t sl = common ? std::min(cl.end, el.ts) : own_start(LD, el);
+        const int64_t sr = common ? std::min(cr.end, er.ts) : own_start(RD, er);
         const double carried =
             common ? std::clamp(static_cast<double>(sl - sr), 0.0, lateness) : 0.0;
         if (carried > 0) {
           const double late_in = std::min(carried, static_cast<double>(cl.ts - cr.ts));
           if (late_in > 0) {
-            std::vector<Piece> sub;
-            explain(L, cl, r, cr, late_in, depth + 1, &sub);
+            // Why L came late to that synchronisation is worked out once per event of L (as
+            // shares of its lateness): every later wait that carries it reuses the answer.
+            auto known = lateness_of.find(cl.id);
+            if (known == lateness_of.end()) {
+              std::vector<Piece> sub;
+              explain(L, cl, r, cr, late_in, depth + 1, &sub);
+              double total = 0;
+              for (const Piece& p : sub) total += p.ns;
+              if (total > 0) {
+                std::map<std::pair<size_t, bool>, double> by_cause;
+                for (const Piece& p : sub) by_cause[{p.cause, p.indirect}] += p.ns / total;
+                sub.clear();
+                for (const auto& [key, f] : by_cause) sub.push_back(Piece{key.first, f, key.second});
+                KeepLargest(&sub, kMaxParts, [](Piece& p) -> double& { return p.ns; });
+              } else {
+                sub.clear();
+              }
+              known = lateness_of.emplace(cl.id, std::move(sub)).first;
+            }
             // Where r waited for L there, this is a further wait of the same delay.
             auto c = charged.find(cr.id);
             const bool waited = c != charged.end() && c->second.waited_for == L;
-            for (Piece& p : sub) pieces->push_back(Piece{p.cause, p.ns, p.indirect || waited});
+            for (const Piece& p : known->second)
+              pieces->push_back(Piece{p.cause, p.ns * late_in, p.indirect || waited});
           }
           // L left the synchronisation later than it came late to it: its own share of that
           // communication took longer.
@@ -433,6 +479,8 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
       merged[p.cause] += ns / wait;
     }
     mine.parts.assign(merged.begin(), merged.end());
+    KeepLargest(&mine.parts, kMaxParts,
+                [](std::pair<size_t, double>& p) -> double& { return p.second; });
   }
   auto time_of = [&](const Cause& c) -> const Analysis::NameTime* {
     Analysis::NameTime k{c.has_step, c.step, c.rank, c.name, 0, 0};
