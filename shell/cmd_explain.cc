@@ -4,8 +4,10 @@
 // MPI_Allreduce for it"), the wait-state totals per pattern, and the critical path's top names.
 // The analyses are query/analysis/why.h; definitions and limits in docs/why.md.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
