@@ -461,7 +461,14 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
     Charge& mine = charged[w->id];
     mine.wait += w->wait_ns;
     mine.waited_for = w->waited_for;
-    if (sum <= 0) continue;
+    if (sum <= 0) {
+      // Nothing explains it (an explanation carried from an earlier event that had none):
+      // the wait is still charged, in full, to the late rank.
+      int64_t step = 0;
+      const bool has = m.ranks.at(w->waited_for).StepAt(w->late_ts - 1, &step);
+      pieces.push_back(Piece{cause_of(w->waited_for, has, step, unattributed), wait, false});
+      sum = wait;
+    }
     std::map<size_t, double> merged;
     for (const Piece& p : pieces) {
       const double ns = p.ns * wait / sum;
