@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "query/analysis/why_views.h"
 #include "query/events_vtab.h"
 #include "query/functions.h"
 #include "query/gpu_views.h"
@@ -461,13 +462,15 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
 }  // namespace
 
 const char* ViewsSql() {
-  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kNegSql + kTailSql;
+  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kNegSql +
+                                 analysis::WhyViewsSql() + kTailSql;
   return sql.c_str();
 }
 
 const char* ViewsReferenceSql() {
   static const std::string sql = std::string(kHeadReferenceSql) + kCollReferenceSql +
-                                 kP2pReferenceSql + kNegReferenceSql + kTailSql;
+                                 kP2pReferenceSql + kNegReferenceSql +
+                                 analysis::WhyViewsSql() + kTailSql;
   return sql.c_str();
 }
 
@@ -479,6 +482,7 @@ int InstallSqlSurface(sqlite3* db, char** err) {
   if (rc == SQLITE_OK) rc = RegisterStepsModules(db);
   if (rc == SQLITE_OK) rc = RegisterNegotiationModules(db);
   if (rc == SQLITE_OK) rc = RegisterSpanStatsModules(db);
+  if (rc == SQLITE_OK) rc = analysis::RegisterWhyModules(db);
   if (rc != SQLITE_OK) {
     if (err)
       *err = sqlite3_mprintf("cannot register the tracedb SQL module: %s", sqlite3_errstr(rc));

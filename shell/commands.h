@@ -25,6 +25,7 @@ void SetupView(CLI::App& app, int* exit_code);
 
 void SetupDiff(CLI::App& app, int* exit_code);
 void SetupTop(CLI::App& app, int* exit_code);
+void SetupExplain(CLI::App& app, int* exit_code);
 void SetupArchive(CLI::App& app, int* exit_code);
 void SetupShards(CLI::App& app, int* exit_code);
 void SetupCheck(CLI::App& app, int* exit_code);

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   ts::SetupView(app, &exit_code);
   ts::SetupDiff(app, &exit_code);
   ts::SetupTop(app, &exit_code);
+  ts::SetupExplain(app, &exit_code);
   ts::SetupArchive(app, &exit_code);
   ts::SetupShards(app, &exit_code);
   ts::SetupCheck(app, &exit_code);

@@ -37,7 +37,7 @@ _tracedb() {
       local formats
       case "${path[*]}" in
         query|shell) formats="table box line csv json markdown" ;;
-        info) formats="text json" ;;
+        info|explain) formats="text json" ;;
         export) formats="chrome" ;;
         diff|"report mpi") formats="text csv json" ;;
         "report stragglers") formats="text csv json markdown" ;;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `tracedb explain` (wait states, root causes, critical path: docs/why.md) over a generated job,
+# beside one full scan of `events` in the same run: the target of issue 22 is explain in at most
+# 2x one full scan. The job is db_bench_gen --mpi (an 8-rank Horovod-like job with an MPI thread
+# per rank: sends, receives and collectives matched across ranks, steps), compacted. Each is run
+# REPS times (default 3) in a fresh process; the medians of wall and CPU (user + system) time
+# are printed, and the ratios. On a shared machine the CPU ratio is the one to read.
+# Usage: bench/run_explain_bench.sh [EVENTS]   (default 10000000)
+#   BUILD_DIR (default build) the build to use (targets tracedb_cli, db_bench_gen);
+#   TRACEDB_BENCH_DIR (default /tmp/tracedb-explain-bench) the scratch folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+n=${1:-10000000}
+reps=${REPS:-3}
+bin=${BUILD_DIR:-$root/build}
+work=${TRACEDB_BENCH_DIR:-/tmp/tracedb-explain-bench}
+cmake --build "$bin" --target tracedb_cli db_bench_gen >/dev/null
+dir="$work/$n"
+if [ ! -f "$dir/job.tdb" ]; then
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  "$bin/bench/db_bench_gen" "$dir" "$n" 8 --mpi --no-csv >/dev/null
+  "$bin/tracedb" compact "$dir/trace" -o "$dir/job.tdb" -q
+fi
+events=$("$bin/tracedb" query "$dir/job.tdb" "SELECT sum(count) FROM main.blocks" -f csv | tail -1)
+
+# Median of REPS runs of a command: "wall_s cpu_s".
+measure() {
+  local i out
+  for ((i = 0; i < reps; i++)); do
+    /usr/bin/time -o "$dir/time.txt" -f "%e %U %S" "$@" >/dev/null 2>&1
+    awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$dir/time.txt"
+  done | sort -n -k2 | awk -v r="$reps" 'NR == int((r + 1) / 2)'
+}
+scan=$(measure "$bin/tracedb" query "$dir/job.tdb" "SELECT count(*), sum(dur) FROM events" -f csv)
+explain=$(measure "$bin/tracedb" explain "$dir/job.tdb" -f json)
+echo "events: $events (db_bench_gen --mpi, 8 ranks), medians of $reps runs, $(nproc) cores"
+printf "%-44s %8s %8s\n" "what" "wall_s" "cpu_s"
+printf "%-44s %8s %8s\n" "full scan: SELECT count(*), sum(dur) FROM events" $scan
+printf "%-44s %8s %8s\n" "tracedb explain -f json" $explain
+read -r sw sc <<< "$scan"
+read -r ew ec <<< "$explain"
+awk -v sw="$sw" -v sc="$sc" -v ew="$ew" -v ec="$ec" 'BEGIN {
+  printf "explain / full scan: wall %.2fx, cpu %.2fx (target <= 2x)\n", ew / sw, ec / sc }'
