@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -500,7 +500,8 @@ class EventsVisitor : public SegmentVisitor {
       triggers_ready_ = true;
     }
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
+        Stmt st,
+        db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
     return st.Bind(1, rank_).Bind(2, ts).Bind(3, reason).Run();
   }
   uint32_t ThreadTrack(uint32_t index) {
@@ -639,8 +640,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     // A file read to its end but not finished is taken again (to finish it, nothing new to
     // read) when its process may be over: with `finish`, or when its writer is gone. That is
     // what writes the spans its process left open (compactor.h, "Open spans").
-    if (s.offset >= f.size && !options.finish &&
-        ProbeSegmentWriter(f.path) != WriterState::kGone) {
+    if (s.offset >= f.size && !options.finish && ProbeSegmentWriter(f.path) != WriterState::kGone) {
       continue;
     }
     work.push_back(&f);
@@ -843,8 +843,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
       const std::string& host = file_host[f.path];
       const bool local = host.empty() || host == this_host;
       const bool gone_after_close =
-          probe.closed && (writer != WriterState::kAlive) &&
-          (!local || LocalProcessGone(f.pid)) &&
+          probe.closed && (writer != WriterState::kAlive) && (!local || LocalProcessGone(f.pid)) &&
           !std::filesystem::exists(std::filesystem::path(f.path).parent_path() /
                                    SegmentFileName(f.pid, f.seq + 1));
       if (options.finish || dead_writer || gone_after_close || !probe.closed) {

@@ -70,7 +70,7 @@ struct CompactStats {
   uint64_t bytes_read = 0;         // segment bytes taken
   uint64_t corrupt_blocks = 0;
   uint64_t torn_tails = 0;
-  uint64_t dropped = 0;  // events the recorder reported dropped
+  uint64_t dropped = 0;            // events the recorder reported dropped
   uint64_t open_spans_closed = 0;  // spans written open (their process ended first)
   uint64_t unreadable_files = 0;
   std::vector<std::string> problems;

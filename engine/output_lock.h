@@ -46,8 +46,8 @@ class OutputLock {
   std::string RemoveCreated();
 
  private:
-  OutputLock(std::string path, int fd, bool created) : path_(std::move(path)), fd_(fd),
-                                                        created_(created) {}
+  OutputLock(std::string path, int fd, bool created)
+      : path_(std::move(path)), fd_(fd), created_(created) {}
   std::string path_;
   int fd_ = -1;
   bool created_ = false;

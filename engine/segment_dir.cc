@@ -186,8 +186,7 @@ SegmentDirContents WalkRecorded(const std::string& dir, const std::vector<std::s
 
 }  // namespace
 
-SegmentDirContents InspectSegmentDir(const std::string& dir,
-                                     const std::vector<std::string>& also) {
+SegmentDirContents InspectSegmentDir(const std::string& dir, const std::vector<std::string>& also) {
   return WalkRecorded(dir, also, /*remove=*/false);
 }
 

@@ -113,7 +113,8 @@ Status UnlinkInside(const std::string& path, const std::vector<std::string>& dir
   if (::fstatat(fd, rest.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     result = Status::FromErrno("cannot stat " + path, errno);
   } else if (!S_ISREG(st.st_mode)) {
-    result = Status::InvalidArgument(path + ": not removed: not a regular file (a symbolic "
+    result = Status::InvalidArgument(path +
+                                     ": not removed: not a regular file (a symbolic "
                                      "link?)");
   } else if (static_cast<uint64_t>(st.st_size) != expected_size) {
     result = Status::Aborted(path + ": changed under us");

@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
-#include <cstdlib>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -257,9 +257,10 @@ StatusOr<std::string> ResolveShardPath(const std::string& manifest, const std::s
   const bool absolute = entry[0] == '/';
   const std::string path = absolute ? entry : dir + "/" + entry;
   if (AllowExternalShards()) return path;
-  const char* flag = " (a manifest from elsewhere must not reach other files; "
-                     "tracedb --allow-external-shards or TRACEDB_ALLOW_EXTERNAL_SHARDS=1 "
-                     "allows it)";
+  const char* flag =
+      " (a manifest from elsewhere must not reach other files; "
+      "tracedb --allow-external-shards or TRACEDB_ALLOW_EXTERNAL_SHARDS=1 "
+      "allows it)";
   if (absolute) {
     return Status::InvalidArgument(manifest + ": shard '" + entry +
                                    "' is an absolute path, outside the manifest's directory" +

@@ -73,8 +73,8 @@ bool AllowExternalShards();
 
 // Is `path` a shard manifest? (false for a trace database or anything else).
 bool IsManifest(const std::string& path);
-// The shard paths a manifest lists, resolved against its directory (ResolveShardPath); *listed (when given) gets
-// them as written in the manifest (relative or absolute), in the same order.
+// The shard paths a manifest lists, resolved against its directory (ResolveShardPath); *listed
+// (when given) gets them as written in the manifest (relative or absolute), in the same order.
 StatusOr<std::vector<std::string>> ReadManifest(const std::string& path,
                                                 std::vector<std::string>* listed = nullptr);
 

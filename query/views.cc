@@ -462,15 +462,15 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
 }  // namespace
 
 const char* ViewsSql() {
-  static const std::string sql = std::string(kHeadSql) + kCollSql + kP2pSql + kNegSql +
-                                 analysis::WhyViewsSql() + kTailSql;
+  static const std::string sql =
+      std::string(kHeadSql) + kCollSql + kP2pSql + kNegSql + analysis::WhyViewsSql() + kTailSql;
   return sql.c_str();
 }
 
 const char* ViewsReferenceSql() {
   static const std::string sql = std::string(kHeadReferenceSql) + kCollReferenceSql +
-                                 kP2pReferenceSql + kNegReferenceSql +
-                                 analysis::WhyViewsSql() + kTailSql;
+                                 kP2pReferenceSql + kNegReferenceSql + analysis::WhyViewsSql() +
+                                 kTailSql;
   return sql.c_str();
 }
 

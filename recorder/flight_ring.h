@@ -16,7 +16,7 @@ class FlightRing {
   struct Block {
     int64_t drained_ns = 0;  // recorder clock: when the flusher drained it
     uint64_t events = 0;
-    std::string payload;     // an EVENTS block payload, ready to append
+    std::string payload;  // an EVENTS block payload, ready to append
   };
 
   explicit FlightRing(int64_t window_ns = 0) : window_ns_(window_ns) {}

@@ -19,9 +19,9 @@
 #include <cstring>
 
 #include "engine/version.h"
-#include "tracedb/recorder.h"
 #include "recorder/catalog.h"
 #include "recorder/clock.h"
+#include "tracedb/recorder.h"
 
 namespace tracedb::recorder {
 
@@ -557,8 +557,7 @@ void Flusher::Run() {
       }
       trigger = true;
     }
-    if (stopping || asked || terminate || timer || drain || trigger ||
-        full - full_seen_ >= batch) {
+    if (stopping || asked || terminate || timer || drain || trigger || full - full_seen_ >= batch) {
       full_seen_ = full;
       g_full_seen.store(full, std::memory_order_relaxed);
       const int64_t cpu0 = ThreadCpuNs();

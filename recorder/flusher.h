@@ -47,8 +47,8 @@ struct FlusherConfig {
   int64_t end_step = -1;
   ChunkPool* pool = nullptr;      // the session's chunks; drained chunks go back to it
   uint32_t prefault_chunks = 64;  // free chunks the flusher keeps touched, ready for producers
-  int64_t flight_ns = 0;  // > 0: flight-recorder mode (TRACEDB_FLIGHT): events are kept in a
-                          // ring of this window and written only around a trigger
+  int64_t flight_ns = 0;        // > 0: flight-recorder mode (TRACEDB_FLIGHT): events are kept in a
+                                // ring of this window and written only around a trigger
   int64_t hang_timeout_ns = 0;  // > 0: the hang watchdog (TRACEDB_HANG_TIMEOUT): a thread in
                                 // one communication call this long triggers, once per call
   uint32_t hang_trigger_name = 0;  // "tracedb.trigger:hang", interned by the caller
@@ -151,9 +151,9 @@ class Flusher {
   int64_t last_write_ns_ = 0;
   int64_t last_anchor_ns_ = 0;
 
-  uint64_t full_seen_ = 0;  // chunks sealed by producers, as of the last cycle
-  FlightRing ring_;               // flight mode's last window of EVENTS blocks
-  int64_t detail_until_ns_ = 0;   // flight mode: write everything until then (a trigger's window)
+  uint64_t full_seen_ = 0;       // chunks sealed by producers, as of the last cycle
+  FlightRing ring_;              // flight mode's last window of EVENTS blocks
+  int64_t detail_until_ns_ = 0;  // flight mode: write everything until then (a trigger's window)
 
   std::mutex file_mu_;  // held by the flusher thread while it writes; by fork() around the fork
   std::mutex mu_;

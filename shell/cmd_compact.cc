@@ -274,13 +274,17 @@ int RunCompact(const CompactCmdOptions& o) {
     }
     lock = std::move(*l);
     auto w = engine::TraceWriter::Open(o.output);
-    Status wal = w.ok() ? engine::EnterWalForWriting((*w)->db(), [&]() {
-      std::fprintf(stderr,
-                   "tracedb compact: waiting for a reader of %s that began before this "
-                   "compaction (later readers do not hold it up)\n",
-                   o.output.c_str());
-    })
-                        : w.status();
+    Status wal =
+        w.ok() ? engine::EnterWalForWriting(
+                     (*w)->db(),
+                     [&]() {
+                       std::fprintf(
+                           stderr,
+                           "tracedb compact: waiting for a reader of %s that began before this "
+                           "compaction (later readers do not hold it up)\n",
+                           o.output.c_str());
+                     })
+               : w.status();
     if (!wal.ok()) {
       std::fprintf(stderr, "tracedb compact: %s\n", wal.message().c_str());
       if (w.ok()) w->reset();
@@ -466,8 +470,7 @@ void SetupCompact(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "compact", "Merge every rank's segment files into one trace database (incremental)");
   // A missing directory is a file missing (exit 1, docs/cli.md "Exit codes"), said by RunCompact.
-  sub->add_option("dirs", o->inputs, "Trace directories (with rank-*/ subdirectories)")
-      ->required();
+  sub->add_option("dirs", o->inputs, "Trace directories (with rank-*/ subdirectories)")->required();
   sub->add_option("-o,--output", o->output, "Trace database to create or extend")->required();
   sub->add_flag("--watch", o->watch, "Follow a live job until all its files are closed");
   sub->add_option("--interval", o->interval_s, "Seconds between passes with --watch")

@@ -154,9 +154,10 @@ void PrintText(const wa::Analysis& a, const ExplainSummary& s, const ExplainOpti
   out += "\nCritical path:\n";
   if (s.path.empty()) out += "  no steps or events\n";
   for (const auto& [name, ns] : s.path)
-    out += Fmt("  %-30s %6.1f%%  %12s\n", name.c_str(),
-               s.path_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(s.path_ns) : 0.0,
-               HumanDuration(static_cast<double>(ns)).c_str());
+    out +=
+        Fmt("  %-30s %6.1f%%  %12s\n", name.c_str(),
+            s.path_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(s.path_ns) : 0.0,
+            HumanDuration(static_cast<double>(ns)).c_str());
   std::fputs(out.c_str(), stdout);
 }
 

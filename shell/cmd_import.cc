@@ -158,8 +158,8 @@ void PrintSummary(const std::vector<Done>& done) {
         ++files;
       }
       if (table == "events") {
-        std::printf("imported %s events from %zu file%s into %s\n", WithCommas(rows).c_str(),
-                    files, files == 1 ? "" : "s", output.c_str());
+        std::printf("imported %s events from %zu file%s into %s\n", WithCommas(rows).c_str(), files,
+                    files == 1 ? "" : "s", output.c_str());
       } else {
         // The tables' rows as the database now holds them (a rank's row is written once per
         // place the file states it, so the importer's count is of writes, not rows).
@@ -173,9 +173,10 @@ void PrintSummary(const std::vector<Done>& done) {
           if (n.ok()) held += (held.empty() ? "" : ", ") + t + " " + WithCommas(*n);
           b = e + 2;
         }
-        std::printf("imported an MPI profile from %zu file%s into %s: no timeline events; "
-                    "its tables hold %s rows (tracedb report mpi %s)\n",
-                    files, files == 1 ? "" : "s", output.c_str(), held.c_str(), output.c_str());
+        std::printf(
+            "imported an MPI profile from %zu file%s into %s: no timeline events; "
+            "its tables hold %s rows (tracedb report mpi %s)\n",
+            files, files == 1 ? "" : "s", output.c_str(), held.c_str(), output.c_str());
         (void)rows;
       }
     }

@@ -72,9 +72,9 @@ struct RecordOptions {
   bool mpi = false, no_mpi = false;
   bool keep_segments = false;
   bool force = false;
-  int nproc = 0;  // > 0: launch this many local ranks of the command
-  double grace_s = 10;  // a stopping job's time to flush and exit before SIGKILL
-  std::string flight;   // flight-recorder mode: TRACEDB_FLIGHT for every rank (docs/flight.md)
+  int nproc = 0;             // > 0: launch this many local ranks of the command
+  double grace_s = 10;       // a stopping job's time to flush and exit before SIGKILL
+  std::string flight;        // flight-recorder mode: TRACEDB_FLIGHT for every rank (docs/flight.md)
   std::string hang_timeout;  // the hang watchdog: TRACEDB_HANG_TIMEOUT for every rank
   bool nccl = false, cuda = false, nvtx = false;  // GPU capture (docs/gpu-capture.md)
   std::string nccl_events;                        // TRACEDB_NCCL_EVENTS for the NCCL plugin
@@ -339,18 +339,18 @@ std::string SignalName(int sig) {
 
 // The processes of the job: one command, or the N ranks of `--nproc`.
 struct Job {
-  std::vector<pid_t> pids;   // rank i = pids[i] under --nproc; else one pid
-  bool nproc = false;        // the ranks are ours (`--nproc`): a failed one stops the others
-  pid_t pgid = 0;            // > 0: the job's own process group (signals go to -pgid)
-  double grace_s = 10;       // how long a stopping job may take before SIGKILL
-  std::string name;          // the command, for messages
+  std::vector<pid_t> pids;  // rank i = pids[i] under --nproc; else one pid
+  bool nproc = false;       // the ranks are ours (`--nproc`): a failed one stops the others
+  pid_t pgid = 0;           // > 0: the job's own process group (signals go to -pgid)
+  double grace_s = 10;      // how long a stopping job may take before SIGKILL
+  std::string name;         // the command, for messages
 };
 
 // What happened while waiting.
 struct JobEnd {
-  int exit_code = 0;     // the first failure's exit code (128 + signal when killed), else 0
-  int stop_signal = 0;   // the stop signal received, if any
-  bool killed = false;   // the job outlived its grace and was killed
+  int exit_code = 0;       // the first failure's exit code (128 + signal when killed), else 0
+  int stop_signal = 0;     // the stop signal received, if any
+  bool killed = false;     // the job outlived its grace and was killed
   double stop_wait_s = 0;  // from the forward to the job's end
 };
 
@@ -372,9 +372,9 @@ JobEnd WaitJob(const Job& job) {
   for (size_t i = 0; i < job.pids.size(); ++i) rank_of[job.pids[i]] = static_cast<int>(i);
   JobEnd end;
   bool failed_once = false;
-  double kill_at = 0;      // > 0: SIGKILL the job at this time
-  double stop_at = 0;      // when the stop signal was forwarded
-  int seen_signals = 0;    // g_stop_count already handled
+  double kill_at = 0;    // > 0: SIGKILL the job at this time
+  double stop_at = 0;    // when the stop signal was forwarded
+  int seen_signals = 0;  // g_stop_count already handled
   while (!rank_of.empty()) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -391,14 +391,14 @@ JobEnd WaitJob(const Job& job) {
           std::fprintf(stderr, "tracedb record: %s (pid %d) %s\n", job.name.c_str(),
                        static_cast<int>(pid), DescribeStatus(status).c_str());
         } else if (!failed_once) {
-          std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n",
-                       rank, static_cast<int>(pid), DescribeStatus(status).c_str(),
-                       rank_of.size());
+          std::fprintf(stderr,
+                       "tracedb record: rank %d (pid %d) %s; stopping the other %zu ranks\n", rank,
+                       static_cast<int>(pid), DescribeStatus(status).c_str(), rank_of.size());
           for (const auto& [p, r] : rank_of) kill(p, SIGTERM);
           kill_at = Now() + job.grace_s;
         } else {
-          std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s\n", rank,
-                       static_cast<int>(pid), DescribeStatus(status).c_str());
+          std::fprintf(stderr, "tracedb record: rank %d (pid %d) %s\n", rank, static_cast<int>(pid),
+                       DescribeStatus(status).c_str());
         }
       }
       failed_once |= failed;
@@ -418,8 +418,8 @@ JobEnd WaitJob(const Job& job) {
         std::fprintf(stderr,
                      "tracedb record: got %s: %s the job; waiting up to %.0f s for it to stop, "
                      "then compacting what it flushed\n",
-                     SignalName(sig).c_str(), from_tty ? "the terminal sent it to" : "forwarded it to",
-                     job.grace_s);
+                     SignalName(sig).c_str(),
+                     from_tty ? "the terminal sent it to" : "forwarded it to", job.grace_s);
       } else if (now - stop_at >= 1.0 && !end.killed) {
         // A second signal (a second Ctrl-C), not the echo of the first (`timeout` sends its
         // signal to us and to its process group at once): stop now.
@@ -659,8 +659,7 @@ int RunRecord(const RecordOptions& o) {
   const double started_at = static_cast<double>(std::time(nullptr));  // for record.started_at
   // The job gets a process group of its own (the stop signals are forwarded to it), except in
   // the foreground of a terminal, where it must stay in the terminal's foreground group.
-  const bool foreground_tty =
-      isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  const bool foreground_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
   InstallStopHandlers();
   Job job;
   job.nproc = o.nproc > 0;

@@ -23,8 +23,8 @@
 #include "engine/compactor.h"
 #include "engine/trace_writer.h"
 #include "query/export/csv_text.h"
-#include "query/hang/hang_report.h"
 #include "query/export/json_text.h"
+#include "query/hang/hang_report.h"
 #include "query/mpi_report.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -402,8 +402,8 @@ int RunHangReport(const ReportOptions& o) {
                  rep.status().message().c_str());
     return kExitError;
   }
-  const std::string out = o.format == "json" ? query::hang::HangReportJson(*rep)
-                                             : query::hang::HangReportText(*rep);
+  const std::string out =
+      o.format == "json" ? query::hang::HangReportJson(*rep) : query::hang::HangReportText(*rep);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }

@@ -34,8 +34,8 @@ int RunVerify(const VerifyCmdOptions& o) {
                 WithCommas(r->problems - r->listed.size()).c_str());
   }
   if (!r->ok()) {
-    std::fprintf(stderr, "tracedb verify: %s: %s problem%s in %s blocks, %s events\n",
-                 o.db.c_str(), WithCommas(r->problems).c_str(), r->problems == 1 ? "" : "s",
+    std::fprintf(stderr, "tracedb verify: %s: %s problem%s in %s blocks, %s events\n", o.db.c_str(),
+                 WithCommas(r->problems).c_str(), r->problems == 1 ? "" : "s",
                  WithCommas(r->blocks).c_str(), WithCommas(r->events).c_str());
     return kExitError;
   }

@@ -41,18 +41,18 @@ extern "C" char** environ;
 // Returns the file's path ("" after printing why it could not be done).
 std::string OpenInBrowser(const std::string& url) {
   const char* tmpdir = std::getenv("TMPDIR");
-  std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") +
-                     "/tracedb-view-XXXXXX.html";
+  std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/tracedb-view-XXXXXX.html";
   const int fd = ::mkstemps(path.data(), 5);  // 0600
   if (fd < 0) {
-    std::fprintf(stderr, "tracedb view: cannot create %s: %s; open the URL above\n",
-                 path.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "tracedb view: cannot create %s: %s; open the URL above\n", path.c_str(),
+                 std::strerror(errno));
     return "";
   }
-  const std::string page = "<!doctype html><meta charset=\"utf-8\"><meta name=\"referrer\" "
-                           "content=\"no-referrer\"><title>tracedb view</title><script>"
-                           "location.replace(\"" + url + "\")</script><a href=\"" + url +
-                           "\">tracedb view</a>\n";
+  const std::string page =
+      "<!doctype html><meta charset=\"utf-8\"><meta name=\"referrer\" "
+      "content=\"no-referrer\"><title>tracedb view</title><script>"
+      "location.replace(\"" +
+      url + "\")</script><a href=\"" + url + "\">tracedb view</a>\n";
   const bool wrote = ::write(fd, page.data(), page.size()) == static_cast<ssize_t>(page.size());
   ::close(fd);
   if (!wrote) {
@@ -70,8 +70,7 @@ std::string OpenInBrowser(const std::string& url) {
   const int rc = posix_spawnp(&pid, prog.c_str(), &fa, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   int status = 0;
-  if (rc != 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
+  if (rc != 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::fprintf(stderr, "tracedb view: could not open a browser (xdg-open); open the URL above\n");
   }
   return path;

@@ -6,8 +6,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -522,8 +522,9 @@ TEST(Compaction, FinishWritesTheOpenSpansOfALiveProcess) {
   ::close(fd);
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events WHERE open = 1"), 2);
   EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'fetch_batch' AND depth = 0"), 8000);
-  EXPECT_EQ(QueryInt(db, "SELECT dur FROM events WHERE name = 'MPI_Recv' AND depth = 1 AND "
-                         "parent = (SELECT id FROM events WHERE name = 'fetch_batch')"),
+  EXPECT_EQ(QueryInt(db,
+                     "SELECT dur FROM events WHERE name = 'MPI_Recv' AND depth = 1 AND "
+                     "parent = (SELECT id FROM events WHERE name = 'fetch_batch')"),
             7800);
   EXPECT_EQ(QueryInt(db, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
 }
@@ -536,13 +537,13 @@ TEST(Compaction, FinishWritesSpansAnEarlierPassLeftPending) {
   char host[256] = {};
   ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
   const std::string pid = std::to_string(::getpid());
-  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(),
-                                    "file trace 0 " + pid + " 0 host=" + host + " world=1\n"
-                                    "anchor 1000000000000 0\n"
-                                    "string 1 fetch_batch\n"
-                                    "thread 1 4242 trainer\n"
-                                    "events 1\nB 1000 1\n"
-                                    "anchor 1000009000000 9000000\nend\n")
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(), "file trace 0 " + pid + " 0 host=" + host +
+                                                    " world=1\n"
+                                                    "anchor 1000000000000 0\n"
+                                                    "string 1 fetch_batch\n"
+                                                    "thread 1 4242 trainer\n"
+                                                    "events 1\nB 1000 1\n"
+                                                    "anchor 1000009000000 9000000\nend\n")
                   .ok());
   const std::string db = tmp.Sub("job.tdb");
   ASSERT_EQ(Compact(tmp.Sub("trace"), db), 0);

@@ -882,8 +882,8 @@ void Build(uint64_t seed, Env* env, Tally* tally) {
   // (WhyViewsKeepTheirInvariants) and against plain SQL on a hand-built trace in
   // tests/why_views_test.cc; the random queries leave them out (each statement runs the whole
   // analysis).
-  static const std::set<std::string> kWhyViews = {"wait_states",   "wait_state_totals",
-                                                  "root_causes",   "critical_path",
+  static const std::set<std::string> kWhyViews = {"wait_states",         "wait_state_totals",
+                                                  "root_causes",         "critical_path",
                                                   "critical_path_names", "critical_path_whatif"};
   std::erase_if(env->views, [](const std::string& v) { return kWhyViews.count(v) > 0; });
   // The reference must not read the table-valued functions it checks.
@@ -987,15 +987,15 @@ void RunSeed(uint64_t seed) {
   // The why views on the random trace: every wait charged once, in full (direct plus indirect
   // cost add up to the waits, up to rounding per cause); each wait's event is its rank's call
   // (a Horovod tick stands for its negotiation); the critical path covers each step window.
-  const Answer why = Run(
-      h,
-      "SELECT (SELECT coalesce(sum(direct_ns + indirect_ns), 0) FROM tracedb_root_causes) - "
-      "(SELECT coalesce(sum(wait_ns), 0) FROM wait_states), "
-      "(SELECT count(*) FROM tracedb_root_causes), (SELECT count(*) FROM wait_states), "
-      "(SELECT count(*) FROM wait_states w JOIN ref e ON e.id = w.id "
-      " WHERE e.name <> 'RANK_READY' AND (e.name IS NOT w.call OR e.ts <> w.ts)), "
-      "(SELECT count(*) FROM (SELECT step, sum(dur) AS d, min(ts) AS a, max(ts + dur) AS b "
-      " FROM critical_path GROUP BY step) WHERE d <> b - a)");
+  const Answer why =
+      Run(h,
+          "SELECT (SELECT coalesce(sum(direct_ns + indirect_ns), 0) FROM tracedb_root_causes) - "
+          "(SELECT coalesce(sum(wait_ns), 0) FROM wait_states), "
+          "(SELECT count(*) FROM tracedb_root_causes), (SELECT count(*) FROM wait_states), "
+          "(SELECT count(*) FROM wait_states w JOIN ref e ON e.id = w.id "
+          " WHERE e.name <> 'RANK_READY' AND (e.name IS NOT w.call OR e.ts <> w.ts)), "
+          "(SELECT count(*) FROM (SELECT step, sum(dur) AS d, min(ts) AS a, max(ts + dur) AS b "
+          " FROM critical_path GROUP BY step) WHERE d <> b - a)");
   ASSERT_TRUE(why.ok) << why.error;
   EXPECT_LE(std::llabs(std::atoll(why.rows.at(0).at(0).c_str())),
             std::atoll(why.rows.at(0).at(1).c_str()));

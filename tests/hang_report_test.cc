@@ -19,8 +19,8 @@ namespace {
 // t = 2 ms), END. Names: 1 MPI_Allreduce, 2 MPI_Recv, 3 fetch_batch, 4 MPI_Send.
 std::string Rank(int rank, int world, const std::string& events) {
   const std::string r = std::to_string(rank);
-  return "file trace " + r + " " + std::to_string(100 + rank) + " 0 host=node0 world=" +
-         std::to_string(world) +
+  return "file trace " + r + " " + std::to_string(100 + rank) +
+         " 0 host=node0 world=" + std::to_string(world) +
          "\n"
          "anchor 1000000000000 0\n"
          "string 1 MPI_Allreduce\nstring 2 MPI_Recv\nstring 3 fetch_batch\nstring 4 MPI_Send\n"
@@ -61,8 +61,8 @@ TEST(HangReport, TheRankMissingFromTheCollectiveIsTheCulprit) {
   for (int r : {0, 1, 3}) {
     spec += Rank(r, 4, "X 1000 100 1 cat=4 comm=0 seq=4\nB 5000 1 cat=4 comm=0 seq=5\n");
   }
-  spec += Rank(2, 4,
-               "X 1000 100 1 cat=4 comm=0 seq=4\nB 3000 3\nB 4000 2 cat=4 peer=3 tag=7 comm=0\n");
+  spec +=
+      Rank(2, 4, "X 1000 100 1 cat=4 comm=0 seq=4\nB 3000 3\nB 4000 2 cat=4 peer=3 tag=7 comm=0\n");
   const auto rep = Report(spec);
   EXPECT_EQ(Culprits(rep), std::vector<int32_t>({2}));
   ASSERT_EQ(rep.collectives.size(), 1u);
@@ -107,9 +107,9 @@ TEST(HangReport, EveryRankOfAReceiveCycleIsACulprit) {
 // A receive matched by the peer's pending send to it is no wait-for edge; nothing open
 // anywhere else: no culprit, and a job that ended cleanly reports every rank with no open span.
 TEST(HangReport, AMatchedSendIsNoCulpritAndACleanJobHasNone) {
-  const auto matched = Report(Rank(0, 3, "B 1000 2 cat=4 peer=1 comm=0\n") +
-                              Rank(1, 3, "B 1000 4 cat=4 peer=0 comm=0\n") +
-                              Rank(2, 3, "X 1000 100 3\n"));
+  const auto matched =
+      Report(Rank(0, 3, "B 1000 2 cat=4 peer=1 comm=0\n") +
+             Rank(1, 3, "B 1000 4 cat=4 peer=0 comm=0\n") + Rank(2, 3, "X 1000 100 3\n"));
   EXPECT_TRUE(matched.culprits.empty());
   const auto clean = Report(Rank(0, 3, "X 1000 100 1 cat=4 comm=0 seq=0\n") +
                             Rank(1, 3, "X 1000 100 1 cat=4 comm=0 seq=0\n") +

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "engine/sqlite.h"
-#include "tests/db_rows.h"
 #include "tests/db_invariants.h"
+#include "tests/db_rows.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

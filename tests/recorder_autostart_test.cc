@@ -6,9 +6,9 @@
 // by the engine's segment reader and by `tracedb info --json`.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -274,11 +274,16 @@ INSTANTIATE_TEST_SUITE_P(StopAndFatalSignals, TerminateSignalTest,
                          ::testing::Values(SIGTERM, SIGINT, SIGHUP, SIGSEGV, SIGABRT),
                          [](const ::testing::TestParamInfo<int>& info) {
                            switch (info.param) {
-                             case SIGTERM: return std::string("SIGTERM");
-                             case SIGINT: return std::string("SIGINT");
-                             case SIGHUP: return std::string("SIGHUP");
-                             case SIGSEGV: return std::string("SIGSEGV");
-                             default: return std::string("SIGABRT");
+                             case SIGTERM:
+                               return std::string("SIGTERM");
+                             case SIGINT:
+                               return std::string("SIGINT");
+                             case SIGHUP:
+                               return std::string("SIGHUP");
+                             case SIGSEGV:
+                               return std::string("SIGSEGV");
+                             default:
+                               return std::string("SIGABRT");
                            }
                          });
 

@@ -302,15 +302,14 @@ TEST_F(ShardCatalog, SeveralDatabasesAsOne) {
                &out),
             1)
       << out;
-  EXPECT_NE(out.find("outside " + tmp_.Sub("m") + ", the manifest's directory"),
-            std::string::npos)
+  EXPECT_NE(out.find("outside " + tmp_.Sub("m") + ", the manifest's directory"), std::string::npos)
       << out;
   // b first: the catalog's ids then follow b's, and a's blocks are the ones rewritten.
   const std::string ext = Tracedb() + "--allow-external-shards ";
-  ASSERT_EQ(Sh(ext + "shards create " + ShellQuote(b) + " " + ShellQuote(a) + " -o " +
-                   ShellQuote(ab),
-               &out),
-            0)
+  ASSERT_EQ(
+      Sh(ext + "shards create " + ShellQuote(b) + " " + ShellQuote(a) + " -o " + ShellQuote(ab),
+         &out),
+      0)
       << out;
   EXPECT_NE(out.find("2 shards"), std::string::npos) << out;
   ::setenv("TRACEDB_ALLOW_EXTERNAL_SHARDS", "1", 1);  // this process and the commands it runs
@@ -322,8 +321,7 @@ TEST_F(ShardCatalog, SeveralDatabasesAsOne) {
   EXPECT_NE(listed.find("/b.tdb\n"), std::string::npos) << listed;
   // `info` reads it too, and counts the shards' bytes; a reader without the flag refuses it.
   ASSERT_EQ(Sh(ext + "info " + ShellQuote(ab), &out), 0) << out;
-  EXPECT_EQ(Sh(Tracedb() + "query " + ShellQuote(ab) + " 'SELECT count(*) FROM events'", &out),
-            1)
+  EXPECT_EQ(Sh(Tracedb() + "query " + ShellQuote(ab) + " 'SELECT count(*) FROM events'", &out), 1)
       << out;
   EXPECT_NE(out.find("is an absolute path, outside the manifest's directory"), std::string::npos)
       << out;
@@ -364,8 +362,7 @@ TEST_F(ShardCatalog, AManifestFromElsewhereStaysInItsDirectory) {
     ASSERT_TRUE(engine::WriteManifest(m, {{entry, ""}}).ok());
     // What an older tracedb's open would delete, were it allowed to open this manifest.
     std::string out;
-    EXPECT_EQ(Sh(Tracedb() + "query " + ShellQuote(m) + " 'SELECT count(*) FROM events'", &out),
-              1)
+    EXPECT_EQ(Sh(Tracedb() + "query " + ShellQuote(m) + " 'SELECT count(*) FROM events'", &out), 1)
         << out;
     EXPECT_NE(out.find(why), std::string::npos) << entry << ": " << out;
     EXPECT_NE(out.find("--allow-external-shards"), std::string::npos) << out;

@@ -320,9 +320,8 @@ TEST_F(ViewServerTest, SqlBoxIsReadOnlyThroughAnAuthorizer) {
   const std::string dir = tmp_->Sub("attached.tdb");
   for (const std::string& sql :
        {"ATTACH '" + dir + "' AS x", std::string("PRAGMA temp_store_directory = '/nonexistent'"),
-        std::string("PRAGMA query_only = OFF"), std::string("BEGIN"),
-        std::string("SAVEPOINT s"), std::string("CREATE TEMP VIEW v AS SELECT 1"),
-        std::string("DETACH main")}) {
+        std::string("PRAGMA query_only = OFF"), std::string("BEGIN"), std::string("SAVEPOINT s"),
+        std::string("CREATE TEMP VIEW v AS SELECT 1"), std::string("DETACH main")}) {
     auto r = Get("/api/sql?q=" + httplib::detail::encode_query_param(sql));
     ASSERT_TRUE(r) << sql;
     EXPECT_EQ(r->status, 400) << sql << ": " << r->body;
@@ -347,9 +346,12 @@ TEST_F(ViewServerTest, SqlBoxIsReadOnlyThroughAnAuthorizer) {
 // name resolves to 127.0.0.1 (DNS rebinding) is refused even with the token.
 TEST_F(ViewServerTest, HostHeaderIsChecked) {
   const std::string p = ":" + std::to_string(server_->port());
-  for (const auto& [host, want] : std::vector<std::pair<std::string, int>>{
-           {"evil.example" + p, 403}, {"127.0.0.1:1", 403}, {"localhost" + p, 200},
-           {"127.0.0.1" + p, 200}, {"[::1]" + p, 200}}) {
+  for (const auto& [host, want] :
+       std::vector<std::pair<std::string, int>>{{"evil.example" + p, 403},
+                                                {"127.0.0.1:1", 403},
+                                                {"localhost" + p, 200},
+                                                {"127.0.0.1" + p, 200},
+                                                {"[::1]" + p, 200}}) {
     httplib::Client c("127.0.0.1", server_->port());
     auto r = c.Get("/api/meta?token=" + server_->token(), {{"Host", host}});
     ASSERT_TRUE(r) << host;
@@ -373,16 +375,18 @@ TEST_F(ViewServerTest, SqlBoxDeadlineAndSizeAreEnforced) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto q = [&](const std::string& sql) {
-    return c.Get("/api/sql?token=" + (*s)->token() + "&q=" +
-                 httplib::detail::encode_query_param(sql));
+    return c.Get("/api/sql?token=" + (*s)->token() +
+                 "&q=" + httplib::detail::encode_query_param(sql));
   };
-  auto slow = q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
-                "SELECT count(*) FROM c");
+  auto slow =
+      q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+        "SELECT count(*) FROM c");
   ASSERT_TRUE(slow);
   EXPECT_EQ(slow->status, 400);
   EXPECT_NE(slow->body.find("interrupt"), std::string::npos) << slow->body;
-  auto big = q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20) "
-               "SELECT x, printf('%.*c', 3000000, 'x') AS b FROM c");
+  auto big =
+      q("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 20) "
+        "SELECT x, printf('%.*c', 3000000, 'x') AS b FROM c");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->status, 200) << big->body.substr(0, 200);
   EXPECT_NE(big->body.find("\"truncated\":true"), std::string::npos);
@@ -405,15 +409,20 @@ TEST(ViewCommand, OpenKeepsTheTokenOffCommandLines) {
   ::mkdir(tmp.Sub("bin").c_str(), 0755);
   WriteFile(tmp.Sub("bin/xdg-open"),
             "#!/bin/sh\n"
-            "echo \"$@\" > " + ShellQuote(tmp.Sub("args")) + "\n"
-            "stat -c %a \"$1\" > " + ShellQuote(tmp.Sub("mode")) + "\n"
-            "cp \"$1\" " + ShellQuote(tmp.Sub("page")) + "\n");
+            "echo \"$@\" > " +
+                ShellQuote(tmp.Sub("args")) +
+                "\n"
+                "stat -c %a \"$1\" > " +
+                ShellQuote(tmp.Sub("mode")) +
+                "\n"
+                "cp \"$1\" " +
+                ShellQuote(tmp.Sub("page")) + "\n");
   ::chmod(tmp.Sub("bin/xdg-open").c_str(), 0755);
   int rc = 0;
-  const std::string got = RunCommand("PATH=" + ShellQuote(tmp.Sub("bin")) + ":$PATH " +
-                                         TracedbBin() + " view " + ShellQuote(db) +
-                                         " --open --exit-after 1 2>&1",
-                                     &rc);
+  const std::string got =
+      RunCommand("PATH=" + ShellQuote(tmp.Sub("bin")) + ":$PATH " + TracedbBin() + " view " +
+                     ShellQuote(db) + " --open --exit-after 1 2>&1",
+                 &rc);
   EXPECT_EQ(rc, 0) << got;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(got, m, std::regex("token=([0-9a-f]{32})"))) << got;

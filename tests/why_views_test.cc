@@ -168,12 +168,12 @@ TEST_F(WhyViews, WaitStatesAreTheHandDerivedOnes) {
   auto db = query::OpenQueryDb(path_);
   ASSERT_TRUE(db.ok()) << db.status().message();
   const std::vector<std::string> expect = {
-      "0|0|wait_at_nxn|60000|2|MPI_Allreduce",  "0|1|late_broadcast|30000|1|MPI_Bcast",
-      "0|1|early_reduce|70000|3|MPI_Reduce",    "0|3|wait_at_nxn|5000|1|MPI_Barrier",
-      "1|0|wait_at_nxn|60000|2|MPI_Allreduce",  "1|2|late_sender|40000|0|MPI_Recv",
-      "1|3|late_sender|100000|0|MPI_Recv",      "2|1|late_broadcast|30000|1|MPI_Bcast",
-      "2|2|late_receiver|50000|3|MPI_Ssend",    "2|3|wait_at_nxn|115000|1|MPI_Barrier",
-      "3|0|wait_at_nxn|60000|2|MPI_Allreduce",  "3|1|late_broadcast|30000|1|MPI_Bcast",
+      "0|0|wait_at_nxn|60000|2|MPI_Allreduce", "0|1|late_broadcast|30000|1|MPI_Bcast",
+      "0|1|early_reduce|70000|3|MPI_Reduce",   "0|3|wait_at_nxn|5000|1|MPI_Barrier",
+      "1|0|wait_at_nxn|60000|2|MPI_Allreduce", "1|2|late_sender|40000|0|MPI_Recv",
+      "1|3|late_sender|100000|0|MPI_Recv",     "2|1|late_broadcast|30000|1|MPI_Bcast",
+      "2|2|late_receiver|50000|3|MPI_Ssend",   "2|3|wait_at_nxn|115000|1|MPI_Barrier",
+      "3|0|wait_at_nxn|60000|2|MPI_Allreduce", "3|1|late_broadcast|30000|1|MPI_Bcast",
       "3|3|wait_at_nxn|115000|1|MPI_Barrier"};
   EXPECT_EQ(Rows(db->get(),
                  "SELECT rank, step, pattern, wait_ns, waited_for, call FROM wait_states "
@@ -242,14 +242,10 @@ TEST_F(WhyViews, RootCausesChargeEachDelayOnceWithWhatItPropagated) {
   ASSERT_TRUE(db.ok()) << db.status().message();
   // cost = direct + indirect; excess over the median rank of the step.
   const std::vector<std::string> expect = {
-      "3|0|slow|300000|100000|200000|100000|1",
-      "0|2|backward|180000|180000|0|60000|0,1,3",
-      "1|1|load|90000|90000|0|40000|0,2,3",
-      "1|3|compute|70000|70000|0|60000|0",
-      "2|3|work|50000|50000|0|60000|2",
-      "2|0|pack|40000|40000|0|50000|1",
-      "3|1|MPI_Recv|25000|25000|0|10000|0,2,3",
-      "3|1|post|10000|10000|0|5000|2,3"};
+      "3|0|slow|300000|100000|200000|100000|1", "0|2|backward|180000|180000|0|60000|0,1,3",
+      "1|1|load|90000|90000|0|40000|0,2,3",     "1|3|compute|70000|70000|0|60000|0",
+      "2|3|work|50000|50000|0|60000|2",         "2|0|pack|40000|40000|0|50000|1",
+      "3|1|MPI_Recv|25000|25000|0|10000|0,2,3", "3|1|post|10000|10000|0|5000|2,3"};
   EXPECT_EQ(Rows(db->get(),
                  "SELECT step, rank, name, cost_ns, direct_ns, indirect_ns, excess_ns, "
                  "waiting_ranks FROM tracedb_root_causes ORDER BY cost_ns DESC, step"),
@@ -268,14 +264,14 @@ TEST_F(WhyViews, CriticalPathFollowsTheWaits) {
   auto db = query::OpenQueryDb(path_);
   ASSERT_TRUE(db.ok()) << db.status().message();
   // Step 0: the path runs on rank 2 (the late one) until the allreduce it entered last.
-  const auto s0 = Rows(db->get(),
-                       "SELECT rank, name, dur FROM critical_path WHERE step = 0 ORDER BY ord");
+  const auto s0 =
+      Rows(db->get(), "SELECT rank, name, dur FROM critical_path WHERE step = 0 ORDER BY ord");
   ASSERT_FALSE(s0.empty());
   EXPECT_EQ(s0[0], "2|forward|100000");
   EXPECT_EQ(s0[1], "2|backward|260000");
   // Step 3: rank 0's slow phase, its send, then rank 1's receive tail, post and barrier.
-  const auto s3 = Rows(db->get(),
-                       "SELECT rank, name FROM critical_path WHERE step = 3 ORDER BY ord");
+  const auto s3 =
+      Rows(db->get(), "SELECT rank, name FROM critical_path WHERE step = 3 ORDER BY ord");
   ASSERT_GE(s3.size(), 3u);
   EXPECT_EQ(s3[0], "0|slow");
   EXPECT_EQ(s3[1], "1|MPI_Recv");

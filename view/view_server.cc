@@ -289,8 +289,8 @@ Status ViewServer::Impl::Init() {
 bool ViewServer::Impl::HostAllowed(const httplib::Request& req) const {
   const std::string host = req.get_header_value("Host");
   const std::string p = ":" + std::to_string(port);
-  for (const std::string& h : {std::string("127.0.0.1"), std::string("localhost"),
-                               std::string("[::1]"), o.host}) {
+  for (const std::string& h :
+       {std::string("127.0.0.1"), std::string("localhost"), std::string("[::1]"), o.host}) {
     if (host == h + p) return true;
   }
   return false;
@@ -599,9 +599,10 @@ Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
   auto prepared = db->PrepareFirst(sql, &used);
   if (!prepared.ok()) {
     if (sqlite3_errcode(db->raw()) == SQLITE_AUTH) {
-      return Status::InvalidArgument("not allowed in the viewer (read-only: no ATTACH, no PRAGMA "
-                                     "that sets, no transaction): " +
-                                     prepared.status().message());
+      return Status::InvalidArgument(
+          "not allowed in the viewer (read-only: no ATTACH, no PRAGMA "
+          "that sets, no transaction): " +
+          prepared.status().message());
     }
     return prepared.status();
   }

@@ -47,7 +47,7 @@ struct WaitState {
   int64_t ts = 0;       // when the wait starts (the waiting rank's entry)
   int64_t wait_ns = 0;  // > 0
   int64_t waited_for = 0;
-  int32_t call = -1;  // the waiting event's name (index into Analysis::names)
+  int32_t call = -1;    // the waiting event's name (index into Analysis::names)
   int64_t late_id = 0;  // the late rank's event of the same communication
   int64_t late_ts = 0;  // when the late rank entered it (the wait ends there)
 };
@@ -57,13 +57,13 @@ struct Cause {
   bool has_step = false;
   int64_t step = 0;  // the late rank's step where the extra time was spent
   int64_t rank = 0;
-  int32_t name = -1;     // index into Analysis::names
-  double cost_ns = 0;    // direct + indirect
-  double direct_ns = 0;  // waits at the synchronisation right after the delay
-  double indirect_ns = 0;  // waits further along that the first ones propagated
-  int64_t waits = 0;       // waits charged (directly) to it
+  int32_t name = -1;                   // index into Analysis::names
+  double cost_ns = 0;                  // direct + indirect
+  double direct_ns = 0;                // waits at the synchronisation right after the delay
+  double indirect_ns = 0;              // waits further along that the first ones propagated
+  int64_t waits = 0;                   // waits charged (directly) to it
   std::vector<int64_t> waiting_ranks;  // ranks that waited for it directly, sorted
-  int32_t call = -1;  // the call most of the direct wait was spent in
+  int32_t call = -1;                   // the call most of the direct wait was spent in
   // Noise filter (docs/why.md "Noise"): the rank's time in `name` during the step minus the
   // median over ranks of that step, and that excess in robust standard deviations of the name's
   // rank-to-rank variation over the job's steps.
@@ -75,7 +75,7 @@ struct Cause {
 // One piece of the critical path: a rank's time from `ts` for `dur` spent in `name`.
 struct PathPiece {
   bool has_step = false;
-  int64_t step = 0;  // the step window the path was traced through
+  int64_t step = 0;   // the step window the path was traced through
   int64_t order = 0;  // position along the path within its step, from its start
   int64_t rank = 0;
   int32_t name = -1;

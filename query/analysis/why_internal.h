@@ -38,12 +38,12 @@ struct Sync {
 };
 
 struct RankData {
-  std::vector<std::vector<Seg>> tracks;           // thread tracks; segments sorted by a
+  std::vector<std::vector<Seg>> tracks;            // thread tracks; segments sorted by a
   std::vector<std::pair<int64_t, int64_t>> steps;  // (ts, step), by ts
   int64_t first_ts = INT64_MAX, last_end = INT64_MIN;
-  std::vector<Sync> syncs;  // by (end, id)
+  std::vector<Sync> syncs;     // by (end, id)
   std::vector<Sync> by_entry;  // the same by (ts, id)
-  int main_track = -1;      // the thread track with the most span time (critical path pieces)
+  int main_track = -1;         // the thread track with the most span time (critical path pieces)
 
   bool StepAt(int64_t ts, int64_t* step) const;
 };
@@ -103,8 +103,8 @@ const Sync* PreviousSync(const RankData& rd, int64_t ts, int64_t self);
 // The latest synchronisation of `rd` entered before `ts` in which rank `other` took part too
 // (the same collective, or a message between the two), with `other`'s side of it. False when
 // none within the last `limit` synchronisations.
-bool PreviousCommonSync(const Model& m, const RankData& rd, int64_t ts, int64_t other,
-                        Sync* mine, Sync* theirs, int limit = 256);
+bool PreviousCommonSync(const Model& m, const RankData& rd, int64_t ts, int64_t other, Sync* mine,
+                        Sync* theirs, int limit = 256);
 
 // Wait states from the model (Analysis::waits, by (rank, ts)).
 void ComputeWaits(const Model& m, Analysis* out);

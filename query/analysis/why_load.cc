@@ -111,8 +111,8 @@ const Sync* PreviousSync(const RankData& rd, int64_t ts, int64_t self) {
   return nullptr;
 }
 
-bool PreviousCommonSync(const Model& m, const RankData& rd, int64_t ts, int64_t other,
-                        Sync* mine, Sync* theirs, int limit) {
+bool PreviousCommonSync(const Model& m, const RankData& rd, int64_t ts, int64_t other, Sync* mine,
+                        Sync* theirs, int limit) {
   auto it = std::lower_bound(rd.by_entry.begin(), rd.by_entry.end(), ts,
                              [](const Sync& s, int64_t t) { return s.ts < t; });
   for (int n = 0; it != rd.by_entry.begin() && n < limit; ++n) {
@@ -128,8 +128,9 @@ bool PreviousCommonSync(const Model& m, const RankData& rd, int64_t ts, int64_t 
       auto c = m.comm.find(it->partner_id);
       if (c == m.comm.end()) continue;
       *mine = *it;
-      *theirs = Sync{it->partner_id, c->second.ts, c->second.ts + c->second.dur, c->second.name,
-                     -1, -1, it->id};
+      *theirs =
+          Sync{it->partner_id, c->second.ts, c->second.ts + c->second.dur, c->second.name, -1, -1,
+               it->id};
       return true;
     }
   }
@@ -203,8 +204,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     auto st = db->Prepare("SELECT block, rank, count, data FROM main.blocks ORDER BY block");
     if (!st.ok()) return Err("blocks", st.status());
     DecodedBlock b;
-    constexpr uint32_t kWant = engine::kColK | engine::kColKind | engine::kColName |
-                               engine::kColCat | engine::kColTs;
+    constexpr uint32_t kWant =
+        engine::kColK | engine::kColKind | engine::kColName | engine::kColCat | engine::kColTs;
     const uint8_t kSpan = static_cast<uint8_t>(RowKind::kSpan);
     const uint8_t kInstant = static_cast<uint8_t>(RowKind::kInstant);
     std::pair<int64_t, uint32_t> last_key{-1, UINT32_MAX};
@@ -241,8 +242,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
           const int64_t id =
               (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
           const bool has_peer = (b.arg_mask[i] & EventArgs::kPeer) != 0;
-          m.comm[id] = CommEvent{rank, ts, dur, name_at(b.name[i]), has_peer,
-                                 has_peer ? b.peer[i] : 0};
+          m.comm[id] =
+              CommEvent{rank, ts, dur, name_at(b.name[i]), has_peer, has_peer ? b.peer[i] : 0};
         }
         if (kind != kSpan || dur <= 0) continue;
         const std::pair<int64_t, uint32_t> key{rank, b.track[i]};
@@ -261,7 +262,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     auto by_start = [](const SpanRec& x, const SpanRec& y) {
       return x.ts != y.ts ? x.ts < y.ts : x.depth < y.depth;
     };
-    if (!std::is_sorted(v.begin(), v.end(), by_start)) std::stable_sort(v.begin(), v.end(), by_start);
+    if (!std::is_sorted(v.begin(), v.end(), by_start))
+      std::stable_sort(v.begin(), v.end(), by_start);
     RankData& rd = m.Rank(key.first);
     rd.tracks.emplace_back();
     Sweep(v, &rd.tracks.back());
@@ -351,12 +353,10 @@ StatusOr<Model> LoadModel(engine::Db* db) {
       auto r = m.comm.find(msg.recv_id);
       if (s == m.comm.end() || r == m.comm.end()) continue;
       m.messages.push_back(msg);
-      m.Rank(msg.src).syncs.push_back(Sync{msg.send_id, s->second.ts,
-                                           s->second.ts + s->second.dur, s->second.name, -1,
-                                           msg.dst, msg.recv_id});
-      m.Rank(msg.dst).syncs.push_back(Sync{msg.recv_id, r->second.ts,
-                                           r->second.ts + r->second.dur, r->second.name, -1,
-                                           msg.src, msg.send_id});
+      m.Rank(msg.src).syncs.push_back(Sync{msg.send_id, s->second.ts, s->second.ts + s->second.dur,
+                                           s->second.name, -1, msg.dst, msg.recv_id});
+      m.Rank(msg.dst).syncs.push_back(Sync{msg.recv_id, r->second.ts, r->second.ts + r->second.dur,
+                                           r->second.name, -1, msg.src, msg.send_id});
     }
   }
   for (auto& [rank, rd] : m.ranks) {

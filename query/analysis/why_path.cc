@@ -66,7 +66,8 @@ void ComputePath(const Model& m, Analysis* out) {
         for (; it != segs.end() && it->a < b; ++it) {
           const int64_t x = std::max(a, it->a), y = std::min(b, it->b);
           if (y <= x) continue;
-          if (x > cur) fwd.push_back(PathPiece{key.first, key.second, 0, rank, no_span, cur, x - cur});
+          if (x > cur)
+            fwd.push_back(PathPiece{key.first, key.second, 0, rank, no_span, cur, x - cur});
           fwd.push_back(PathPiece{key.first, key.second, 0, rank, it->name, x, y - x});
           cur = y;
         }
@@ -138,7 +139,8 @@ void ComputePath(const Model& m, Analysis* out) {
     }
     std::sort(out->what_if.begin() + static_cast<long>(first), out->what_if.end(),
               [](const Analysis::WhatIf& p, const Analysis::WhatIf& q) {
-                if (p.whatif_step_ns != q.whatif_step_ns) return p.whatif_step_ns < q.whatif_step_ns;
+                if (p.whatif_step_ns != q.whatif_step_ns)
+                  return p.whatif_step_ns < q.whatif_step_ns;
                 return std::tie(p.rank, p.name) < std::tie(q.rank, q.name);
               });
   }

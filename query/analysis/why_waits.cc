@@ -100,7 +100,8 @@ void ComputeWaits(const Model& m, Analysis* out) {
   auto add = [&](const Arrival& waiting, Pattern p, int64_t wait, const Arrival& late) {
     if (wait <= 0 || waiting.rank == late.rank) return;
     // A call that returned cannot have waited longer than it lasted (recorded spans).
-    if (waiting.has_dur && waiting.end_ts > waiting.ts) wait = std::min(wait, waiting.end_ts - waiting.ts);
+    if (waiting.has_dur && waiting.end_ts > waiting.ts)
+      wait = std::min(wait, waiting.end_ts - waiting.ts);
     WaitState w;
     w.id = waiting.id;
     w.rank = waiting.rank;
@@ -129,7 +130,8 @@ void ComputeWaits(const Model& m, Analysis* out) {
     const CollKind kind =
         a[lo].name < 0 ? CollKind::kNxN : CollectiveKind(m.names[static_cast<size_t>(a[lo].name)]);
     if (kind == CollKind::kNxN) {
-      for (size_t i = lo + 1; i < hi; ++i) add(a[i], Pattern::kWaitAtNxN, a[lo].ts - a[i].ts, a[lo]);
+      for (size_t i = lo + 1; i < hi; ++i)
+        add(a[i], Pattern::kWaitAtNxN, a[lo].ts - a[i].ts, a[lo]);
       lo = hi;
       continue;
     }
@@ -176,8 +178,8 @@ void ComputeWaits(const Model& m, Analysis* out) {
     // A blocking send that returned only after the receive was posted waited for it
     // (rendezvous); one that returned first was buffered (eager) and did not wait.
     if (IsBlockingSend(sname) && msg.recv_posted_ts > s.ts && s.ts + s.dur > msg.recv_posted_ts) {
-      Arrival posted{msg.dst, 0, 0, msg.recv_id, msg.recv_posted_ts, msg.recv_posted_ts,
-                     0, 0, true, false, r.name};
+      Arrival posted{msg.dst, 0,    0,     msg.recv_id, msg.recv_posted_ts, msg.recv_posted_ts, 0,
+                     0,       true, false, r.name};
       add(send, Pattern::kLateReceiver, msg.recv_posted_ts - s.ts, posted);
     }
   }
@@ -222,7 +224,8 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
       while (wfirst != out->waits.end() && wfirst->rank == rank && wfirst->ts < a) ++wfirst;
       for (auto w = wfirst; w != out->waits.end() && w->rank == rank && w->ts < b; ++w) {
         auto n = t.find(w->call);
-        if (n != t.end()) n->second = std::max<int64_t>(0, n->second - std::min(w->wait_ns, b - w->ts));
+        if (n != t.end())
+          n->second = std::max<int64_t>(0, n->second - std::min(w->wait_ns, b - w->ts));
       }
       ranks_in_step[{has, step}]++;
       for (const auto& [name, ns] : t)
@@ -316,8 +319,7 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
   // causes"): since their previous common synchronisation, L's extra time per name (direct),
   // L's own waits beyond r's (the causes of those waits, indirect); and the part of the
   // lateness L already had when it left that synchronisation, explained the same way there.
-  std::function<void(int64_t, const Sync&, int64_t, const Sync&, double, int,
-                     std::vector<Piece>*)>
+  std::function<void(int64_t, const Sync&, int64_t, const Sync&, double, int, std::vector<Piece>*)>
       explain = [&](int64_t L, const Sync& el, int64_t r, const Sync& er, double lateness,
                     int depth, std::vector<Piece>* pieces) {
         if (lateness <= 0) return;
@@ -354,7 +356,8 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
                 std::map<std::pair<size_t, bool>, double> by_cause;
                 for (const Piece& p : sub) by_cause[{p.cause, p.indirect}] += p.ns / total;
                 sub.clear();
-                for (const auto& [key, f] : by_cause) sub.push_back(Piece{key.first, f, key.second});
+                for (const auto& [key, f] : by_cause)
+                  sub.push_back(Piece{key.first, f, key.second});
                 KeepLargest(&sub, kMaxParts, [](Piece& p) -> double& { return p.ns; });
               } else {
                 sub.clear();
@@ -372,8 +375,8 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
           if (carried - std::max(0.0, late_in) > 0) {
             int64_t cstep = 0;
             const bool chas = LD.StepAt(cl.ts, &cstep);
-            pieces->push_back(Piece{cause_of(L, chas, cstep, cl.name),
-                                    carried - std::max(0.0, late_in), false});
+            pieces->push_back(
+                Piece{cause_of(L, chas, cstep, cl.name), carried - std::max(0.0, late_in), false});
           }
         }
         const double interval = lateness - carried;
@@ -394,9 +397,8 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
           if (f == waits_of.end()) return total;
           auto first = out->waits.begin() + static_cast<long>(f->second.first);
           auto last = out->waits.begin() + static_cast<long>(f->second.second);
-          auto it = std::lower_bound(first, last, a, [](const WaitState& w, int64_t v) {
-            return w.ts < v;
-          });
+          auto it = std::lower_bound(first, last, a,
+                                     [](const WaitState& w, int64_t v) { return w.ts < v; });
           for (int back = 0; it != first && back < 8; ++back) --it;
           for (; it != last && it->ts < b; ++it) {
             const int64_t w = std::min(it->ts + it->wait_ns, b) - std::max(it->ts, a);

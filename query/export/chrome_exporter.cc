@@ -12,8 +12,8 @@
 #include <memory>
 #include <unordered_map>
 
-#include "engine/coding.h"
 #include "engine/block_check.h"
+#include "engine/coding.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/version.h"

@@ -43,7 +43,8 @@ std::string RankList(const std::vector<int32_t>& v) {
 // The call `r` is blocked in, in words: "MPI_Recv from rank 3 (tag 7) in fetch_batch".
 std::string Describe(const RankState& r) {
   if (!r.blocked) {
-    if (!r.open_spans.empty()) return "in " + r.open_spans.front().name + " (no communication call open)";
+    if (!r.open_spans.empty())
+      return "in " + r.open_spans.front().name + " (no communication call open)";
     return "no span open";
   }
   const OpenSpan& s = r.open_spans[*r.blocked];
@@ -65,7 +66,8 @@ std::string Describe(const RankState& r) {
 std::vector<int32_t> CommMembers(engine::Db* db, int64_t comm, bool* known) {
   std::vector<int32_t> out;
   *known = false;
-  auto st = db->Prepare("SELECT members FROM comms WHERE comm = ?1 AND members IS NOT NULL LIMIT 1");
+  auto st =
+      db->Prepare("SELECT members FROM comms WHERE comm = ?1 AND members IS NOT NULL LIMIT 1");
   if (st.ok()) {
     st->Bind(1, comm);
     auto row = st->Step();
@@ -187,7 +189,8 @@ StatusOr<HangReport> BuildHangReport(engine::Db* db) {
       for (const auto& [rank, r] : ranks) members.push_back(rank);
     }
     for (int32_t m : members) {
-      if (!std::binary_search(c.ranks_in.begin(), c.ranks_in.end(), m)) c.ranks_missing.push_back(m);
+      if (!std::binary_search(c.ranks_in.begin(), c.ranks_in.end(), m))
+        c.ranks_missing.push_back(m);
     }
     for (int32_t m : c.ranks_in) in_collective.insert(m);
   }
@@ -262,8 +265,8 @@ StatusOr<HangReport> BuildHangReport(engine::Db* db) {
         if (in_collective.count(m) || culprit_set.count(m)) continue;
         culprit_set.insert(m);
         rep.culprits.push_back({m, "in a cycle of blocking receives (" + RankList(chain) +
-                                       "): it waits for rank " +
-                                       std::to_string(waits_for[m]) + ", " + Describe(ranks[m])});
+                                       "): it waits for rank " + std::to_string(waits_for[m]) +
+                                       ", " + Describe(ranks[m])});
       }
       continue;
     }
@@ -435,8 +438,7 @@ std::string HangReportText(const HangReport& rep) {
     o += "  rank " + std::to_string(r.rank) + ": ";
     if (r.blocked) {
       const OpenSpan& s = r.open_spans[*r.blocked];
-      o += "blocked in " + Describe(r) + " for " +
-           HumanDuration(static_cast<double>(s.end - s.ts));
+      o += "blocked in " + Describe(r) + " for " + HumanDuration(static_cast<double>(s.end - s.ts));
     } else {
       o += Describe(r);
     }

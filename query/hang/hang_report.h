@@ -37,9 +37,9 @@ struct OpenSpan {
 
 struct RankState {
   int32_t rank = 0;
-  std::vector<OpenSpan> open_spans;     // innermost first (deepest, then latest start)
-  std::optional<size_t> blocked;        // index in open_spans of the blocking call, if any
-  int64_t last_seen = INT64_MIN;        // ns: the latest end of any of its events
+  std::vector<OpenSpan> open_spans;  // innermost first (deepest, then latest start)
+  std::optional<size_t> blocked;     // index in open_spans of the blocking call, if any
+  int64_t last_seen = INT64_MIN;     // ns: the latest end of any of its events
   // The last communication call the rank finished on the communicator of a collective that
   // others are blocked in (filled for culprits of rule 1): name and seq.
   std::string note;

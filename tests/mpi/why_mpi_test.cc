@@ -46,10 +46,10 @@ std::string Record(TempDir* tmp, const std::string& name, bool with_delays) {
       args += " " + std::to_string(d.step) + ":" + std::to_string(d.rank) + ":" + d.phase + ":" +
               std::to_string(d.ms);
   int rc = 0;
-  const std::string out = RunCommand(TracedbBin() + " record --force -o " + ShellQuote(db) +
-                                         " -- " + Mpirun() + " -np 4 " +
-                                         ShellQuote(TRACEDB_WHY_PROGRAM) + " " + args + " 2>&1",
-                                     &rc);
+  const std::string out =
+      RunCommand(TracedbBin() + " record --force -o " + ShellQuote(db) + " -- " + Mpirun() +
+                     " -np 4 " + ShellQuote(TRACEDB_WHY_PROGRAM) + " " + args + " 2>&1",
+                 &rc);
   EXPECT_EQ(rc, 0) << out;
   return db;
 }
@@ -183,8 +183,8 @@ TEST_F(WhyMpi, ExplainSaysItInWords) {
                                             " --steps " + s + ":" + s + " -n 1 -f json",
                                         &rc);
     ASSERT_EQ(rc, 0) << json;
-    EXPECT_NE(json.find("{\"step\":" + s + ",\"rank\":" + std::to_string(d.rank) +
-                        ",\"name\":\"" + d.phase + "\""),
+    EXPECT_NE(json.find("{\"step\":" + s + ",\"rank\":" + std::to_string(d.rank) + ",\"name\":\"" +
+                        d.phase + "\""),
               std::string::npos)
         << json;
   }

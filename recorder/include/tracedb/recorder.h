@@ -22,9 +22,9 @@
  * beforehand; a handler that interrupts its
  * thread inside a recording call drops its event and counts it. The other functions take locks:
  * not from a handler.
- * SIGTERM, SIGINT, SIGHUP: at the first tracedb_start(), where the application left the default action,
- * the library installs a handler that writes everything buffered (waiting at most 3 s) and then
- * lets the signal take its default action. A handler the application installs replaces it.
+ * SIGTERM, SIGINT, SIGHUP: at the first tracedb_start(), where the application left the default
+ * action, the library installs a handler that writes everything buffered (waiting at most 3 s) and
+ * then lets the signal take its default action. A handler the application installs replaces it.
  * docs/recorder.md states every promise in full.
  *
  * Environment:
