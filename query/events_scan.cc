@@ -594,6 +594,14 @@ int RunTopN(EventsCursor* c) {
   // are decoded from the payload it holds).
   std::map<int64_t, std::vector<TopRow*>> by_block;
   for (TopRow& t : c->top) by_block[t.block].push_back(&t);
+  // A winner's block that was not kept is loaded again from its own BlockRef: its declared
+  // count is checked against the decode (engine::CheckDecodedCount), so it must be the real one.
+  std::unordered_map<int64_t, const BlockRef*> refs;
+  if (by_block.size() > kept.size()) {
+    for (const BlockRef& r : c->blocks) {
+      if (by_block.count(r.block) != 0 && kept.count(r.block) == 0) refs.emplace(r.block, &r);
+    }
+  }
   const uint32_t cols = c->f.used_cols | c->f.filter_cols | engine::kColK | engine::kColDur;
   int rc = SQLITE_OK;
   for (auto& [block, rows] : by_block) {
@@ -604,7 +612,10 @@ int RunTopN(EventsCursor* c) {
       tracedb::Status s = b->Need(cols);
       if (!s.ok()) rc = Fail(&c->vtab->base, s.message());
     } else {
-      rc = LoadBlock(c, BlockRef{block, rows.front()->rank, 0}, b, cols);
+      const auto ref = refs.find(block);  // every winner came from a block of this scan
+      rc = ref == refs.end()
+               ? Fail(&c->vtab->base, "block " + std::to_string(block) + " left the scan")
+               : LoadBlock(c, *ref->second, b, cols);
     }
     if (rc != SQLITE_OK) break;
     for (TopRow* t : rows) t->row = b->RowAt(t->index);

@@ -193,6 +193,35 @@ TEST(SpanViews, KindFilterOverPureAndMixedBlocks) {
             (std::vector<std::string>{}));
 }
 
+// The top-n search keeps at most 16 decoded blocks for its winners and loads the others again:
+// winners from 30 blocks (one rank each, one long span of a known length per rank) come back
+// whole and in order, each block's count checked against its decode (it once reloaded them
+// with a count of 0, and every `ORDER BY dur DESC LIMIT 20` over more than 16 blocks failed).
+TEST(SpanViews, TopNWithWinnersFromMoreBlocksThanItKeeps) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("top.tdb");
+  constexpr int kRanks = 40;
+  Write(path, kRanks, [](Trace& t) {
+    const uint32_t a = t.tw->Intern("a");
+    for (int r = 0; r < kRanks; ++r) {
+      // Short spans, then one of 1,000,000 + r ns: the longest of rank r.
+      for (int64_t i = 0; i < 50; ++i)
+        ASSERT_TRUE(t.b->Complete(t.track[r], 1000 * i, 10 + i, a, 0, nullptr).ok());
+      ASSERT_TRUE(t.b->Complete(t.track[r], 100000, 1000000 + r, a, 0, nullptr).ok());
+    }
+  });
+  auto db = query::OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  std::vector<std::string> expected;
+  for (int r = kRanks - 1; r >= kRanks - 30; --r)
+    expected.push_back(std::to_string(r) + "|" + std::to_string(1000000 + r));
+  EXPECT_EQ(Rows(db->get(), "SELECT rank, dur FROM events ORDER BY dur DESC LIMIT 30"), expected);
+  EXPECT_EQ(Rows(db->get(),
+                 "SELECT count(DISTINCT block) FROM (SELECT rank AS block FROM events "
+                 "ORDER BY dur DESC LIMIT 30)"),
+            (std::vector<std::string>{"30"}));
+}
+
 // Without the summaries (name_stats emptied, then dropped) nothing is settled per block: every
 // row is checked, with the same counts.
 TEST(SpanViews, KindFilterWithoutSummaries) {
