@@ -119,7 +119,7 @@ class PageData {
     TRACEDB_RETURN_IF_ERROR(Slowest());
     TRACEDB_RETURN_IF_ERROR(Collectives(ov));
     TRACEDB_RETURN_IF_ERROR(Steps());
-    Startup(ov);
+    TRACEDB_RETURN_IF_ERROR(Startup(ov));
     TRACEDB_RETURN_IF_ERROR(Rows("clock",
                                  "SELECT rank, host, clock_method, offset_ns, drift_ppm, "
                                  "uncertainty_ns, sync_points FROM clock_alignment ORDER BY rank"));
@@ -310,7 +310,7 @@ class PageData {
   // Start-up (process-group set-up, the first collective's connection set-up) is set apart on
   // the page: it ends when the first step starts or the first matched collective ends,
   // whichever is later (docs/report.md "Start-up").
-  void Startup(const query::Overview& ov) {
+  Status Startup(const query::Overview& ov) {
     int64_t end = -1;
     std::string basis;
     if (first_step_ts_ >= 0) {
@@ -326,7 +326,24 @@ class PageData {
       basis.clear();
     }
     out_ += ",\"startup\":{\"end_ns\":" + (end < 0 ? std::string("null") : Num(end - ov.t0)) +
-            ",\"basis\":" + query::json::String(basis) + "}";
+            ",\"basis\":" + query::json::String(basis) + ",\"names\":{";
+    // Each span name's time inside start-up (spans that start before it ends): the page keeps
+    // names spent mostly there (MPI_Init, init_process_group) from setting the scale of the
+    // slowest-phases chart. Only start-up's blocks are read (ts < end is pushed down).
+    if (end >= 0) {
+      TRACEDB_ASSIGN_OR_RETURN(
+          engine::Stmt st,
+          db_->Prepare(
+              "SELECT name, sum(dur) FROM events WHERE kind = 'span' AND ts < ?1 GROUP BY name"));
+      st.Bind(1, end);
+      for (bool first = true;; first = false) {
+        TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+        if (!row) break;
+        out_ += (first ? "" : ",") + query::json::String(st.Text(0)) + ":" + Num(st.Int(1));
+      }
+    }
+    out_ += "}}";
+    return Status::Ok();
   }
 
   // The rows of `sql` as an array of objects named by the columns.

@@ -268,6 +268,17 @@ def main():
         check(su is not None and init_end - t0 <= su <= step0_end - t0,
               "start-up ends after MPI_Init (%s) and by the end of step 0 (%s): %s" %
               (init_end - t0, step0_end - t0, su))
+        # Each name's time inside start-up, for the slowest-phases chart's scale: MPI_Init's
+        # whole time is there, a training phase's is not (against plain SQL over events).
+        sun = data["startup"]["names"]
+        init_total = int(run([T, "query", new, "-f", "csv", "SELECT sum(dur) AS s FROM events "
+                              "WHERE name = 'MPI_Init'"]).stdout.split()[1])
+        bw_total = int(run([T, "query", new, "-f", "csv", "SELECT sum(dur) AS s FROM events "
+                            "WHERE name = 'backward'"]).stdout.split()[1])
+        check(sun.get("MPI_Init") == init_total, "start-up holds all of MPI_Init: %s of %s" %
+              (sun.get("MPI_Init"), init_total))
+        check(2 * sun.get("backward", 0) < bw_total, "backward is mostly outside start-up: %s of %s"
+              % (sun.get("backward"), bw_total))
 
     # Usage errors and unreadable inputs: exit 2, naming what is wrong.
     p = run([T, "check", same, "--baseline", "runs:nosuchlabel"], env=env, ok=(2,))
