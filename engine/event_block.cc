@@ -159,6 +159,30 @@ inline int64_t TsReference(bool run_start, int64_t base, int64_t prev_ts, int64_
   return depth > prev_depth ? prev_ts : prev_end;
 }
 
+// Format 3's ts column, in place: the decoded deltas (zigzagged when kSigned) replaced by the
+// times they give against TsReference. One pass through locals, without a branch per row (the
+// references are selected), which the general loop of DecodedBlock::Need keeps for formats 1
+// and 2.
+template <bool kSigned>
+void DeltasToTimes(int64_t* ts, const int64_t* dur, const uint32_t* track, const uint32_t* depth,
+                   size_t n, int64_t base, int64_t scale) {
+  int64_t prev_ts = base, prev_end = base;
+  uint32_t prev_depth = 0, prev_track = n > 0 ? ~track[0] : 0;  // row 0 starts a run
+  for (size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<uint64_t>(ts[i]);
+    const int64_t d = kSigned ? UnZigZag(x) : static_cast<int64_t>(x);
+    const uint32_t t = track[i], dp = depth[i];
+    const int64_t ref = TsReference(t != prev_track, base, prev_ts, prev_end, dp, prev_depth);
+    // Wrap-around, as the encoder: a hostile delta gives a wrong ts, never overflow.
+    const int64_t v = WrapAdd(ref, WrapMul(d, scale));
+    ts[i] = v;
+    prev_ts = v;
+    prev_end = WrapAdd(v, dur[i]);
+    prev_depth = dp;
+    prev_track = t;
+  }
+}
+
 }  // namespace
 
 // ---- Block format 3: entropy-coded bit lengths, and durations against their children ----
@@ -260,6 +284,9 @@ class BitWindow {
     pos_ += static_cast<uint64_t>(bits);
     return true;
   }
+  uint64_t pos() const { return pos_; }
+  // REQUIRES: pos <= the stream's bits.
+  void Seek(uint64_t pos) { pos_ = pos; }
   // Up to 64 bits.
   bool Get(int bits, uint64_t* v) {
     if (static_cast<uint64_t>(bits) > bits_ - pos_) return false;
@@ -474,7 +501,95 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
   dst->append(p0, static_cast<size_t>(p - p0));
 }
 
-bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
+namespace {
+
+// The decoder of one entropy-coded bit-length column: its header read and checked, a decoding
+// table built, then values taken one at a time. Two columns of a block (ts and dur) are decoded
+// side by side (GetHuffmanBitLengthColumns): each value's position in its stream depends on the
+// one before (a load, a table lookup, an add), so one stream alone waits on that chain, and two
+// interleaved keep the core busy.
+class HuffmanColumnDecoder {
+ public:
+  // Reads the header; false on a malformed one.
+  bool Init(std::string_view col, size_t n);
+  // Whether the next value can be taken by Fast(): its bits, and the 8-byte loads that read
+  // them, lie inside the stream (a value takes at most 12 + 63 bits).
+  bool fast() const { return pos_ < fast_end_; }
+  bool fast(uint64_t pos) const { return pos < fast_end_; }
+  // The next value. REQUIRES: fast().
+  uint64_t Fast() { return Fast(pos_); }
+  // The same at the position `pos_`, kept by the caller in a local (a store of a value could
+  // alias a member, which would then be loaded again after each one); Sync() puts it back.
+  uint64_t Fast(uint64_t& pos_) const {
+    const uint64_t w = DecodeFixed64(p_ + (pos_ >> 3)) >> (pos_ & 7);
+    const uint32_t e = table_[w & mask_];
+    const unsigned total = e & 0xff, l = (e >> 8) & 0xff, s = e >> 16;
+    if (total <= 57) [[likely]] {
+      // The usual case: the code and the mantissa both within the bits already read.
+      pos_ += total;
+      return base_[s] | ((w >> l) & mmask_[s]);
+    }
+    // A value of 46 bits or more: its mantissa read after the code, in two parts.
+    pos_ += l;
+    const unsigned mb = mbits_[s];
+    const uint64_t lo = (DecodeFixed64(p_ + (pos_ >> 3)) >> (pos_ & 7)) & 0xffffffffu;
+    pos_ += 32;
+    const uint64_t hi =
+        (DecodeFixed64(p_ + (pos_ >> 3)) >> (pos_ & 7)) & (~0ull >> (64 - (mb - 32)));
+    pos_ += mb - 32;
+    return base_[s] | lo | (hi << 32);
+  }
+  // The next value, bounds-checked (the stream's last bytes); false past the stream's end.
+  bool Checked(uint64_t* v) {
+    BitWindow bits(std::string_view(p_, size_));
+    bits.Seek(pos_);
+    const uint64_t w = bits.Peek();
+    const uint32_t e = table_[w & mask_];
+    const unsigned total = e & 0xff, l = (e >> 8) & 0xff, s = e >> 16;
+    if (total <= 57) {
+      if (!bits.Skip(static_cast<int>(total))) return false;
+      *v = base_[s] | ((w >> l) & mmask_[s]);
+    } else {
+      uint64_t m;
+      if (!bits.Skip(static_cast<int>(l)) || !bits.Get(mbits_[s], &m)) return false;
+      *v = base_[s] | m;
+    }
+    pos_ = bits.pos();
+    return true;
+  }
+  uint64_t pos() const { return pos_; }
+  void Sync(uint64_t pos) { pos_ = pos; }
+  bool Next(uint64_t* v) {
+    if (fast()) [[likely]] {
+      *v = Fast();
+      return true;
+    }
+    return Checked(v);
+  }
+  // Whether only the zero padding of the last byte is left.
+  bool at_end() const {
+    BitWindow bits(std::string_view(p_, size_));
+    bits.Seek(pos_);
+    return bits.at_end();
+  }
+
+ private:
+  const char* p_ = nullptr;
+  size_t size_ = 0;
+  uint64_t pos_ = 0, fast_end_ = 0;
+  uint32_t mask_ = 0;
+  // Per symbol: the value's bits above its mantissa (the leading one, the value 0 or 1, or the
+  // frequent value), the mantissa's mask and its number of bits, so that the loop has no branch
+  // on the kind of symbol.
+  uint64_t base_[kSymbols], mmask_[kSymbols];
+  uint8_t mbits_[kSymbols];
+  // table_[bits] = code length + mantissa bits | code length << 8 | symbol << 16, for the next
+  // `longest code` bits of the stream (2^12 entries at most, fewer for a column whose codes are
+  // all shorter: less to fill per block).
+  uint32_t table_[1u << kHuffMaxBits];
+};
+
+bool HuffmanColumnDecoder::Init(std::string_view col, size_t n) {
   Reader r(col);
   uint8_t nexact, nused;
   if (!r.GetU8(&nexact) || nexact > kMaxExact) return false;
@@ -484,7 +599,7 @@ bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   }
   if (!r.GetU8(&nused) || (n > 0 && nused == 0)) return false;
   uint8_t len[kSymbols] = {};
-  int prev = -1;
+  int prev = -1, longest = 0;
   uint32_t kraft = 0;  // in units of 2^-kHuffMaxBits
   for (int i = 0; i < nused; ++i) {
     uint8_t s, l;
@@ -495,62 +610,81 @@ bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
     if (nused == 1 ? l != 0 : (l == 0 || l > kHuffMaxBits)) return false;
     prev = s;
     len[s] = l;
+    longest = std::max<int>(longest, l);
     if (nused > 1) kraft += 1u << (kHuffMaxBits - l);
   }
   if (nused > 1 && kraft != (1u << kHuffMaxBits)) return false;
-  // Per symbol: the value's bits above its mantissa (the leading one, the value 0 or 1, or the
-  // frequent value) and the number of mantissa bits after the code, so that the loop has no
-  // branch on the kind of symbol.
-  uint64_t base[kSymbols], mmask[kSymbols];
-  uint8_t mbits[kSymbols];
   for (int s = 0; s < kSymbols; ++s) {
     if (s >= kLengthSymbols) {
-      base[s] = s - kLengthSymbols < nexact ? exact[s - kLengthSymbols] : 0;
-      mbits[s] = 0;
+      base_[s] = s - kLengthSymbols < nexact ? exact[s - kLengthSymbols] : 0;
+      mbits_[s] = 0;
     } else if (s <= 1) {
-      base[s] = static_cast<uint64_t>(s);
-      mbits[s] = 0;
+      base_[s] = static_cast<uint64_t>(s);
+      mbits_[s] = 0;
     } else {
-      base[s] = uint64_t{1} << (s - 1);
-      mbits[s] = static_cast<uint8_t>(s - 1);
+      base_[s] = uint64_t{1} << (s - 1);
+      mbits_[s] = static_cast<uint8_t>(s - 1);
     }
-    mmask[s] = mbits[s] == 0 ? 0 : ~0ull >> (64 - mbits[s]);
+    mmask_[s] = mbits_[s] == 0 ? 0 : ~0ull >> (64 - mbits_[s]);
   }
-  // table[bits] = symbol | code length << 8 | (code length + mantissa bits) << 16, for the next
-  // kHuffMaxBits bits of the stream: the bits a value takes come straight from the table, which
-  // keeps the serial chain from one value to the next short.
-  uint32_t table[1u << kHuffMaxBits];
+  mask_ = (1u << longest) - 1;
   if (nused == 1) {
-    std::fill(table, table + (1u << kHuffMaxBits),
-              static_cast<uint32_t>(prev) | uint32_t{mbits[prev]} << 16);
+    table_[0] = uint32_t{mbits_[prev]} | static_cast<uint32_t>(prev) << 16;
   } else {
     uint32_t code[kSymbols] = {};
     CanonicalCodes(len, code);
     for (int s = 0; s < kSymbols; ++s) {
       if (len[s] == 0) continue;
-      const uint32_t entry = static_cast<uint32_t>(s) | uint32_t{len[s]} << 8 |
-                             static_cast<uint32_t>(len[s] + mbits[s]) << 16;
-      for (uint32_t hi = 0; hi < (1u << (kHuffMaxBits - len[s])); ++hi) {
-        table[code[s] | (hi << len[s])] = entry;
+      const uint32_t entry = static_cast<uint32_t>(len[s] + mbits_[s]) | uint32_t{len[s]} << 8 |
+                             static_cast<uint32_t>(s) << 16;
+      for (uint32_t hi = 0; hi < (1u << (longest - len[s])); ++hi) {
+        table_[code[s] | (hi << len[s])] = entry;
       }
     }
   }
-  BitWindow bits(std::string_view(r.data(), r.remaining()));
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t w = bits.Peek();
-    const uint32_t e = table[w & ((1u << kHuffMaxBits) - 1)];
-    const int s = e & 0xff, l = (e >> 8) & 0xff, total = static_cast<int>(e >> 16);
-    if (total <= 57) {
-      // The usual case: the code and the mantissa both within the bits already read.
-      if (!bits.Skip(total)) return false;
-      out[i] = base[s] | ((w >> l) & mmask[s]);
-      continue;
-    }
-    uint64_t m;
-    if (!bits.Skip(l) || !bits.Get(mbits[s], &m)) return false;
-    out[i] = base[s] | m;
+  p_ = r.data();
+  size_ = r.remaining();
+  pos_ = 0;
+  // Fast() reads 8 bytes from at most 12 + 32 bits past its starting position and takes at most
+  // 75 bits: a start 24 bytes or more before the end keeps both inside the stream.
+  fast_end_ = size_ >= 24 ? uint64_t{size_ - 24} * 8 : 0;
+  return true;
+}
+
+}  // namespace
+
+bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
+  HuffmanColumnDecoder d;
+  if (!d.Init(col, n)) return false;
+  size_t i = 0;
+  uint64_t pos = d.pos();
+  for (; i < n && d.fast(pos); ++i) out[i] = d.Fast(pos);
+  d.Sync(pos);
+  for (; i < n; ++i) {
+    if (!d.Next(&out[i])) return false;
   }
-  return bits.at_end();
+  return d.at_end();
+}
+
+bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, size_t n,
+                                uint64_t* out_a, uint64_t* out_b) {
+  HuffmanColumnDecoder a, b;
+  if (!a.Init(col_a, n) || !b.Init(col_b, n)) return false;
+  size_t i = 0;
+  uint64_t pa = a.pos(), pb = b.pos();
+  for (; i < n && a.fast(pa) && b.fast(pb); ++i) {
+    out_a[i] = a.Fast(pa);
+    out_b[i] = b.Fast(pb);
+  }
+  a.Sync(pa);
+  b.Sync(pb);
+  for (size_t j = i; j < n; ++j) {
+    if (!a.Next(&out_a[j])) return false;
+  }
+  for (size_t j = i; j < n; ++j) {
+    if (!b.Next(&out_b[j])) return false;
+  }
+  return a.at_end() && b.at_end();
 }
 
 void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
@@ -582,22 +716,42 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
 }
 
 void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* track, size_t n) {
-  // The same walk as DurationsToResiduals, restoring each duration before it is summed.
-  uint64_t acc[kPredictDepth + 1];
-  int top = -1;
-  for (size_t j = n; j-- > 0;) {
-    if (j + 1 == n || track[j] != track[j + 1]) top = -1;  // a new track run
-    const uint32_t d = depth[j];
-    if (d >= kPredictDepth) continue;
-    if (j + 1 < n && track[j + 1] == track[j] && depth[j + 1] > d) {
-      const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
-      v[j] = children + static_cast<uint64_t>(UnZigZag(v[j]));
+  // The same walk as DurationsToResiduals, restoring each duration before it is summed; a track
+  // run at a time, the next row's depth kept in a local (no per-row look at the tracks), and
+  // the sum at the current depth (`top`) in a register, `cur`: siblings then add in a register
+  // instead of through memory (a store and a load per row, which chained on each other).
+  // acc[t + 1] holds depth t's sum (acc[0]: a slot for depth -1, written, never read).
+  uint64_t acc[kPredictDepth + 2];
+  size_t end = n;
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && track[begin - 1] == track[end - 1]) --begin;
+    int top = -1;
+    uint64_t cur = 0;         // depth top's sum (acc[top + 1] is stale while top holds)
+    uint32_t next_depth = 0;  // the run's last row has no next row: never a parent
+    for (size_t j = end; j-- > begin;) {
+      const uint32_t d = depth[j], nd = next_depth;
+      next_depth = d;
+      if (d >= kPredictDepth) continue;
+      const int di = static_cast<int>(d);
+      uint64_t x = v[j];
+      if (nd > d) {
+        const uint64_t children = di + 1 < top ? acc[d + 2] : di + 1 == top ? cur : 0;
+        x = children + static_cast<uint64_t>(UnZigZag(x));
+        v[j] = x;
+      }
+      acc[top + 1] = cur;
+      if (di > top) {
+        for (int t = top + 1; t < di; ++t) acc[t + 1] = 0;
+        cur = x;
+      } else if (di == top) {
+        cur += x;
+      } else {
+        cur = acc[d + 1] + x;
+      }
+      top = di;
     }
-    if (static_cast<int>(d) > top) {
-      for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
-    }
-    acc[d] += v[j];
-    top = static_cast<int>(d);
+    end = begin;
   }
 }
 
@@ -1175,6 +1329,7 @@ Status DecodedBlock::Need(uint32_t want) {
     return Bad(block, std::string("bad ") + column + " column");
   };
   uint32_t max_byte;
+  bool ts_deltas_decoded = false;  // format 3: ts's column decoded with dur's
   if (want & kColDepth) {
     depth.resize(n);
     if (OneByteVarints(cols_[3], n, depth.data(), &max_byte)) {
@@ -1243,14 +1398,34 @@ Status DecodedBlock::Need(uint32_t want) {
       if (format_ == kBlockFormatBitLength) {
         if (!GetBitLengthColumn(cols_[8], n, u)) return bad("dur");
       } else {
-        if (!GetHuffmanBitLengthColumn(cols_[8], n, u)) return bad("dur");
+        if (want & kColTs) {
+          // ts's deltas too, side by side with dur (the ts pass below takes them from there).
+          ts.resize(n);
+          if (cols_[7].empty() || static_cast<uint8_t>(cols_[7][0]) > 1) return bad("ts");
+          if (!GetHuffmanBitLengthColumns(cols_[8], cols_[7].substr(1), n, u,
+                                          reinterpret_cast<uint64_t*>(ts.data()))) {
+            return bad("dur or ts");
+          }
+          ts_deltas_decoded = true;
+        } else if (!GetHuffmanBitLengthColumn(cols_[8], n, u)) {
+          return bad("dur");
+        }
         // (Depth is decoded: Need() asked for it above, and it comes before dur here.)
         ResidualsToDurations(u, depth.data(), track.data(), n);
       }
-      for (size_t i = 0; i < n; ++i) {
-        if (u[i] > max) return bad("dur");
-        dur[i] = static_cast<int64_t>(u[i] * scale_);
+      // Without a branch per row (so that the loop vectorizes): the check is of all of them.
+      bool over = false;
+      if (scale_ == 1) {
+        uint64_t all = 0;  // max is INT64_MAX: a value over it has the top bit
+        for (size_t i = 0; i < n; ++i) all |= u[i];
+        over = all >> 63 != 0;
+      } else {
+        for (size_t i = 0; i < n; ++i) {
+          over |= u[i] > max;
+          u[i] *= scale_;
+        }
       }
+      if (over) return bad("dur");
     }
   }
   if (want & kColTs) {
@@ -1261,22 +1436,27 @@ Status DecodedBlock::Need(uint32_t want) {
     if (huffman) {
       // The zigzagged deltas, decoded in place, then replaced by the times they give.
       if (cols_[7].empty() || static_cast<uint8_t>(cols_[7][0]) > 1 ||
-          !GetHuffmanBitLengthColumn(cols_[7].substr(1), n,
-                                     reinterpret_cast<uint64_t*>(ts.data()))) {
+          (!ts_deltas_decoded &&
+           !GetHuffmanBitLengthColumn(cols_[7].substr(1), n,
+                                      reinterpret_cast<uint64_t*>(ts.data())))) {
         return bad("ts");
       }
       ts_signed = cols_[7][0] == 1;
     }
     const auto iscale = static_cast<int64_t>(scale_);
+    if (huffman) {
+      if (ts_signed) {
+        DeltasToTimes<true>(ts.data(), dur.data(), track.data(), depth.data(), n, base_, iscale);
+      } else {
+        DeltasToTimes<false>(ts.data(), dur.data(), track.data(), depth.data(), n, base_, iscale);
+      }
+    }
     int64_t prev_ts = base_, prev_end = base_;
     uint32_t prev_depth = 0;
-    for (size_t i = 0; i < n; ++i) {
+    // Formats 1 and 2: signed varint deltas.
+    for (size_t i = 0; i < (huffman ? 0 : n); ++i) {
       int64_t d;
-      if (huffman) {
-        d = ts_signed ? UnZigZag(static_cast<uint64_t>(ts[i])) : ts[i];
-      } else if (!c.GetVarsigned(&d)) {
-        return bad("ts");
-      }
+      if (!c.GetVarsigned(&d)) return bad("ts");
       const bool run_start = i == 0 || track[i] != track[i - 1];
       const int64_t ref = TsReference(run_start, base_, prev_ts, prev_end, depth[i], prev_depth);
       // Wrap-around, as the encoder: a hostile delta gives a wrong ts, never overflow.
