@@ -275,8 +275,8 @@ TEST(HuffmanBitLengthColumn, TwoColumnsSideBySideMatchOneAtATime) {
                                               ga.data(), gb.data()))
           << round << " " << cut;
     }
-    EXPECT_FALSE(GetHuffmanBitLengthColumns(ca, cb + std::string(1, '\0'), n, ga.data(),
-                                            gb.data()));
+    EXPECT_FALSE(
+        GetHuffmanBitLengthColumns(ca, cb + std::string(1, '\0'), n, ga.data(), gb.data()));
   }
 }
 
