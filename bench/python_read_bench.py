@@ -3,12 +3,14 @@ loading the equivalent Chrome/Kineto JSON with the standard library into pandas 
 Holistic Trace Analysis loads a trace: json.load, then a DataFrame of traceEvents).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_read_bench.py --build build \
-        [--events 10000000] [--json-ranks 0] [--repeat 3]
+        [--events 10000000] [--json-ranks 0] [--repeat 3] [--db DB] [--numpy-only]
 
 Generates the database with bench/db_bench_gen (Horovod-like spans on 8 ranks) and compacts it
 with the tracedb CLI; the JSON is `tracedb export --chrome` of the ranks in --json-ranks (a
 slice: 10M events of JSON objects do not fit in this machine's memory), compared per event.
-Figures: docs/bench-python.md.
+--db reads an existing database instead (one written by another build, e.g. of an older block
+format); --numpy-only stops after the first row (db.events(rank, ts, dur) -> NumPy), the one
+that measures block decoding. Figures: docs/bench-python.md.
 """
 import argparse
 import json
@@ -47,6 +49,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json-ranks", default="0")
     ap.add_argument("--keep", default="", help="directory to keep the generated files in")
+    ap.add_argument("--db", default="", help="an existing database to read (nothing generated)")
+    ap.add_argument("--numpy-only", action="store_true",
+                    help="only db.events(rank, ts, dur) -> NumPy")
     a = ap.parse_args()
     import pandas as pd
 
@@ -54,7 +59,7 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     build = os.path.abspath(a.build)
     cli = os.path.join(build, "tracedb")
-    db_path = os.path.join(tmp, f"{a.events}.tdb")
+    db_path = a.db or os.path.join(tmp, f"{a.events}.tdb")
     try:
         if not os.path.exists(db_path):
             subprocess.run([os.path.join(build, "bench", "db_bench_gen"), tmp, str(a.events), "8",
@@ -81,6 +86,8 @@ def main():
         cols5 = ["rank", "name", "ts", "dur", "depth"]
         t, r = timed(lambda: db.events(columns=cols3, pandas=False), a.repeat)
         add("db.events(rank, ts, dur) -> NumPy", t, len(r["ts"]))
+        if a.numpy_only:
+            return
         t, r = timed(lambda: db.events(columns=cols5, pandas=False), a.repeat)
         add("db.events(rank, name, ts, dur, depth) -> NumPy (name: str)", t, len(r["ts"]))
         t, r = timed(lambda: db.events(columns=cols5, pandas=True), a.repeat)

@@ -269,6 +269,41 @@ TEST(HuffmanBitLengthColumn, RoundTripsAndRejectsTruncation) {
   EXPECT_LE(col.size(), 6u);
 }
 
+// Two columns decoded side by side (ts and dur of a format 3 block) give what each gives alone,
+// whichever stream reaches its bounds-checked tail first; a fault in either is reported.
+TEST(HuffmanBitLengthColumn, TwoColumnsSideBySideMatchOneAtATime) {
+  std::mt19937_64 rng(31);
+  for (int round = 0; round < 40; ++round) {
+    const size_t n = round < 4 ? static_cast<size_t>(round) : 1 + rng() % 5000;
+    std::vector<uint64_t> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      // Column a: small values (a short stream); b: up to 64 bits (a long one, with values of
+      // 46 bits or more, whose mantissas are read in two parts); swapped in odd rounds.
+      const uint64_t small = rng() % 50, big = rng() >> (rng() % 64);
+      a[i] = round % 2 ? big : small;
+      b[i] = round % 2 ? small : big;
+    }
+    std::string ca, cb;
+    PutHuffmanBitLengthColumn(a.data(), n, &ca);
+    PutHuffmanBitLengthColumn(b.data(), n, &cb);
+    std::vector<uint64_t> ga(n), gb(n);
+    ASSERT_TRUE(GetHuffmanBitLengthColumns(ca, cb, n, ga.data(), gb.data())) << round;
+    EXPECT_EQ(ga, a) << round;
+    EXPECT_EQ(gb, b) << round;
+    if (n == 0) continue;
+    for (int cut = 1; cut <= 3; ++cut) {
+      EXPECT_FALSE(GetHuffmanBitLengthColumns(std::string_view(ca.data(), ca.size() - cut), cb, n,
+                                              ga.data(), gb.data()))
+          << round << " " << cut;
+      EXPECT_FALSE(GetHuffmanBitLengthColumns(ca, std::string_view(cb.data(), cb.size() - cut), n,
+                                              ga.data(), gb.data()))
+          << round << " " << cut;
+    }
+    EXPECT_FALSE(
+        GetHuffmanBitLengthColumns(ca, cb + std::string(1, '\0'), n, ga.data(), gb.data()));
+  }
+}
+
 // The symbols' counts come from the bit lengths' counts less the frequent values' estimated
 // occurrences (sampled votes, scaled): a value of the same bit length as a frequent one must
 // keep a code however few of them there are, whether the statistics were gathered by the

@@ -497,8 +497,9 @@ TEST_F(ChromeExportTest, ClearErrorsAndExitCodes) {
     std::string says;
   } cases[] = {
       {db + " -o " + out, 2, "choose the output format: --chrome"},
-      {"--chrome " + ShellQuote(Out("missing.tdb")) + " -o " + out, 2, "no such database"},
-      {"--chrome " + ShellQuote(SourceRoot() + "/README.md") + " -o " + out, 2, "README.md"},
+      // A missing or unreadable input is the work failing (exit 1, docs/cli.md "Exit codes").
+      {"--chrome " + ShellQuote(Out("missing.tdb")) + " -o " + out, 1, "no such database"},
+      {"--chrome " + ShellQuote(SourceRoot() + "/README.md") + " -o " + out, 1, "README.md"},
       {"--chrome " + db + " -o " + out + " --ranks 1-x", 2, "bad rank list '1-x'"},
       {"--chrome " + db + " -o " + out + " --ranks 3-1", 2, "ends before it starts"},
       {"--chrome " + db + " -o " + out + " --from 2.5parsecs", 2, "unknown unit 'parsecs'"},
