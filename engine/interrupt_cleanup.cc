@@ -72,7 +72,7 @@ void OnSignal(int sig) {
 
 InterruptCleanup::InterruptCleanup(const std::string& path, const std::string& who,
                                    bool sqlite_db) {
-  if (path.size() >= kPathMax) return;
+  if (path.empty() || path.size() >= kPathMax) return;  // nothing of ours to remove
   for (int i = 0; i < kSlots; ++i) {
     int expected = 0;
     if (!g_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {

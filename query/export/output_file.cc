@@ -41,6 +41,16 @@ StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path
     }
     z->ready = true;
   }
+  // An output that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written
+  // in place: renaming a temporary file over it would replace the device itself (as root,
+  // `-o /dev/null` once turned /dev/null into a regular file for the whole machine).
+  struct stat target;
+  if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    if (S_ISDIR(target.st_mode)) return Status::InvalidArgument(path + " is a directory");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno("cannot open " + path, errno);
+    return std::unique_ptr<OutputFile>(new OutputFile(path, std::string(), fd, std::move(z)));
+  }
   // A name of our own next to the output (same filesystem, so the rename is atomic): two
   // exports to one path never share a temporary file.
   std::string partial = path + ".partial-XXXXXX";
@@ -204,17 +214,18 @@ Status OutputFile::Close() {
       WriteAll(reinterpret_cast<const char*>(z_->out.get()), kZOutBytes - z_->z.avail_out);
     } while (rc != Z_STREAM_END && writer_status_.ok());
   }
+  const bool in_place = partial_.empty();  // a device or FIFO: no temporary file, no rename
   // On disk before it takes the final name, so that a crash never leaves PATH short.
-  if (writer_status_.ok() && ::fsync(fd_) != 0) {
+  if (!in_place && writer_status_.ok() && ::fsync(fd_) != 0) {
     Fail(Status::FromErrno("cannot sync " + partial_, errno));
   }
   if (::close(fd_) != 0) Fail(Status::FromErrno("cannot write " + path_, errno));
   fd_ = -1;
   closed_ = true;
-  if (writer_status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
+  if (!in_place && writer_status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
     Fail(Status::FromErrno("cannot rename " + partial_ + " to " + path_, errno));
   }
-  if (writer_status_.ok()) {
+  if (!in_place && writer_status_.ok()) {
     // The rename itself is durable once the directory is synced.
     const size_t slash = path_.rfind('/');
     const std::string dir = slash == std::string::npos ? "."
@@ -230,7 +241,7 @@ Status OutputFile::Close() {
     if (dfd >= 0) ::close(dfd);
   }
   if (status_.ok()) status_ = writer_status_;
-  if (!status_.ok()) ::unlink(partial_.c_str());
+  if (!status_.ok() && !in_place) ::unlink(partial_.c_str());
   on_interrupt_.Release();  // renamed into place, or removed
   return status_;
 }
@@ -247,7 +258,7 @@ void OutputFile::Abandon() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   closed_ = true;
-  ::unlink(partial_.c_str());
+  if (!partial_.empty()) ::unlink(partial_.c_str());
   on_interrupt_.Release();
 }
 

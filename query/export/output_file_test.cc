@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "tests/test_util.h"
 
@@ -54,6 +55,30 @@ TEST(OutputFile, AnAbandonedExportLeavesNothing) {
     EXPECT_TRUE(fs::exists((*f)->temporary_path()));
   }  // destroyed unclosed: abandoned
   EXPECT_TRUE(Names(tmp.path()).empty());
+}
+
+// A target that is not a regular file (a FIFO here; /dev/null, /dev/stdout alike) is written in
+// place: a temporary file renamed over it would replace the FIFO or device itself (as root,
+// `export -o /dev/null` once turned the machine's /dev/null into a regular file).
+TEST(OutputFile, ANonRegularTargetIsWrittenInPlaceNeverReplaced) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("pipe");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = ReadFile(path); });  // opens the FIFO's other end
+  {
+    auto f = OutputFile::Create(path, 0);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ((*f)->temporary_path(), "");
+    (*f)->Append(std::string("through the pipe"));
+    ASSERT_TRUE((*f)->Close().ok());
+  }
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(Names(tmp.path()), std::vector<std::string>{"pipe"});  // no temporary file left
 }
 
 TEST(OutputFile, AnUncreatableOutputIsAClearError) {
