@@ -239,6 +239,7 @@ StatusOr<std::map<ProcessKey, ProcessClock>> BuildClocks(Db* db) {
   for (const auto& [key, anchors] : anchor_models) {
     if (key.first != 0) continue;
     ProcessClock& pc = out[key];
+    pc.last_anchor_local = anchor_last[key];  // when it was last seen (open spans end there)
     const auto sync_it = syncs.find(key);
     pc.sync_points = sync_it != syncs.end() ? static_cast<int64_t>(sync_it->second.size()) : 0;
     if (ref != nullptr && key == *ref) {
