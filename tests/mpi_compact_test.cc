@@ -9,13 +9,16 @@
 // The reference is always the single-process compaction (an independent code path: no shard,
 // no merge), compared by content: string and track ids may differ, names and identities not.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -179,8 +182,21 @@ TEST_F(MpiCompact, IncrementalAcrossRuns) {
   // The first run sees file 0 of every rank only ("outer" stays open), the second the rest.
   TempDir part;
   ASSERT_TRUE(WriteSegmentsFromSpec(part.path(), JobSpec(0)).ok());
+  // The writers are alive during the first run: each file 0 locked as a recorder holds it (a
+  // file nobody holds is a dead writer's, whose open spans are then written open, "Open spans").
+  std::vector<int> held;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(part.Sub("trace"))) {
+    if (e.path().extension() != ".tds") continue;
+    const int fd = ::open(e.path().c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0) << e.path();
+    ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << e.path();
+    held.push_back(fd);
+  }
+  ASSERT_EQ(held.size(), 5u);
   const std::string db = tmp_.Sub("inc.tdb");
-  ASSERT_EQ(Sh(MpiCompactCmd(2, part.Sub("trace"), db)), 0);
+  const int first = Sh(MpiCompactCmd(2, part.Sub("trace"), db));
+  for (int fd : held) ::close(fd);
+  ASSERT_EQ(first, 0);
   EXPECT_EQ(QueryRows(db, "SELECT value FROM meta WHERE key = 'open_spans'"), "5\n");
   ASSERT_TRUE(WriteSegmentsFromSpec(part.path(), JobSpec(1)).ok());
   ASSERT_EQ(Sh(MpiCompactCmd(2, part.Sub("trace"), db)), 0);

@@ -241,8 +241,9 @@ TEST(GpuViews, CuptiAndNcclShapedEventsGiveHandDerivedRows) {
                  "SELECT typeof(kernel_ns), typeof(nccl_ns), typeof(overlap_ns) "
                  "FROM gpu_step_time WHERE step = 2"),
             (std::vector<std::string>{"integer|integer|integer"}));
-  // Both selects reach the events table with their category pushed down (idxStr "=H": cat,
-  // column 7), so blocks without cuda or nccl events are never decoded.
+  // Every select (CUPTI kernels, NCCL, Kineto's `kernel` events) reaches the events table with
+  // its category pushed down (idxStr "=H": cat, column 7), so blocks without GPU events are never
+  // decoded.
   std::vector<std::string> plan = Rows(q, "EXPLAIN QUERY PLAN SELECT * FROM gpu_step_time");
   int pushed = 0;
   for (const std::string& p : plan) {
@@ -251,7 +252,7 @@ TEST(GpuViews, CuptiAndNcclShapedEventsGiveHandDerivedRows) {
       ++pushed;
     }
   }
-  EXPECT_EQ(pushed, 2);
+  EXPECT_EQ(pushed, 3);
   // gpu_kernels: CUPTI kernels (tag & 255 = 1) by name. gemm: 20 + 200 + 150 + 100 + 100 on
   // two ranks; the NCCL kernel: 100; 570 + 100 ns in all.
   EXPECT_EQ(Rows(q,

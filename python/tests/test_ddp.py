@@ -308,12 +308,14 @@ class DdpCaptureTest(unittest.TestCase):
         self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) was killed by signal 11 "
                                    r"\(Segmentation fault")
         self.assertIn("stopping the other 2 ranks", p.stderr)
-        self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
+        # The recorder's crash handler writes and closes the crashing rank's file (docs/hang.md):
+        # nothing is lost, so record no longer reports it as unfinished.
+        self.assertNotRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
         rows = query(db, "SELECT rank FROM events WHERE name = 'before_crash' ORDER BY rank")
         self.assertEqual([r["rank"] for r in rows], [0, 1, 2])
 
     @unittest.skipUnless(shutil.which("mpirun"), "mpirun is not installed")
-    def test_crash_under_mpirun_names_the_rank_from_its_segments(self):
+    def test_crash_under_mpirun_keeps_the_crashed_ranks_events(self):
         tmp = tempfile.mkdtemp(prefix="tracedb-crash-mpi-", dir=self.tmp)
         script = self.crash_script(tmp, 3)
         db = os.path.join(tmp, "crash.tdb")
@@ -325,7 +327,9 @@ class DdpCaptureTest(unittest.TestCase):
         self.assertNotEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stderr, r"tracedb record: mpirun \(pid \d+\) (exited with status \d+|"
                                    r"was killed by signal)")
-        self.assertRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
+        # The crashing rank's recorder closed its file on SIGSEGV (docs/hang.md), so nothing of
+        # it is reported lost; its events are in the database below.
+        self.assertNotRegex(p.stderr, r"rank 2 \(pid \d+\) did not finish")
         self.assertIn("compacting what it flushed", p.stderr)
         rows = query(db, "SELECT rank FROM events WHERE name = 'before_crash' ORDER BY rank")
         self.assertEqual([r["rank"] for r in rows], [0, 1, 2])
