@@ -50,7 +50,10 @@ void ComputePath(const Model& m, Analysis* out) {
   }
   const int32_t no_span = m.name_index.at(kNoSpan);
   std::vector<PathPiece> pieces;
-  for (const auto& [key, win] : windows) {
+  for (const auto& entry : windows) {
+    // (Named, not structured bindings: clang 14 cannot capture a binding in the lambdas below.)
+    const auto& key = entry.first;
+    const Window& win = entry.second;
     out->steps.push_back(StepPath{key.first, key.second, win.a, win.b});
     pieces.clear();
     auto emit_compute = [&](int64_t rank, int64_t a, int64_t b) {
