@@ -15,6 +15,7 @@
 #include <set>
 
 #include "engine/db_schema.h"
+#include "engine/output_lock.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_reader.h"
 #include "engine/trace_writer.h"
@@ -184,7 +185,11 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
   std::map<std::string, std::set<int32_t>> ranks_of;
   for (const auto& [rank, host] : host_of) ranks_of[host].insert(rank);
 
-  if (IsManifest(manifest) == false && Exists(manifest)) {
+  // (An empty file is one the caller's writer lock created: engine/output_lock.h.)
+  struct stat st;
+  const bool empty_file =
+      ::stat(manifest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+  if (!IsManifest(manifest) && Exists(manifest) && !empty_file) {
     return Status::InvalidArgument(manifest + ": exists and is not a shard manifest");
   }
   TRACEDB_RETURN_IF_ERROR(MakeDir(ShardDir(manifest)));
@@ -196,8 +201,11 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
     CompactOptions o = base;
     const std::set<int32_t> mine = ranks;
     o.take_rank = [mine](int32_t rank) { return mine.count(rank) > 0; };
+    // Each shard's own writer lock too: a plain `compact -o` of a shard is a writer of it.
+    TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<OutputLock> shard_lock, OutputLock::Acquire(s.path));
     TRACEDB_ASSIGN_OR_RETURN(auto writer, TraceWriter::Open(s.path));
     auto stats = Compact(writer.get(), o);
+    writer.reset();  // closed before its lock goes (output_lock.h)
     if (!stats.ok()) return stats.status().WithContext(s.path);
     s.stats = *stats;
     out.push_back(std::move(s));

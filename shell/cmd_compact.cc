@@ -133,13 +133,36 @@ int ExecMpiCompact(const CompactCmdOptions& o) {
   return kExitError;
 }
 
-// `--shard-by node`: a database per node in OUTPUT.shards/ and the manifest OUTPUT.
+// The writer lock on OUTPUT (engine/output_lock.h), waiting for another writer unless
+// --no-wait, and saying so; nullptr after printing the error.
+std::unique_ptr<engine::OutputLock> LockOutput(const CompactCmdOptions& o) {
+  engine::LockOptions lo;
+  lo.wait = !o.no_wait;
+  lo.on_wait = [&]() {
+    std::fprintf(stderr,
+                 "tracedb compact: %s is being written by another tracedb process; waiting "
+                 "for it to finish (--no-wait fails instead)\n",
+                 o.output.c_str());
+  };
+  auto l = engine::OutputLock::Acquire(o.output, lo);
+  if (!l.ok()) {
+    std::fprintf(stderr, "tracedb compact: %s\n", l.status().message().c_str());
+    return nullptr;
+  }
+  return std::move(*l);
+}
+
+// `--shard-by node`: a database per node in OUTPUT.shards/ and the manifest OUTPUT. The
+// manifest's writer lock is held for the whole run, so that two of them on one output take
+// turns (the second finds the first's shards and extends them); each shard is locked too.
 int RunShardByNode(const CompactCmdOptions& o) {
   const Status inputs = CheckInputs(o.inputs);
   if (!inputs.ok()) {
     std::fprintf(stderr, "tracedb compact: %s\n", inputs.message().c_str());
     return kExitError;
   }
+  std::unique_ptr<engine::OutputLock> lock = LockOutput(o);
+  if (lock == nullptr) return kExitError;
   engine::CompactOptions co;
   co.inputs = o.inputs;
   co.finish = o.finish;
@@ -148,6 +171,10 @@ int RunShardByNode(const CompactCmdOptions& o) {
   auto shards = engine::CompactByNode(co, o.output);
   if (!shards.ok()) {
     std::fprintf(stderr, "tracedb compact: %s\n", shards.status().message().c_str());
+    // The manifest only when this run created it (the shards it wrote are kept: each is a
+    // complete database that the next run extends).
+    const std::string problems = lock->RemoveCreated();
+    if (!problems.empty()) std::fprintf(stderr, "tracedb compact: %s\n", problems.c_str());
     return kExitError;
   }
   if (GetVerbosity() != Verbosity::kQuiet) {
@@ -259,20 +286,8 @@ int RunCompact(const CompactCmdOptions& o) {
   };
   // Opens (or creates) the database, locked for this run; false after printing the error.
   auto open_db = [&]() {
-    engine::LockOptions lo;
-    lo.wait = !o.no_wait;
-    lo.on_wait = [&]() {
-      std::fprintf(stderr,
-                   "tracedb compact: %s is being written by another tracedb process; waiting "
-                   "for it to finish (--no-wait fails instead)\n",
-                   o.output.c_str());
-    };
-    auto l = engine::OutputLock::Acquire(o.output, lo);
-    if (!l.ok()) {
-      std::fprintf(stderr, "tracedb compact: %s\n", l.status().message().c_str());
-      return false;
-    }
-    lock = std::move(*l);
+    lock = LockOutput(o);
+    if (lock == nullptr) return false;
     auto w = engine::TraceWriter::Open(o.output);
     Status wal =
         w.ok() ? engine::EnterWalForWriting(

@@ -231,6 +231,58 @@ TEST(CompactLock, MissingDirectoryIsAnErrorOfTheWork) {
   EXPECT_FALSE(fs::exists(tmp.Sub("x.tdb")));
 }
 
+// `--shard-by node` holds the manifest's writer lock for its run, like a plain compact: with
+// another writer injected, --no-wait fails at once naming the output, the default says it waits
+// and then succeeds; two runs side by side both succeed and the shards hold every row once.
+TEST(CompactLock, ShardByNodeTakesTheLockToo) {
+  TempDir tmp;
+  const int64_t rows = Workload(tmp.Sub("trace"), 2000, 0) + Workload(tmp.Sub("trace"), 1000, 1);
+  ASSERT_GT(rows, 0);
+  const std::string manifest = tmp.Sub("nodes.tdb");
+  const std::string cmd = TracedbBin() + " compact --shard-by node " +
+                          ShellQuote(tmp.Sub("trace")) + " -o " + ShellQuote(manifest);
+  auto shard_rows = [&]() {
+    int64_t n = 0;
+    for (const auto& e : fs::directory_iterator(manifest + ".shards")) {
+      if (e.path().extension() == ".tdb") n += Rows(e.path().string());
+    }
+    return n;
+  };
+  {
+    auto held = engine::OutputLock::Acquire(manifest);  // another writer, injected
+    ASSERT_TRUE(held.ok()) << held.status().message();
+    int rc = 0;
+    const std::string out = RunCommand(cmd + " --no-wait 2>&1", &rc);
+    EXPECT_EQ(rc, 1) << out;
+    EXPECT_NE(out.find("tracedb compact: " + manifest + ": another tracedb process is writing it"),
+              std::string::npos)
+        << out;
+    EXPECT_FALSE(fs::exists(manifest + ".shards")) << "it wrote while another held the output";
+    Bg waiter;
+    waiter.Start(cmd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_FALSE(fs::exists(manifest + ".shards"));
+    held->reset();
+    waiter.Join();
+    EXPECT_EQ(waiter.rc, 0) << waiter.out;
+    EXPECT_NE(waiter.out.find("is being written by another tracedb process; waiting"),
+              std::string::npos)
+        << waiter.out;
+  }
+  EXPECT_EQ(PlainCount(manifest, "SELECT count(*) FROM shards"), 1);
+  EXPECT_EQ(shard_rows(), rows);
+  // Two more side by side over the same output: each waits its turn, nothing is taken twice.
+  Bg a, b;
+  a.Start(cmd);
+  b.Start(cmd);
+  a.Join();
+  b.Join();
+  EXPECT_EQ(a.rc, 0) << a.out;
+  EXPECT_EQ(b.rc, 0) << b.out;
+  EXPECT_EQ(shard_rows(), rows);
+  EXPECT_EQ(PlainCount(manifest, "SELECT count(*) FROM shards"), 1);
+}
+
 // --delete-compacted removes only files inside the trace directory: a rank directory that is a
 // symbolic link to another place is read, but nothing is deleted through it.
 TEST(DeleteCompacted, DoesNotFollowASymlinkedRankDirectory) {
