@@ -48,6 +48,19 @@ void ComputePath(const Model& m, Analysis* out) {
       if (b > w.b) w.b = b, w.rank = rank;
     }
   }
+  // The windows are made disjoint, in step order: a step's window starts no earlier than the
+  // latest end of the steps before it (when the last rank finished them). Ranks that drift
+  // apart (pipelines, or clocks no synchronisation ties together) made windows span dozens of
+  // steps, each traced again for every step it overlapped: 60M path pieces for 10M events, and
+  // names' shares counting the same time many times. Disjoint, the path is traced once through
+  // the job and each instant is in one step. docs/why.md "Critical path".
+  int64_t done = INT64_MIN;
+  for (auto& entry : windows) {
+    Window& w = entry.second;
+    if (!entry.first.first) continue;  // the window without steps: no other
+    w.a = std::min(w.b, std::max(w.a, done));
+    done = std::max(done, w.b);
+  }
   const int32_t no_span = m.name_index.at(kNoSpan);
   std::vector<PathPiece> pieces;
   for (const auto& entry : windows) {
