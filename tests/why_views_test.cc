@@ -289,3 +289,62 @@ TEST_F(WhyViews, CriticalPathFollowsTheWaits) {
 
 }  // namespace
 }  // namespace tracedb::testing
+
+namespace tracedb::testing {
+namespace {
+
+// Two ranks whose steps drift apart by 2.5 steps (a pipeline, or clocks nothing ties together):
+// rank 0's step s is [100 s, 100 s + 100) us, rank 1's 250 us later; each step is 80 us of work
+// and a 20 us MPI_Allreduce (matched by seq, so every one is a long wait). Each step's window
+// (first start to last end) would span three steps: the windows must be disjoint, in step order,
+// and together cover the job once.
+TEST(WhyViewsSkew, StepWindowsAreDisjointWhenRanksDrift) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("skew.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    engine::TraceWriter* tw = w->get();
+    engine::TraceBuilder b(tw);
+    ASSERT_TRUE(tw->BeginBatch().ok());
+    const uint32_t mpi = tw->Intern("mpi"), compute = tw->Intern("compute");
+    for (int r = 0; r < 2; ++r) {
+      engine::RankRecord rec;
+      rec.rank = r;
+      rec.world_size = 2;
+      rec.source = "why-test";
+      ASSERT_TRUE(tw->SetRank(rec).ok());
+      engine::TrackSpec s;
+      s.rank = r;
+      s.name = "main";
+      s.tid = 100 + r;
+      s.local_id = 1;
+      const uint32_t t = tw->Track(s);
+      for (int step = 0; step < 6; ++step) {
+        const int64_t at = (100 * step + 250 * r) * kUs;
+        tw->AddStep(r, at, step);
+        ASSERT_TRUE(b.Complete(t, at, 80 * kUs, tw->Intern("work"), compute, nullptr).ok());
+        EventArgs a = Coll(1, static_cast<uint64_t>(step + 1));
+        ASSERT_TRUE(
+            b.Complete(t, at + 80 * kUs, 20 * kUs, tw->Intern("MPI_Allreduce"), mpi, &a).ok());
+      }
+    }
+    ASSERT_TRUE(tw->CommitBatch().ok());
+  }
+  auto db = query::OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  const std::string windows =
+      "(SELECT step, min(ts) AS a, max(ts + dur) AS b, sum(dur) AS d FROM critical_path "
+      "GROUP BY step)";
+  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM " + windows + " x JOIN " + windows +
+                                " y ON x.step < y.step AND x.b > y.a"),
+            std::vector<std::string>{"0"});
+  // Together once over the job: from rank 0's first start to rank 1's last end (850 us).
+  EXPECT_EQ(Rows(db->get(), "SELECT sum(d), min(a), max(b) FROM " + windows),
+            std::vector<std::string>{"850000|0|850000"});
+  EXPECT_EQ(Rows(db->get(), "SELECT sum(path_ns) FROM critical_path_names"),
+            std::vector<std::string>{"850000"});
+}
+
+}  // namespace
+}  // namespace tracedb::testing
