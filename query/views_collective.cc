@@ -229,19 +229,7 @@ struct Cursor {
 };
 
 int Connect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char**) {
-  int rc = sqlite3_declare_vtab(db, kSchema);
-  if (rc != SQLITE_OK) return rc;
-  auto* v = new (std::nothrow) Vtab();
-  if (v == nullptr) return SQLITE_NOMEM;
-  std::memset(&v->base, 0, sizeof(v->base));
-  v->db = engine::Db::Borrow(db, kTable);
-  *out = &v->base;
-  return SQLITE_OK;
-}
-
-int Disconnect(sqlite3_vtab* vtab) {
-  delete reinterpret_cast<Vtab*>(vtab);
-  return SQLITE_OK;
+  return NewVtab<Vtab>(db, kSchema, kTable, out);
 }
 
 int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
@@ -251,11 +239,7 @@ int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
   info->estimatedCost = 1e9;
   info->estimatedRows = 1000000;
   const int n = info->nOrderBy;
-  bool ordered = n >= 1 && n <= 2;
-  for (int i = 0; ordered && i < n; ++i) {
-    const auto& o = info->aOrderBy[i];
-    ordered = !o.desc && o.iColumn == (i == 0 ? kComm : kSeq);
-  }
+  bool ordered = OrderedPrefix(info, {kComm, kSeq});
   if (!ordered && n == 2 && sqlite3_vtab_distinct(info) == 1) {
     // GROUP BY seq, comm: equal keys are adjacent all the same.
     const auto& a = info->aOrderBy[0];
@@ -264,20 +248,6 @@ int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
         (a.iColumn == kComm && b.iColumn == kSeq) || (a.iColumn == kSeq && b.iColumn == kComm);
   }
   if (ordered) info->orderByConsumed = 1;
-  return SQLITE_OK;
-}
-
-int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
-  auto* c = new (std::nothrow) Cursor();
-  if (c == nullptr) return SQLITE_NOMEM;
-  std::memset(&c->base, 0, sizeof(c->base));
-  c->vtab = reinterpret_cast<Vtab*>(tab);
-  *out = &c->base;
-  return SQLITE_OK;
-}
-
-int Close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cursor*>(cur);
   return SQLITE_OK;
 }
 
@@ -372,8 +342,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid>();
+  return EponymousModule<Connect, BestIndex, DeleteVtab<Vtab>, OpenCursor<Cursor>,
+                         CloseCursor<Cursor>, Filter, Next, Eof, Column, Rowid>();
 }
 
 }  // namespace

@@ -277,20 +277,7 @@ struct Cursor {
 
 int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
   const auto* m = static_cast<const Module*>(aux);
-  int rc = sqlite3_declare_vtab(db, m->schema);
-  if (rc != SQLITE_OK) return rc;
-  auto* v = new (std::nothrow) Vtab();
-  if (v == nullptr) return SQLITE_NOMEM;
-  std::memset(&v->base, 0, sizeof(v->base));
-  v->module = m;
-  v->db = engine::Db::Borrow(db, m->name);
-  *out = &v->base;
-  return SQLITE_OK;
-}
-
-int Disconnect(sqlite3_vtab* vtab) {
-  delete reinterpret_cast<Vtab*>(vtab);
-  return SQLITE_OK;
+  return NewVtab<Vtab>(db, m->schema, m->name, out, [m](Vtab* v) { v->module = m; });
 }
 
 int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
@@ -300,28 +287,9 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
   info->estimatedCost = 1e9;
   info->estimatedRows = 1000000;
   const bool ticks = reinterpret_cast<Vtab*>(tab)->module->which == Which::kTicks;
-  const int n = info->nOrderBy;
-  bool ordered = n >= 1 && n <= (ticks ? 2 : 1);
-  for (int i = 0; ordered && i < n; ++i) {
-    const auto& o = info->aOrderBy[i];
-    const int want = ticks ? (i == 0 ? int{kNegotiation} : int{kFromLast}) : int{kId};
-    ordered = !o.desc && o.iColumn == want;
-  }
+  const bool ordered =
+      ticks ? OrderedPrefix(info, {kNegotiation, kFromLast}) : OrderedPrefix(info, {kId});
   if (ordered) info->orderByConsumed = 1;
-  return SQLITE_OK;
-}
-
-int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
-  auto* c = new (std::nothrow) Cursor();
-  if (c == nullptr) return SQLITE_NOMEM;
-  std::memset(&c->base, 0, sizeof(c->base));
-  c->vtab = reinterpret_cast<Vtab*>(tab);
-  *out = &c->base;
-  return SQLITE_OK;
-}
-
-int Close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cursor*>(cur);
   return SQLITE_OK;
 }
 
@@ -437,8 +405,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid>();
+  return EponymousModule<Connect, BestIndex, DeleteVtab<Vtab>, OpenCursor<Cursor>,
+                         CloseCursor<Cursor>, Filter, Next, Eof, Column, Rowid>();
 }
 
 }  // namespace

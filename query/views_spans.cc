@@ -210,20 +210,8 @@ struct Cursor {
 
 int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
   const Mode mode = aux != nullptr ? Mode::kPerName : Mode::kPerRank;
-  int rc = sqlite3_declare_vtab(db, mode == Mode::kPerRank ? kPerRankSchema : kPerNameSchema);
-  if (rc != SQLITE_OK) return rc;
-  auto* v = new (std::nothrow) Vtab();
-  if (v == nullptr) return SQLITE_NOMEM;
-  std::memset(&v->base, 0, sizeof(v->base));
-  v->db = engine::Db::Borrow(db, TableName(mode));
-  v->mode = mode;
-  *out = &v->base;
-  return SQLITE_OK;
-}
-
-int Disconnect(sqlite3_vtab* vtab) {
-  delete reinterpret_cast<Vtab*>(vtab);
-  return SQLITE_OK;
+  return NewVtab<Vtab>(db, mode == Mode::kPerRank ? kPerRankSchema : kPerNameSchema,
+                       TableName(mode), out, [mode](Vtab* v) { v->mode = mode; });
 }
 
 int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
@@ -245,29 +233,10 @@ int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
     }
   }
   // Rows come sorted by (rank, name) or name, ascending, names compared by bytes.
-  const int n = info->nOrderBy;
-  const int keys = mode == Mode::kPerRank ? 2 : 1;
-  bool ordered = n >= 1 && n <= keys;
-  for (int i = 0; ordered && i < n; ++i) {
-    const auto& o = info->aOrderBy[i];
-    // (SQLite shows no ORDER BY term under another collation than the column's, BINARY.)
-    ordered = !o.desc && o.iColumn == i;
-  }
+  // (SQLite shows no ORDER BY term under another collation than the column's, BINARY.)
+  const bool ordered =
+      mode == Mode::kPerRank ? OrderedPrefix(info, {0, 1}) : OrderedPrefix(info, {0});
   if (ordered) info->orderByConsumed = 1;
-  return SQLITE_OK;
-}
-
-int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
-  auto* c = new (std::nothrow) Cursor();
-  if (c == nullptr) return SQLITE_NOMEM;
-  std::memset(&c->base, 0, sizeof(c->base));
-  c->vtab = reinterpret_cast<Vtab*>(tab);
-  *out = &c->base;
-  return SQLITE_OK;
-}
-
-int Close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cursor*>(cur);
   return SQLITE_OK;
 }
 
@@ -378,8 +347,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid>();
+  return EponymousModule<Connect, BestIndex, DeleteVtab<Vtab>, OpenCursor<Cursor>,
+                         CloseCursor<Cursor>, Filter, Next, Eof, Column, Rowid>();
 }
 
 }  // namespace

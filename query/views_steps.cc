@@ -119,19 +119,7 @@ struct Cursor {
 };
 
 int Connect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char**) {
-  int rc = sqlite3_declare_vtab(db, kSchema);
-  if (rc != SQLITE_OK) return rc;
-  auto* v = new (std::nothrow) Vtab();
-  if (v == nullptr) return SQLITE_NOMEM;
-  std::memset(&v->base, 0, sizeof(v->base));
-  v->db = engine::Db::Borrow(db, kTable);
-  *out = &v->base;
-  return SQLITE_OK;
-}
-
-int Disconnect(sqlite3_vtab* vtab) {
-  delete reinterpret_cast<Vtab*>(vtab);
-  return SQLITE_OK;
+  return NewVtab<Vtab>(db, kSchema, kTable, out);
 }
 
 int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
@@ -140,27 +128,7 @@ int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
   // so an ascending ORDER BY rank[, start_ts] needs no sort.
   info->estimatedCost = 1e5;
   info->estimatedRows = 100000;
-  const int n = info->nOrderBy;
-  bool ordered = n >= 1 && n <= 2;
-  for (int i = 0; ordered && i < n; ++i) {
-    const auto& o = info->aOrderBy[i];
-    ordered = !o.desc && o.iColumn == (i == 0 ? kRank : kStartTs);
-  }
-  if (ordered) info->orderByConsumed = 1;
-  return SQLITE_OK;
-}
-
-int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
-  auto* c = new (std::nothrow) Cursor();
-  if (c == nullptr) return SQLITE_NOMEM;
-  std::memset(&c->base, 0, sizeof(c->base));
-  c->vtab = reinterpret_cast<Vtab*>(tab);
-  *out = &c->base;
-  return SQLITE_OK;
-}
-
-int Close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cursor*>(cur);
+  if (OrderedPrefix(info, {kRank, kStartTs})) info->orderByConsumed = 1;
   return SQLITE_OK;
 }
 
@@ -227,8 +195,8 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, Column,
-                         Rowid>();
+  return EponymousModule<Connect, BestIndex, DeleteVtab<Vtab>, OpenCursor<Cursor>,
+                         CloseCursor<Cursor>, Filter, Next, Eof, Column, Rowid>();
 }
 
 }  // namespace
