@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/crc32c.h"
+#include "engine/parse_number.h"
 
 namespace tracedb::engine {
 namespace {
@@ -271,6 +272,26 @@ TEST(Coding, BitReaderNeverReadsPastItsSpan) {
   EXPECT_EQ(BitLength(0), 0);
   EXPECT_EQ(BitLength(1), 1);
   EXPECT_EQ(BitLength(~0ull), 64);
+}
+
+// The one integer policy (engine/parse_number.h): whole decimal text within int64, nothing
+// else; the strtoll copies it replaced took " 7" and "+7", and one wrapped on overflow.
+TEST(ParseInt64, WholeDecimalTextOnly) {
+  int64_t v = 42;
+  EXPECT_TRUE(ParseInt64("0", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_TRUE(ParseInt64("-17", &v));
+  EXPECT_EQ(v, -17);
+  EXPECT_TRUE(ParseInt64("9223372036854775807", &v));
+  EXPECT_EQ(v, std::numeric_limits<int64_t>::max());
+  EXPECT_TRUE(ParseInt64("-9223372036854775808", &v));
+  EXPECT_EQ(v, std::numeric_limits<int64_t>::min());
+  v = 5;
+  for (const char* bad : {"", " 7", "7 ", "+7", "0x10", "1e3", "7.0", "--7", "-",
+                          "9223372036854775808", "-9223372036854775809", "12abc"}) {
+    EXPECT_FALSE(ParseInt64(bad, &v)) << "'" << bad << "'";
+    EXPECT_EQ(v, 5) << "'" << bad << "' changed the output";
+  }
 }
 
 }  // namespace

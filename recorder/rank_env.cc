@@ -1,5 +1,6 @@
 // Rank detection. See rank_env.h.
 #include "recorder/rank_env.h"
+#include "engine/parse_number.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -9,10 +10,8 @@ namespace tracedb::recorder {
 bool EnvInt64(const char* name, long long* out) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0') return false;
+  int64_t x = 0;
+  if (!engine::ParseInt64(v, &x)) return false;
   *out = x;
   return true;
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/parse_number.h"
 #include "query/analysis/why.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -40,15 +41,7 @@ struct ExplainSteps {
   }
 };
 
-bool ExplainParseInt(const std::string& s, int64_t* v) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *v = x;
-  return true;
-}
+bool ExplainParseInt(const std::string& s, int64_t* v) { return engine::ParseInt64(s, v); }
 
 bool ParseSteps(const std::string& s, ExplainSteps* r) {
   if (s.empty()) return true;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "engine/output_lock.h"
+#include "engine/parse_number.h"
 #include "engine/shard_compact.h"
 #include "shell/format.h"
 
@@ -62,12 +63,12 @@ bool Parse(int argc, char** argv, Args* a, std::string* error) {
     } else if (arg == "--stale-after") {
       std::string v;
       if (!value(&v)) return false;
-      char* end = nullptr;
-      a->compact.stale_after_s = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0') {
+      int64_t s = 0;
+      if (!tracedb::engine::ParseInt64(v, &s)) {
         *error = "--stale-after: not a number of seconds: " + v;
         return false;
       }
+      a->compact.stale_after_s = s;
     } else if (arg == "-q" || arg == "--quiet") {
       a->quiet = true;
     } else if (arg == "--mpi") {

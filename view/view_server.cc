@@ -17,6 +17,7 @@
 #include "engine/coding.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
+#include "engine/parse_number.h"
 #include "query/export/block_select.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -84,10 +85,8 @@ bool IntParam(const httplib::Request& req, httplib::Response& res, const char* n
     return false;
   }
   const std::string v = req.get_param_value(name);
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno == ERANGE) {
+  int64_t x = 0;
+  if (!engine::ParseInt64(v, &x)) {
     Error(res, 400,
           std::string("parameter '") + name + "' is not an integer: '" + v.substr(0, 64) + "'");
     return false;

@@ -1,6 +1,7 @@
 // Helpers for the text-profile importers. See text_profile.h.
 // Thread safety: free functions and value types; no shared state.
 #include "query/import/text_profile.h"
+#include "engine/parse_number.h"
 
 #include <sys/stat.h>
 #include <zlib.h>
@@ -212,11 +213,7 @@ bool IsName(std::string_view s) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
 
-bool ParseInt(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
+bool ParseInt(std::string_view s, int64_t* out) { return engine::ParseInt64(s, out); }
 
 bool ParseNumber(std::string_view s, double* out) {
   if (s.empty()) return false;

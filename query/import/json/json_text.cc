@@ -1,5 +1,6 @@
 // JSON text helpers. See json_text.h.
 #include "query/import/json/json_text.h"
+#include "engine/parse_number.h"
 
 #include <charconv>
 #include <cstring>
@@ -450,11 +451,7 @@ bool ParseMicrosToNanos(std::string_view s, int64_t* ns) {
   return true;
 }
 
-bool ParseInt64(std::string_view s, int64_t* v) {
-  if (s.empty()) return false;
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && ptr == s.data() + s.size();
-}
+bool ParseInt64(std::string_view s, int64_t* v) { return engine::ParseInt64(s, v); }
 
 bool ParseDouble(std::string_view s, double* v) {
   if (!IsNumber(s)) return false;
