@@ -95,58 +95,6 @@ void CanonicalCodes(const uint8_t* len, uint32_t* code) {
   }
 }
 
-// An LSB-first bit stream as BitWriter writes it, read through a window: Peek() gives the next
-// (up to) 57 bits, zeros past the end, and Skip() takes bits only while there are that many.
-class BitWindow {
- public:
-  explicit BitWindow(std::string_view s) : p_(s.data()), bits_(uint64_t{s.size()} * 8) {}
-  uint64_t Peek() const {
-    const size_t byte = static_cast<size_t>(pos_ >> 3), size = static_cast<size_t>(bits_ >> 3);
-    uint64_t w = 0;
-    if (size - byte >= 8) {
-      w = DecodeFixed64(p_ + byte);
-    } else if (byte < size) {
-      char b[8] = {};
-      std::memcpy(b, p_ + byte, size - byte);
-      w = DecodeFixed64(b);
-    }
-    return w >> (pos_ & 7);
-  }
-  bool Skip(int bits) {
-    if (static_cast<uint64_t>(bits) > bits_ - pos_) return false;
-    pos_ += static_cast<uint64_t>(bits);
-    return true;
-  }
-  uint64_t pos() const { return pos_; }
-  // REQUIRES: pos <= the stream's bits.
-  void Seek(uint64_t pos) { pos_ = pos; }
-  // Up to 64 bits.
-  bool Get(int bits, uint64_t* v) {
-    if (static_cast<uint64_t>(bits) > bits_ - pos_) return false;
-    if (bits <= 56) {
-      *v = bits == 0 ? 0 : Peek() & (~0ull >> (64 - bits));
-      pos_ += static_cast<uint64_t>(bits);
-      return true;
-    }
-    const uint64_t lo = Peek() & 0xffffffffu;
-    pos_ += 32;
-    *v = lo | ((Peek() & (~0ull >> (96 - bits))) << 32);
-    pos_ += static_cast<uint64_t>(bits - 32);
-    return true;
-  }
-  // Whether only the zero padding of the last byte is left.
-  bool at_end() const {
-    const uint64_t rem = bits_ - pos_;
-    if (rem >= 8) return false;
-    return rem == 0 || (static_cast<unsigned char>(p_[(bits_ >> 3) - 1]) >> (pos_ & 7)) == 0;
-  }
-
- private:
-  const char* p_;
-  uint64_t bits_;
-  uint64_t pos_ = 0;
-};
-
 }  // namespace
 
 namespace {
@@ -374,7 +322,7 @@ class HuffmanColumnDecoder {
   }
   // The next value, bounds-checked (the stream's last bytes); false past the stream's end.
   bool Checked(uint64_t* v) {
-    BitWindow bits(std::string_view(p_, size_));
+    BitReader bits(std::string_view(p_, size_));
     bits.Seek(pos_);
     const uint64_t w = bits.Peek();
     const uint32_t e = table_[w & mask_];
@@ -401,7 +349,7 @@ class HuffmanColumnDecoder {
   }
   // Whether only the zero padding of the last byte is left.
   bool at_end() const {
-    BitWindow bits(std::string_view(p_, size_));
+    BitReader bits(std::string_view(p_, size_));
     bits.Seek(pos_);
     return bits.at_end();
   }

@@ -199,11 +199,13 @@ class BitWriter {
   int used_ = 0;
 };
 
-// Reads what BitWriter wrote, never past its span: Get() returns false when the field would run
-// past the end.
+// Reads what BitWriter wrote (an LSB-first bit stream), never past its span: Get() and Skip()
+// return false when the field would run past the end. Peek() is a window on the next (up to) 57
+// bits, zeros past the end, for decoders that look before they take (block_column_codec.cc).
 class BitReader {
  public:
   explicit BitReader(std::string_view s) : p_(s.data()), size_(s.size()) {}
+  // Up to 64 bits.
   bool Get(int bits, uint64_t* v) {
     if (bits == 0) {
       *v = 0;
@@ -221,6 +223,28 @@ class BitReader {
     pos_ += static_cast<uint64_t>(bits - 32);
     return true;
   }
+  // Takes `bits` bits only when there are that many.
+  bool Skip(int bits) {
+    if (static_cast<uint64_t>(bits) > size_ * 8 - pos_) return false;
+    pos_ += static_cast<uint64_t>(bits);
+    return true;
+  }
+  // The (up to) 57 bits from the position on, zeros past the end.
+  uint64_t Peek() const {
+    const size_t byte = static_cast<size_t>(pos_ >> 3);
+    uint64_t w = 0;
+    if (size_ - byte >= 8) {
+      w = DecodeFixed64(p_ + byte);
+    } else if (byte < size_) {
+      char b[8] = {};
+      std::memcpy(b, p_ + byte, size_ - byte);
+      w = DecodeFixed64(b);
+    }
+    return w >> (pos_ & 7);
+  }
+  uint64_t pos() const { return pos_; }
+  // REQUIRES: pos <= the stream's bits.
+  void Seek(uint64_t pos) { pos_ = pos; }
   // Bits left, and whether only the zero padding of the last byte remains.
   uint64_t remaining_bits() const { return size_ * 8 - pos_; }
   bool at_end() const {
@@ -230,19 +254,6 @@ class BitReader {
   }
 
  private:
-  // The (up to) 57 bits from pos_ on, zeros past the end.
-  uint64_t Peek() const {
-    const size_t byte = static_cast<size_t>(pos_ >> 3);
-    uint64_t w = 0;
-    if (size_ - byte >= 8) {
-      w = DecodeFixed64(p_ + byte);
-    } else {
-      char b[8] = {};
-      std::memcpy(b, p_ + byte, size_ - byte);
-      w = DecodeFixed64(b);
-    }
-    return w >> (pos_ & 7);
-  }
   const char* p_;
   size_t size_;
   uint64_t pos_ = 0;
