@@ -3,13 +3,15 @@
 // One global callback restricted to RecordScope::USER_SCOPE sees
 //   - every c10d Work: ProcessGroupGloo (and NCCL, MPI, UCC) open a RecordFunction titled
 //     "gloo:all_reduce", "gloo:send", ... with the input tensors (gloo's asynchronous work: when a
-//     worker thread starts it), and end it from Work::finish() when it completes. Recorded as one
-//     span, cat "comm", from the issuing torch.distributed call (when there is one; else from the
-//     start of execution) to completion, with bytes (the inputs' numel x element size), the
-//     process group (`comm`), a per-group sequence number (`seq`, collectives only) and the peer
-//     (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its bucket
-//     allreduces from C++, so they are seen the same way. Each operation in flight holds one of
-//     the lanes "c10d 0", "c10d 1", ... so that overlapping asynchronous operations never nest.
+//     worker thread starts it), and end it from Work::finish() when it completes. Recorded as a
+//     begin when it starts and an end when it completes (so that an operation that never
+//     completes, a hang, is an open span), cat "comm", with bytes (the inputs' numel x element
+//     size), the process group (`comm`), a per-group sequence number (`seq`, collectives only)
+//     and the peer (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its
+//     bucket allreduces from C++, so they are seen the same way. Each operation in flight holds
+//     one of the lanes "c10d 0", "c10d 1", ... so that overlapping asynchronous operations never
+//     nest; a lane belongs to the thread that first wrote on it (its begins and ends then reach
+//     compaction in the order written; TakeLane).
 //   - torch.autograd.profiler.record_function scopes: "DistributedDataParallel.forward" becomes a
 //     "forward" span; the first zero_grad or DDP forward (in grad mode) after an optimizer step
 //     starts the next training step (tracedb_step: 0, 1, ...);
@@ -26,9 +28,10 @@
 // asks for ids (needsIds), which RecordFunction takes from a process-wide counter when it is
 // constructed, i.e. at issue, in the issuing thread. When gloo's two worker threads start two
 // operations of a group out of issue order, the later-issued one, still in flight, gives its
-// number up to the earlier one (Renumber) before anything is written: events are written at
-// completion. One case cannot be repaired: an operation that starts only after a later-issued
-// one of its group has completed (its event, with the number it took, is written). Gloo's two
+// number up to the earlier one (NumberInIssueOrder); the end carries the final number, which
+// compaction keeps over the begin's. One case cannot be repaired: an operation that starts only
+// after a later-issued one of its group has completed (its end, with the number it took, is
+// written). Gloo's two
 // workers make it rare, but a worker descheduled between taking an operation and starting it
 // (a loaded machine) does it; such starts are counted (stats()["late_starts"]), and the numbers
 // of the operations involved are then out of issue order.
