@@ -202,7 +202,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
   std::map<std::pair<bool, int64_t>, int64_t> ranks_in_step;
   std::map<Key, std::vector<std::pair<int64_t, int64_t>>> groups;  // -> (rank, ns)
   std::unordered_map<int32_t, int64_t> t, wait_time;
-  std::vector<std::pair<int64_t, int64_t>> lane_waits;  // [from, to) of waits on lanes
+  std::vector<std::pair<int64_t, int64_t>> lane_waits, merged;  // [from, to) of lane waits
   std::vector<int64_t> window_lengths;
   for (const auto& [rank, rd] : m.ranks) {
     std::vector<std::tuple<bool, int64_t, int64_t, int64_t>> windows;  // has, step, a, b
@@ -239,23 +239,21 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
       // bucket, a Python call waiting for the operation) is the wait, not time spent in their
       // names. Each instant of the waits' union counts once.
       std::sort(lane_waits.begin(), lane_waits.end());
-      int64_t ua = 0, ub = INT64_MIN;
-      auto drop = [&](int64_t x, int64_t y) {
+      merged.clear();
+      for (const auto& w : lane_waits) {
+        if (merged.empty() || w.first > merged.back().second)
+          merged.push_back(w);
+        else
+          merged.back().second = std::max(merged.back().second, w.second);
+      }
+      for (const auto& w : merged) {
         wait_time.clear();
-        TimeByName(m, rd, std::max(a, x), std::min(b, y), &wait_time);
+        TimeByName(m, rd, std::max(a, w.first), std::min(b, w.second), &wait_time);
         for (const auto& [name, ns] : wait_time) {
           auto n = t.find(name);
           if (n != t.end()) n->second = std::max<int64_t>(0, n->second - ns);
         }
-      };
-      for (const auto& [x, y] : lane_waits) {
-        if (x > ub) {
-          if (ub > ua) drop(ua, ub);
-          ua = x;
-        }
-        ub = std::max(ub, y);
       }
-      if (ub > ua) drop(ua, ub);
       ranks_in_step[{has, step}]++;
       for (const auto& [name, ns] : t)
         if (ns > 0) groups[Key{has, step, name}].emplace_back(rank, ns);
