@@ -287,6 +287,64 @@ TEST_F(WhyViews, CriticalPathFollowsTheWaits) {
             std::vector<std::string>{"60000"});
 }
 
+// A wait in a call on a lane (PyTorch's c10d operations, which gloo's threads run) is not time
+// spent in what the rank's thread did meanwhile. Six steps of 1000 us on 4 ranks: `backward` on
+// the thread computes 200 + 2r us, then issues the gradient allreduce on its lane and blocks
+// until it completes, 4 us after the last rank entered; at step 3 rank 2 computes 500 us more.
+// Without the rule every rank's backward at step 3 lasts 710 us (the waiting ones blocked in it),
+// the median rank too, so rank 2's delay had no excess and was filtered as noise. With it: the
+// waiting ranks' backward is 710 less their wait (504, 502, 498 us): 206, 208, 212; median
+// (206, 208, 212, 710) = 210, excess 500 us; the cost is the three waits, 1504 us.
+TEST(WhyLaneWaits, AWaitOnALaneIsNotTimeInTheThreadsSpan) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("lane.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    engine::TraceWriter* tw = w->get();
+    engine::TraceBuilder b(tw);
+    ASSERT_TRUE(tw->BeginBatch().ok());
+    const uint32_t comm = tw->Intern("comm"), compute = tw->Intern("compute");
+    const uint32_t backward = tw->Intern("backward"), allreduce = tw->Intern("gloo:all_reduce");
+    for (int r = 0; r < 4; ++r) {
+      engine::RankRecord rec;
+      rec.rank = r;
+      rec.world_size = 4;
+      rec.source = "why-lane-test";
+      ASSERT_TRUE(tw->SetRank(rec).ok());
+      engine::TrackSpec thread;
+      thread.rank = r;
+      thread.name = "main";
+      thread.tid = 200 + r;
+      thread.local_id = 1;
+      engine::TrackSpec lane;
+      lane.rank = r;
+      lane.kind = "lane";
+      lane.name = "c10d 0";
+      const uint32_t t = tw->Track(thread), l = tw->Track(lane);
+      for (int step = 0; step < 6; ++step) {
+        const int64_t base = step * 1000;
+        tw->AddStep(r, base * kUs, step);
+        const int64_t entry = 200 + 2 * r + (step == 3 && r == 2 ? 500 : 0);
+        const int64_t last = step == 3 ? 704 : 206;
+        ASSERT_TRUE(b.Complete(t, base * kUs, (last + 4) * kUs, backward, compute, nullptr).ok());
+        EventArgs a = Coll(0x40000000u, static_cast<uint64_t>(step));
+        ASSERT_TRUE(
+            b.Complete(l, (base + entry) * kUs, (last + 4 - entry) * kUs, allreduce, comm, &a)
+                .ok());
+      }
+    }
+    ASSERT_TRUE(tw->CommitBatch().ok());
+  }
+  auto db = query::OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  EXPECT_EQ(Rows(db->get(),
+                 "SELECT rank, wait_ns, waited_for FROM wait_states WHERE step = 3 ORDER BY rank"),
+            (std::vector<std::string>{"0|504000|2", "1|502000|2", "3|498000|2"}));
+  EXPECT_EQ(Rows(db->get(), "SELECT step, rank, name, cost_ns, excess_ns, call FROM root_causes"),
+            (std::vector<std::string>{"3|2|backward|1504000|500000|gloo:all_reduce"}));
+}
+
 }  // namespace
 }  // namespace tracedb::testing
 

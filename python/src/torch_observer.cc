@@ -3,13 +3,15 @@
 // One global callback restricted to RecordScope::USER_SCOPE sees
 //   - every c10d Work: ProcessGroupGloo (and NCCL, MPI, UCC) open a RecordFunction titled
 //     "gloo:all_reduce", "gloo:send", ... with the input tensors (gloo's asynchronous work: when a
-//     worker thread starts it), and end it from Work::finish() when it completes. Recorded as one
-//     span, cat "comm", from the issuing torch.distributed call (when there is one; else from the
-//     start of execution) to completion, with bytes (the inputs' numel x element size), the
-//     process group (`comm`), a per-group sequence number (`seq`, collectives only) and the peer
-//     (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its bucket
-//     allreduces from C++, so they are seen the same way. Each operation in flight holds one of
-//     the lanes "c10d 0", "c10d 1", ... so that overlapping asynchronous operations never nest.
+//     worker thread starts it), and end it from Work::finish() when it completes. Recorded as a
+//     begin when it starts and an end when it completes (so that an operation that never
+//     completes, a hang, is an open span), cat "comm", with bytes (the inputs' numel x element
+//     size), the process group (`comm`), a per-group sequence number (`seq`, collectives only)
+//     and the peer (p2p) or root (rooted collectives) as a group rank. DDP's Reducer issues its
+//     bucket allreduces from C++, so they are seen the same way. Each operation in flight holds
+//     one of the lanes "c10d 0", "c10d 1", ... so that overlapping asynchronous operations never
+//     nest; a lane belongs to the thread that first wrote on it (its begins and ends then reach
+//     compaction in the order written; TakeLane).
 //   - torch.autograd.profiler.record_function scopes: "DistributedDataParallel.forward" becomes a
 //     "forward" span; the first zero_grad or DDP forward (in grad mode) after an optimizer step
 //     starts the next training step (tracedb_step: 0, 1, ...);
@@ -26,9 +28,10 @@
 // asks for ids (needsIds), which RecordFunction takes from a process-wide counter when it is
 // constructed, i.e. at issue, in the issuing thread. When gloo's two worker threads start two
 // operations of a group out of issue order, the later-issued one, still in flight, gives its
-// number up to the earlier one (Renumber) before anything is written: events are written at
-// completion. One case cannot be repaired: an operation that starts only after a later-issued
-// one of its group has completed (its event, with the number it took, is written). Gloo's two
+// number up to the earlier one (NumberInIssueOrder); the end carries the final number, which
+// compaction keeps over the begin's. One case cannot be repaired: an operation that starts only
+// after a later-issued one of its group has completed (its end, with the number it took, is
+// written). Gloo's two
 // workers make it rare, but a worker descheduled between taking an operation and starting it
 // (a loaded machine) does it; such starts are counted (stats()["late_starts"]), and the numbers
 // of the operations involved are then out of issue order.
@@ -99,8 +102,16 @@ std::mutex g_mu;
 std::unordered_map<uint32_t, GroupSeq> g_seq;
 constexpr int kMaxLanes = 64;
 uint32_t g_lane_ids[kMaxLanes] = {0};
-uint64_t g_lanes_busy = 0;                   // bit i: lane i holds an operation in flight
-int64_t g_lane_free_since[kMaxLanes] = {0};  // ns: end of the last span on lane i
+uint64_t g_lanes_busy = 0;  // bit i: lane i holds an operation in flight (or is retired)
+uint32_t g_lane_owner[kMaxLanes] = {0};  // the thread (ThreadToken) that writes lane i; 0: none
+std::atomic<uint32_t> g_next_token{1};
+std::atomic<uint64_t> g_retired_lanes{0};  // lanes an operation ended on from another thread
+
+// A small number naming the calling thread, for lane ownership (never 0).
+uint32_t ThreadToken() {
+  thread_local uint32_t token = g_next_token.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
 
 // Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.
 struct NameHash {
@@ -122,7 +133,8 @@ struct Ctx : at::ObserverContext {
   int64_t ts = 0;
   uint32_t name = 0;
   uint32_t cat = TRACEDB_CAT_USER;
-  int lane_slot = -1;      // -1: the ending thread's own track
+  int lane_slot = -1;      // -1: no lane, one complete event on the ending thread's track
+  uint32_t owner = 0;      // the thread that wrote the begin on the lane (ThreadToken)
   uint64_t handle = 0;     // RecordFunction handle: issue order (0: none, not renumbered)
   tracedb_args args = {};  // args.seq: written under g_mu until the operation completes
 };
@@ -179,28 +191,44 @@ uint64_t InputBytes(const at::RecordFunction& fn) {
   return bytes;
 }
 
-// A lane free since before `ts` (a span starting at `ts` overlaps nothing on it).
-int TakeLane(int64_t ts) {
+// A free lane of the calling thread (else one no thread has written yet). Every event of a lane
+// comes from its owner thread, so the lane's begins and ends reach compaction in the order they
+// were written (each thread's buffer is written in order; buffers of different threads are not
+// ordered against each other). -1: more than kMaxLanes needed at once.
+int TakeLane() {
+  const uint32_t me = ThreadToken();
   std::lock_guard<std::mutex> lock(g_mu);
+  int fresh = -1;
   for (int i = 0; i < kMaxLanes; ++i) {
-    if (!(g_lanes_busy & (uint64_t{1} << i)) && g_lane_free_since[i] <= ts) {
-      if (g_lane_ids[i] == 0) {
-        const std::string lane = "c10d " + std::to_string(i);
-        g_lane_ids[i] = tracedb_lane(lane.c_str());
-        if (g_lane_ids[i] == 0) return -1;
-      }
+    if (g_lanes_busy & (uint64_t{1} << i)) continue;
+    if (g_lane_owner[i] == me) {
       g_lanes_busy |= uint64_t{1} << i;
       return i;
     }
+    if (fresh < 0 && g_lane_owner[i] == 0) fresh = i;
   }
-  return -1;  // more than 64 in flight: the ending thread's track
+  if (fresh < 0) return -1;
+  if (g_lane_ids[fresh] == 0) {
+    const std::string lane = "c10d " + std::to_string(fresh);
+    g_lane_ids[fresh] = tracedb_lane(lane.c_str());
+    if (g_lane_ids[fresh] == 0) return -1;
+  }
+  g_lane_owner[fresh] = me;
+  g_lanes_busy |= uint64_t{1} << fresh;
+  return fresh;
 }
 
-void ReleaseLane(int slot, int64_t end) {
+// Frees lane `slot` after its operation's end was written by thread `writer`. An end written by
+// another thread than the lane's owner (a Work waited for on another thread) cannot be ordered
+// against the owner's later events on the lane: the lane is retired (stays busy for good).
+void ReleaseLane(int slot, uint32_t writer) {
   if (slot < 0) return;
   std::lock_guard<std::mutex> lock(g_mu);
+  if (g_lane_owner[slot] != writer) {
+    g_retired_lanes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   g_lanes_busy &= ~(uint64_t{1} << slot);
-  g_lane_free_since[slot] = std::max(g_lane_free_since[slot], end);
 }
 
 std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
@@ -230,8 +258,22 @@ std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn) {
       std::lock_guard<std::mutex> lock(g_mu);
       NumberInIssueOrder(ctx.get());
     }
-    ctx->lane_slot = TakeLane(issued > 0 ? issued : tracedb_now());
+    ctx->lane_slot = TakeLane();
     g_ops.fetch_add(1, std::memory_order_relaxed);
+    if (ctx->lane_slot >= 0) {
+      // Written now, so that an operation that never completes (a hang) is an open span of the
+      // trace, and the hang watchdog sees it; the end, at completion, carries the final
+      // arguments (the sequence number may still be handed over: NumberInIssueOrder).
+      ctx->owner = ThreadToken();
+      ctx->ts = tracedb_now();
+      tracedb_args begin_args;
+      {
+        std::lock_guard<std::mutex> lock(g_mu);
+        begin_args = ctx->args;
+      }
+      tracedb_begin_ex(ctx->name, ctx->cat, g_lane_ids[ctx->lane_slot], &begin_args);
+      return ctx;
+    }
   } else if (std::strcmp(n, "DistributedDataParallel.forward") == 0) {
     if (c10::GradMode::is_enabled() && g_step_pending.exchange(false)) {
       tracedb_step(g_step.fetch_add(1));
@@ -265,10 +307,18 @@ void OnEnd(const at::RecordFunction&, at::ObserverContext* base) {
       g.max_done = std::max(g.max_done, ctx->handle);
     }
   }
-  const uint32_t lane = ctx->lane_slot >= 0 ? g_lane_ids[ctx->lane_slot] : 0;
-  tracedb_complete_ex(ctx->name, ctx->cat, lane, ctx->ts, now - ctx->ts,
-                      ctx->args.fields ? &ctx->args : nullptr);
-  ReleaseLane(ctx->lane_slot, now);
+  if (ctx->lane_slot < 0) {
+    tracedb_complete_ex(ctx->name, ctx->cat, 0, ctx->ts, now - ctx->ts,
+                        ctx->args.fields ? &ctx->args : nullptr);
+    return;
+  }
+  tracedb_args end_args;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    end_args = ctx->args;
+  }
+  tracedb_end_ex(ctx->name, ctx->cat, g_lane_ids[ctx->lane_slot], &end_args);
+  ReleaseLane(ctx->lane_slot, ThreadToken());
 }
 
 // install(default_comm): registers the observer (idempotent).
@@ -373,11 +423,12 @@ PyObject* NumberCheck(PyObject*, PyObject* events) {
 }
 
 PyObject* Stats(PyObject*, PyObject*) {
-  return Py_BuildValue("{sKsLsKsKsKsO}", "ops", static_cast<unsigned long long>(g_ops.load()),
+  return Py_BuildValue("{sKsLsKsKsKsKsO}", "ops", static_cast<unsigned long long>(g_ops.load()),
                        "steps", static_cast<long long>(g_step.load()), "renumbered",
                        static_cast<unsigned long long>(g_renumbered.load()), "no_handle",
                        static_cast<unsigned long long>(g_no_handle.load()), "late_starts",
-                       static_cast<unsigned long long>(g_late_starts.load()), "installed",
+                       static_cast<unsigned long long>(g_late_starts.load()), "retired_lanes",
+                       static_cast<unsigned long long>(g_retired_lanes.load()), "installed",
                        g_installed.load() ? Py_True : Py_False);
 }
 
@@ -390,7 +441,7 @@ PyMethodDef kMethods[] = {
     {"pop", Pop, METH_NOARGS, "pop(): ends the innermost push()."},
     {"_number_check", NumberCheck, METH_O, "_number_check(events) -> {handle: seq} (tests)."},
     {"stats", Stats, METH_NOARGS,
-     "stats() -> dict: operations, steps, renumbered, no_handle and late_starts counts."},
+     "stats() -> dict: operations, steps, renumbered, no_handle, late_starts and retired_lanes."},
     {nullptr, nullptr, 0, nullptr},
 };
 

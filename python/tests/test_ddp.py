@@ -125,8 +125,8 @@ class DdpCaptureTest(unittest.TestCase):
                 self.assertEqual(r["top"], r["n"] - 1, "seq numbers 0..n-1 without gaps")
 
     def test_parents_contain_their_children(self):
-        # The c10d operations are written at completion by gloo's worker threads, so their lanes'
-        # events reach compaction out of start order; nesting must follow time, not arrival.
+        # The c10d operations are begin/end pairs on lanes of the thread that runs them (gloo's
+        # workers, the Python thread for send/recv); nesting must follow time, not arrival.
         # Plain SQL: every parent on its child's track, containing it, one level up.
         for db, _, _ in self.each_run():
             rows = query(db, "SELECT count(*) AS n, coalesce(sum(c.ts >= p.ts AND "

@@ -4,7 +4,8 @@ Under `tracedb record` this is installed automatically (python/_boot); a program
 recorder itself can call `tracedb.torch.install()` after `import torch`. What is recorded on every
 rank (docs/python.md, "PyTorch capture"):
   - every c10d operation (all_reduce, broadcast, all_gather, reduce_scatter, barrier, send/recv,
-    isend/irecv, ... and DDP's bucketed gradient allreduces) from issue to completion, cat "comm",
+    isend/irecv, ... and DDP's bucketed gradient allreduces) from start to completion (a begin
+    and an end, so that one that never completes is kept as an open span), cat "comm",
     with bytes, process group (`comm`), a per-group sequence number (`seq`, collectives) and peer
     or root (a group rank): the C++ RecordFunction observer in _tracedb_torch;
   - forward (DDP), backward, optimizer.step and optimizer.zero_grad spans, cat "compute", and the

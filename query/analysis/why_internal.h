@@ -54,6 +54,7 @@ struct CommEvent {
   int32_t name;
   bool has_peer;
   int32_t peer;
+  bool on_lane = false;  // on a lane (e.g. PyTorch's "c10d N"), not on a thread track
 };
 
 // A row of tracedb_collective_arrivals.

@@ -242,8 +242,14 @@ StatusOr<Model> LoadModel(engine::Db* db) {
           const int64_t id =
               (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
           const bool has_peer = (b.arg_mask[i] & EventArgs::kPeer) != 0;
-          m.comm[id] =
-              CommEvent{rank, ts, dur, name_at(b.name[i]), has_peer, has_peer ? b.peer[i] : 0};
+          auto t = tracks.find(b.track[i]);
+          m.comm[id] = CommEvent{rank,
+                                 ts,
+                                 dur,
+                                 name_at(b.name[i]),
+                                 has_peer,
+                                 has_peer ? b.peer[i] : 0,
+                                 t != tracks.end() && !t->second.second};
         }
         if (kind != kSpan || dur <= 0) continue;
         const std::pair<int64_t, uint32_t> key{rank, b.track[i]};

@@ -201,7 +201,8 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
   };
   std::map<std::pair<bool, int64_t>, int64_t> ranks_in_step;
   std::map<Key, std::vector<std::pair<int64_t, int64_t>>> groups;  // -> (rank, ns)
-  std::unordered_map<int32_t, int64_t> t;
+  std::unordered_map<int32_t, int64_t> t, wait_time;
+  std::vector<std::pair<int64_t, int64_t>> lane_waits, merged;  // [from, to) of lane waits
   std::vector<int64_t> window_lengths;
   for (const auto& [rank, rd] : m.ranks) {
     std::vector<std::tuple<bool, int64_t, int64_t, int64_t>> windows;  // has, step, a, b
@@ -222,10 +223,36 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
       t.clear();
       TimeByName(m, rd, a, b, &t);
       while (wfirst != out->waits.end() && wfirst->rank == rank && wfirst->ts < a) ++wfirst;
+      lane_waits.clear();
       for (auto w = wfirst; w != out->waits.end() && w->rank == rank && w->ts < b; ++w) {
+        const int64_t len = std::min(w->wait_ns, b - w->ts);
+        auto ev = m.comm.find(w->id);
+        if (ev != m.comm.end() && ev->second.on_lane && ev->second.dur > 0) {
+          lane_waits.emplace_back(w->ts, w->ts + len);
+          continue;
+        }
         auto n = t.find(w->call);
-        if (n != t.end())
-          n->second = std::max<int64_t>(0, n->second - std::min(w->wait_ns, b - w->ts));
+        if (n != t.end()) n->second = std::max<int64_t>(0, n->second - len);
+      }
+      // A wait in a call on a lane (PyTorch's c10d operations, run by gloo's threads) is not on
+      // the rank's thread tracks: what those did meanwhile (DDP's backward blocked on its
+      // bucket, a Python call waiting for the operation) is the wait, not time spent in their
+      // names. Each instant of the waits' union counts once.
+      std::sort(lane_waits.begin(), lane_waits.end());
+      merged.clear();
+      for (const auto& w : lane_waits) {
+        if (merged.empty() || w.first > merged.back().second)
+          merged.push_back(w);
+        else
+          merged.back().second = std::max(merged.back().second, w.second);
+      }
+      for (const auto& w : merged) {
+        wait_time.clear();
+        TimeByName(m, rd, std::max(a, w.first), std::min(b, w.second), &wait_time);
+        for (const auto& [name, ns] : wait_time) {
+          auto n = t.find(name);
+          if (n != t.end()) n->second = std::max<int64_t>(0, n->second - ns);
+        }
       }
       ranks_in_step[{has, step}]++;
       for (const auto& [name, ns] : t)
