@@ -16,6 +16,8 @@
 
 #include "engine/interrupt_cleanup.h"
 #include "engine/version.h"
+#include "query/analysis/why.h"
+#include "query/analysis/why_summary.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -125,6 +127,7 @@ class PageData {
                                  "uncertainty_ns, sync_points FROM clock_alignment ORDER BY rank"));
     TRACEDB_RETURN_IF_ERROR(
         Rows("stats", "SELECT name, rank, value FROM main.stats ORDER BY name, rank"));
+    TRACEDB_RETURN_IF_ERROR(Why());
     return Status::Ok();
   }
   void AddDiff(const query::RunDiff& d, double alpha) { out_ += ",\"diff\":" + DiffJson(d, alpha); }
@@ -346,6 +349,32 @@ class PageData {
     return Status::Ok();
   }
 
+  // The "Why" section: the job's root causes in words, wait-state totals per pattern and the
+  // critical path's top names, as `tracedb explain -f json` gives them (why_summary.h). A
+  // database the analyses cannot read gets the error on the page, not a failed report.
+  Status Why() {
+    namespace wa = query::analysis;
+    // Whether the job has communication at all (what view_notes counts: the communication
+    // categories, and Horovod's RANK_READY ticks).
+    TRACEDB_ASSIGN_OR_RETURN(
+        int64_t comm,
+        db_->QueryInt("SELECT EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON "
+                      "c.id = ns.cat WHERE c.s IN ('mpi', 'comm', 'nccl')) OR EXISTS (SELECT 1 "
+                      "FROM main.name_stats ns JOIN main.strings n ON n.id = ns.name WHERE "
+                      "n.s = 'RANK_READY')",
+                      0));
+    auto a = wa::Analyze(db_);
+    if (!a.ok()) {
+      out_ += ",\"why\":{\"error\":" + query::json::String(a.status().message()) + "}";
+      return Status::Ok();
+    }
+    std::string why = wa::WhySummaryJson(*a, wa::Summarize(*a, wa::StepRange{}, 10));
+    why.pop_back();  // the closing brace: the fields below join the object
+    out_ += ",\"why\":" + why + ",\"steps\":" + Num(static_cast<int64_t>(a->steps.size())) +
+            ",\"comm\":" + (comm ? "true" : "false") + "}";
+    return Status::Ok();
+  }
+
   // The rows of `sql` as an array of objects named by the columns.
   Status Rows(const char* key, const char* sql) {
     TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st, db_->Prepare(sql));
@@ -418,9 +447,10 @@ int RunReportHtml(const HtmlOptions& o) {
             seconds());
   }
   std::string json = data.Finish();
-  // Inside a <script> element, "</" must not appear.
-  for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3)
-    json.replace(p, 2, "<\\/");
+  // Inside a <script> element neither "</" nor "<!--" may appear (the second would make the
+  // parser look for a nested script): '<' occurs only inside JSON strings, where \u003c is it.
+  for (size_t p = 0; (p = json.find('<', p)) != std::string::npos; p += 6)
+    json.replace(p, 1, "\\u003c");
   std::string page = kReportPage;
   const std::string marker = "/*TRACEDB_DATA*/";
   const size_t at = page.find(marker);
