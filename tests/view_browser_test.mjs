@@ -114,6 +114,7 @@ try {
   // and of the rank headers' bars at a piece, with the overlay on and then off.
   await page.evaluate(() => { const S = window.__tdb; S.v0 = 200 * 100000; S.v1 = S.v0 + 100000; });
   const nWhy = (await st()).answered;
+  await page.focus("#tl");
   await page.keyboard.press("a");
   await page.keyboard.press("d");
   await page.waitForFunction((n) => window.__tdb.answered > n, nWhy, { timeout: 20000 });
