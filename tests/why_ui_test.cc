@@ -7,7 +7,8 @@
 //   rank arrives. At step 3 rank 2 spends 800 us in kPhase (600 us injected): ranks 0, 1, 3
 //   wait 600 us each in MPI_Allreduce (wait_at_nxn, waited for rank 2), 1.8 ms in all, and
 //   rank 2's kPhase from 3.1 ms to 3.9 ms is on the critical path (kPhase's time on the path:
-//   5 x 200 us + 800 us). No other wait exists (all ranks arrive together). kPhase is hostile: quotes, '<', "</script>" and "<!--<script>".
+//   5 x 200 us + 800 us). No other wait exists (all ranks arrive together). kPhase is hostile:
+//   quotes, '<', "</script>" and "<!--<script>".
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -102,9 +103,8 @@ class WhyUi : public ::testing::Test {
   static std::string ReportData(const std::string& db, std::string* page) {
     const std::string out = tmp_->Sub("r.html");
     int rc = 0;
-    const std::string log = RunCommand(TracedbBin() + " report html " + ShellQuote(db) + " -o " +
-                                           ShellQuote(out) + " 2>&1",
-                                       &rc);
+    const std::string log = RunCommand(
+        TracedbBin() + " report html " + ShellQuote(db) + " -o " + ShellQuote(out) + " 2>&1", &rc);
     EXPECT_EQ(rc, 0) << log;
     *page = ReadFile(out);
     const std::string open = "<script id=\"tracedb-data\" type=\"application/json\">";
@@ -127,15 +127,16 @@ TEST_F(WhyUi, ReportNamesTheInjectedDelayEscaped) {
   EXPECT_EQ(page.find("<!--<script>"), std::string::npos);
   EXPECT_EQ(data.find('<'), std::string::npos);
   // The top cause, in explain's words, about the injected (step, rank, phase).
-  const std::string first = "\"why\":{\"causes\":[{\"step\":3,\"rank\":2,\"name\":\"" +
-                            JsonInPage(kPhase) + "\"";
+  const std::string first =
+      "\"why\":{\"causes\":[{\"step\":3,\"rank\":2,\"name\":\"" + JsonInPage(kPhase) + "\"";
   EXPECT_NE(data.find(first), std::string::npos) << data.substr(data.find("\"why\""), 600);
   const std::string text = "step 3: rank 2 spent 600.00 us more in " + JsonInPage(kPhase) +
                            " than the median rank; ranks 0, 1, 3 waited 1.80 ms in MPI_Allreduce";
   EXPECT_NE(data.find("\"text\":\"" + text), std::string::npos);
   // Wait-state totals: the three waits of 600 us, nothing else.
-  EXPECT_NE(data.find("\"wait_states\":[{\"pattern\":\"wait_at_nxn\",\"waits\":3,\"wait_ns\":1800000}]"),
-            std::string::npos);
+  EXPECT_NE(
+      data.find("\"wait_states\":[{\"pattern\":\"wait_at_nxn\",\"waits\":3,\"wait_ns\":1800000}]"),
+      std::string::npos);
   // The phase is on the critical path; the page has the section and its empty-case words.
   EXPECT_NE(data.find("{\"name\":\"" + JsonInPage(kPhase) + "\",\"ns\":1800000}"),
             std::string::npos)
@@ -166,14 +167,15 @@ WhyRows Parse(const std::string& body) {
   const std::regex piece("\\[(-?\\d+),(-?\\d+),(\\d+)," + str + ",(null|-?\\d+),(\\d+)\\]");
   const std::regex wait("\\[(\\d+),(-?\\d+),(\\d+),\"(\\w+)\",(\\d+),\"?(\\d+)\"?,\"?(\\d+)\"?," +
                         str + ",(null|-?\\d+)\\]");
-  const size_t p = body.find("\"pieces\""), w = body.find("\"waits\""), e = body.find("\"truncated\"");
+  const size_t p = body.find("\"pieces\""), w = body.find("\"waits\""),
+               e = body.find("\"truncated\"");
   if (p == std::string::npos || w == std::string::npos || e == std::string::npos) return out;
   const std::string ps = body.substr(p, w - p), ws = body.substr(w, e - w);
   for (std::sregex_iterator it(ps.begin(), ps.end(), piece), end; it != end; ++it)
     out.pieces.push_back({(*it)[1], (*it)[2], (*it)[3], (*it)[4], (*it)[5], (*it)[6]});
   for (std::sregex_iterator it(ws.begin(), ws.end(), wait), end; it != end; ++it)
-    out.waits.push_back({(*it)[1], (*it)[2], (*it)[3], (*it)[4], (*it)[5], (*it)[6], (*it)[7],
-                         (*it)[8], (*it)[9]});
+    out.waits.push_back(
+        {(*it)[1], (*it)[2], (*it)[3], (*it)[4], (*it)[5], (*it)[6], (*it)[7], (*it)[8], (*it)[9]});
   return out;
 }
 

@@ -74,8 +74,7 @@ Status WhyOverlay::Build(engine::Db* db) {
   return Status::Ok();
 }
 
-std::string WhyOverlay::WindowJson(int64_t lo, int64_t hi, int64_t origin,
-                                   size_t max_rows) const {
+std::string WhyOverlay::WindowJson(int64_t lo, int64_t hi, int64_t origin, size_t max_rows) const {
   namespace json = query::json;
   auto name = [this](int32_t n) -> const std::string& {
     static const std::string unknown = "?";
@@ -86,8 +85,7 @@ std::string WhyOverlay::WindowJson(int64_t lo, int64_t hi, int64_t origin,
   std::string out =
       "{\"pieces\":{\"columns\":[\"rank\",\"ts\",\"dur\",\"name\",\"step\",\"order\"],\"rows\":[";
   size_t n = 0;
-  for (auto it = FirstFrom(pieces_, lo, longest_piece_); it != pieces_.end() && it->ts < hi;
-       ++it) {
+  for (auto it = FirstFrom(pieces_, lo, longest_piece_); it != pieces_.end() && it->ts < hi; ++it) {
     if (it->ts + it->dur <= lo) continue;
     if (n == max_rows) {
       truncated = true;

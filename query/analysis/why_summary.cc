@@ -133,8 +133,7 @@ std::string WhySummaryText(const Analysis& a, const WhySummary& s, const std::st
   out += "\nWait states:\n";
   if (s.patterns.empty()) out += "  no waits\n";
   for (const WhySummary::Pattern& p : s.patterns)
-    out += Printf("  %-15s %8lld waits  %12s\n", p.pattern.c_str(),
-                  static_cast<long long>(p.waits),
+    out += Printf("  %-15s %8lld waits  %12s\n", p.pattern.c_str(), static_cast<long long>(p.waits),
                   HumanDuration(static_cast<double>(p.wait_ns)).c_str());
   out += "\nCritical path:\n";
   if (s.path.empty()) out += "  no steps or events\n";
