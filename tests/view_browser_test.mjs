@@ -148,6 +148,7 @@ try {
     };
   });
   out.why_on = await whyPixels();
+  await page.screenshot({ path: `${outDir}/view-why.png` });
   await page.uncheck("#why");
   out.why_off = await whyPixels();
 

@@ -522,44 +522,59 @@ function hatchStyle() {
 }
 // Per rank: its header row and the rows below it (y from the header's top to the last track's
 // bottom), for the rows laid out now.
+// Also each track's row (a wait looks its row up by track: thousands of waits, thousands of rows).
 function rankBlocks() {
-  const out = new Map();
+  const out = new Map(), tracks = new Map();
   for (const r of S.rows) {
     if (r.kind === "rank") out.set(r.rank, { hdr: r, top: r.y, bottom: r.y + r.h });
-    else if (r.kind === "track" && out.has(r.rank)) out.get(r.rank).bottom = r.y + r.h;
+    else if (r.kind === "track") {
+      tracks.set(r.track, r);
+      if (out.has(r.rank)) out.get(r.rank).bottom = r.y + r.h;
+    }
   }
-  return out;
+  return { out, tracks };
 }
 function drawWhy() {
   const w = S.why;
   if (!w || !S.whyOn) return;
-  const blocks = rankBlocks();
+  const { out: blocks, tracks } = rankBlocks();
   ctx.save();
   ctx.beginPath(); ctx.rect(LABEL_W, AXIS_H, box.W - LABEL_W, box.H - AXIS_H); ctx.clip();
   ctx.fillStyle = hatchStyle();
   for (const r of w.waits.rows) {
     const x0 = xOf(r[1]), x1 = xOf(r[1] + r[2]);
     if (x1 < LABEL_W || x0 > box.W) continue;
-    const row = rowOfTrack(trackOfId(r[5])) || (blocks.get(r[0]) || {}).hdr;
+    const row = tracks.get(trackOfId(r[5])) || (blocks.get(r[0]) || {}).hdr;
     if (!row) continue;
     ctx.fillRect(x0, row.y, Math.max(2, x1 - x0), row.h - 1);
   }
+  // Consecutive pieces of one rank (a phase split at its children, the self time between
+  // them) are one stretch on screen: one outline, one bar.
+  const runs = [];
+  for (const p of w.pieces.rows) {
+    const last = runs[runs.length - 1];
+    if (last && last.rank === p[0] && last.step === p[4] && xOf(p[1]) - xOf(last.end) < 1) {
+      last.end = Math.max(last.end, p[1] + p[2]);
+    } else {
+      runs.push({ rank: p[0], step: p[4], ts: p[1], end: p[1] + p[2] });
+    }
+  }
   ctx.strokeStyle = "rgba(220,0,0,.9)"; ctx.lineWidth = 2;
   let prev = null;
-  for (const p of w.pieces.rows) {
-    const b = blocks.get(p[0]);
-    const x0 = xOf(p[1]), x1 = xOf(p[1] + p[2]);
+  for (const r of runs) {
+    const b = blocks.get(r.rank);
+    const x0 = xOf(r.ts), x1 = xOf(r.end);
     if (b && x1 >= LABEL_W && x0 <= box.W) {
       ctx.fillStyle = "rgba(220,0,0,.75)";
       ctx.fillRect(x0, b.hdr.y + b.hdr.h - 4, Math.max(2, x1 - x0), 4);
       ctx.strokeRect(x0, b.top + 1, Math.max(2, x1 - x0), b.bottom - b.top - 2);
     }
-    // The hand-over to the next rank on the path (pieces come by time; a step's path is in order).
-    if (b && prev && prev.b && prev.rank !== p[0] && prev.step === p[4]) {
+    // The hand-over to the next rank on the path, within a step.
+    if (b && prev && prev.b && prev.rank !== r.rank && prev.step === r.step) {
       const xp = xOf(prev.end), yp = (prev.b.top + prev.b.bottom) / 2, y = (b.top + b.bottom) / 2;
       ctx.beginPath(); ctx.moveTo(xp, yp); ctx.lineTo(x0, y); ctx.stroke();
     }
-    prev = { b, rank: p[0], step: p[4], end: p[1] + p[2] };
+    prev = { b, rank: r.rank, step: r.step, end: r.end };
   }
   ctx.restore();
   ctx.lineWidth = 1;
