@@ -100,11 +100,13 @@ class WhyUi : public ::testing::Test {
   static void TearDownTestSuite() { delete tmp_; }
 
   // Writes the report of `db` and returns the page's data element (empty on failure).
-  static std::string ReportData(const std::string& db, std::string* page) {
+  static std::string ReportData(const std::string& db, std::string* page,
+                                const std::string& options = "") {
     const std::string out = tmp_->Sub("r.html");
     int rc = 0;
-    const std::string log = RunCommand(
-        TracedbBin() + " report html " + ShellQuote(db) + " -o " + ShellQuote(out) + " 2>&1", &rc);
+    const std::string log = RunCommand(TracedbBin() + " report html " + ShellQuote(db) + " -o " +
+                                           ShellQuote(out) + options + " 2>&1",
+                                       &rc);
     EXPECT_EQ(rc, 0) << log;
     *page = ReadFile(out);
     const std::string open = "<script id=\"tracedb-data\" type=\"application/json\">";
@@ -154,6 +156,20 @@ TEST_F(WhyUi, ReportWithoutCommunicationSaysNoWaits) {
   EXPECT_NE(data.find("\"wait_states\":[]"), std::string::npos);
   EXPECT_NE(data.find("\"comm\":false"), std::string::npos);
   EXPECT_NE(page.find("the trace has no communication events"), std::string::npos);
+}
+
+TEST_F(WhyUi, ReportLeavesTheSectionOutAboveTheEventBound) {
+  // 4 ranks x 6 steps x 3 events = 72 events: above a bound of 71 the section is left out
+  // and says why; at 72 it is there.
+  std::string page;
+  std::string data = ReportData(tmp_->Sub("delay.tdb"), &page, " --why-max-events 71");
+  EXPECT_NE(data.find("\"why\":{\"skipped\":\"72 events, more than 71 (--why-max-events)"),
+            std::string::npos)
+      << data.substr(0, 300);
+  data = ReportData(tmp_->Sub("delay.tdb"), &page, " --why-max-events 72");
+  EXPECT_NE(data.find("\"why\":{\"causes\":[{\"step\":3,\"rank\":2,"), std::string::npos);
+  data = ReportData(tmp_->Sub("delay.tdb"), &page, " --why-max-events 0");
+  EXPECT_NE(data.find("\"why\":{\"skipped\":\"left out"), std::string::npos);
 }
 
 // /api/why rows, parsed: pieces [rank, ts, dur, name, step, order], waits [rank, ts, dur,
