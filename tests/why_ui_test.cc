@@ -250,13 +250,38 @@ TEST_F(WhyUi, ViewEndpointReturnsThePathAndTheWaitsOfTheWindow) {
   EXPECT_NE(get("t0=x&t1=5").find("HTTP 400"), std::string::npos);
   server->Stop();
   run.join();
+  // A server whose bound the job exceeds answers an error that says so, and keeps serving.
+  o.why_max_events = 71;
+  auto bounded = view::ViewServer::Start(o);
+  ASSERT_TRUE(bounded.ok()) << bounded.status().ToString();
+  std::thread run2([&bounded] { (*bounded)->Run(); });
+  httplib::Client c2("127.0.0.1", (*bounded)->port());
+  for (int i = 0; i < 200 && !c2.Get("/"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string q = "/api/why?t0=0&t1=1000&token=" + (*bounded)->token();
+  httplib::Result r = c2.Get(q);
+  for (int i = 0; i < 100 && r && r->body.find("\"pending\"") != std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = c2.Get(q);
+  }
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 500);
+  EXPECT_NE(r->body.find("72 events, more than 71"), std::string::npos) << r->body;
+  EXPECT_TRUE(c2.Get("/api/meta?token=" + (*bounded)->token()));
+  (*bounded)->Stop();
+  run2.join();
 }
 
 TEST_F(WhyUi, OverlayAnswersAreBounded) {
   auto db = query::OpenQueryDb(tmp_->Sub("delay.tdb"));
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   view::WhyOverlay why;
-  ASSERT_TRUE(why.Build(db->get()).ok());
+  // Above its event bound (72 events here) the overlay refuses, saying why.
+  const Status refused = why.Build(db->get(), 71);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("72 events, more than 71"), std::string::npos)
+      << refused.message();
+  ASSERT_TRUE(why.Build(db->get(), 72).ok());
   EXPECT_EQ(why.job_waits(), 3u);
   const std::string one = why.WindowJson(kT0, kT0 + kSteps * 1000 * kUs, kT0, 1);
   const WhyRows rows = Parse(one);

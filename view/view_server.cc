@@ -849,7 +849,7 @@ void ViewServer::Impl::Why(const httplib::Request& req, httplib::Response& res) 
     Status s;
     {
       ScopedDeadline deadline(db->get(), 300000);
-      s = why.Build(db->get());
+      s = why.Build(db->get(), o.why_max_events);
     }
     Release(std::move(*db));
     why_built = true;

@@ -33,11 +33,20 @@ typename std::vector<T>::const_iterator FirstFrom(const std::vector<T>& v, int64
 
 }  // namespace
 
-Status WhyOverlay::Build(engine::Db* db) {
+Status WhyOverlay::Build(engine::Db* db, int64_t max_events) {
+  TRACEDB_ASSIGN_OR_RETURN(int64_t events,
+                           db->QueryInt("SELECT coalesce(sum(count), 0) FROM main.blocks"));
+  if (events > max_events) {
+    return Status::NotSupported(
+        "the job has " + std::to_string(events) + " events, more than " +
+        std::to_string(max_events) +
+        ": the analyses would hold about 90 bytes per event; run tracedb explain (--steps A:B)");
+  }
   TRACEDB_ASSIGN_OR_RETURN(wa::Analysis a, wa::Analyze(db));
   names_ = a.names;
   pieces_.clear();
   waits_.clear();
+  longest_piece_ = longest_wait_ = 0;
   for (const wa::PathPiece& p : a.path) {
     if (p.dur <= 0) continue;
     Piece x;

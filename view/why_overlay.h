@@ -21,8 +21,9 @@ class WhyOverlay {
   // At most this many pieces and this many waits in one answer (the rest: "truncated").
   static constexpr size_t kMaxRows = 5000;
 
-  // Runs the analyses over the database (a query connection) and keeps what the overlay draws.
-  Status Build(engine::Db* db);
+  // Runs the analyses over the database (a query connection) and keeps what the overlay draws;
+  // NotSupported, saying so, when the database has more than `max_events` events.
+  Status Build(engine::Db* db, int64_t max_events);
 
   // The pieces and waits that overlap [lo, hi) (absolute ns), their times relative to `origin`:
   // {"pieces":{"columns":[…],"rows":[[…]…]},"waits":{…},"truncated":b,"job_pieces":n,
