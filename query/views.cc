@@ -399,7 +399,9 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
              || 'or NCCL capture); imported Horovod timelines answer through their RANK_READY '
              || 'ticks' AS no_seq,
            'no training steps: imports have them only from Kineto ProfilerStep#N spans'
-             AS no_steps, *
+             AS no_steps,
+           'no communication events: wait states need matched collectives or messages '
+             || '(docs/why.md)' AS no_comm, *
     FROM f)
   SELECT view, CASE WHEN note = '' THEN 'yes' WHEN answers THEN 'partly' ELSE 'no' END AS answers,
          note, formats
@@ -456,6 +458,23 @@ CREATE TEMP VIEW IF NOT EXISTS view_notes AS
            ELSE 'NCCL tasks come only from tracedb''s NCCL profiler plugin (record --nccl)'
            END, formats
       FROM why, (SELECT 'nccl_ops' AS name UNION ALL SELECT 'nccl_collectives') v
+    UNION ALL SELECT v.name, coll OR mpi OR ticks,
+      CASE WHEN (coll AND multi) OR mpi THEN ''
+           WHEN coll THEN 'no collective was called on more than one rank: nobody waited'
+           WHEN ticks THEN 'from Horovod RANK_READY ticks: the waits of negotiations only'
+           ELSE no_comm END, formats
+      FROM why, (SELECT 'wait_states' AS name UNION ALL SELECT 'wait_state_totals') v
+    UNION ALL SELECT 'root_causes', coll OR mpi OR ticks,
+      CASE WHEN coll OR mpi OR ticks
+           THEN 'only the delays that stand out from the noise (docs/why.md, Noise); '
+                || 'tracedb_root_causes has every one'
+           ELSE no_comm END, formats FROM why
+    UNION ALL SELECT v.name, spans, CASE WHEN spans THEN '' ELSE no_events END, formats
+      FROM why, (SELECT 'critical_path' AS name UNION ALL SELECT 'critical_path_names') v
+    UNION ALL SELECT 'critical_path_whatif', spans,
+      CASE WHEN spans THEN 'rows only where a rank on the critical path took longer than the '
+                           || 'median rank of its step'
+           ELSE no_events END, formats FROM why
     UNION ALL SELECT 'clock_alignment', 1, '', formats FROM why);
 )sql";
 

@@ -16,6 +16,8 @@
 
 #include "engine/interrupt_cleanup.h"
 #include "engine/version.h"
+#include "query/analysis/why.h"
+#include "query/analysis/why_summary.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -36,6 +38,9 @@ struct HtmlOptions {
   std::string catalog;
   int bins = 0;  // 0: chosen from the number of ranks
   double alpha = 0.01;
+  // The "Why" section's analyses hold about 90 bytes per event (docs/why.md "Speed"): above
+  // this many events the section is left out and says so. 0: always left out.
+  int64_t why_max_events = 20000000;
 };
 
 // Exact (shortest round-trip) numbers, null for NaN and infinities: the project's JSON writer.
@@ -92,7 +97,7 @@ class PageData {
  public:
   explicit PageData(engine::Db* db) : db_(db) {}
 
-  Status Build(const std::string& path, int bins) {
+  Status Build(const std::string& path, int bins, int64_t why_max_events) {
     TRACEDB_ASSIGN_OR_RETURN(int64_t events,
                              db_->QueryInt("SELECT sum(count) FROM main.blocks", 0));
     TRACEDB_ASSIGN_OR_RETURN(int64_t nranks, db_->QueryInt("SELECT count(*) FROM (SELECT DISTINCT "
@@ -125,6 +130,7 @@ class PageData {
                                  "uncertainty_ns, sync_points FROM clock_alignment ORDER BY rank"));
     TRACEDB_RETURN_IF_ERROR(
         Rows("stats", "SELECT name, rank, value FROM main.stats ORDER BY name, rank"));
+    TRACEDB_RETURN_IF_ERROR(Why(events, why_max_events));
     return Status::Ok();
   }
   void AddDiff(const query::RunDiff& d, double alpha) { out_ += ",\"diff\":" + DiffJson(d, alpha); }
@@ -346,6 +352,45 @@ class PageData {
     return Status::Ok();
   }
 
+  // The "Why" section: the job's root causes in words, wait-state totals per pattern and the
+  // critical path's top names, as `tracedb explain -f json` gives them (why_summary.h). A
+  // database the analyses cannot read gets the error on the page, not a failed report; one
+  // with more than `max_events` events gets the reason it was left out.
+  Status Why(int64_t events, int64_t max_events) {
+    namespace wa = query::analysis;
+    if (events > max_events) {
+      out_ += ",\"why\":{\"skipped\":" +
+              query::json::String(
+                  max_events <= 0
+                      ? std::string("left out (--why-max-events 0)")
+                      : WithCommas(static_cast<uint64_t>(events)) + " events, more than " +
+                            WithCommas(static_cast<uint64_t>(max_events)) +
+                            " (--why-max-events): run tracedb explain, with --steps for part "
+                            "of the job") +
+              "}";
+      return Status::Ok();
+    }
+    // Whether the job has communication at all (what view_notes counts: the communication
+    // categories, and Horovod's RANK_READY ticks).
+    TRACEDB_ASSIGN_OR_RETURN(
+        int64_t comm,
+        db_->QueryInt("SELECT EXISTS (SELECT 1 FROM main.name_stats ns JOIN main.strings c ON "
+                      "c.id = ns.cat WHERE c.s IN ('mpi', 'comm', 'nccl')) OR EXISTS (SELECT 1 "
+                      "FROM main.name_stats ns JOIN main.strings n ON n.id = ns.name WHERE "
+                      "n.s = 'RANK_READY')",
+                      0));
+    auto a = wa::Analyze(db_);
+    if (!a.ok()) {
+      out_ += ",\"why\":{\"error\":" + query::json::String(a.status().message()) + "}";
+      return Status::Ok();
+    }
+    std::string why = wa::WhySummaryJson(*a, wa::Summarize(*a, wa::StepRange{}, 10));
+    why.pop_back();  // the closing brace: the fields below join the object
+    out_ += ",\"why\":" + why + ",\"steps\":" + Num(static_cast<int64_t>(a->steps.size())) +
+            ",\"comm\":" + (comm ? "true" : "false") + "}";
+    return Status::Ok();
+  }
+
   // The rows of `sql` as an array of objects named by the columns.
   Status Rows(const char* key, const char* sql) {
     TRACEDB_ASSIGN_OR_RETURN(engine::Stmt st, db_->Prepare(sql));
@@ -395,7 +440,7 @@ int RunReportHtml(const HtmlOptions& o) {
     return kExitError;
   }
   PageData data(db->get());
-  Status s = data.Build(o.db, o.bins);
+  Status s = data.Build(o.db, o.bins, o.why_max_events);
   if (!s.ok()) {
     std::fprintf(stderr, "tracedb %s: %s: %s\n", cmd, o.db.c_str(), s.message().c_str());
     return kExitError;
@@ -418,9 +463,10 @@ int RunReportHtml(const HtmlOptions& o) {
             seconds());
   }
   std::string json = data.Finish();
-  // Inside a <script> element, "</" must not appear.
-  for (size_t p = 0; (p = json.find("</", p)) != std::string::npos; p += 3)
-    json.replace(p, 2, "<\\/");
+  // Inside a <script> element neither "</" nor "<!--" may appear (the second would make the
+  // parser look for a nested script): '<' occurs only inside JSON strings, where \u003c is it.
+  for (size_t p = 0; (p = json.find('<', p)) != std::string::npos; p += 6)
+    json.replace(p, 1, "\\u003c");
   std::string page = kReportPage;
   const std::string marker = "/*TRACEDB_DATA*/";
   const size_t at = page.find(marker);
@@ -511,6 +557,12 @@ void SetupReportHtml(CLI::App* report, int* exit_code) {
       ->check(CLI::Range(1, 100000));
   html->add_option("--alpha", o->alpha, "Significance level of the comparison (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
+  html->add_option("--why-max-events", o->why_max_events,
+                   "Leave the Why section (root causes, waits, critical path) out above this "
+                   "many events (default 20000000; 0: always)")
+      ->check([](const std::string& v) {
+        return !v.empty() && v[0] == '-' ? std::string("must be 0 or more") : std::string();
+      });
   AddVerbosityFlags(html);
   html->callback([o, exit_code] { *exit_code = RunReportHtml(*o); });
 }

@@ -105,6 +105,25 @@ TEST(ViewBrowser, TimelineInChromium) {
             std::to_string(*(*q)->QueryInt("SELECT count(*) FROM events WHERE name = 'MPI_Send'")));
   EXPECT_EQ(Match(out, "\"sql_rows\":([0-9]+)"), "3");
   EXPECT_EQ(Match(out, "\"highlights\":([0-9]+)"), "3");
+  // The critical path and waits of step 200: rank 0 waits in every MPI_Allreduce for rank 1
+  // (307 ns later, the fixture's rank * 300 + 7) and rank 1's MPI_Recv for rank 0's MPI_Send
+  // (75000 - 74007 = 993 ns, late_sender, the longest wait of the window); hatched in red on rank
+  // 1's comm lane (track 5), and a piece's red bar on its rank's header, gone with the box off.
+  EXPECT_NE(out.find("\"why_on\":{\"pieces\":"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"wait\":{\"rank\":1,\"pattern\":\"late_sender\",\"dur\":993,\"track\":5,"),
+            std::string::npos)
+      << out;
+  const int wait_on = std::stoi(Match(out, "\"why_on\":\\{.*?\"wait\":\\{[^}]*\"red\":(-?[0-9]+)"));
+  const int wait_off =
+      std::stoi(Match(out, "\"why_off\":\\{.*?\"wait\":\\{[^}]*\"red\":(-?[0-9]+)"));
+  const int bar_on = std::stoi(Match(out, "\"why_on\":\\{.*?\"piece\":\\{[^}]*\"red\":(-?[0-9]+)"));
+  const int bar_off =
+      std::stoi(Match(out, "\"why_off\":\\{.*?\"piece\":\\{[^}]*\"red\":(-?[0-9]+)"));
+  EXPECT_GT(wait_on, wait_off + 10) << out;
+  EXPECT_GT(bar_on, bar_off + 5) << out;
+  EXPECT_NE(Match(out, "\"why_on\":\\{.*?\"info\":\"([^\"]*)\"").find("why: root causes"),
+            std::string::npos)
+      << out;
   // Above S.manyTracks, only the tracks on screen were asked for, a collapsed rank (1) by its
   // first track (4), and the answer held no other track.
   EXPECT_NE(out.find("\"only_tracks\":{\"asked\":\"1,2,3,4\",\"answered\":[1,2,3,4]}"),

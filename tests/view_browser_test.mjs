@@ -3,7 +3,8 @@
 // Usage: node view_browser_test.mjs PLAYWRIGHT_CORE_DIR CHROMIUM URL OUT_DIR
 // Steps: the page loads and paints; the rows of every rank appear; W zooms in (the window the
 // server answered changes); a click on an event shows its fields; a search outlines matches;
-// the SQL box highlights its rows; a screenshot (OUT_DIR/view.png) is not blank; a request
+// the SQL box highlights its rows; the "critical path & waits" box draws /api/why's answer
+// (and turning it off removes it); a screenshot (OUT_DIR/view.png) is not blank; a request
 // without the token is refused.
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -107,6 +108,49 @@ try {
   await page.waitForFunction(() => window.__tdb.lastSql, null, { timeout: 20000 });
   out.sql_rows = await page.evaluate(() => window.__tdb.lastSql.rows.length);
   out.highlights = await page.evaluate(() => window.__tdb.hits.length);
+
+  // The critical path and the waits: the box asks /api/why for the window and draws it. In a
+  // window of one step (100 us), the reddish pixels of the longest wait's rectangle on its track
+  // and of the rank headers' bars at a piece, with the overlay on and then off.
+  await page.evaluate(() => { const S = window.__tdb; S.v0 = 200 * 100000; S.v1 = S.v0 + 100000; });
+  const nWhy = (await st()).answered;
+  await page.focus("#tl");
+  await page.keyboard.press("a");
+  await page.keyboard.press("d");
+  await page.waitForFunction((n) => window.__tdb.answered > n, nWhy, { timeout: 20000 });
+  await page.check("#why");
+  await page.waitForFunction(() => window.__tdb.why && window.__tdb.why.pieces, null, { timeout: 60000 });
+  const whyPixels = () => page.evaluate(() => {
+    const S = window.__tdb, c = document.getElementById("tl"), g = c.getContext("2d");
+    const dpr = window.devicePixelRatio || 1, W = c.clientWidth, plotW = W - 190;
+    const xOf = (t) => 190 + ((t - S.v0) / (S.v1 - S.v0)) * plotW;
+    const red = (x0, y0, x1, y1) => {
+      const w = Math.max(1, Math.round((x1 - x0) * dpr)), h = Math.max(1, Math.round((y1 - y0) * dpr));
+      const d = g.getImageData(Math.round(x0 * dpr), Math.round(y0 * dpr), w, h).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] > d[i + 1] + 60 && d[i] > d[i + 2] + 60) n++;
+      return n;
+    };
+    const why = S.last_why || S.why;
+    S.last_why = why;
+    const waits = why.waits.rows.filter((r) => xOf(r[1]) > 192 && xOf(r[1] + r[2]) < W - 2);
+    waits.sort((a, b) => b[2] - a[2]);
+    const w = waits[0];
+    const track = w && Number(BigInt(w[5]) >> 32n);
+    const row = w && S.rows.find((r) => r.kind === "track" && r.track === track);
+    const p = why.pieces.rows.find((r) => xOf(r[1] + r[2]) - xOf(r[1]) > 6 && xOf(r[1]) > 192 && xOf(r[1] + r[2]) < W - 2);
+    const hdr = p && S.rows.find((r) => r.kind === "rank" && r.rank === p[0]);
+    return {
+      pieces: why.pieces.rows.length, waits: why.waits.rows.length,
+      wait: w ? { rank: w[0], pattern: w[3], dur: w[2], track, red: row ? red(xOf(w[1]), row.y + 1, xOf(w[1] + w[2]), row.y + row.h - 2) : -1 } : null,
+      piece: p ? { rank: p[0], red: hdr ? red(xOf(p[1]) + 1, hdr.y + hdr.h - 3, xOf(p[1] + p[2]) - 1, hdr.y + hdr.h - 1) : -1 } : null,
+      info: document.getElementById("whyinfo").textContent,
+    };
+  });
+  out.why_on = await whyPixels();
+  await page.screenshot({ path: `${outDir}/view-why.png` });
+  await page.uncheck("#why");
+  out.why_off = await whyPixels();
 
   // With more tracks than S.manyTracks, only the tracks on screen are asked for; a collapsed
   // rank by its first track. Here: rank 1 collapsed, so its other tracks are not in the answer.

@@ -23,6 +23,7 @@
 #include "query/query_db.h"
 #include "view/assets.h"
 #include "view/lod.h"
+#include "view/why_overlay.h"
 
 namespace tracedb::view {
 namespace {
@@ -172,6 +173,12 @@ struct ViewServer::Impl {
   void Search(const httplib::Request& req, httplib::Response& res);
   void Sql(const httplib::Request& req, httplib::Response& res);
   void Flows(const httplib::Request& req, httplib::Response& res);
+  void Why(const httplib::Request& req, httplib::Response& res);
+  // The critical path and wait states, analysed once over the whole job (first /api/why).
+  std::mutex why_mu;
+  bool why_built = false;
+  std::string why_error;
+  WhyOverlay why;
   // Flow pairs, matched once over the whole job (the first /api/flows request builds them).
   struct FlowPair {
     uint32_t label = 0;  // index into flow_labels ("message", or the collective's name)
@@ -364,6 +371,7 @@ void ViewServer::Impl::Routes() {
   http.Get("/api/search", [this](const auto& q, auto& r) { Search(q, r); });
   http.Get("/api/sql", [this](const auto& q, auto& r) { Sql(q, r); });
   http.Get("/api/flows", [this](const auto& q, auto& r) { Flows(q, r); });
+  http.Get("/api/why", [this](const auto& q, auto& r) { Why(q, r); });
 }
 
 void ViewServer::Impl::Meta(const httplib::Request&, httplib::Response& res) {
@@ -825,6 +833,31 @@ void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res
                       "]},\"truncated\":" + (truncated ? "true" : "false") +
                       ",\"job_flows\":" + std::to_string(flows.size()) + "}",
                   kJson);
+}
+
+void ViewServer::Impl::Why(const httplib::Request& req, httplib::Response& res) {
+  // The critical path's pieces and the waits that overlap [t0, t1) (view/why_overlay.h).
+  int64_t t0 = 0, t1 = 0;
+  if (!IntParam(req, res, "t0", &t0, true) || !IntParam(req, res, "t1", &t1, true)) return;
+  if (t1 <= t0) return Error(res, 400, "empty window");
+  std::unique_lock<std::mutex> lock(why_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return res.set_content("{\"pending\":true}", kJson);
+  if (!why_built) {
+    auto db = Acquire();
+    if (!db.ok()) return Error(res, 500, db.status().message());
+    Status s;
+    {
+      ScopedDeadline deadline(db->get(), 300000);
+      s = why.Build(db->get(), o.why_max_events);
+    }
+    Release(std::move(*db));
+    why_built = true;
+    if (!s.ok()) why_error = s.message();
+  }
+  if (!why_error.empty()) return Error(res, 500, "why: " + why_error);
+  res.set_content(
+      why.WindowJson(engine::SaturatingAdd(origin, t0), engine::SaturatingAdd(origin, t1), origin),
+      kJson);
 }
 
 ViewServer::ViewServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

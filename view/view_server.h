@@ -11,6 +11,7 @@
 // API: docs/view.md.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,9 @@ struct ViewServerOptions {
   // Decoded blocks kept between window requests (view::BlockCache), in MB: about 45 bytes per
   // event, so 128 MB holds ~3M events, six windows at the decode budget. 0: none.
   size_t block_cache_mb = 128;
+  // /api/why runs the why analyses over the whole job, which hold about 90 bytes per event
+  // (docs/why.md): above this many events it answers an error instead.
+  int64_t why_max_events = 20000000;
 };
 
 class ViewServer {

@@ -1,7 +1,8 @@
 // tracedb view: the timeline page. It asks the server (view/view_server.cc) for what the current
 // window shows at the screen's detail (/api/window) and draws it on one canvas: a row per rank
 // (and host) that collapses, a row per track with its spans by depth, merged runs, occupancy,
-// counters as area charts, flows, step markers on the time axis. API: docs/view.md.
+// counters as area charts, flows, step markers on the time axis, and on request the critical
+// path and the wait states (/api/why; docs/why.md). API: docs/view.md.
 "use strict";
 (() => {
 const TOKEN = window.TRACEDB_TOKEN;
@@ -11,6 +12,7 @@ const ctx = canvas.getContext("2d");
 const statusEl = document.getElementById("status");
 const detailsEl = document.getElementById("details");
 const resultsEl = document.getElementById("results");
+const whyEl = document.getElementById("whyinfo");
 
 // State, also read by the browser tests (window.__tdb).
 const S = {
@@ -20,6 +22,7 @@ const S = {
   paints: 0, requests: 0, answered: 0, cancelled: 0, lastMs: 0, timings: [], errors: [],
   names: new Map(), scrollY: 0,
   manyTracks: 64,  // above this many tracks, only those on screen are asked for
+  whyOn: false, why: null,  // the critical path and waits (the "critical path & waits" box)
 };
 window.__tdb = S;
 
@@ -156,6 +159,7 @@ function draw() {
   }
   drawHighlights();
   drawFlows();
+  drawWhy();
   drawAxis(W);
   S.paints++;
 }
@@ -469,6 +473,7 @@ function fetchWindow() {
     statusEl.textContent = `${humanDuration(v1 - v0)} · ${w.coarse ? "overview" : "detail"} · ` +
       `${items} items · ${w.blocks_decoded}/${w.blocks} blocks · ${S.lastMs.toFixed(0)} ms`;
     fetchFlows(v0, v1, seq);
+    fetchWhy(v0, v1, seq);
     settled();
   }).catch((e) => {
     if (e.name === "AbortError" || e.status === 409) { S.cancelled++; settled(); return; }
@@ -497,6 +502,113 @@ function fetchFlows(v0, v1, seq) {
     if (redraw) draw();
   }).catch(() => { S.flows = null; });
 }
+
+// ---- the critical path and the wait states (/api/why) ----
+// A wait (the waiting rank's time in a communication call until the late rank arrived) is
+// hatched on the track of its event; a piece of the critical path is a red outline around its
+// rank's rows, with a red bar on the rank's header and a line to the next piece on another rank.
+let hatch = null;
+function hatchStyle() {
+  if (hatch) return hatch;
+  const c = document.createElement("canvas");
+  c.width = c.height = 8;
+  const g = c.getContext("2d");
+  g.fillStyle = "rgba(192,57,43,.18)"; g.fillRect(0, 0, 8, 8);
+  g.strokeStyle = "rgba(150,30,20,.85)"; g.lineWidth = 1.5;
+  g.beginPath(); g.moveTo(-2, 10); g.lineTo(10, -2); g.moveTo(-2, 2); g.lineTo(2, -2);
+  g.moveTo(6, 10); g.lineTo(10, 6); g.stroke();
+  hatch = ctx.createPattern(c, "repeat");
+  return hatch;
+}
+// Per rank: its header row and the rows below it (y from the header's top to the last track's
+// bottom), for the rows laid out now.
+// Also each track's row (a wait looks its row up by track: thousands of waits, thousands of rows).
+function rankBlocks() {
+  const out = new Map(), tracks = new Map();
+  for (const r of S.rows) {
+    if (r.kind === "rank") out.set(r.rank, { hdr: r, top: r.y, bottom: r.y + r.h });
+    else if (r.kind === "track") {
+      tracks.set(r.track, r);
+      if (out.has(r.rank)) out.get(r.rank).bottom = r.y + r.h;
+    }
+  }
+  return { out, tracks };
+}
+function drawWhy() {
+  const w = S.why;
+  if (!w || !S.whyOn) return;
+  const { out: blocks, tracks } = rankBlocks();
+  ctx.save();
+  ctx.beginPath(); ctx.rect(LABEL_W, AXIS_H, box.W - LABEL_W, box.H - AXIS_H); ctx.clip();
+  ctx.fillStyle = hatchStyle();
+  for (const r of w.waits.rows) {
+    const x0 = xOf(r[1]), x1 = xOf(r[1] + r[2]);
+    if (x1 < LABEL_W || x0 > box.W) continue;
+    const row = tracks.get(trackOfId(r[5])) || (blocks.get(r[0]) || {}).hdr;
+    if (!row) continue;
+    ctx.fillRect(x0, row.y, Math.max(2, x1 - x0), row.h - 1);
+  }
+  // Consecutive pieces of one rank (a phase split at its children, the self time between
+  // them) are one stretch on screen: one outline, one bar.
+  const runs = [];
+  for (const p of w.pieces.rows) {
+    const last = runs[runs.length - 1];
+    if (last && last.rank === p[0] && last.step === p[4] && xOf(p[1]) - xOf(last.end) < 1) {
+      last.end = Math.max(last.end, p[1] + p[2]);
+    } else {
+      runs.push({ rank: p[0], step: p[4], ts: p[1], end: p[1] + p[2] });
+    }
+  }
+  ctx.strokeStyle = "rgba(220,0,0,.9)"; ctx.lineWidth = 2;
+  let prev = null;
+  for (const r of runs) {
+    const b = blocks.get(r.rank);
+    const x0 = xOf(r.ts), x1 = xOf(r.end);
+    if (b && x1 >= LABEL_W && x0 <= box.W) {
+      ctx.fillStyle = "rgba(220,0,0,.75)";
+      ctx.fillRect(x0, b.hdr.y + b.hdr.h - 4, Math.max(2, x1 - x0), 4);
+      ctx.strokeRect(x0, b.top + 1, Math.max(2, x1 - x0), b.bottom - b.top - 2);
+    }
+    // The hand-over to the next rank on the path, within a step.
+    if (b && prev && prev.b && prev.rank !== r.rank && prev.step === r.step) {
+      const xp = xOf(prev.end), yp = (prev.b.top + prev.b.bottom) / 2, y = (b.top + b.bottom) / 2;
+      ctx.beginPath(); ctx.moveTo(xp, yp); ctx.lineTo(x0, y); ctx.stroke();
+    }
+    prev = { b, rank: r.rank, step: r.step, end: r.end };
+  }
+  ctx.restore();
+  ctx.lineWidth = 1;
+}
+function showWhy(w) {
+  const s = w.summary;
+  let h = "<h3>why: root causes</h3>";
+  if (!s.causes.length) h += "<div>none stands out from the noise</div>";
+  else h += "<ol>" + s.causes.map((c) => `<li>${esc(c.text)}</li>`).join("") + "</ol>";
+  h += `<div>${s.wait_states.length ? s.wait_states.map((p) => `${esc(p.pattern)}: ${p.waits} waits, ${humanDuration(p.wait_ns)}`).join("<br>") : "no waits found"}</div>`;
+  if (w.truncated) h += "<div>(this window has more than the pieces and waits drawn: zoom in)</div>";
+  whyEl.innerHTML = h;
+}
+function fetchWhy(v0, v1, seq) {
+  if (!S.whyOn) return;
+  api("api/why", { t0: v0, t1: v1 }).then((w) => {
+    if (seq !== S.seq || !S.whyOn) return;
+    if (w.pending) { setTimeout(() => { if (seq === S.seq) fetchWhy(v0, v1, seq); }, 1000); return; }
+    S.why = w;
+    showWhy(w);
+    draw();
+    window.dispatchEvent(new Event("tdb-why"));
+  }).catch((e) => {
+    S.why = null;
+    S.errors.push(String(e.message));
+    whyEl.innerHTML = `<span class="err">${esc(e.message)}</span>`;
+  });
+}
+document.getElementById("why").addEventListener("change", (e) => {
+  S.whyOn = e.target.checked;
+  if (!S.whyOn) { S.why = null; whyEl.innerHTML = ""; draw(); return; }
+  whyEl.textContent = "analysing the job…";
+  fetchWhy(Math.floor(S.v0), Math.max(Math.ceil(S.v1), Math.floor(S.v0) + 1), S.seq);
+});
 
 // ---- interaction ----
 function scrollRows(dy) {

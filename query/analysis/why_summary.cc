@@ -1,0 +1,182 @@
+// The why analyses summarised for people (why_summary.h): the sentences, the per-pattern totals
+// and the critical path's top names, as text and JSON, for explain, the HTML report and view.
+#include "query/analysis/why_summary.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "engine/parse_number.h"
+#include "query/export/json_text.h"
+#include "query/human_units.h"
+
+namespace tracedb::query::analysis {
+namespace {
+
+std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Printf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
+  va_end(ap);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
+}
+
+bool ParseInt(const std::string& s, int64_t* v) { return engine::ParseInt64(s, v); }
+
+}  // namespace
+
+bool ParseStepRange(const std::string& s, StepRange* r) {
+  if (s.empty()) return true;
+  r->any = false;
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos) {
+    if (!ParseInt(s, &r->lo)) return false;
+    r->hi = r->lo;
+    return true;
+  }
+  const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+  if (!a.empty() && !ParseInt(a, &r->lo)) return false;
+  if (!b.empty() && !ParseInt(b, &r->hi)) return false;
+  return r->lo <= r->hi;
+}
+
+std::string WhyName(const Analysis& a, int32_t n) {
+  return n < 0 || static_cast<size_t>(n) >= a.names.size() ? "?" : a.names[static_cast<size_t>(n)];
+}
+
+std::string DescribeCause(const Analysis& a, const Cause& c) {
+  std::string out = c.has_step ? "step " + std::to_string(c.step) + ": " : std::string();
+  const std::string what = WhyName(a, c.name);
+  out += "rank " + std::to_string(c.rank) + " spent " +
+         HumanDuration(static_cast<double>(std::max<int64_t>(0, c.excess_ns))) + " more " +
+         (what == kNoSpan ? std::string("outside any span") : "in " + what) +
+         " than the median rank";
+  if (!c.waiting_ranks.empty()) {
+    out += c.waiting_ranks.size() == 1 ? "; rank " : "; ranks ";
+    for (size_t i = 0; i < c.waiting_ranks.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(c.waiting_ranks[i]);
+    out += " waited " + HumanDuration(std::round(c.direct_ns));
+    if (c.call >= 0) out += " in " + WhyName(a, c.call);
+    out += " for it";
+  }
+  if (c.indirect_ns >= 1)
+    out += ", and " + HumanDuration(std::round(c.indirect_ns)) + " more in waits it propagated";
+  return out;
+}
+
+WhySummary Summarize(const Analysis& a, const StepRange& r, int n) {
+  WhySummary s;
+  for (const Cause& c : a.causes) {
+    if (!r.Has(c.has_step, c.step)) continue;
+    if (c.reported) {
+      if (static_cast<int>(s.causes.size()) < n) s.causes.push_back(&c);
+    } else {
+      s.unreported++;
+      s.unreported_cost += c.cost_ns;
+    }
+  }
+  std::map<std::string, WhySummary::Pattern> patterns;
+  for (const WaitState& w : a.waits) {
+    if (!r.Has(w.has_step, w.step)) continue;
+    WhySummary::Pattern& p = patterns[PatternName(w.pattern)];
+    p.waits++;
+    p.wait_ns += w.wait_ns;
+  }
+  for (auto& [name, p] : patterns) {
+    p.pattern = name;
+    s.patterns.push_back(p);
+  }
+  std::map<std::string, int64_t> by_name;
+  for (const PathPiece& p : a.path) {
+    if (!r.Has(p.has_step, p.step)) continue;
+    by_name[WhyName(a, p.name)] += p.dur;
+    s.path_ns += p.dur;
+  }
+  s.path.assign(by_name.begin(), by_name.end());
+  std::stable_sort(s.path.begin(), s.path.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  if (static_cast<int>(s.path.size()) > n) s.path.resize(static_cast<size_t>(std::max(0, n)));
+  return s;
+}
+
+std::string WhySummaryText(const Analysis& a, const WhySummary& s, const std::string& steps) {
+  std::string out;
+  out += "Root causes";
+  if (!steps.empty()) out += " (steps " + steps + ")";
+  out += ":\n";
+  if (s.causes.empty()) out += "  none stands out from the noise\n";
+  int i = 0;
+  for (const Cause* c : s.causes)
+    out += Printf("  %d. %s  [cost %s, noise z %.1f]\n", ++i, DescribeCause(a, *c).c_str(),
+                  HumanDuration(std::round(c->cost_ns)).c_str(),
+                  std::isfinite(c->noise_z) ? c->noise_z : 999.0);
+  if (s.unreported > 0)
+    out += Printf("  (%lld smaller delays within the noise, %s of wait in all, not listed)\n",
+                  static_cast<long long>(s.unreported), HumanDuration(s.unreported_cost).c_str());
+  out += "\nWait states:\n";
+  if (s.patterns.empty()) out += "  no waits\n";
+  for (const WhySummary::Pattern& p : s.patterns)
+    out += Printf("  %-15s %8lld waits  %12s\n", p.pattern.c_str(), static_cast<long long>(p.waits),
+                  HumanDuration(static_cast<double>(p.wait_ns)).c_str());
+  out += "\nCritical path:\n";
+  if (s.path.empty()) out += "  no steps or events\n";
+  for (const auto& [name, ns] : s.path)
+    out += Printf(
+        "  %-30s %6.1f%%  %12s\n", name.c_str(),
+        s.path_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(s.path_ns) : 0.0,
+        HumanDuration(static_cast<double>(ns)).c_str());
+  return out;
+}
+
+std::string WhySummaryJson(const Analysis& a, const WhySummary& s) {
+  std::string out = "{\"causes\":[";
+  bool first = true;
+  for (const Cause* c : s.causes) {
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"step\":" + (c->has_step ? std::to_string(c->step) : std::string("null"));
+    out += ",\"rank\":" + std::to_string(c->rank);
+    out += ",\"name\":" + json::String(WhyName(a, c->name));
+    out += Printf(",\"cost_ns\":%lld,\"direct_ns\":%lld,\"indirect_ns\":%lld,\"excess_ns\":%lld",
+                  static_cast<long long>(std::llround(c->cost_ns)),
+                  static_cast<long long>(std::llround(c->direct_ns)),
+                  static_cast<long long>(std::llround(c->indirect_ns)),
+                  static_cast<long long>(c->excess_ns));
+    out += Printf(",\"noise_z\":%.3f", std::isfinite(c->noise_z) ? c->noise_z : 1e300);
+    out += ",\"waiting_ranks\":[";
+    for (size_t i = 0; i < c->waiting_ranks.size(); ++i)
+      out += (i ? "," : "") + std::to_string(c->waiting_ranks[i]);
+    out += "],\"call\":" + (c->call >= 0 ? json::String(WhyName(a, c->call)) : std::string("null"));
+    out += ",\"text\":" + json::String(DescribeCause(a, *c)) + "}";
+  }
+  out += Printf("],\"unreported\":%lld,\"wait_states\":[", static_cast<long long>(s.unreported));
+  first = true;
+  for (const WhySummary::Pattern& p : s.patterns) {
+    out += first ? "" : ",";
+    first = false;
+    out += Printf("{\"pattern\":\"%s\",\"waits\":%lld,\"wait_ns\":%lld}", p.pattern.c_str(),
+                  static_cast<long long>(p.waits), static_cast<long long>(p.wait_ns));
+  }
+  out +=
+      Printf("],\"critical_path_ns\":%lld,\"critical_path\":[", static_cast<long long>(s.path_ns));
+  first = true;
+  for (const auto& [name, ns] : s.path) {
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"name\":" + json::String(name) + Printf(",\"ns\":%lld}", static_cast<long long>(ns));
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace tracedb::query::analysis
