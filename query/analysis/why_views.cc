@@ -70,40 +70,14 @@ size_t RowCount(const Cursor& c) {
 
 int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
   const auto* info = static_cast<const ModeInfo*>(aux);
-  int rc = sqlite3_declare_vtab(db, info->schema);
-  if (rc != SQLITE_OK) return rc;
-  auto* v = new (std::nothrow) Vtab();
-  if (v == nullptr) return SQLITE_NOMEM;
-  std::memset(&v->base, 0, sizeof(v->base));
-  v->db = engine::Db::Borrow(db, info->table);
-  v->info = info;
-  *out = &v->base;
-  return SQLITE_OK;
-}
-
-int Disconnect(sqlite3_vtab* vtab) {
-  delete reinterpret_cast<Vtab*>(vtab);
-  return SQLITE_OK;
+  return query::NewVtab<Vtab>(db, info->schema, info->table, out,
+                              [info](Vtab* v) { v->info = info; });
 }
 
 int BestIndex(sqlite3_vtab*, sqlite3_index_info* info) {
   // Nothing is pushed down: the whole analysis runs once per statement.
   info->estimatedCost = 1e9;
   info->estimatedRows = 100000;
-  return SQLITE_OK;
-}
-
-int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
-  auto* c = new (std::nothrow) Cursor();
-  if (c == nullptr) return SQLITE_NOMEM;
-  std::memset(&c->base, 0, sizeof(c->base));
-  c->vtab = reinterpret_cast<Vtab*>(tab);
-  *out = &c->base;
-  return SQLITE_OK;
-}
-
-int Close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cursor*>(cur);
   return SQLITE_OK;
 }
 
@@ -310,8 +284,9 @@ int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
 }
 
 sqlite3_module MakeModule() {
-  return query::EponymousModule<Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof,
-                                Column, Rowid>();
+  return query::EponymousModule<Connect, BestIndex, query::DeleteVtab<Vtab>,
+                                query::OpenCursor<Cursor>, query::CloseCursor<Cursor>, Filter, Next,
+                                Eof, Column, Rowid>();
 }
 
 const char* const kViewsSql = R"sql(
