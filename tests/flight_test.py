@@ -18,30 +18,12 @@ Checked against the program's own step numbers and return codes:
 Exit 0 passed, 1 failed.
 """
 import argparse
-import csv
-import io
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what)
-    return cond
-
-
-def query(args, db, sql):
-    out = subprocess.run([args.tracedb, "query", db, sql, "-f", "csv"], capture_output=True,
-                         text=True, timeout=60)
-    if not check(out.returncode == 0, "query %s: %s" % (sql, out.stderr)):
-        return []
-    return list(csv.DictReader(io.StringIO(out.stdout)))
+from harness import check, clean_up, query, verdict
 
 
 def run(args, work, name, flight, steps=1300, options=(), hang_timeout=None):
@@ -104,13 +86,8 @@ def main():
         # the program does not raise it there).
         check([t["reason"] for t in trig] == ["manual"], "plain triggers %s" % trig)
     finally:
-        if not FAILURES:
-            shutil.rmtree(work, ignore_errors=True)
-    if FAILURES:
-        print("%d failure(s); files kept in %s" % (len(FAILURES), work))
-        return 1
-    print("passed")
-    return 0
+        clean_up(work)
+    return verdict(work)
 
 
 if __name__ == "__main__":

@@ -20,27 +20,18 @@ Then a crash (rank 1 raises SIGSEGV inside `compute` at a known step): its last 
 Exit 0 passed, 1 failed.
 """
 import argparse
-import csv
-import io
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-FAILURES = []
+from harness import check, clean_up, query, verdict
+
 HANG_STEP = 30
 CRASH_STEP = 20
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what)
-    return cond
 
 
 def mpirun(args, mode, step, out_dir):
@@ -50,14 +41,6 @@ def mpirun(args, mode, step, out_dir):
     # Flush every 200 ms, so that a running job's segments hold its blocked calls soon.
     cmd += ["-np", "4", "-x", "TRACEDB_FLUSH_MS=200", args.program, mode, str(step), out_dir]
     return cmd
-
-
-def query(args, db, sql):
-    out = subprocess.run([args.tracedb, "query", db, sql, "-f", "csv"], capture_output=True,
-                         text=True, timeout=60)
-    if not check(out.returncode == 0, "query failed: %s: %s" % (sql, out.stderr)):
-        return []
-    return list(csv.DictReader(io.StringIO(out.stdout)))
 
 
 def expectations(out_dir):
@@ -272,13 +255,8 @@ def main():
         test_flight_hang(args, work)
         test_crash(args, work)
     finally:
-        if not FAILURES:
-            shutil.rmtree(work, ignore_errors=True)
-    if FAILURES:
-        print("%d failure(s); files kept in %s" % (len(FAILURES), work))
-        return 1
-    print("passed")
-    return 0
+        clean_up(work)
+    return verdict(work)
 
 
 if __name__ == "__main__":

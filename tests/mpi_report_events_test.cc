@@ -12,6 +12,7 @@
 #include "engine/trace_writer.h"
 #include "query/mpi_report.h"
 #include "query/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -85,18 +86,7 @@ TEST(MpiReportEvents, HandBuiltTraceGivesHandDerivedAndSqlValues) {
     ASSERT_TRUE(tw->BeginBatch().ok());
     std::vector<uint32_t> track(2);
     for (int r = 0; r < 2; ++r) {
-      engine::RankRecord rec;
-      rec.rank = r;
-      rec.world_size = 2;
-      rec.host = "node" + std::to_string(r);
-      rec.source = "mpi-report-test";
-      ASSERT_TRUE(tw->SetRank(rec).ok());
-      engine::TrackSpec s;
-      s.rank = r;
-      s.name = "main";
-      s.tid = 100 + r;
-      s.local_id = 1;
-      track[r] = tw->Track(s);
+      track[r] = AddRankTrack(tw, r, 2, "mpi-report-test", "node" + std::to_string(r));
     }
     const uint32_t mpi = tw->Intern("mpi"), compute = tw->Intern("compute");
     const uint32_t init = tw->Intern("MPI_Init"), fin = tw->Intern("MPI_Finalize");

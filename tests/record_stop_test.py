@@ -12,32 +12,14 @@ ignores the first (`trap '' TERM` in a shell), kills it at once.
 Exit 0 passed, 1 failed.
 """
 import argparse
-import csv
-import io
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what)
-    return cond
-
-
-def query(args, db, sql):
-    out = subprocess.run([args.tracedb, "query", db, sql, "-f", "csv"], capture_output=True,
-                         text=True, timeout=60)
-    if not check(out.returncode == 0, "query %s: %s" % (sql, out.stderr)):
-        return []
-    return list(csv.DictReader(io.StringIO(out.stdout)))
+from harness import check, clean_up, query, verdict
 
 
 def flushed_ranks(seg_dir):
@@ -111,13 +93,8 @@ def main():
             stop_with(args, work, sig)
         second_signal_kills(args, work)
     finally:
-        if not FAILURES:
-            shutil.rmtree(work, ignore_errors=True)
-    if FAILURES:
-        print("%d failure(s); files kept in %s" % (len(FAILURES), work))
-        return 1
-    print("passed")
-    return 0
+        clean_up(work)
+    return verdict(work)
 
 
 if __name__ == "__main__":

@@ -28,18 +28,16 @@ a run where the machine's own stall outranks an injection is recorded again, onc
 Exit 0 passed, 1 failed, 77 skipped (torch.distributed, or the tracedb PyTorch capture, absent).
 """
 import argparse
-import csv
-import io
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-FAILURES = []
+from harness import check, clean_up, hang_report, query, verdict
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "torch_job.py")
 RANKS = 4
@@ -52,13 +50,6 @@ HANG_STEP = 6
 FLIGHT_HANG_STEP = 400
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL: " + what, flush=True)
-    return cond
-
-
 def env_for_record():
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)  # `tracedb record` finds the package by itself
@@ -66,14 +57,6 @@ def env_for_record():
         env.pop(k, None)
     env["TRACEDB_FLUSH_MS"] = "200"  # a running job's segments soon hold its blocked calls
     return env
-
-
-def query(args, db, sql):
-    out = subprocess.run([args.tracedb, "query", db, sql, "-f", "csv"], capture_output=True,
-                         text=True, timeout=120)
-    if not check(out.returncode == 0, "query failed: %s: %s" % (sql, out.stderr)):
-        return []
-    return list(csv.DictReader(io.StringIO(out.stdout)))
 
 
 def skip_reason(args):
@@ -217,17 +200,6 @@ def expectations(out_dir):
             f = lines[0].split()
             exp[rank] = (f[0], int(f[1]), int(f[2]), lines[1].split())
     return exp
-
-
-def hang_report(args, path):
-    out = subprocess.run([args.tracedb, "report", "hang", "-f", "json", path],
-                         capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        return None, out.stderr
-    try:
-        return json.loads(out.stdout), ""
-    except ValueError as e:
-        return None, "not JSON (%s): %s" % (e, out.stdout[:300])
 
 
 def report_misses(rep, exp):
@@ -397,13 +369,8 @@ def main():
         else:
             test_hang(args, work)
     finally:
-        if not FAILURES:
-            shutil.rmtree(work, ignore_errors=True)
-    if FAILURES:
-        print("%d failure(s); files kept in %s" % (len(FAILURES), work))
-        return 1
-    print("passed")
-    return 0
+        clean_up(work)
+    return verdict(work)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include "engine/trace_builder.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -29,25 +30,6 @@ EventArgs Coll(int64_t comm, uint64_t seq, bool has_comm = true) {
 }
 
 // Rows of `sql` as text, one string per row ("NULL" for NULL), fields joined by '|'.
-std::vector<std::string> Rows(engine::Db* db, const std::string& sql) {
-  std::vector<std::string> out;
-  auto st = db->Prepare(sql);
-  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
-  if (!st.ok()) return out;
-  for (;;) {
-    auto row = st->Step();
-    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
-    if (!row.ok() || !*row) break;
-    std::string r;
-    for (int i = 0; i < sqlite3_column_count(st->raw()); ++i) {
-      if (i) r += "|";
-      r += sqlite3_column_type(st->raw(), i) == SQLITE_NULL ? "NULL" : std::string(st->Text(i));
-    }
-    out.push_back(r);
-  }
-  return out;
-}
-
 TEST(CollectiveViews, HandBuiltTraceGivesHandDerivedRows) {
   TempDir tmp;
   const std::string path = tmp.Sub("coll.tdb");
@@ -60,17 +42,7 @@ TEST(CollectiveViews, HandBuiltTraceGivesHandDerivedRows) {
     ASSERT_TRUE(tw->BeginBatch().ok());
     std::vector<uint32_t> track(3);
     for (int r = 0; r < 3; ++r) {
-      engine::RankRecord rec;
-      rec.rank = r;
-      rec.world_size = 3;
-      rec.source = "collective-test";
-      ASSERT_TRUE(tw->SetRank(rec).ok());
-      engine::TrackSpec s;
-      s.rank = r;
-      s.name = "main";
-      s.tid = 100 + r;
-      s.local_id = 1;
-      track[r] = tw->Track(s);
+      track[r] = AddRankTrack(tw, r, 3, "collective-test");
     }
     const uint32_t allreduce = tw->Intern("MPI_Allreduce"), mpi = tw->Intern("mpi");
     const uint32_t nccl_name = tw->Intern("ncclAllReduce"), nccl = tw->Intern("nccl");
@@ -120,9 +92,9 @@ TEST(CollectiveViews, HandBuiltTraceGivesHandDerivedRows) {
   const std::string n = std::to_string(negotiation_id);
 
   // rank, name, comm, seq, ts, dur, end_ts, late_ns, wait_ns, ranks, last_rank
-  EXPECT_EQ(Rows(q,
-                 "SELECT rank, name, comm, seq, ts, dur, end_ts, late_ns, wait_ns, ranks, "
-                 "last_rank FROM collective_arrivals ORDER BY comm, seq, ts, rank"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT rank, name, comm, seq, ts, dur, end_ts, late_ns, wait_ns, ranks, "
+                    "last_rank FROM collective_arrivals ORDER BY comm, seq, ts, rank"),
             (std::vector<std::string>{
                 "1|MPI_Allreduce|NULL|1|210|4|214|0|0|1|1",
                 "2|ALLREDUCE|0|" + n + "|410|NULL|NULL|0|50|3|2",
@@ -136,22 +108,23 @@ TEST(CollectiveViews, HandBuiltTraceGivesHandDerivedRows) {
                 "0|ncclAllReduce|7|1|300|0|300|0|10|2|2",
                 "2|ncclAllReduce|7|1|310|0|310|10|0|2|2",
             }));
-  EXPECT_EQ(Rows(q, "SELECT count(*) FROM collective_calls"), (std::vector<std::string>{"11"}));
+  EXPECT_EQ(SqlRows(q, "SELECT count(*) FROM collective_calls"), (std::vector<std::string>{"11"}));
   // comm, seq, name, ranks, first, last, skew, last_rank, exit_spread, max_dur
-  EXPECT_EQ(Rows(q,
-                 "SELECT comm, seq, name, ranks, first_arrival, last_arrival, skew_ns, last_rank, "
-                 "exit_spread_ns, max_dur FROM collectives ORDER BY comm, seq"),
-            (std::vector<std::string>{
-                "NULL|1|MPI_Allreduce|1|210|210|0|1|0|4",
-                "0|" + n + "|ALLREDUCE|3|410|460|50|2|NULL|NULL",
-                "5|1|MPI_Allreduce|3|100|130|30|1|10|50", "5|2|MPI_Allreduce|2|200|200|0|0|2|7",
-                "7|1|ncclAllReduce|2|300|310|10|2|10|0",  // instants: end_ts = ts
-            }));
+  EXPECT_EQ(
+      SqlRows(q,
+              "SELECT comm, seq, name, ranks, first_arrival, last_arrival, skew_ns, last_rank, "
+              "exit_spread_ns, max_dur FROM collectives ORDER BY comm, seq"),
+      (std::vector<std::string>{
+          "NULL|1|MPI_Allreduce|1|210|210|0|1|0|4",
+          "0|" + n + "|ALLREDUCE|3|410|460|50|2|NULL|NULL",
+          "5|1|MPI_Allreduce|3|100|130|30|1|10|50", "5|2|MPI_Allreduce|2|200|200|0|0|2|7",
+          "7|1|ncclAllReduce|2|300|310|10|2|10|0",  // instants: end_ts = ts
+      }));
   // rank, times_last, caused_wait_ns, max_skew_ns (collectives on more than one rank)
-  EXPECT_EQ(Rows(q, "SELECT * FROM stragglers ORDER BY rank"),
+  EXPECT_EQ(SqlRows(q, "SELECT * FROM stragglers ORDER BY rank"),
             (std::vector<std::string>{"0|1|0|0", "1|1|30|30", "2|2|60|50"}));
   // rank, collectives, waited_ns, late_ns, times_last
-  EXPECT_EQ(Rows(q, "SELECT * FROM collective_wait ORDER BY rank"),
+  EXPECT_EQ(SqlRows(q, "SELECT * FROM collective_wait ORDER BY rank"),
             (std::vector<std::string>{"0|3|40|0|1", "1|3|10|70|2", "2|5|60|80|3"}));
 }
 

@@ -16,6 +16,7 @@
 #include "engine/trace_builder.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -24,25 +25,6 @@ namespace {
 using engine::EventArgs;
 
 // Rows of `sql` as text, one string per row ("NULL" for NULL), fields joined by '|'.
-std::vector<std::string> Rows(engine::Db* db, const std::string& sql) {
-  std::vector<std::string> out;
-  auto st = db->Prepare(sql);
-  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
-  if (!st.ok()) return out;
-  for (;;) {
-    auto row = st->Step();
-    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
-    if (!row.ok() || !*row) break;
-    std::string r;
-    for (int i = 0; i < sqlite3_column_count(st->raw()); ++i) {
-      if (i) r += "|";
-      r += sqlite3_column_type(st->raw(), i) == SQLITE_NULL ? "NULL" : std::string(st->Text(i));
-    }
-    out.push_back(r);
-  }
-  return out;
-}
-
 EventArgs Peer(int32_t peer) {
   EventArgs a;
   a.mask = EventArgs::kPeer;
@@ -160,39 +142,39 @@ TEST(NegotiationViews, HandBuiltTraceGivesHandDerivedRows) {
       nq + "|1|950|1", nx + "|1|1250|1", nb + "|NULL|390|1", nb + "|2|390|2",
       nb + "|1|310|3", nc + "|1|560|1",  nc + "|0|550|2",    nc + "|0|550|3",
   };
-  EXPECT_EQ(Rows(q, "SELECT * FROM negotiation_ticks ORDER BY negotiation, from_last"), ticks);
+  EXPECT_EQ(SqlRows(q, "SELECT * FROM negotiation_ticks ORDER BY negotiation, from_last"), ticks);
   // The same rows in the table's own order (no ORDER BY: xBestIndex's promise is not used).
-  std::vector<std::string> got = Rows(q, "SELECT * FROM negotiation_ticks");
+  std::vector<std::string> got = SqlRows(q, "SELECT * FROM negotiation_ticks");
   std::sort(got.begin(), got.end());
   std::vector<std::string> want = ticks;
   std::sort(want.begin(), want.end());
   EXPECT_EQ(got, want);
   // A descending order is SQLite's to sort.
-  EXPECT_EQ(Rows(q,
-                 "SELECT negotiation, from_last FROM negotiation_ticks "
-                 "ORDER BY negotiation DESC, from_last DESC LIMIT 2"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT negotiation, from_last FROM negotiation_ticks "
+                    "ORDER BY negotiation DESC, from_last DESC LIMIT 2"),
             (std::vector<std::string>{nc + "|3", nc + "|2"}));
   // id, rank, name, tensor, ts, dur, last_rank, last_ready_after_ns
-  EXPECT_EQ(Rows(q, "SELECT * FROM negotiations ORDER BY id"),
+  EXPECT_EQ(SqlRows(q, "SELECT * FROM negotiations ORDER BY id"),
             (std::vector<std::string>{
                 na + "|0|NEGOTIATE_ALLREDUCE|grad.w1|100|100|0|70",
                 nb + "|1|negotiate_broadcast|grad.w2|300|100|NULL|90",
                 nc + "|2|NEGOTIATE_ALLGATHER|NULL|500|100|1|60",
             }));
   // Column types as the SQL gives them: integers, not reals or text.
-  EXPECT_EQ(Rows(q,
-                 "SELECT DISTINCT typeof(negotiation), typeof(ts), typeof(from_last) "
-                 "FROM negotiation_ticks"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT DISTINCT typeof(negotiation), typeof(ts), typeof(from_last) "
+                    "FROM negotiation_ticks"),
             (std::vector<std::string>{"integer|integer|integer"}));
-  EXPECT_EQ(Rows(q,
-                 "SELECT DISTINCT typeof(id), typeof(rank), typeof(name), typeof(ts), "
-                 "typeof(dur), typeof(last_ready_after_ns) FROM negotiations"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT DISTINCT typeof(id), typeof(rank), typeof(name), typeof(ts), "
+                    "typeof(dur), typeof(last_ready_after_ns) FROM negotiations"),
             (std::vector<std::string>{"integer|integer|text|integer|integer|integer"}));
   // The collective arrivals read the same ticks (query/negotiation_rows.h): those of the three
   // negotiations with a peer, 3 + 2 + 3.
-  EXPECT_EQ(Rows(q,
-                 "SELECT seq, count(*) FROM collective_calls WHERE dur IS NULL GROUP BY seq "
-                 "ORDER BY seq"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT seq, count(*) FROM collective_calls WHERE dur IS NULL GROUP BY seq "
+                    "ORDER BY seq"),
             (std::vector<std::string>{na + "|3", nb + "|2", nc + "|3"}));
 }
 
@@ -219,9 +201,10 @@ TEST(NegotiationViews, NoTicksNoRows) {
   }
   auto db = query::OpenQueryDb(path);
   ASSERT_TRUE(db.ok()) << db.status().message();
-  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM negotiation_ticks"),
+  EXPECT_EQ(SqlRows(db->get(), "SELECT count(*) FROM negotiation_ticks"),
             (std::vector<std::string>{"0"}));
-  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM negotiations"), (std::vector<std::string>{"0"}));
+  EXPECT_EQ(SqlRows(db->get(), "SELECT count(*) FROM negotiations"),
+            (std::vector<std::string>{"0"}));
 }
 
 }  // namespace

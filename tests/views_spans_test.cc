@@ -14,6 +14,7 @@
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
 #include "query/views.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -68,17 +69,7 @@ void Write(const std::string& path, int ranks, Fill fill) {
   ASSERT_TRUE(tw->BeginBatch().ok());
   Trace t{tw, &b, {}};
   for (int r = 0; r < ranks; ++r) {
-    engine::RankRecord rec;
-    rec.rank = r;
-    rec.world_size = ranks;
-    rec.source = "spans-test";
-    ASSERT_TRUE(tw->SetRank(rec).ok());
-    engine::TrackSpec s;
-    s.rank = r;
-    s.name = "main";
-    s.tid = 100 + r;
-    s.local_id = 1;
-    t.track.push_back(tw->Track(s));
+    t.track.push_back(AddRankTrack(tw, r, ranks, "spans-test"));
   }
   fill(t);
   ASSERT_TRUE(tw->CommitBatch().ok());

@@ -12,6 +12,7 @@
 #include "engine/trace_builder.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -20,25 +21,6 @@ namespace {
 using engine::EventArgs;
 
 // Rows of `sql` as text, one string per row ("NULL" for NULL), fields joined by '|'.
-std::vector<std::string> Rows(engine::Db* db, const std::string& sql) {
-  std::vector<std::string> out;
-  auto st = db->Prepare(sql);
-  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
-  if (!st.ok()) return out;
-  for (;;) {
-    auto row = st->Step();
-    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
-    if (!row.ok() || !*row) break;
-    std::string r;
-    for (int i = 0; i < sqlite3_column_count(st->raw()); ++i) {
-      if (i) r += "|";
-      r += sqlite3_column_type(st->raw(), i) == SQLITE_NULL ? "NULL" : std::string(st->Text(i));
-    }
-    out.push_back(r);
-  }
-  return out;
-}
-
 uint32_t Track(engine::TraceWriter* tw, int32_t rank, const std::string& kind,
                const std::string& name, int64_t tid) {
   engine::TrackSpec s;
@@ -118,35 +100,35 @@ TEST(StepViews, HandBuiltStepsGiveHandDerivedRows) {
       "3|1|" + lo + "|1.84467440737096e+19|real",
       "3|2|" + hi + "|-9223372036854775787|integer",
   };
-  EXPECT_EQ(Rows(q, "SELECT rank, step, start_ts, dur, typeof(dur) FROM step_times"), want);
-  EXPECT_EQ(Rows(q, "SELECT rank, step, start_ts, dur, typeof(dur) FROM (" +
-                        std::string(kStepTimesSql) + ") ORDER BY rank, start_ts"),
+  EXPECT_EQ(SqlRows(q, "SELECT rank, step, start_ts, dur, typeof(dur) FROM step_times"), want);
+  EXPECT_EQ(SqlRows(q, "SELECT rank, step, start_ts, dur, typeof(dur) FROM (" +
+                           std::string(kStepTimesSql) + ") ORDER BY rank, start_ts"),
             want);
   // The declared types the view's columns carry (INTEGER affinity for the steps columns).
-  EXPECT_EQ(Rows(q,
-                 "SELECT typeof(rank), typeof(step), typeof(start_ts) FROM step_times "
-                 "WHERE start_ts = 100"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT typeof(rank), typeof(step), typeof(start_ts) FROM step_times "
+                    "WHERE start_ts = 100"),
             (std::vector<std::string>{"integer|integer|integer"}));
   // Filters, ORDER BY and joins over it: the same as over the SQL.
   for (const char* tail : {" WHERE rank = 1 ORDER BY start_ts DESC", " WHERE dur > 250",
                            " ORDER BY rank DESC, start_ts", " ORDER BY rank", ""}) {
-    EXPECT_EQ(Rows(q, std::string("SELECT * FROM step_times") + tail),
-              Rows(q, "SELECT * FROM (" + std::string(kStepTimesSql) + ")" + tail))
+    EXPECT_EQ(SqlRows(q, std::string("SELECT * FROM step_times") + tail),
+              SqlRows(q, "SELECT * FROM (" + std::string(kStepTimesSql) + ")" + tail))
         << tail;
   }
-  EXPECT_EQ(Rows(q,
-                 "SELECT a.rank, b.rank, a.step FROM step_times a JOIN step_times b "
-                 "ON a.step = b.step AND a.rank < b.rank ORDER BY 1, 2, 3"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT a.rank, b.rank, a.step FROM step_times a JOIN step_times b "
+                    "ON a.step = b.step AND a.rank < b.rank ORDER BY 1, 2, 3"),
             (std::vector<std::string>{"0|1|1", "0|1|2", "0|1|3", "0|2|1", "0|2|2", "0|3|1", "0|3|2",
                                       "1|2|1", "1|2|2", "1|3|1", "1|3|2", "2|3|1", "2|3|2"}));
   // step_summary over it. Step 1: 200, 210, 20 and the REAL; step 3: 300 and -50.
-  EXPECT_EQ(Rows(q,
-                 "SELECT step, ranks, min_ns, max_ns, slowest_rank FROM step_summary "
-                 "WHERE step = 3"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT step, ranks, min_ns, max_ns, slowest_rank FROM step_summary "
+                    "WHERE step = 3"),
             (std::vector<std::string>{"3|2|-50|300|0"}));
-  EXPECT_EQ(Rows(q,
-                 "SELECT step, ranks, min_ns, max_ns, slowest_rank FROM step_summary "
-                 "WHERE step = 1"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT step, ranks, min_ns, max_ns, slowest_rank FROM step_summary "
+                    "WHERE step = 1"),
             (std::vector<std::string>{"1|4|20|1.84467440737096e+19|3"}));
 }
 
@@ -161,8 +143,9 @@ TEST(StepViews, EmptyDatabaseHasNoStepRows) {
   }
   auto db = query::OpenQueryDb(path);
   ASSERT_TRUE(db.ok()) << db.status().message();
-  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM step_times"), (std::vector<std::string>{"0"}));
-  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM step_summary"), (std::vector<std::string>{"0"}));
+  EXPECT_EQ(SqlRows(db->get(), "SELECT count(*) FROM step_times"), (std::vector<std::string>{"0"}));
+  EXPECT_EQ(SqlRows(db->get(), "SELECT count(*) FROM step_summary"),
+            (std::vector<std::string>{"0"}));
 }
 
 // The GPU views' filter as it was before gpu_step_time was split into two pushed-down selects:
@@ -235,16 +218,16 @@ TEST(GpuViews, CuptiAndNcclShapedEventsGiveHandDerivedRows) {
   // rank, step, kernel_ns, nccl_ns, overlap_ns
   const std::vector<std::string> want = {"0|NULL|20|0|0", "0|1|300|200|50", "0|2|0|200|0",
                                          "1|1|150|0|0"};
-  EXPECT_EQ(Rows(q, "SELECT * FROM gpu_step_time ORDER BY rank, step"), want);
-  EXPECT_EQ(Rows(q, std::string(kGpuStepTimeOrSql) + " ORDER BY rank, step"), want);
-  EXPECT_EQ(Rows(q,
-                 "SELECT typeof(kernel_ns), typeof(nccl_ns), typeof(overlap_ns) "
-                 "FROM gpu_step_time WHERE step = 2"),
+  EXPECT_EQ(SqlRows(q, "SELECT * FROM gpu_step_time ORDER BY rank, step"), want);
+  EXPECT_EQ(SqlRows(q, std::string(kGpuStepTimeOrSql) + " ORDER BY rank, step"), want);
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT typeof(kernel_ns), typeof(nccl_ns), typeof(overlap_ns) "
+                    "FROM gpu_step_time WHERE step = 2"),
             (std::vector<std::string>{"integer|integer|integer"}));
   // Every select (CUPTI kernels, NCCL, Kineto's `kernel` events) reaches the events table with
   // its category pushed down (idxStr "=H": cat, column 7), so blocks without GPU events are never
   // decoded.
-  std::vector<std::string> plan = Rows(q, "EXPLAIN QUERY PLAN SELECT * FROM gpu_step_time");
+  std::vector<std::string> plan = SqlRows(q, "EXPLAIN QUERY PLAN SELECT * FROM gpu_step_time");
   int pushed = 0;
   for (const std::string& p : plan) {
     if (p.find("VIRTUAL TABLE") != std::string::npos) {
@@ -255,9 +238,9 @@ TEST(GpuViews, CuptiAndNcclShapedEventsGiveHandDerivedRows) {
   EXPECT_EQ(pushed, 3);
   // gpu_kernels: CUPTI kernels (tag & 255 = 1) by name. gemm: 20 + 200 + 150 + 100 + 100 on
   // two ranks; the NCCL kernel: 100; 570 + 100 ns in all.
-  EXPECT_EQ(Rows(q,
-                 "SELECT name, instances, ranks, total_ns, min_ns, max_ns, time_pct "
-                 "FROM gpu_kernels ORDER BY name"),
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT name, instances, ranks, total_ns, min_ns, max_ns, time_pct "
+                    "FROM gpu_kernels ORDER BY name"),
             (std::vector<std::string>{"gemm|5|2|570|20|200|85.1",
                                       "ncclDevKernel_AllReduce|1|1|100|100|100|14.9"}));
 }

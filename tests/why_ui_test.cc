@@ -20,6 +20,7 @@
 #include "engine/trace_builder.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 #include "view/view_server.h"
 #include "view/why_overlay.h"
@@ -44,17 +45,7 @@ void WriteJob(const std::string& path, bool comm) {
   const uint32_t fwd = tw->Intern("forward"), phase = tw->Intern(kPhase),
                  ar = tw->Intern("MPI_Allreduce");
   for (int r = 0; r < kRanks; ++r) {
-    engine::RankRecord rec;
-    rec.rank = r;
-    rec.world_size = kRanks;
-    rec.source = "why-ui-test";
-    ASSERT_TRUE(tw->SetRank(rec).ok());
-    engine::TrackSpec s;
-    s.rank = r;
-    s.name = "main";
-    s.tid = 100 + r;
-    s.local_id = 1;
-    const uint32_t t = tw->Track(s);
+    const uint32_t t = AddRankTrack(tw, r, kRanks, "why-ui-test");
     for (int step = 0; step < kSteps; ++step) {
       const int64_t base = kT0 + step * 1000 * kUs;
       tw->AddStep(r, base, step);

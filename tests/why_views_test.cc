@@ -25,6 +25,7 @@
 #include "engine/trace_builder.h"
 #include "engine/trace_writer.h"
 #include "query/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -53,25 +54,6 @@ EventArgs P2p(int32_t peer, int32_t tag) {
   return a;
 }
 
-std::vector<std::string> Rows(engine::Db* db, const std::string& sql) {
-  std::vector<std::string> out;
-  auto st = db->Prepare(sql);
-  EXPECT_TRUE(st.ok()) << sql << ": " << st.status().message();
-  if (!st.ok()) return out;
-  for (;;) {
-    auto row = st->Step();
-    EXPECT_TRUE(row.ok()) << sql << ": " << row.status().message();
-    if (!row.ok() || !*row) break;
-    std::string r;
-    for (int i = 0; i < sqlite3_column_count(st->raw()); ++i) {
-      if (i) r += "|";
-      r += sqlite3_column_type(st->raw(), i) == SQLITE_NULL ? "NULL" : std::string(st->Text(i));
-    }
-    out.push_back(r);
-  }
-  return out;
-}
-
 class WhyViews : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -83,17 +65,7 @@ class WhyViews : public ::testing::Test {
     ASSERT_TRUE(tw->BeginBatch().ok());
     std::vector<uint32_t> t(4);
     for (int r = 0; r < 4; ++r) {
-      engine::RankRecord rec;
-      rec.rank = r;
-      rec.world_size = 4;
-      rec.source = "why-test";
-      ASSERT_TRUE(tw->SetRank(rec).ok());
-      engine::TrackSpec s;
-      s.rank = r;
-      s.name = "main";
-      s.tid = 100 + r;
-      s.local_id = 1;
-      t[r] = tw->Track(s);
+      t[r] = AddRankTrack(tw, r, 4, "why-test");
       for (int step = 0; step < 4; ++step)
         tw->AddStep(r, std::vector<int64_t>{0, 400, 600, 1000}[step] * kUs, step);
     }
@@ -175,16 +147,16 @@ TEST_F(WhyViews, WaitStatesAreTheHandDerivedOnes) {
       "2|2|late_receiver|50000|3|MPI_Ssend",   "2|3|wait_at_nxn|115000|1|MPI_Barrier",
       "3|0|wait_at_nxn|60000|2|MPI_Allreduce", "3|1|late_broadcast|30000|1|MPI_Bcast",
       "3|3|wait_at_nxn|115000|1|MPI_Barrier"};
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT rank, step, pattern, wait_ns, waited_for, call FROM wait_states "
-                 "ORDER BY rank, ts"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT rank, step, pattern, wait_ns, waited_for, call FROM wait_states "
+                    "ORDER BY rank, ts"),
             expect);
   // The waiting event is the rank's own call.
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT count(*) FROM wait_states w JOIN events e ON e.id = w.id "
-                 "WHERE e.rank = w.rank AND e.name = w.call AND e.ts = w.ts"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT count(*) FROM wait_states w JOIN events e ON e.id = w.id "
+                    "WHERE e.rank = w.rank AND e.name = w.call AND e.ts = w.ts"),
             std::vector<std::string>{"13"});
-  EXPECT_EQ(Rows(db->get(), "SELECT pattern, waits, wait_ns FROM wait_state_totals ORDER BY 1"),
+  EXPECT_EQ(SqlRows(db->get(), "SELECT pattern, waits, wait_ns FROM wait_state_totals ORDER BY 1"),
             (std::vector<std::string>{"early_reduce|1|70000", "late_broadcast|3|90000",
                                       "late_receiver|1|50000", "late_sender|2|140000",
                                       "wait_at_nxn|6|415000"}));
@@ -229,11 +201,11 @@ TEST_F(WhyViews, WaitStatesEqualPlainSql) {
            WHERE sname = 'MPI_Ssend' AND rts > sts AND sts + sdur > rts)
     SELECT * FROM nxn UNION ALL SELECT * FROM bcast UNION ALL SELECT * FROM reduce
     UNION ALL SELECT * FROM ls UNION ALL SELECT * FROM lr ORDER BY 1, 4)sql";
-  const auto want = Rows(db->get(), plain);
+  const auto want = SqlRows(db->get(), plain);
   EXPECT_EQ(want.size(), 13u);
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT id, rank, step, pattern, wait_ns, waited_for FROM wait_states "
-                 "ORDER BY 1, 4"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT id, rank, step, pattern, wait_ns, waited_for FROM wait_states "
+                    "ORDER BY 1, 4"),
             want);
 }
 
@@ -246,18 +218,18 @@ TEST_F(WhyViews, RootCausesChargeEachDelayOnceWithWhatItPropagated) {
       "1|1|load|90000|90000|0|40000|0,2,3",     "1|3|compute|70000|70000|0|60000|0",
       "2|3|work|50000|50000|0|60000|2",         "2|0|pack|40000|40000|0|50000|1",
       "3|1|MPI_Recv|25000|25000|0|10000|0,2,3", "3|1|post|10000|10000|0|5000|2,3"};
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT step, rank, name, cost_ns, direct_ns, indirect_ns, excess_ns, "
-                 "waiting_ranks FROM tracedb_root_causes ORDER BY cost_ns DESC, step"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT step, rank, name, cost_ns, direct_ns, indirect_ns, excess_ns, "
+                    "waiting_ranks FROM tracedb_root_causes ORDER BY cost_ns DESC, step"),
             expect);
   // Every wait is charged once, in full: directly, or indirectly through the wait before it.
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT (SELECT sum(direct_ns) + sum(indirect_ns) FROM tracedb_root_causes), "
-                 "(SELECT sum(wait_ns) FROM wait_states)"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT (SELECT sum(direct_ns) + sum(indirect_ns) FROM tracedb_root_causes), "
+                    "(SELECT sum(wait_ns) FROM wait_states)"),
             std::vector<std::string>{"765000|765000"});
   // Seven stand out (each the only rank with time in its name that step); rank 1's 10 us in
   // MPI_Recv after its wait is within the variation of MPI_Recv over the job.
-  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM root_causes"), std::vector<std::string>{"7"});
+  EXPECT_EQ(SqlRows(db->get(), "SELECT count(*) FROM root_causes"), std::vector<std::string>{"7"});
 }
 
 TEST_F(WhyViews, CriticalPathFollowsTheWaits) {
@@ -265,25 +237,25 @@ TEST_F(WhyViews, CriticalPathFollowsTheWaits) {
   ASSERT_TRUE(db.ok()) << db.status().message();
   // Step 0: the path runs on rank 2 (the late one) until the allreduce it entered last.
   const auto s0 =
-      Rows(db->get(), "SELECT rank, name, dur FROM critical_path WHERE step = 0 ORDER BY ord");
+      SqlRows(db->get(), "SELECT rank, name, dur FROM critical_path WHERE step = 0 ORDER BY ord");
   ASSERT_FALSE(s0.empty());
   EXPECT_EQ(s0[0], "2|forward|100000");
   EXPECT_EQ(s0[1], "2|backward|260000");
   // Step 3: rank 0's slow phase, its send, then rank 1's receive tail, post and barrier.
   const auto s3 =
-      Rows(db->get(), "SELECT rank, name FROM critical_path WHERE step = 3 ORDER BY ord");
+      SqlRows(db->get(), "SELECT rank, name FROM critical_path WHERE step = 3 ORDER BY ord");
   ASSERT_GE(s3.size(), 3u);
   EXPECT_EQ(s3[0], "0|slow");
   EXPECT_EQ(s3[1], "1|MPI_Recv");
   // The path covers each step window without gaps or overlaps.
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT count(*) FROM (SELECT step, sum(dur) AS d, min(ts) AS a, "
-                 "max(ts + dur) AS b FROM critical_path GROUP BY step) WHERE d <> b - a"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT count(*) FROM (SELECT step, sum(dur) AS d, min(ts) AS a, "
+                    "max(ts + dur) AS b FROM critical_path GROUP BY step) WHERE d <> b - a"),
             std::vector<std::string>{"0"});
   // What-if: rank 2's backward at the median (200 us) shortens step 0 by 60 us.
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT step_ns - whatif_step_ns FROM critical_path_whatif "
-                 "WHERE step = 0 AND rank = 2 AND name = 'backward'"),
+  EXPECT_EQ(SqlRows(db->get(),
+                    "SELECT step_ns - whatif_step_ns FROM critical_path_whatif "
+                    "WHERE step = 0 AND rank = 2 AND name = 'backward'"),
             std::vector<std::string>{"60000"});
 }
 
@@ -338,11 +310,13 @@ TEST(WhyLaneWaits, AWaitOnALaneIsNotTimeInTheThreadsSpan) {
   }
   auto db = query::OpenQueryDb(path);
   ASSERT_TRUE(db.ok()) << db.status().message();
-  EXPECT_EQ(Rows(db->get(),
-                 "SELECT rank, wait_ns, waited_for FROM wait_states WHERE step = 3 ORDER BY rank"),
-            (std::vector<std::string>{"0|504000|2", "1|502000|2", "3|498000|2"}));
-  EXPECT_EQ(Rows(db->get(), "SELECT step, rank, name, cost_ns, excess_ns, call FROM root_causes"),
-            (std::vector<std::string>{"3|2|backward|1504000|500000|gloo:all_reduce"}));
+  EXPECT_EQ(
+      SqlRows(db->get(),
+              "SELECT rank, wait_ns, waited_for FROM wait_states WHERE step = 3 ORDER BY rank"),
+      (std::vector<std::string>{"0|504000|2", "1|502000|2", "3|498000|2"}));
+  EXPECT_EQ(
+      SqlRows(db->get(), "SELECT step, rank, name, cost_ns, excess_ns, call FROM root_causes"),
+      (std::vector<std::string>{"3|2|backward|1504000|500000|gloo:all_reduce"}));
 }
 
 }  // namespace
@@ -367,17 +341,7 @@ TEST(WhyViewsSkew, StepWindowsAreDisjointWhenRanksDrift) {
     ASSERT_TRUE(tw->BeginBatch().ok());
     const uint32_t mpi = tw->Intern("mpi"), compute = tw->Intern("compute");
     for (int r = 0; r < 2; ++r) {
-      engine::RankRecord rec;
-      rec.rank = r;
-      rec.world_size = 2;
-      rec.source = "why-test";
-      ASSERT_TRUE(tw->SetRank(rec).ok());
-      engine::TrackSpec s;
-      s.rank = r;
-      s.name = "main";
-      s.tid = 100 + r;
-      s.local_id = 1;
-      const uint32_t t = tw->Track(s);
+      const uint32_t t = AddRankTrack(tw, r, 2, "why-test");
       for (int step = 0; step < 6; ++step) {
         const int64_t at = (100 * step + 250 * r) * kUs;
         tw->AddStep(r, at, step);
@@ -394,13 +358,13 @@ TEST(WhyViewsSkew, StepWindowsAreDisjointWhenRanksDrift) {
   const std::string windows =
       "(SELECT step, min(ts) AS a, max(ts + dur) AS b, sum(dur) AS d FROM critical_path "
       "GROUP BY step)";
-  EXPECT_EQ(Rows(db->get(), "SELECT count(*) FROM " + windows + " x JOIN " + windows +
-                                " y ON x.step < y.step AND x.b > y.a"),
+  EXPECT_EQ(SqlRows(db->get(), "SELECT count(*) FROM " + windows + " x JOIN " + windows +
+                                   " y ON x.step < y.step AND x.b > y.a"),
             std::vector<std::string>{"0"});
   // Together once over the job: from rank 0's first start to rank 1's last end (850 us).
-  EXPECT_EQ(Rows(db->get(), "SELECT sum(d), min(a), max(b) FROM " + windows),
+  EXPECT_EQ(SqlRows(db->get(), "SELECT sum(d), min(a), max(b) FROM " + windows),
             std::vector<std::string>{"850000|0|850000"});
-  EXPECT_EQ(Rows(db->get(), "SELECT sum(path_ns) FROM critical_path_names"),
+  EXPECT_EQ(SqlRows(db->get(), "SELECT sum(path_ns) FROM critical_path_names"),
             std::vector<std::string>{"850000"});
 }
 
