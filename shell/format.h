@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/str_format.h"
 #include "query/human_units.h"
 
 namespace tracedb::shell {
@@ -15,20 +16,8 @@ using query::HumanBytes;
 using query::HumanDuration;
 using query::WithCommas;
 
-// printf into a std::string (any length).
-std::string Fmt(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-inline std::string Fmt(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  va_list again;
-  va_copy(again, ap);
-  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
-  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, fmt, again);
-  va_end(again);
-  return out;
-}
+// printf into a std::string (any length): engine/str_format.h.
+using engine::Fmt;
 
 // Seconds on the monotonic clock, for elapsed times and rates.
 inline double Now() {

@@ -11,25 +11,14 @@
 #include <map>
 
 #include "engine/parse_number.h"
+#include "engine/str_format.h"
 #include "query/export/json_text.h"
 #include "query/human_units.h"
 
 namespace tracedb::query::analysis {
 namespace {
 
-std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Printf(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  va_list again;
-  va_copy(again, ap);
-  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
-  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, fmt, again);
-  va_end(again);
-  return out;
-}
+using engine::Fmt;
 
 bool ParseInt(const std::string& s, int64_t* v) { return engine::ParseInt64(s, v); }
 
@@ -117,24 +106,24 @@ std::string WhySummaryText(const Analysis& a, const WhySummary& s, const std::st
   if (s.causes.empty()) out += "  none stands out from the noise\n";
   int i = 0;
   for (const Cause* c : s.causes)
-    out += Printf("  %d. %s  [cost %s, noise z %.1f]\n", ++i, DescribeCause(a, *c).c_str(),
-                  HumanDuration(std::round(c->cost_ns)).c_str(),
-                  std::isfinite(c->noise_z) ? c->noise_z : 999.0);
+    out += Fmt("  %d. %s  [cost %s, noise z %.1f]\n", ++i, DescribeCause(a, *c).c_str(),
+               HumanDuration(std::round(c->cost_ns)).c_str(),
+               std::isfinite(c->noise_z) ? c->noise_z : 999.0);
   if (s.unreported > 0)
-    out += Printf("  (%lld smaller delays within the noise, %s of wait in all, not listed)\n",
-                  static_cast<long long>(s.unreported), HumanDuration(s.unreported_cost).c_str());
+    out += Fmt("  (%lld smaller delays within the noise, %s of wait in all, not listed)\n",
+               static_cast<long long>(s.unreported), HumanDuration(s.unreported_cost).c_str());
   out += "\nWait states:\n";
   if (s.patterns.empty()) out += "  no waits\n";
   for (const WhySummary::Pattern& p : s.patterns)
-    out += Printf("  %-15s %8lld waits  %12s\n", p.pattern.c_str(), static_cast<long long>(p.waits),
-                  HumanDuration(static_cast<double>(p.wait_ns)).c_str());
+    out += Fmt("  %-15s %8lld waits  %12s\n", p.pattern.c_str(), static_cast<long long>(p.waits),
+               HumanDuration(static_cast<double>(p.wait_ns)).c_str());
   out += "\nCritical path:\n";
   if (s.path.empty()) out += "  no steps or events\n";
   for (const auto& [name, ns] : s.path)
-    out += Printf(
-        "  %-30s %6.1f%%  %12s\n", name.c_str(),
-        s.path_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(s.path_ns) : 0.0,
-        HumanDuration(static_cast<double>(ns)).c_str());
+    out +=
+        Fmt("  %-30s %6.1f%%  %12s\n", name.c_str(),
+            s.path_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(s.path_ns) : 0.0,
+            HumanDuration(static_cast<double>(ns)).c_str());
   return out;
 }
 
@@ -147,33 +136,32 @@ std::string WhySummaryJson(const Analysis& a, const WhySummary& s) {
     out += "{\"step\":" + (c->has_step ? std::to_string(c->step) : std::string("null"));
     out += ",\"rank\":" + std::to_string(c->rank);
     out += ",\"name\":" + json::String(WhyName(a, c->name));
-    out += Printf(",\"cost_ns\":%lld,\"direct_ns\":%lld,\"indirect_ns\":%lld,\"excess_ns\":%lld",
-                  static_cast<long long>(std::llround(c->cost_ns)),
-                  static_cast<long long>(std::llround(c->direct_ns)),
-                  static_cast<long long>(std::llround(c->indirect_ns)),
-                  static_cast<long long>(c->excess_ns));
-    out += Printf(",\"noise_z\":%.3f", std::isfinite(c->noise_z) ? c->noise_z : 1e300);
+    out += Fmt(",\"cost_ns\":%lld,\"direct_ns\":%lld,\"indirect_ns\":%lld,\"excess_ns\":%lld",
+               static_cast<long long>(std::llround(c->cost_ns)),
+               static_cast<long long>(std::llround(c->direct_ns)),
+               static_cast<long long>(std::llround(c->indirect_ns)),
+               static_cast<long long>(c->excess_ns));
+    out += Fmt(",\"noise_z\":%.3f", std::isfinite(c->noise_z) ? c->noise_z : 1e300);
     out += ",\"waiting_ranks\":[";
     for (size_t i = 0; i < c->waiting_ranks.size(); ++i)
       out += (i ? "," : "") + std::to_string(c->waiting_ranks[i]);
     out += "],\"call\":" + (c->call >= 0 ? json::String(WhyName(a, c->call)) : std::string("null"));
     out += ",\"text\":" + json::String(DescribeCause(a, *c)) + "}";
   }
-  out += Printf("],\"unreported\":%lld,\"wait_states\":[", static_cast<long long>(s.unreported));
+  out += Fmt("],\"unreported\":%lld,\"wait_states\":[", static_cast<long long>(s.unreported));
   first = true;
   for (const WhySummary::Pattern& p : s.patterns) {
     out += first ? "" : ",";
     first = false;
-    out += Printf("{\"pattern\":\"%s\",\"waits\":%lld,\"wait_ns\":%lld}", p.pattern.c_str(),
-                  static_cast<long long>(p.waits), static_cast<long long>(p.wait_ns));
+    out += Fmt("{\"pattern\":\"%s\",\"waits\":%lld,\"wait_ns\":%lld}", p.pattern.c_str(),
+               static_cast<long long>(p.waits), static_cast<long long>(p.wait_ns));
   }
-  out +=
-      Printf("],\"critical_path_ns\":%lld,\"critical_path\":[", static_cast<long long>(s.path_ns));
+  out += Fmt("],\"critical_path_ns\":%lld,\"critical_path\":[", static_cast<long long>(s.path_ns));
   first = true;
   for (const auto& [name, ns] : s.path) {
     out += first ? "" : ",";
     first = false;
-    out += "{\"name\":" + json::String(name) + Printf(",\"ns\":%lld}", static_cast<long long>(ns));
+    out += "{\"name\":" + json::String(name) + Fmt(",\"ns\":%lld}", static_cast<long long>(ns));
   }
   out += "]}";
   return out;
