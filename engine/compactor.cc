@@ -20,6 +20,7 @@
 #include "engine/segment_dir.h"
 #include "engine/segment_reader.h"
 #include "engine/segment_writer.h"
+#include "engine/step_stats_table.h"
 #include "engine/trace_builder.h"
 
 namespace tracedb::engine {
@@ -380,6 +381,9 @@ class EventsVisitor : public SegmentVisitor {
       w_->AddStat("dropped", rank_, static_cast<int64_t>(d.dropped));
       dropped += d.dropped;
     }
+  }
+  void OnStepStats(const std::vector<StepStat>& rows) override {
+    if (status_.ok()) status_ = InsertStepStats(w_->db(), rank_, rows, *model_, strings_);
   }
   void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
     if (!status_.ok()) return;
