@@ -72,18 +72,19 @@ Status InsertStepStats(Db* db, int32_t rank, const std::vector<StepStat>& rows,
                            : "<unknown name " + std::to_string(id) + ">",
                        ns);
     }
-    TRACEDB_RETURN_IF_ERROR(st.Bind(1, rank)
-                                .Bind(2, r.step)
-                                .Bind(3, start)
-                                .Bind(4, end)
-                                .Bind(5, end - start)
-                                .Bind(6, r.compute_ns)
-                                .Bind(7, r.comm_ns)
-                                .Bind(8, r.wait_ns)
-                                .Bind(9, static_cast<int64_t>(std::min<uint64_t>(r.bytes, INT64_MAX)))
-                                .Bind(10, static_cast<int64_t>(std::min<uint64_t>(r.events, INT64_MAX)))
-                                .Bind(11, TopNamesJson(top))
-                                .Run());
+    TRACEDB_RETURN_IF_ERROR(
+        st.Bind(1, rank)
+            .Bind(2, r.step)
+            .Bind(3, start)
+            .Bind(4, end)
+            .Bind(5, end - start)
+            .Bind(6, r.compute_ns)
+            .Bind(7, r.comm_ns)
+            .Bind(8, r.wait_ns)
+            .Bind(9, static_cast<int64_t>(std::min<uint64_t>(r.bytes, INT64_MAX)))
+            .Bind(10, static_cast<int64_t>(std::min<uint64_t>(r.events, INT64_MAX)))
+            .Bind(11, TopNamesJson(top))
+            .Run());
   }
   return Status::Ok();
 }

@@ -83,8 +83,8 @@ class StepStats {
 
   double slow_factor_ = 0;
   int64_t slow_step_ = 0;
-  std::deque<Step> pending_;       // oldest first; the last may be open
-  std::deque<int64_t> recent_;     // durations of the last kSlowWindow closed steps
+  std::deque<Step> pending_;          // oldest first; the last may be open
+  std::deque<int64_t> recent_;        // durations of the last kSlowWindow closed steps
   std::vector<uint8_t> nonblocking_;  // by string id
   uint32_t names_known_ = 0;
   std::vector<Thread> threads_;  // by thread index
