@@ -71,7 +71,8 @@ void StepStats::MarkStep(int64_t ts, int64_t step, bool* slow) {
       std::vector<int64_t> v(recent_.begin(), recent_.end());
       std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
       const double median = static_cast<double>(v[v.size() / 2]);
-      if (static_cast<double>(prev.s.dur_ns) > slow_factor_ * median) {
+      if (static_cast<double>(prev.s.dur_ns) > slow_factor_ * median &&
+          static_cast<double>(prev.s.dur_ns) - median >= static_cast<double>(kSlowMinExcessNs)) {
         *slow = true;
         slow_step_ = prev.s.step;
       }

@@ -34,7 +34,10 @@ class StepStats {
   static constexpr size_t kTopNames = 5;
   static constexpr size_t kSlowWindow = 20;     // the recent steps whose median a step is held to
   static constexpr size_t kSlowMinHistory = 5;  // steps needed before any is called slow
-  static constexpr size_t kMaxPending = 4096;   // closed steps kept waiting to be final
+  // ...and a slow step is also this much longer than the median: a loaded machine stretches a
+  // 3 ms step to 10 ms now and then, which is no moment worth keeping.
+  static constexpr int64_t kSlowMinExcessNs = 50000000;
+  static constexpr size_t kMaxPending = 4096;  // closed steps kept waiting to be final
 
   struct Open {
     int64_t ts;
@@ -50,7 +53,7 @@ class StepStats {
   };
 
   // `slow_factor` > 1: a step longer than slow_factor times the median of the last kSlowWindow
-  // steps is slow (OnEvent says so); 0: never.
+  // steps, and kSlowMinExcessNs longer than it, is slow (OnEvent says so); 0: never.
   void Configure(double slow_factor) { slow_factor_ = slow_factor; }
   // Classifies the names interned since the last call (the non-blocking MPI calls).
   void RefreshNames();
