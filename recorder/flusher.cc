@@ -373,7 +373,10 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
       drops_[b->index] += d - b->reported_dropped;
       b->reported_dropped = d;
     }
-    if (retired) retired_scratch_.push_back(b);
+    if (retired) {
+      retired_scratch_.push_back(b);
+      steps_.ForgetThread(b->index);
+    }
   }
   // Released only after this cycle has written their thread names (AppendCatalogDeltas).
   struct ReleaseRetired {

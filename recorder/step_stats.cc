@@ -2,7 +2,6 @@
 #include "recorder/step_stats.h"
 
 #include <algorithm>
-#include <string_view>
 
 #include "recorder/catalog.h"
 #include "tracedb/recorder.h"
@@ -24,14 +23,15 @@ bool IsCompute(uint8_t cat) { return cat == TRACEDB_CAT_COMPUTE || cat == TRACED
 void StepStats::RefreshNames() {
   std::vector<std::string_view> fresh;
   Catalog::Get().NewStrings(names_known_ + 1, &fresh);
-  for (std::string_view s : fresh) {
-    ++names_known_;
-    // MPI_Isend, MPI_Irecv, MPI_Iallreduce...: they start an operation and return.
-    const bool nb = s.size() > 5 && s.substr(0, 5) == "MPI_I" && s.substr(0, 8) != "MPI_Init";
-    if (!nb) continue;
-    if (nonblocking_.size() <= names_known_) nonblocking_.resize(names_known_ + 1, 0);
-    nonblocking_[names_known_] = 1;
-  }
+  for (std::string_view s : fresh) ClassifyName(++names_known_, s);
+}
+
+void StepStats::ClassifyName(uint32_t id, std::string_view s) {
+  // MPI_Isend, MPI_Irecv, MPI_Iallreduce...: they start an operation and return.
+  const bool nb = s.size() > 5 && s.substr(0, 5) == "MPI_I" && s.substr(0, 8) != "MPI_Init";
+  if (!nb) return;
+  if (nonblocking_.size() <= id) nonblocking_.resize(id + 1, 0);
+  nonblocking_[id] = 1;
 }
 
 StepStats::Thread* StepStats::ThreadState(uint32_t index) {

@@ -13,7 +13,8 @@
 //   bytes       the `bytes` argument of communication events that start in the step
 //   events      events that start in the step
 //   top         the 5 names with the most inclusive span time in the step
-// A span that crosses a step boundary is split between the steps. Events of another thread
+// A span that crosses a step boundary is split between the steps (a part that falls in a step
+// already handed back is not counted). Events of another thread
 // drained before the marker that ends a step are counted to that step up to the marker only
 // when the marker was drained first (the flusher drains the stepping thread's chunk first).
 // Thread safety: owned by the flusher thread.
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -57,8 +59,14 @@ class StepStats {
   void Configure(double slow_factor) { slow_factor_ = slow_factor; }
   // Classifies the names interned since the last call (the non-blocking MPI calls).
   void RefreshNames();
+  // Classifies string `id` (RefreshNames does it for the catalog's strings).
+  void ClassifyName(uint32_t id, std::string_view s);
   // The state of thread `index` (stable until the next call).
   Thread* ThreadState(uint32_t index);
+  // Thread `index` has exited: its spans still open are dropped (the index may be reused).
+  void ForgetThread(uint32_t index) {
+    if (index < threads_.size()) threads_[index] = Thread();
+  }
   // One decoded event. True when it is a step marker that ended a slow step (slow_step(),
   // slow_end() say which).
   bool OnEvent(Thread* t, engine::EventKind kind, uint8_t cat, int64_t ts, uint32_t name,
