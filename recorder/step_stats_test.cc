@@ -41,7 +41,7 @@ TEST(StepStats, AttributesTimeBytesAndNamesAsDefined) {
   f.Ev(1, EventKind::kBegin, TRACEDB_CAT_MPI, 16 * kMs, 3, 0, &a);
   f.Ev(1, EventKind::kEnd, TRACEDB_CAT_MPI, 19 * kMs, 3);  // 3 ms blocking
   f.Ev(1, EventKind::kBegin, TRACEDB_CAT_MPI, 19 * kMs, 4, 0, &a);
-  f.Ev(1, EventKind::kEnd, TRACEDB_CAT_MPI, 20 * kMs, 4);  // 1 ms non-blocking
+  f.Ev(1, EventKind::kEnd, TRACEDB_CAT_MPI, 20 * kMs, 4);                 // 1 ms non-blocking
   f.Ev(1, EventKind::kComplete, TRACEDB_CAT_NCCL, 20 * kMs, 6, kMs / 2);  // 0.5 ms, no wait
   // Thread 2: a compute span from 18 ms to 26 ms crosses into step 1 (at 22 ms): 4 + 4 ms.
   f.Ev(2, EventKind::kBegin, TRACEDB_CAT_COMPUTE, 18 * kMs, 1);
@@ -62,10 +62,10 @@ TEST(StepStats, AttributesTimeBytesAndNamesAsDefined) {
   EXPECT_EQ(s0.step, 0);
   EXPECT_EQ(s0.start_ns, 10 * kMs);
   EXPECT_EQ(s0.dur_ns, 12 * kMs);
-  EXPECT_EQ(s0.compute_ns, 5 * kMs + 4 * kMs);        // fwd + thread 2's part
-  EXPECT_EQ(s0.comm_ns, 3 * kMs + kMs + kMs / 2);     // Allreduce + Isend + nccl
-  EXPECT_EQ(s0.wait_ns, 3 * kMs);                     // the Allreduce only
-  EXPECT_EQ(s0.bytes, 200u);                          // Allreduce and Isend begins
+  EXPECT_EQ(s0.compute_ns, 5 * kMs + 4 * kMs);     // fwd + thread 2's part
+  EXPECT_EQ(s0.comm_ns, 3 * kMs + kMs + kMs / 2);  // Allreduce + Isend + nccl
+  EXPECT_EQ(s0.wait_ns, 3 * kMs);                  // the Allreduce only
+  EXPECT_EQ(s0.bytes, 200u);                       // Allreduce and Isend begins
   EXPECT_EQ(s0.events, 1u + 9 + 1);  // marker, 9 on thread 1 (4 + 4 + 1), 1 on thread 2
   const std::vector<std::pair<uint32_t, int64_t>> top0 = {
       {1, 9 * kMs}, {3, 3 * kMs}, {2, 2 * kMs}, {4, kMs}, {6, kMs / 2}};

@@ -3,17 +3,22 @@
 
 tests/slow_step_program.c runs steps of a known length (sleeps: a `work` span, then a 2 ms
 MPI_Allreduce of 1000 + step bytes and a 1 ms MPI_Isend of 10 bytes: 7 events a step), with
-slow steps injected at known steps (6x longer). Checked against what was injected:
-  - flight mode (TRACEDB_FLIGHT=400ms, TRACEDB_SLOW_STEP=3), slow steps 15 and 45 of 75:
-    `triggers` holds exactly two `slow_step` rows, inside steps 15 and 45 (by the step_stats
-    bounds, and by the trigger instants' own `step`); the `work` events of steps 14-16 and 44-46
-    are written, none of steps 0-2, 28-33 or 60-74 (far from both);
-  - `step_stats` has one row for every step 0-74 even so (most steps have no events), with
+slow steps injected at known steps (400 ms for 40 ms; the trigger's factor is 5, so that a
+loaded machine's stalls do not fire it). Checked against what was injected:
+  - flight mode (TRACEDB_FLIGHT=800ms, TRACEDB_SLOW_STEP=5), slow steps 25 and 75 of 110:
+    `triggers` holds exactly two `slow_step` rows, inside steps 25 and 75 (by the step_stats
+    bounds, and by the trigger instants' own `step`); the `work` events of steps 24-26 and
+    74-76 are written, none of steps 0-3, 48-53 or 101-109 (far from both). The ring is the
+    800 ms ending at the slow step's end: at least 400 ms (10 steps) before the 400 ms slow
+    step, at most 800 ms more where no drain came to forget older blocks (18 steps); then
+    800 ms (20 steps) after it;
+  - `step_stats` has one row for every step 0-109 even so (most steps have no events), with
     dur_ns at least the injected sleeps, the slow steps at least 4x the median of the others,
     events = 7, bytes = 1010 + step, compute_ns >= the work sleep, wait_ns >= the Allreduce
     sleep and comm_ns - wait_ns >= the Isend sleep (MPI_Isend is not a blocking call),
-    top_names = work (its time is compute_ns), then MPI_Allreduce and MPI_Isend; and the STEPSTATS blocks of the segment files
-    (read here frame by frame, independently of the product) are small per step;
+    top_names = work (its time is compute_ns), then MPI_Allreduce and MPI_Isend; and the
+    STEPSTATS blocks of the segment files (read here frame by frame, independently of the
+    product) are small per step;
   - without flight mode: no trigger (the slow-step trigger belongs to flight mode), every step
     written, and step_stats' start_ns and dur_ns equal the `steps` table's marker times and
     their differences exactly (a separate reading of the same markers);
@@ -153,21 +158,21 @@ def main():
     os.makedirs(args.tmp, exist_ok=True)
     work = tempfile.mkdtemp(prefix="slow-step-", dir=args.tmp)
     try:
-        slow = (15, 45)
-        trace, db = run(args, work, "flight", 75, slow, flight="400ms", k="5")
-        check(trigger_steps(args, db) == [("slow_step", "15"), ("slow_step", "45")],
-              "flight: triggers (reason, step) %s, want slow_step at 15 and 45" %
+        slow = (25, 75)
+        trace, db = run(args, work, "flight", 110, slow, flight="800ms", k="5")
+        check(trigger_steps(args, db) == [("slow_step", "25"), ("slow_step", "75")],
+              "flight: triggers (reason, step) %s, want slow_step at 25 and 75" %
               trigger_steps(args, db))
         inst = [int(r["step"]) for r in query(
             args, db, "SELECT step FROM events WHERE name = 'tracedb.trigger:slow_step' "
                       "ORDER BY ts")]
-        check(inst == [15, 45], "flight: trigger instants in steps %s" % inst)
+        check(inst == [25, 75], "flight: trigger instants in steps %s" % inst)
         steps = work_steps(args, db)
-        for s in (14, 15, 16, 44, 45, 46):
+        for s in (24, 25, 26, 74, 75, 76):
             check(s in steps, "flight: step %d (next to a slow step) not written" % s)
-        far = sorted(s for s in steps if s <= 2 or 28 <= s <= 33 or s >= 60)
+        far = sorted(s for s in steps if s <= 3 or 48 <= s <= 53 or s >= 101)
         check(not far, "flight: steps far from the slow steps written: %s" % far)
-        check_stats(args, db, trace, "flight", 75, slow)
+        check_stats(args, db, trace, "flight", 110, slow)
 
         trace, db = run(args, work, "plain", 40, (15,), k="5")
         check(trigger_steps(args, db) == [], "plain: triggers %s" % trigger_steps(args, db))
