@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/coding.h"
+
 namespace tracedb::engine {
 
 const char* const kStepStatsTableSql =
@@ -77,7 +79,7 @@ Status InsertStepStats(Db* db, int32_t rank, const std::vector<StepStat>& rows,
             .Bind(2, r.step)
             .Bind(3, start)
             .Bind(4, end)
-            .Bind(5, end - start)
+            .Bind(5, SaturatingSub(end, start))
             .Bind(6, r.compute_ns)
             .Bind(7, r.comm_ns)
             .Bind(8, r.wait_ns)

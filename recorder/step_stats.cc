@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/coding.h"
 #include "recorder/catalog.h"
 #include "tracedb/recorder.h"
 
@@ -110,7 +111,7 @@ bool StepStats::OnEvent(Thread* t, EventKind kind, uint8_t cat, int64_t ts, uint
       uint8_t outer = 0;
       if (IsCompute(cat) && (lane != 0 || t == nullptr || t->compute_depth == 0)) outer |= kCompute;
       if (comm_class && (lane != 0 || t == nullptr || t->comm_depth == 0)) outer |= comm_class;
-      AddSpan(ts, ts + std::max<int64_t>(ival, 0), name, outer);
+      AddSpan(ts, engine::SaturatingAdd(ts, std::max<int64_t>(ival, 0)), name, outer);
       break;
     }
     case EventKind::kBegin: {
