@@ -3,7 +3,7 @@
 
 #include <sys/stat.h>
 
-#include "engine/step_stats_table.h"
+#include "engine/flight_tables.h"
 #include "engine/version.h"
 
 namespace tracedb::engine {

@@ -1,5 +1,5 @@
-// The `step_stats` table. See step_stats_table.h; columns in docs/flight.md "step_stats".
-#include "engine/step_stats_table.h"
+// The flight recorder's tables. See flight_tables.h; columns in docs/flight.md.
+#include "engine/flight_tables.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,7 +16,18 @@ const char* const kStepStatsTableSql =
     "  events INTEGER NOT NULL, top_names TEXT NOT NULL,\n"
     "  PRIMARY KEY(rank, step, start_ns)) WITHOUT ROWID;\n";
 
+namespace {
+constexpr const char* kTriggersTableSql =
+    "CREATE TABLE IF NOT EXISTS triggers(rank INTEGER NOT NULL, ts INTEGER NOT NULL, "
+    "reason TEXT NOT NULL, PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID";
+}  // namespace
+
 Status EnsureStepStatsTable(Db* db) { return db->Exec(kStepStatsTableSql); }
+
+Status EnsureFlightTables(Db* db) {
+  TRACEDB_RETURN_IF_ERROR(db->Exec(kStepStatsTableSql));
+  return db->Exec(kTriggersTableSql);
+}
 
 namespace {
 
@@ -39,6 +50,13 @@ void AppendJsonString(std::string_view s, std::string* out) {
 }
 
 }  // namespace
+
+Status InsertTrigger(Db* db, int32_t rank, int64_t ts, const std::string& reason) {
+  TRACEDB_RETURN_IF_ERROR(db->Exec(kTriggersTableSql));
+  TRACEDB_ASSIGN_OR_RETURN(
+      Stmt st, db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
+  return st.Bind(1, rank).Bind(2, ts).Bind(3, reason).Run();
+}
 
 std::string TopNamesJson(const std::vector<std::pair<std::string, int64_t>>& top) {
   std::string out = "[";
