@@ -12,8 +12,9 @@ namespace tracedb::recorder {
 using engine::EventKind;
 
 namespace {
-constexpr uint32_t kMaxThreads = 1u << 16;  // past this index a thread's spans are not tracked
-constexpr size_t kMaxDepth = 256;           // deeper begins are counted, not timed
+constexpr uint32_t kMaxThreads = 1u << 16;   // past this index a thread's spans are not tracked
+constexpr size_t kMaxDepth = 256;            // deeper begins are counted, not timed
+constexpr uint32_t kMaxSlotName = 1u << 22;  // names past this id are found by search
 
 bool IsComm(uint8_t cat) {
   return cat == TRACEDB_CAT_MPI || cat == TRACEDB_CAT_NCCL || cat == TRACEDB_CAT_COMM;
@@ -42,6 +43,8 @@ StepStats::Thread* StepStats::ThreadState(uint32_t index) {
 }
 
 StepStats::Step* StepStats::StepAt(int64_t ts) {
+  Step& newest = pending_.back();  // the usual case: the open step
+  if (ts >= newest.s.start_ns) return ts < newest.end ? &newest : nullptr;
   for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
     if (ts >= it->s.start_ns) return ts < it->end ? &*it : nullptr;
   }
@@ -49,18 +52,49 @@ StepStats::Step* StepStats::StepAt(int64_t ts) {
 }
 
 void StepStats::AddSpan(int64_t a, int64_t b, uint32_t name, uint8_t outer) {
+  Step& newest = pending_.back();
+  if (a >= newest.s.start_ns && b <= newest.end) {  // the usual case: inside the open step
+    if (b <= a) return;
+    const int64_t ov = b - a;
+    AddName(&newest, true, name, ov);
+    if (outer & kCompute) newest.s.compute_ns += ov;
+    if (outer & kComm) newest.s.comm_ns += ov;
+    if (outer & kWait) newest.s.wait_ns += ov;
+    newest.last_ns = std::max(newest.last_ns, b);
+    return;
+  }
   for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
     if (it->end <= a) break;  // this step and the ones before end before the span
     const int64_t lo = std::max(a, it->s.start_ns);
     const int64_t hi = std::min(b, it->end);
     if (hi <= lo) continue;
     const int64_t ov = hi - lo;
-    it->names[name] += ov;
+    AddName(&*it, it == pending_.rbegin(), name, ov);
     if (outer & kCompute) it->s.compute_ns += ov;
     if (outer & kComm) it->s.comm_ns += ov;
     if (outer & kWait) it->s.wait_ns += ov;
     it->last_ns = std::max(it->last_ns, hi);
   }
+}
+
+void StepStats::AddName(Step* st, bool newest, uint32_t name, int64_t ns) {
+  if (newest && name < kMaxSlotName) {
+    if (name >= name_slot_.size()) name_slot_.resize(name + 1, 0);
+    uint32_t& slot = name_slot_[name];
+    if (slot == 0) {
+      st->names.emplace_back(name, 0);
+      slot = static_cast<uint32_t>(st->names.size());
+    }
+    st->names[slot - 1].second += ns;
+    return;
+  }
+  for (auto& [id, total] : st->names) {
+    if (id == name) {
+      total += ns;
+      return;
+    }
+  }
+  st->names.emplace_back(name, ns);
 }
 
 void StepStats::MarkStep(int64_t ts, int64_t step, bool* slow) {
@@ -80,6 +114,12 @@ void StepStats::MarkStep(int64_t ts, int64_t step, bool* slow) {
     }
     recent_.push_back(prev.s.dur_ns);
     if (recent_.size() > kSlowWindow) recent_.pop_front();
+  }
+  // The slots index the newest step's names: cleared for the new one.
+  if (!pending_.empty()) {
+    for (const auto& [name, ns] : pending_.back().names) {
+      if (name < name_slot_.size()) name_slot_[name] = 0;
+    }
   }
   Step& st = pending_.emplace_back();
   st.s.step = step;
@@ -153,7 +193,7 @@ bool StepStats::OnEvent(Thread* t, EventKind kind, uint8_t cat, int64_t ts, uint
 }
 
 void StepStats::Finish(Step* st, std::vector<engine::StepStat>* out) {
-  top_scratch_.assign(st->names.begin(), st->names.end());
+  top_scratch_.swap(st->names);
   const size_t n = std::min(kTopNames, top_scratch_.size());
   std::partial_sort(top_scratch_.begin(), top_scratch_.begin() + static_cast<std::ptrdiff_t>(n),
                     top_scratch_.end(), [](const auto& a, const auto& b) {
@@ -169,6 +209,11 @@ void StepStats::TakeFinished(int64_t safe_ns, bool final, std::vector<engine::St
     const bool closed = st.end != INT64_MAX;
     if (!final && !(closed && (st.end <= safe_ns || pending_.size() > kMaxPending))) break;
     if (!closed) st.s.dur_ns = std::max<int64_t>(0, st.last_ns - st.s.start_ns);
+    if (pending_.size() == 1) {  // the newest step: its slots go with it
+      for (const auto& [name, ns] : st.names) {
+        if (name < name_slot_.size()) name_slot_[name] = 0;
+      }
+    }
     Finish(&st, out);
     pending_.pop_front();
   }

@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <deque>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/segment_format.h"
@@ -80,13 +79,15 @@ class StepStats {
  private:
   struct Step {
     engine::StepStat s;
-    int64_t end = INT64_MAX;  // INT64_MAX: still open
-    int64_t last_ns = 0;      // the latest event time seen in it
-    std::unordered_map<uint32_t, int64_t> names;
+    int64_t end = INT64_MAX;                          // INT64_MAX: still open
+    int64_t last_ns = 0;                              // the latest event time seen in it
+    std::vector<std::pair<uint32_t, int64_t>> names;  // (name, inclusive ns), unordered
   };
   Step* StepAt(int64_t ts);
   void AddSpan(int64_t a, int64_t b, uint32_t name, uint8_t outer);
   void MarkStep(int64_t ts, int64_t step, bool* slow);
+  // Adds `ns` to `name` in `st`: through name_slot_ for the newest step, by search otherwise.
+  void AddName(Step* st, bool newest, uint32_t name, int64_t ns);
   void Finish(Step* st, std::vector<engine::StepStat>* out);
   bool NonBlocking(uint32_t name) const {
     return name < nonblocking_.size() && nonblocking_[name] != 0;
@@ -99,6 +100,8 @@ class StepStats {
   std::vector<uint8_t> nonblocking_;  // by string id
   uint32_t names_known_ = 0;
   std::vector<Thread> threads_;  // by thread index
+  // By name id (below kMaxSlotName): 1 + its index in the newest step's `names`, else 0.
+  std::vector<uint32_t> name_slot_;
   std::vector<std::pair<uint32_t, int64_t>> top_scratch_;
 };
 
