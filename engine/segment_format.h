@@ -154,7 +154,7 @@ struct StepStat {
   int64_t comm_ns = 0;     // inside outermost communication calls (mpi, nccl, comm)
   int64_t wait_ns = 0;     // the part of comm_ns in blocking calls (not MPI_I*, not nccl)
   uint64_t bytes = 0;      // the `bytes` argument of the communication calls begun in the step
-  uint64_t events = 0;     // events recorded in the step (by their start)
+  uint64_t events = 0;     // its rows of the events table (a span once, by its start)
   std::vector<std::pair<uint32_t, int64_t>> top;  // (string id, inclusive ns), most time first
   bool operator==(const StepStat&) const = default;
 };

@@ -133,7 +133,8 @@ bool StepStats::OnEvent(Thread* t, EventKind kind, uint8_t cat, int64_t ts, uint
   if (kind == EventKind::kStep) MarkStep(ts, ival, &slow);
   if (pending_.empty()) return false;  // before the first step: not summarised
   if (Step* st = StepAt(ts)) {
-    ++st->s.events;
+    // The rows of the events table: a span once (at its begin), no step marker.
+    if (kind != EventKind::kEnd && kind != EventKind::kStep) ++st->s.events;
     st->last_ns = std::max(st->last_ns, ts);
     if (args != nullptr && (args->mask & engine::EventArgs::kBytes) && IsComm(cat) &&
         (kind == EventKind::kBegin || kind == EventKind::kComplete)) {

@@ -11,7 +11,8 @@
 //   wait_ns     the part of comm_ns in blocking calls: every mpi/comm call but the
 //               non-blocking starts (MPI_I*, except MPI_Init*); nccl calls only enqueue
 //   bytes       the `bytes` argument of communication events that start in the step
-//   events      events that start in the step
+//   events      the rows the step has in the events table when written in detail: spans
+//               (a begin/end pair once), instants and counters that start in it
 //   top         the 5 names with the most inclusive span time in the step
 // A span that crosses a step boundary is split between the steps (a part that falls in a step
 // already handed back is not counted). Events of another thread

@@ -3,7 +3,7 @@
 // a `work` span (category compute) that sleeps until the step's intended duration less 3 ms
 // (SLOW_MS for the slow steps, STEP_MS for the others), an `MPI_Allreduce` span (category mpi,
 // bytes 1000 + s) of 2 ms, then an `MPI_Isend` span (category mpi, bytes 10, a non-blocking
-// start) of 1 ms: 7 events per step (the marker, 3 begins, 3 ends), 1010 + s bytes.
+// start) of 1 ms: 3 spans per step (3 rows of the events table), 1010 + s bytes.
 // Usage: slow_step_program STEPS STEP_MS SLOW_MS [SLOW_STEP...]. Prints "steps N".
 #include <stdio.h>
 #include <stdlib.h>

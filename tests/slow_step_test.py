@@ -2,7 +2,7 @@
 """step_stats and the slow-step trigger end to end (docs/flight.md "step_stats", "Slow steps").
 
 tests/slow_step_program.c runs steps of a known length (sleeps: a `work` span, then a 2 ms
-MPI_Allreduce of 1000 + step bytes and a 1 ms MPI_Isend of 10 bytes: 7 events a step), with
+MPI_Allreduce of 1000 + step bytes and a 1 ms MPI_Isend of 10 bytes: 3 spans a step), with
 slow steps injected at known steps (400 ms for 40 ms; the trigger's factor is 5, so that a
 loaded machine's stalls do not fire it). Checked against what was injected:
   - flight mode (TRACEDB_FLIGHT=800ms, TRACEDB_SLOW_STEP=5), slow steps 25 and 75 of 110:
@@ -14,14 +14,15 @@ loaded machine's stalls do not fire it). Checked against what was injected:
     800 ms (20 steps) after it;
   - `step_stats` has one row for every step 0-109 even so (most steps have no events), with
     dur_ns at least the injected sleeps, the slow steps at least 4x the median of the others,
-    events = 7, bytes = 1010 + step, compute_ns >= the work sleep, wait_ns >= the Allreduce
+    events = 3 (the spans), bytes = 1010 + step, compute_ns >= the work sleep, wait_ns >= the Allreduce
     sleep and comm_ns - wait_ns >= the Isend sleep (MPI_Isend is not a blocking call),
     top_names = work (its time is compute_ns), then MPI_Allreduce and MPI_Isend; and the
     STEPSTATS blocks of the segment files (read here frame by frame, independently of the
     product) are small per step;
   - without flight mode: no trigger (the slow-step trigger belongs to flight mode), every step
     written, and step_stats' start_ns and dur_ns equal the `steps` table's marker times and
-    their differences exactly (a separate reading of the same markers);
+    their differences exactly, and its events the rows of each step in the events table (a
+    separate reading of the same events);
   - a healthy flight run (no slow step) fires no trigger and writes no events, and
     TRACEDB_SLOW_STEP=0 turns the trigger off with slow steps injected.
 Exit 0 passed, 1 failed.
@@ -115,8 +116,8 @@ def check_stats(args, db, trace, name, steps, slow):
         check(int(r["end_ns"]) - int(r["start_ns"]) == dur, "%s: step %d end - start" % (name, s))
         if s not in slow:
             normal.append(dur)
-        # The program's events: the trigger's own instant is not one of them.
-        check(int(r["events"]) == 7, "%s: step %d events %s, want 7" % (name, s, r["events"]))
+        # The program's 3 spans: the trigger's own instant is not one of them.
+        check(int(r["events"]) == 3, "%s: step %d events %s, want 3" % (name, s, r["events"]))
         check(int(r["bytes"]) == 1010 + s, "%s: step %d bytes %s" % (name, s, r["bytes"]))
         compute, comm, wait = int(r["compute_ns"]), int(r["comm_ns"]), int(r["wait_ns"])
         check((ms - 3) * 1e6 * 0.99 <= compute <= dur,
@@ -183,6 +184,13 @@ def main():
         for r, ts in zip(rows, marks):
             check(int(r["start_ns"]) == ts, "plain: step %s starts at %s, its marker at %d" %
                   (r["step"], r["start_ns"], ts))
+        # events: the rows each step has in the events table (every step is written here).
+        per_step = {int(r["step"]): int(r["n"]) for r in query(
+            args, db, "SELECT step, count(*) AS n FROM events GROUP BY step")}
+        for r in rows:
+            check(per_step.get(int(r["step"])) == int(r["events"]),
+                  "plain: step %s has %s rows in events, step_stats says %s" %
+                  (r["step"], per_step.get(int(r["step"])), r["events"]))
         for r, a, b in zip(rows, marks, marks[1:]):
             check(int(r["dur_ns"]) == b - a, "plain: step %s dur %s, markers %d apart" %
                   (r["step"], r["dur_ns"], b - a))
