@@ -3,7 +3,9 @@
 # (examples/logreg_mpi, 2 ranks) run three ways, interleaved, REPS times each:
 #   off      no recording (the interposer not loaded)
 #   flight   the recorder and the MPI interposer preloaded, TRACEDB_FLIGHT=30s: everything
-#            recorded into the ring, nothing written without a trigger
+#            recorded into the ring, nothing written without a trigger (the slow-step trigger
+#            off: on a loaded machine a 3 ms step stalled by 50 ms is a slow step, whose ring
+#            would be written; the step summaries are written all the same)
 #   full     the same without TRACEDB_FLIGHT: everything recorded and written
 # (as `tracedb record` sets them up, without its compaction, which is not the job's time), and
 # prints the median wall time of each (mpirun's, launch included), flight's and full's slowdown
@@ -36,7 +38,7 @@ for rep in $(seq 1 "$reps"); do
     case $mode in
       off) "${mpirun_cmd[@]}" "$demo" "${args[@]}" > /dev/null ;;
       flight) "${mpirun_cmd[@]}" -x TRACEDB_DIR="$tmp/$mode" -x LD_PRELOAD="$lib" \
-                -x TRACEDB_FLIGHT=30s "$demo" "${args[@]}" > /dev/null ;;
+                -x TRACEDB_FLIGHT=30s -x TRACEDB_SLOW_STEP=0 "$demo" "${args[@]}" > /dev/null ;;
       full) "${mpirun_cmd[@]}" -x TRACEDB_DIR="$tmp/$mode" -x LD_PRELOAD="$lib" \
               "$demo" "${args[@]}" > /dev/null ;;
     esac
@@ -49,6 +51,26 @@ off=$(echo "${times[off]}" | median)
 flight=$(echo "${times[flight]}" | median)
 full=$(echo "${times[full]}" | median)
 bytes() { du -sb "$1" | cut -f1; }
+# The STEPSTATS blocks' bytes (frame header + stored payload, docs/segment-format.md), file by
+# file: the per-step summaries (docs/flight.md "step_stats").
+stepstats_bytes() {
+  python3 - "$1" <<'PY'
+import os, struct, sys
+total = 0
+for root, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        if f.endswith(".tds"):
+            data = open(os.path.join(root, f), "rb").read()
+            pos = 32
+            while pos + 20 <= len(data):
+                magic, btype, _, _, stored = struct.unpack_from("<4sBBHI", data, pos)
+                if magic != b"TDBK":
+                    break
+                total += 20 + stored if btype == 11 else 0
+                pos += 20 + stored
+print(total)
+PY
+}
 fb=$(bytes "$tmp/flight")
 ub=$(bytes "$tmp/full")
 echo "logreg_mpi, 2 ranks, $steps steps, median of $reps interleaved runs (wall, launch included)"
@@ -57,3 +79,6 @@ printf "  flight  %.3f s  (%+.2f%% vs off)  %.0f bytes written per step per rank
   "$(echo "($flight - $off) * 100 / $off" | bc -l)" "$(echo "$fb / ($steps * 2)" | bc -l)"
 printf "  full    %.3f s  (%+.2f%% vs off)  %.0f bytes written per step per rank\n" "$full" \
   "$(echo "($full - $off) * 100 / $off" | bc -l)" "$(echo "$ub / ($steps * 2)" | bc -l)"
+printf "  (du -sb of the segment directory, 3 directories included; of which step_stats: flight %.1f, full %.1f bytes per step per rank)\n" \
+  "$(echo "$(stepstats_bytes "$tmp/flight") / ($steps * 2)" | bc -l)" \
+  "$(echo "$(stepstats_bytes "$tmp/full") / ($steps * 2)" | bc -l)"

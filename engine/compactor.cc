@@ -17,6 +17,7 @@
 
 #include "engine/clock_model.h"
 #include "engine/coding.h"
+#include "engine/flight_tables.h"
 #include "engine/segment_dir.h"
 #include "engine/segment_reader.h"
 #include "engine/segment_writer.h"
@@ -381,6 +382,9 @@ class EventsVisitor : public SegmentVisitor {
       dropped += d.dropped;
     }
   }
+  void OnStepStats(const std::vector<StepStat>& rows) override {
+    if (status_.ok()) status_ = InsertStepStats(w_->db(), rank_, rows, *model_, strings_);
+  }
   void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
     if (!status_.ok()) return;
     // The process was seen at its last event's start (a thread's events come in start order).
@@ -434,7 +438,7 @@ class EventsVisitor : public SegmentVisitor {
           s = b_->Instant(track, ts, name, cat, args);
           if (s.ok() && !trigger_names_.empty()) {
             auto t = trigger_names_.find(name);
-            if (t != trigger_names_.end()) s = AddTrigger(ts, t->second);
+            if (t != trigger_names_.end()) s = InsertTrigger(w_->db(), rank_, ts, t->second);
           }
           break;
         }
@@ -491,20 +495,6 @@ class EventsVisitor : public SegmentVisitor {
     }
     return id;
   }
-  // One row of `triggers` (docs/flight.md), created with the first one.
-  Status AddTrigger(int64_t ts, const std::string& reason) {
-    Db* db = w_->db();
-    if (!triggers_ready_) {
-      TRACEDB_RETURN_IF_ERROR(
-          db->Exec("CREATE TABLE IF NOT EXISTS triggers(rank INTEGER NOT NULL, ts INTEGER NOT "
-                   "NULL, reason TEXT NOT NULL, PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID"));
-      triggers_ready_ = true;
-    }
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st,
-        db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
-    return st.Bind(1, rank_).Bind(2, ts).Bind(3, reason).Run();
-  }
   uint32_t ThreadTrack(uint32_t index) {
     auto it = thread_tracks_.find(index);
     if (it != thread_tracks_.end()) return it->second;
@@ -555,7 +545,6 @@ class EventsVisitor : public SegmentVisitor {
   std::vector<uint32_t> name_cache_;
   std::map<uint32_t, uint32_t> unknown_names_;
   std::map<uint32_t, std::string> trigger_names_;  // string id -> the trigger's reason
-  bool triggers_ready_ = false;
   std::map<uint32_t, uint32_t> lane_names_;
   std::map<uint32_t, ThreadInfo> threads_;
   std::map<uint32_t, uint32_t> thread_tracks_;

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include "engine/flight_tables.h"
 #include "engine/version.h"
 
 namespace tracedb::engine {
@@ -123,6 +124,7 @@ StatusOr<std::string> SchemaVersion(Db* db) {
 
 Status CreateSchema(Db* db) {
   TRACEDB_RETURN_IF_ERROR(db->Exec(kSchemaSql));
+  TRACEDB_RETURN_IF_ERROR(db->Exec(kStepStatsTableSql));
   TRACEDB_RETURN_IF_ERROR(db->Exec(kCommsViewSql));
   TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)"));
   TRACEDB_RETURN_IF_ERROR(st.Bind(1, "format").Bind(2, "tracedb").Run());

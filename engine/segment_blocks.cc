@@ -414,6 +414,64 @@ Status DecodeComms(std::string_view payload, std::vector<CommInfo>* comms) {
   return Status::Ok();
 }
 
+// ---- STEPSTATS ----
+
+void EncodeStepStats(const std::vector<StepStat>& steps, std::string* dst) {
+  PutVarint64(dst, steps.size());
+  for (const StepStat& st : steps) {
+    PutVarsigned(dst, st.step);
+    PutVarsigned(dst, st.start_ns);
+    PutVarint64(dst, static_cast<uint64_t>(st.dur_ns));
+    PutVarint64(dst, static_cast<uint64_t>(st.compute_ns));
+    PutVarint64(dst, static_cast<uint64_t>(st.comm_ns));
+    PutVarint64(dst, static_cast<uint64_t>(st.wait_ns));
+    PutVarint64(dst, st.bytes);
+    PutVarint64(dst, st.events);
+    PutVarint64(dst, st.top.size());
+    for (const auto& [name, ns] : st.top) {
+      PutVarint64(dst, name);
+      PutVarint64(dst, static_cast<uint64_t>(ns));
+    }
+  }
+}
+
+namespace {
+// A non-negative int64 stored as a varint.
+bool GetNonNegative(Reader* r, int64_t* v) {
+  uint64_t u;
+  if (!r->GetVarint64(&u) || u > static_cast<uint64_t>(INT64_MAX)) return false;
+  *v = static_cast<int64_t>(u);
+  return true;
+}
+}  // namespace
+
+Status DecodeStepStats(std::string_view payload, std::vector<StepStat>* steps) {
+  Reader r(payload);
+  uint64_t n;
+  if (!GetCount(&r, &n)) return Bad("STEPSTATS", "bad count");
+  steps->clear();
+  steps->resize(n);
+  for (StepStat& st : *steps) {
+    uint64_t top;
+    if (!r.GetVarsigned(&st.step) || !r.GetVarsigned(&st.start_ns) ||
+        !GetNonNegative(&r, &st.dur_ns) || !GetNonNegative(&r, &st.compute_ns) ||
+        !GetNonNegative(&r, &st.comm_ns) || !GetNonNegative(&r, &st.wait_ns) ||
+        !r.GetVarint64(&st.bytes) || !r.GetVarint64(&st.events) || !r.GetVarint64(&top)) {
+      return Bad("STEPSTATS", "truncated entry");
+    }
+    if (st.start_ns > INT64_MAX - st.dur_ns) return Bad("STEPSTATS", "step end out of range");
+    if (top > StepStat::kMaxTopNames) return Bad("STEPSTATS", "too many top names");
+    st.top.resize(top);
+    for (auto& [name, ns] : st.top) {
+      if (!r.GetVarint32(&name) || !GetNonNegative(&r, &ns)) {
+        return Bad("STEPSTATS", "truncated top names");
+      }
+    }
+  }
+  if (r.remaining() != 0) return Bad("STEPSTATS", "trailing bytes");
+  return Status::Ok();
+}
+
 // ---- END ----
 
 void EncodeEnd(const SegmentEnd& e, std::string* dst) { PutVarint64(dst, e.events); }

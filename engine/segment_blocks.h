@@ -125,6 +125,10 @@ Status DecodeStats(std::string_view payload, std::vector<DropCount>* drops);
 void EncodeComms(const std::vector<CommInfo>& comms, std::string* dst);
 Status DecodeComms(std::string_view payload, std::vector<CommInfo>* comms);
 
+// STEPSTATS: step summaries (docs/segment-format.md "STEPSTATS block").
+void EncodeStepStats(const std::vector<StepStat>& steps, std::string* dst);
+Status DecodeStepStats(std::string_view payload, std::vector<StepStat>* steps);
+
 void EncodeEnd(const SegmentEnd& e, std::string* dst);
 Status DecodeEnd(std::string_view payload, SegmentEnd* e);
 

@@ -310,5 +310,88 @@ TEST(EventsBlock, ExtremeTimestampsRoundTrip) {
   for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].ts, ts[i]) << i;
 }
 
+// ---- STEPSTATS ----
+
+std::vector<StepStat> SomeStepStats() {
+  StepStat a;
+  a.step = 12;
+  a.start_ns = 1700000000000000000;
+  a.dur_ns = 250000000;
+  a.compute_ns = 240000000;
+  a.comm_ns = 3000000;
+  a.wait_ns = 2000000;
+  a.bytes = 1ull << 33;
+  a.events = 7;
+  a.top = {{5, 240000000}, {9, 2000000}, {3, 1000000}};
+  StepStat b;  // negative step and start, nothing else
+  b.step = -1;
+  b.start_ns = -5;
+  return {a, b};
+}
+
+TEST(StepStatsBlock, RoundTrip) {
+  std::string raw;
+  EncodeStepStats(SomeStepStats(), &raw);
+  std::vector<StepStat> back;
+  ASSERT_TRUE(DecodeStepStats(raw, &back).ok());
+  EXPECT_EQ(back, SomeStepStats());
+  raw.clear();
+  EncodeStepStats({}, &raw);
+  ASSERT_TRUE(DecodeStepStats(raw, &back).ok());
+  EXPECT_TRUE(back.empty());
+}
+
+TEST(StepStatsBlock, EveryTruncationAndTrailingByteIsAnError) {
+  std::string raw;
+  EncodeStepStats(SomeStepStats(), &raw);
+  std::vector<StepStat> out;
+  for (size_t n = 0; n < raw.size(); ++n) {
+    const Status s = DecodeStepStats(std::string_view(raw).substr(0, n), &out);
+    EXPECT_FALSE(s.ok()) << "prefix of " << n << " bytes";
+    EXPECT_NE(s.message().find("STEPSTATS"), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(DecodeStepStats(raw + '\0', &out).ok());
+}
+
+TEST(StepStatsBlock, HostileValuesAreRejected) {
+  std::vector<StepStat> out;
+  // A count far larger than the payload.
+  std::string raw;
+  PutVarint64(&raw, 1ull << 60);
+  EXPECT_FALSE(DecodeStepStats(raw, &out).ok());
+  // One entry whose fields are given by `fields` (step, start, dur, compute, comm, wait, bytes,
+  // events, top count), then `tail`.
+  auto entry = [](std::vector<uint64_t> fields, const std::string& tail = "") {
+    std::string r;
+    PutVarint64(&r, 1);
+    PutVarsigned(&r, static_cast<int64_t>(fields[0]));
+    PutVarsigned(&r, static_cast<int64_t>(fields[1]));
+    for (size_t i = 2; i < fields.size(); ++i) PutVarint64(&r, fields[i]);
+    return r + tail;
+  };
+  EXPECT_TRUE(DecodeStepStats(entry({1, 100, 10, 0, 0, 0, 0, 0, 0}), &out).ok());
+  // A duration past INT64_MAX, and one whose end overflows.
+  EXPECT_FALSE(DecodeStepStats(entry({1, 100, 1ull << 63, 0, 0, 0, 0, 0, 0}), &out).ok());
+  EXPECT_FALSE(
+      DecodeStepStats(entry({1, static_cast<uint64_t>(INT64_MAX - 5), 10, 0, 0, 0, 0, 0, 0}), &out)
+          .ok());
+  // A time sum past INT64_MAX.
+  EXPECT_FALSE(DecodeStepStats(entry({1, 100, 10, ~0ull, 0, 0, 0, 0, 0}), &out).ok());
+  // More top names than the format allows, with the bytes to hold them.
+  std::string names;
+  for (int i = 0; i < 17; ++i) {
+    PutVarint64(&names, 1);
+    PutVarint64(&names, 1);
+  }
+  EXPECT_FALSE(DecodeStepStats(entry({1, 100, 10, 0, 0, 0, 0, 0, 17}, names), &out).ok());
+  EXPECT_TRUE(
+      DecodeStepStats(entry({1, 100, 10, 0, 0, 0, 0, 0, 16}, names.substr(0, 32)), &out).ok());
+  // A name id past 32 bits.
+  std::string big;
+  PutVarint64(&big, 1ull << 40);
+  PutVarint64(&big, 1);
+  EXPECT_FALSE(DecodeStepStats(entry({1, 100, 10, 0, 0, 0, 0, 0, 1}, big), &out).ok());
+}
+
 }  // namespace
 }  // namespace tracedb::engine

@@ -34,6 +34,7 @@ enum class BlockType : uint8_t {
   kStats = 8,
   kEnd = 9,
   kComms = 10,
+  kStepStats = 11,
 };
 
 enum class Codec : uint8_t { kRaw = 0, kLz4 = 1 };
@@ -139,6 +140,23 @@ struct AnchorPoint {
 struct DropCount {
   uint32_t thread_index = 0;
   uint64_t dropped = 0;
+};
+
+// STEPSTATS block entry: the recorder's summary of one training step of this process
+// (docs/flight.md "step_stats"), written in every mode, flight or not. Times are the recorder's
+// clock; the *_ns sums run over the process's threads, so they may exceed the step's duration.
+struct StepStat {
+  static constexpr size_t kMaxTopNames = 16;  // the decoder refuses more
+  int64_t step = 0;
+  int64_t start_ns = 0;    // the tracedb_step(step) marker
+  int64_t dur_ns = 0;      // to the next marker (the last step: to its last event), >= 0
+  int64_t compute_ns = 0;  // inside outermost spans of category compute or cuda
+  int64_t comm_ns = 0;     // inside outermost communication calls (mpi, nccl, comm)
+  int64_t wait_ns = 0;     // the part of comm_ns in blocking calls (not MPI_I*, not nccl)
+  uint64_t bytes = 0;      // the `bytes` argument of the communication calls begun in the step
+  uint64_t events = 0;     // its rows of the events table (a span once, by its start)
+  std::vector<std::pair<uint32_t, int64_t>> top;  // (string id, inclusive ns), most time first
+  bool operator==(const StepStat&) const = default;
 };
 
 // COMMS block entry: a communicator as seen by this rank. `comm` is the id events carry in their

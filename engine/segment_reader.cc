@@ -201,6 +201,12 @@ Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, Segment
       v->OnComms(c);
       return Status::Ok();
     }
+    case BlockType::kStepStats: {
+      std::vector<StepStat> st;
+      TRACEDB_RETURN_IF_ERROR(DecodeStepStats(raw, &st));
+      v->OnStepStats(st);
+      return Status::Ok();
+    }
     case BlockType::kEnd: {
       SegmentEnd e;
       TRACEDB_RETURN_IF_ERROR(DecodeEnd(raw, &e));

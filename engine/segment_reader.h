@@ -28,6 +28,7 @@ class SegmentVisitor {
   virtual void OnAnchors(const std::vector<AnchorPoint>&) {}
   virtual void OnStats(const std::vector<DropCount>&) {}
   virtual void OnComms(const std::vector<CommInfo>&) {}
+  virtual void OnStepStats(const std::vector<StepStat>&) {}
   virtual void OnEnd(const SegmentEnd&) {}
 };
 

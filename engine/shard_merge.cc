@@ -14,6 +14,7 @@
 #include "engine/crc32c.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
+#include "engine/flight_tables.h"
 #include "engine/lz4_codec.h"
 
 namespace tracedb::engine {
@@ -31,8 +32,8 @@ constexpr uint8_t kFormatBitLength = 2;
 constexpr uint8_t kFormatHuffman = 3;
 
 // The tables keyed by rank whose rows a shard's ranks own, copied whole on every merge.
-constexpr const char* kRankTables[] = {"ranks", "processes", "clock_knots", "sync_points",
-                                       "steps", "stats",     "sources"};
+constexpr const char* kRankTables[] = {"ranks", "processes", "clock_knots", "sync_points", "steps",
+                                       "stats", "sources",   "step_stats",  "triggers"};
 
 Status Bad(const std::string& shard, int64_t block, std::string_view why) {
   return Status::Corruption(shard + ": block " + std::to_string(block) + ": " + std::string(why));
@@ -531,6 +532,9 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
 
   // The per-rank tables: the shard's rows replace its ranks' rows (they are cumulative).
   const std::string owned = " WHERE rank IN (SELECT rank FROM shard.sources)";
+  // step_stats, triggers: a target written before the tables existed gets them; a shard
+  // always has them (a new database's schema).
+  TRACEDB_RETURN_IF_ERROR(EnsureFlightTables(dst));
   for (const char* t : kRankTables) {
     TRACEDB_RETURN_IF_ERROR(dst->Exec(std::string("DELETE FROM main.") + t + owned));
     TRACEDB_RETURN_IF_ERROR(

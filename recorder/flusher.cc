@@ -122,6 +122,11 @@ Flusher::~Flusher() { Stop(); }
 Status Flusher::Start(const FlusherConfig& config) {
   config_ = config;
   ring_ = FlightRing(config.flight_ns);
+  steps_ = StepStats();
+  steps_.Configure(
+      config.flight_ns > 0 && config.slow_step_trigger_name != 0 ? config.slow_step_factor : 0);
+  step_rows_.clear();
+  slow_trigger_ = false;
   detail_until_ns_ = 0;
   g_trigger_request.store(0, std::memory_order_relaxed);
   std::string dir = config.dir;
@@ -238,6 +243,7 @@ void Flusher::FinishBlock(uint32_t thread_index) {
 
 void Flusher::DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, uint32_t to) {
   engine::EventArgs args;
+  StepStats::Thread* const st = steps_.ThreadState(b->index);
   uint32_t t = from;
   while (t < to) {
     const Record r = slots[t++];
@@ -270,6 +276,16 @@ void Flusher::DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, u
         --b->comm_depth;
       }
     }
+    if (steps_.OnEvent(st, kind, r.cat, r.ts, r.name, r.lane, static_cast<int64_t>(payload), ap) &&
+        ClaimTrigger()) {
+      // A slow step (flight mode) just ended at this marker: its trigger instant goes on this
+      // thread just before the marker, inside the slow step; the cycle then writes the ring.
+      encoder_.Add(EventKind::kInstant, TRACEDB_CAT_USER, r.ts - 1, config_.slow_step_trigger_name,
+                   0, nullptr);
+      slow_trigger_ = true;
+      if (encoder_.count() >= kMaxEventsPerBlock) FinishBlock(b->index);
+    }
+    if (kind == EventKind::kStep) last_step_thread_ = b->index;
     switch (kind) {
       case EventKind::kComplete:
       case EventKind::kStep:
@@ -329,7 +345,19 @@ void Flusher::AppendStatsIfChanged(bool force) {
 void Flusher::Cycle(bool final, bool partial, bool trigger) {
   std::lock_guard<std::mutex> file_lock(file_mu_);
   Catalog& cat = Catalog::Get();
+  // Every event that started before now is drained by a partial cycle: the steps that ended
+  // before it are final.
+  const int64_t drained_to_ns = NowNs();
+  steps_.RefreshNames();
   cat.Buffers(&buffers_scratch_);
+  // The thread that marked the last step first: its marker then delimits the other threads'
+  // events of the same cycle (recorder/step_stats.h).
+  for (size_t i = 1; i < buffers_scratch_.size(); ++i) {
+    if (buffers_scratch_[i]->index == last_step_thread_) {
+      std::swap(buffers_scratch_[0], buffers_scratch_[i]);
+      break;
+    }
+  }
   staged_count_ = 0;
   staged_events_total_ = 0;
   for (ThreadBuffer* b : buffers_scratch_) {
@@ -345,7 +373,10 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
       drops_[b->index] += d - b->reported_dropped;
       b->reported_dropped = d;
     }
-    if (retired) retired_scratch_.push_back(b);
+    if (retired) {
+      retired_scratch_.push_back(b);
+      steps_.ForgetThread(b->index);
+    }
   }
   // Released only after this cycle has written their thread names (AppendCatalogDeltas).
   struct ReleaseRetired {
@@ -355,6 +386,11 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
       f->retired_scratch_.clear();
     }
   } release_retired{this};
+  if (partial || final) steps_.TakeFinished(drained_to_ns, final, &step_rows_);
+  if (slow_trigger_) {
+    slow_trigger_ = false;
+    trigger = trigger || ring_.enabled();
+  }
   const uint64_t nobuf = g_nobuf_dropped.load(std::memory_order_relaxed);
   if (nobuf != g_nobuf_reported) {
     drops_[0] += nobuf - g_nobuf_reported;
@@ -369,6 +405,7 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
   }
   all_comms_.insert(all_comms_.end(), comms.begin(), comms.end());
   if (writing_disabled_) {
+    step_rows_.clear();
     discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
     drops_.clear();
     return;
@@ -416,6 +453,12 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
     flight_forgotten_events.store(ring_.forgotten_events(), std::memory_order_relaxed);
   }
   file_events_ += written_now;
+  if (!step_rows_.empty()) {  // written in flight mode too: the summary of every step
+    block_scratch_.clear();
+    engine::EncodeStepStats(step_rows_, &block_scratch_);
+    writer_.AppendBlock(BlockType::kStepStats, block_scratch_, true);
+    step_rows_.clear();
+  }
   AppendStatsIfChanged(/*force=*/false);
   if (!sync.empty()) {
     block_scratch_.clear();

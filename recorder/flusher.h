@@ -8,7 +8,8 @@
 // an END block at the end of the session. In flight-recorder mode (FlusherConfig::flight_ns) the
 // EVENTS blocks go to a ring of the last window instead of the file, and a trigger
 // (RequestTrigger, or a terminating signal) writes the ring and then everything for one more
-// window (docs/flight.md).
+// window (docs/flight.md). In every mode it summarises each step (recorder/step_stats.h) and
+// writes the summaries as STEPSTATS blocks; in flight mode a slow step triggers.
 //
 // An I/O error (full disk, removed directory) disables writing for the session with one warning
 // on stderr; the flusher keeps draining so producers never block, and counts what it discards as
@@ -34,6 +35,7 @@
 #include "recorder/chunk_pool.h"
 #include "recorder/flight_ring.h"
 #include "recorder/rank_env.h"
+#include "recorder/step_stats.h"
 #include "recorder/thread_buffer.h"
 
 namespace tracedb::recorder {
@@ -51,8 +53,15 @@ struct FlusherConfig {
                                 // ring of this window and written only around a trigger
   int64_t hang_timeout_ns = 0;  // > 0: the hang watchdog (TRACEDB_HANG_TIMEOUT): a thread in
                                 // one communication call this long triggers, once per call
-  uint32_t hang_trigger_name = 0;  // "tracedb.trigger:hang", interned by the caller
+  uint32_t hang_trigger_name = 0;       // "tracedb.trigger:hang", interned by the caller
+  double slow_step_factor = 0;          // > 1 (flight mode only): a step longer than this times the
+                                        // median of the recent ones triggers (TRACEDB_SLOW_STEP)
+  uint32_t slow_step_trigger_name = 0;  // "tracedb.trigger:slow_step", interned by the caller
 };
+
+// Claims the right to trigger now: false within a second of the last trigger (recorder.cc; the
+// rate limit that tracedb_trigger, SIGUSR1 and the slow-step trigger share). Async-signal-safe.
+bool ClaimTrigger() noexcept;
 
 class Flusher {
  public:
@@ -151,8 +160,12 @@ class Flusher {
   int64_t last_write_ns_ = 0;
   int64_t last_anchor_ns_ = 0;
 
-  uint64_t full_seen_ = 0;       // chunks sealed by producers, as of the last cycle
-  FlightRing ring_;              // flight mode's last window of EVENTS blocks
+  uint64_t full_seen_ = 0;  // chunks sealed by producers, as of the last cycle
+  FlightRing ring_;         // flight mode's last window of EVENTS blocks
+  StepStats steps_;         // the per-step summaries (STEPSTATS blocks), every mode
+  std::vector<engine::StepStat> step_rows_;  // finished steps of this cycle
+  bool slow_trigger_ = false;                // a slow step was decoded this cycle (flight mode)
+  uint32_t last_step_thread_ = 0;            // the thread index of the last step marker decoded
   int64_t detail_until_ns_ = 0;  // flight mode: write everything until then (a trigger's window)
 
   std::mutex file_mu_;  // held by the flusher thread while it writes; by fork() around the fork

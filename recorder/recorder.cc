@@ -298,12 +298,15 @@ void OnTerminateSignal(int sig) {
 
 // Triggers (tracedb_trigger, SIGUSR1): at most one a second; a storm is ignored.
 constexpr int64_t kMinTriggerGapNs = 1000000000;
+constexpr double kDefaultSlowStepFactor = 2.0;  // TRACEDB_SLOW_STEP's default
 std::atomic<int64_t> g_last_trigger_ns{INT64_MIN / 2};
 std::atomic<uint32_t> g_sigusr1_name{0};  // "tracedb.trigger:SIGUSR1", interned at start
 bool g_flight = false;                    // guarded by g_mu
 
+}  // namespace
+
 // Claims the right to trigger now (false within kMinTriggerGapNs of the last). Lock-free, so
-// that a signal handler may call it.
+// that a signal handler may call it. Declared in flusher.h (the slow-step trigger uses it).
 bool ClaimTrigger() noexcept {
   const int64_t now = NowNs();
   int64_t last = g_last_trigger_ns.load(std::memory_order_relaxed);
@@ -312,6 +315,8 @@ bool ClaimTrigger() noexcept {
   } while (!g_last_trigger_ns.compare_exchange_weak(last, now, std::memory_order_relaxed));
   return true;
 }
+
+namespace {
 
 void OnTriggerSignal(int) {
   const int saved_errno = errno;
@@ -458,6 +463,25 @@ int tracedb_start(const char* dir) noexcept {
         cfg.hang_timeout_ns = 0;
       }
       cfg.hang_trigger_name = Catalog::Get().Intern("tracedb.trigger:hang");
+    }
+    if (g_flight) {
+      // The slow-step trigger (docs/flight.md): K times the median of the recent steps.
+      cfg.slow_step_factor = kDefaultSlowStepFactor;
+      if (const char* k = std::getenv("TRACEDB_SLOW_STEP"); k != nullptr && *k) {
+        char* end = nullptr;
+        const double v = std::strtod(k, &end);
+        if (end != k && *end == '\0' && (v == 0 || (v > 1 && v <= 1e6))) {
+          cfg.slow_step_factor = v;
+        } else {
+          std::fprintf(stderr,
+                       "tracedb: TRACEDB_SLOW_STEP=%s is neither 0 (off) nor a factor above 1; "
+                       "using %g\n",
+                       k, kDefaultSlowStepFactor);
+        }
+      }
+      if (cfg.slow_step_factor > 0) {
+        cfg.slow_step_trigger_name = Catalog::Get().Intern("tracedb.trigger:slow_step");
+      }
     }
     pool = ChunkPool::Create(budget);
     if (pool == nullptr) return TRACEDB_ERR_IO;

@@ -76,6 +76,7 @@ struct RecordOptions {
   double grace_s = 10;       // a stopping job's time to flush and exit before SIGKILL
   std::string flight;        // flight-recorder mode: TRACEDB_FLIGHT for every rank (docs/flight.md)
   std::string hang_timeout;  // the hang watchdog: TRACEDB_HANG_TIMEOUT for every rank
+  double slow_step = -1;     // >= 0: TRACEDB_SLOW_STEP for every rank (flight mode)
   bool nccl = false, cuda = false, nvtx = false;  // GPU capture (docs/gpu-capture.md)
   std::string nccl_events;                        // TRACEDB_NCCL_EVENTS for the NCCL plugin
   std::vector<std::string> command;
@@ -614,6 +615,16 @@ int RunRecord(const RecordOptions& o) {
     }
     vars.emplace_back("TRACEDB_HANG_TIMEOUT", o.hang_timeout);
   }
+  if (o.slow_step >= 0) {
+    if (o.slow_step != 0 && o.slow_step <= 1) {
+      std::fprintf(stderr, "tracedb record: --slow-step %g: 0 (off) or a factor above 1\n",
+                   o.slow_step);
+      return kExitUsage;
+    }
+    char k[32];
+    std::snprintf(k, sizeof(k), "%.17g", o.slow_step);
+    vars.emplace_back("TRACEDB_SLOW_STEP", k);
+  }
   const std::string master_port = std::to_string(FreePort());
   const std::string master_addr = o.nproc > 0 ? "127.0.0.1" : HostName();
   vars.emplace_back("TRACEDB_MASTER_ADDR", master_addr);
@@ -802,6 +813,10 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_option("--hang-timeout", o->hang_timeout,
                   "Hang watchdog: a rank in one communication call (MPI, NCCL) this long writes "
                   "its flight ring (and flushes) at once; docs/flight.md");
+  sub->add_option("--slow-step", o->slow_step,
+                  "Flight mode: a step longer than K times the median of the last 20 steps "
+                  "writes its flight ring (default 2; 0: off); docs/flight.md")
+      ->check(CLI::Range(0.0, 1e6));
   sub->add_flag("--nccl", o->nccl,
                 "Load the NCCL profiler plugin: collectives, p2p, proxy ops (docs/gpu-capture.md)");
   sub->add_option("--nccl-events", o->nccl_events,

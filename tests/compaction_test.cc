@@ -557,5 +557,52 @@ TEST(Compaction, FinishWritesSpansAnEarlierPassLeftPending) {
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM events"), 1);
 }
 
+// STEPSTATS blocks become `step_stats` rows on the common clock, with their names resolved; a
+// process whose files have none (an older recorder) compacts with no rows. The expected rows
+// are the fixture's numbers moved by the offsets its anchors give (realtime - local; on one
+// host the common clock is realtime), worked out by hand.
+TEST(Compaction, StepStatsLandOnTheCommonClock) {
+  TempDir tmp;
+  const std::string spec =
+      "file trace 0 100 0 host=h world=3\n"
+      "string 1 forward\nstring 2 MPI_Allreduce\n"
+      "anchor 1000000000000 5000\nanchor 1000001000000 1005000\n"
+      "stepstat 7 6000 4000 3000 900 600 1024 12 1:3000 2:900\n"
+      "stepstat 8 10000 2000 0 0 0 0 1 99:5\n"
+      "end\n"
+      "file trace 1 101 0 host=h world=3\n"
+      "anchor 2000000000000 7000\nanchor 2000001000000 1007000\n"
+      "stepstat 7 8000 1000 0 0 0 5 0\n"
+      "end\n"
+      "file trace 2 102 0 host=h world=3\n"
+      "string 1 work\nthread 1 55 main\n"
+      "anchor 3000000000000 1\nanchor 3000001000000 1000001\n"
+      "events 1\nS 100 7\nX 200 50 1\n"
+      "end\n";
+  ASSERT_TRUE(WriteSegmentsFromSpec(tmp.path(), spec).ok());
+  const std::string db = tmp.path() + "/t.tdb";
+  ASSERT_EQ(Compact(tmp.path() + "/trace", db), 0);
+  auto q = query::OpenQueryDb(db);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  auto st = (*q)->Prepare(
+      "SELECT rank, step, start_ns, end_ns, dur_ns, compute_ns, comm_ns, wait_ns, bytes, events, "
+      "top_names FROM step_stats ORDER BY rank, step");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  std::string got;
+  for (;;) {
+    auto row = st->Step();
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    if (!*row) break;
+    for (int i = 0; i < st->ColumnCount(); ++i) {
+      got += std::string(st->Text(i)) + (i + 1 < st->ColumnCount() ? "|" : "\n");
+    }
+  }
+  EXPECT_EQ(got,
+            "0|7|1000000001000|1000000005000|4000|3000|900|600|1024|12|"
+            "[[\"forward\",3000],[\"MPI_Allreduce\",900]]\n"
+            "0|8|1000000005000|1000000007000|2000|0|0|0|0|1|[[\"<unknown name 99>\",5]]\n"
+            "1|7|2000000001000|2000000002000|1000|0|0|0|5|0|[]\n");
+}
+
 }  // namespace
 }  // namespace tracedb::testing

@@ -170,8 +170,11 @@ def test_flight_hang(args, work):
     db = os.path.join(work, "flight.tdb")
     seg_dir = os.path.join(work, "flight.segments")
     step = 400
+    # The slow-step trigger is off (--slow-step 0): a 2 ms step stretched by a loaded machine
+    # would write steps far from the hang; it is tested in slow_step_test.py.
     cmd = ["timeout", "-s", "TERM", "8", args.tracedb, "record", "--force", "--flight", "300ms",
-           "--hang-timeout", "1s", "-o", db, "--"] + mpirun(args, "hang", step, out_dir)
+           "--hang-timeout", "1s", "--slow-step", "0", "-o", db, "--"] + mpirun(args, "hang", step,
+                                                                              out_dir)
     err_path = os.path.join(work, "flight.err")
     with open(err_path, "w") as err:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)

@@ -64,7 +64,8 @@ std::string JobSpec(int seq) {
     spec += "file trace " + std::to_string(rank) + " " + std::to_string(100 + rank) + " " +
             std::to_string(seq) + " host=" + (host_b ? "hostB" : "hostA") + " world=5\n";
     spec += "string 1 work\nstring 2 outer\nstring 3 r" + std::to_string(rank) +
-            ".op\nstring 4 queue\nstring 5 loss\nstring 6 send\n";
+            ".op\nstring 4 queue\nstring 5 loss\nstring 6 send\n"
+            "string 7 tracedb.trigger:test\n";
     spec += "thread 1 " + std::to_string(1000 + rank) + " main\n";
     spec += "thread 2 " + std::to_string(2000 + rank) + " comm\n";
     spec += "lane 1 4\n";
@@ -82,6 +83,7 @@ std::string JobSpec(int seq) {
     }
     spec += "events 1\n";
     if (seq == 1) spec += "E " + local(base + 100000000) + " 2\n";  // closes file 0's "outer"
+    spec += "I " + local(base + 150000000) + " 7\n";  // a flight-recorder trigger: `triggers`
     for (int i = 0; i < 30; ++i) {
       const int64_t t = base + 200000000 + int64_t{i} * 300000000;
       spec += "B " + local(t) + " 1 cat=1\n";
@@ -99,6 +101,9 @@ std::string JobSpec(int seq) {
       spec += "X " + local(t) + " " + std::to_string(20000 + 11 * i) +
               " 6 lane=1 seq=" + std::to_string(i) + " comm=1\n";
     }
+    // A step summary (`step_stats`), whose time maps through this rank's clock.
+    spec += "stepstat " + std::to_string(seq * 3) + " " + local(base + 200000000) +
+            " 3000000000 1000 500 200 4096 30 1:1000 3:" + std::to_string(500 + rank) + "\n";
     spec += "drop 2 " + std::to_string(rank + seq) + "\nend\n";
   }
   return spec;
@@ -139,6 +144,8 @@ void ExpectSameTables(const std::string& want, const std::string& got) {
            "FROM name_stats ns JOIN strings n ON n.id = ns.name LEFT JOIN strings c "
            "ON c.id = ns.cat",
            "SELECT value FROM meta WHERE key = 'open_spans'",
+           "SELECT * FROM step_stats",
+           "SELECT * FROM triggers",
        }) {
     EXPECT_EQ(QueryRows(want, sql), QueryRows(got, sql)) << sql;
   }
@@ -172,6 +179,9 @@ TEST_F(MpiCompact, SameRowsAsOneProcess) {
     ASSERT_EQ(Sh(MpiCompactCmd(np, tmp_.Sub("trace"), db), &out), 0);
     EXPECT_NE(out.find("in " + std::to_string(np) + " processes"), std::string::npos) << out;
     ExpectSameTables(one_, db);
+    // The flight recorder's tables are among them: a trigger and a step per rank and file.
+    EXPECT_EQ(QueryRows(db, "SELECT count(*) FROM step_stats"), QueryRows(one_, "SELECT 10"));
+    EXPECT_EQ(QueryRows(db, "SELECT count(*) FROM triggers"), QueryRows(one_, "SELECT 10"));
     // Nothing new: a second run changes no row.
     ASSERT_EQ(Sh(MpiCompactCmd(np, tmp_.Sub("trace"), db)), 0);
     ExpectSameTables(one_, db);

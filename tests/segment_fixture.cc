@@ -115,6 +115,22 @@ class SpecWriter {
       TRACEDB_RETURN_IF_ERROR(FlushEvents());
       return Append(BlockType::kStats, [&](std::string* raw) { EncodeStats({d}, raw); });
     }
+    if (op == "stepstat") {
+      StepStat st;
+      if (!(in >> st.step >> st.start_ns >> st.dur_ns >> st.compute_ns >> st.comm_ns >>
+            st.wait_ns >> st.bytes >> st.events)) {
+        return bad("stepstat STEP START DUR COMPUTE COMM WAIT BYTES EVENTS [NAME:NS...]");
+      }
+      std::string top;
+      while (in >> top) {
+        const size_t colon = top.find(':');
+        if (colon == std::string::npos) return bad("stepstat top name NAME_ID:NS");
+        st.top.emplace_back(static_cast<uint32_t>(std::stoul(top.substr(0, colon))),
+                            std::stoll(top.substr(colon + 1)));
+      }
+      TRACEDB_RETURN_IF_ERROR(FlushEvents());
+      return Append(BlockType::kStepStats, [&](std::string* raw) { EncodeStepStats({st}, raw); });
+    }
     if (op == "end") {
       TRACEDB_RETURN_IF_ERROR(FlushEvents());
       return Append(BlockType::kEnd, [&](std::string* raw) { EncodeEnd({0}, raw); });

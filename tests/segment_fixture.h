@@ -14,6 +14,8 @@
 //   C TS NAME_ID VALUE [...]                   counter
 //   S TS STEP                                  step marker
 //   drop THREAD_INDEX N                        a STATS block
+//   stepstat STEP START DUR COMPUTE COMM WAIT BYTES EVENTS [NAME_ID:NS...]
+//                                              a STEPSTATS block of one step
 //   end                                        an END block (the file was closed)
 //
 // Thread safety: none needed.

@@ -84,6 +84,15 @@ TEST(DecoderFuzz, SegmentBlockPayloads) {
   std::string comms;
   EncodeComms({{2, 3, 1, {0, 4, 7}}}, &comms);
   seeds.push_back(std::string(1, static_cast<char>(BlockType::kComms)) + comms);
+  StepStat step;
+  step.step = 4;
+  step.start_ns = 1000;
+  step.dur_ns = 50;
+  step.events = 2;
+  step.top = {{1, 40}, {3, 10}};
+  std::string step_stats;
+  EncodeStepStats({step}, &step_stats);
+  seeds.push_back(std::string(1, static_cast<char>(BlockType::kStepStats)) + step_stats);
   std::mt19937 rng(2026);
   for (const std::string& seed : seeds) {
     Tally t;

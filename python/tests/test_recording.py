@@ -118,7 +118,7 @@ class RecordingTest(unittest.TestCase):
                     time.sleep(0.002)
             print(tracedb.trigger("from python"), tracedb.trigger("again"))
             tracedb.stop()
-        """, {"TRACEDB_FLIGHT": "300ms", "TRACEDB_FLUSH_MS": "50"})
+        """, {"TRACEDB_FLIGHT": "300ms", "TRACEDB_FLUSH_MS": "50", "TRACEDB_SLOW_STEP": "0"})
         self.assertEqual(p.stdout.split(), ["True", "False"])
         rows = compact_and_query(self.seg, self.db,
                                  "SELECT min(step) AS lo, max(step) AS hi FROM events "
