@@ -10,8 +10,8 @@
 // Exit codes: 0 done, 1 an error (printed by the process that met it), 2 bad arguments.
 #include <mpi.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "engine/output_lock.h"
-#include "engine/parse_number.h"
 #include "engine/shard_compact.h"
 #include "shell/format.h"
 
@@ -39,55 +38,34 @@ struct Args {
   bool quiet = false;
 };
 
-const char* const kUsage =
-    "usage: mpirun -np K tracedb compact --mpi DIR... -o JOB.tdb [--finish] [--stale-after S] "
-    "[-q]\n";
-
-bool Parse(int argc, char** argv, Args* a, std::string* error) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= argc) {
-        *error = arg + " needs a value";
-        return false;
-      }
-      *out = argv[++i];
-      return true;
-    };
-    if (arg == "-o" || arg == "--output") {
-      if (!value(&a->output)) return false;
-    } else if (arg.rfind("--output=", 0) == 0) {
-      a->output = arg.substr(9);
-    } else if (arg == "--finish") {
-      a->compact.finish = true;
-    } else if (arg == "--stale-after") {
-      std::string v;
-      if (!value(&v)) return false;
-      int64_t s = 0;
-      if (!tracedb::engine::ParseInt64(v, &s)) {
-        *error = "--stale-after: not a number of seconds: " + v;
-        return false;
-      }
-      a->compact.stale_after_s = s;
-    } else if (arg == "-q" || arg == "--quiet") {
-      a->quiet = true;
-    } else if (arg == "--mpi") {
-      // The flag that brought us here.
-    } else if (!arg.empty() && arg[0] == '-') {
-      *error = "unknown option " + arg;
-      return false;
-    } else {
-      struct stat st;
-      if (::stat(arg.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        *error = arg + ": not a directory";
-        return false;
-      }
-      a->compact.inputs.push_back(arg);
+// The options `tracedb compact` declares for --mpi (shell/cmd_compact.cc), declared the same
+// way: `tracedb compact --mpi` execs this program with them (and --mpi itself). Returns the exit
+// code to leave with after printing (process 0 only), or -1 to go on.
+int Parse(int argc, char** argv, int p, Args* a) {
+  CLI::App app{"the MPI side of tracedb compact --mpi", "tracedb compact --mpi"};
+  app.set_help_flag("-h,--help", "this help");
+  bool mpi = false;
+  app.add_option("DIR", a->compact.inputs, "the job's trace directories")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  app.add_option("-o,--output", a->output, "the trace database")->required();
+  app.add_flag("--finish", a->compact.finish, "the job is over: close every open span");
+  app.add_option("--stale-after", a->compact.stale_after_s,
+                 "a file untouched this many seconds is a dead writer's");
+  app.add_flag("-q,--quiet", a->quiet, "no progress");
+  app.add_flag("--mpi", mpi, "(the flag that brought us here)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (p != 0) return e.get_exit_code() == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) {  // --help
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
     }
+    std::fprintf(stderr, "tracedb compact --mpi: %s\n", e.what());
+    return 2;
   }
-  if (a->compact.inputs.empty()) *error = "no trace directory given";
-  if (a->output.empty()) *error = "no output database given (-o JOB.tdb)";
-  return error->empty();
+  return -1;
 }
 
 double CpuSeconds() {
@@ -124,11 +102,9 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &p);
   MPI_Comm_size(MPI_COMM_WORLD, &k);
   Args args;
-  std::string error;
-  if (!Parse(argc, argv, &args, &error)) {
-    if (p == 0) std::fprintf(stderr, "tracedb compact --mpi: %s\n%s", error.c_str(), kUsage);
+  if (const int code = Parse(argc, argv, p, &args); code >= 0) {
     MPI_Finalize();
-    return 2;
+    return code;
   }
   // One writer at a time on the output (engine/output_lock.h): process 0 holds its lock for
   // the whole run, the others wait for it at the barrier; a database is removed after a

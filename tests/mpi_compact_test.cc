@@ -266,6 +266,31 @@ TEST_F(MpiCompact, RefusesADatabaseMadeAnotherWay) {
   ExpectSameTables(one_, db);  // untouched by the refused runs
 }
 
+// The MPI side's arguments are CLI11's, as `tracedb compact` declares them: a missing directory
+// or output is exit 2 with one message (process 0's, not one per process), and nothing written.
+TEST_F(MpiCompact, BadArgumentsExitTwoWithOneMessage) {
+  const std::string helper =
+      (std::filesystem::path(TracedbBin()).parent_path() / "tracedb-mpi-compact").string();
+  const std::string db = tmp_.Sub("bad.tdb");
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  std::string out;
+  EXPECT_EQ(Sh(Mpirun(2) + ShellQuote(helper) + " --mpi " + ShellQuote(tmp_.Sub("nope")) + " -o " +
+                   ShellQuote(db),
+               &out),
+            2);
+  EXPECT_EQ(count(out, "tracedb compact --mpi: "), 1u) << out;
+  EXPECT_NE(out.find(tmp_.Sub("nope")), std::string::npos) << out;
+  EXPECT_EQ(Sh(Mpirun(2) + ShellQuote(helper) + " --mpi " + ShellQuote(tmp_.Sub("trace")), &out),
+            2);
+  EXPECT_EQ(count(out, "tracedb compact --mpi: "), 1u) << out;
+  EXPECT_NE(out.find("--output"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
+
 // The processes descending from `root` (children first found, any depth), from /proc.
 std::vector<pid_t> Descendants(pid_t root) {
   std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
