@@ -295,11 +295,12 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
   // Per (name, step): the mean over the ranks that ran that name in that step.
   size_t cur_name = SIZE_MAX;
   int64_t cur_step = 0;
-  double sum = 0;
+  double sum = 0, least = 0;
   int ranks = 0;
   auto flush = [&] {
     if (cur_name != SIZE_MAX && ranks > 0) {
       out[cur_name].per_step.push_back(sum / ranks);
+      out[cur_name].per_step_fastest.push_back(least);
       out[cur_name].per_step_ids.push_back(cur_step);
     }
   };
@@ -312,6 +313,7 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
       sum = 0;
       ranks = 0;
     }
+    least = ranks == 0 ? static_cast<double>(ns) : std::min(least, static_cast<double>(ns));
     sum += static_cast<double>(ns);
     ++ranks;
   }

@@ -80,6 +80,10 @@ struct NameStats {
   int64_t p99_ns = 0;
   std::vector<double> per_step;       // ns, one value per step, in step order
   std::vector<int64_t> per_step_ids;  // the step of each per_step value
+  // Per step (the same steps): the least time over the ranks that ran it. For a collective
+  // routine that is the rank that arrived last, which waited least: the routine's own cost
+  // (transfer, protocol) without the wait for late ranks, which is imbalance elsewhere.
+  std::vector<double> per_step_fastest;
   // Message sizes of its spans with bytes > 0: (floor(log2(bytes)), spans), by bucket.
   std::vector<std::pair<int, uint64_t>> size_buckets;
 };

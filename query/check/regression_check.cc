@@ -191,15 +191,21 @@ CheckResult CheckRun(const std::vector<RunSummary>& baselines, const RunSummary&
     }
     return series[it->second];
   };
+  // A phase's value per step is its mean over ranks; a routine's the least over ranks, its own
+  // cost without the wait for late ranks (report_data.h): that wait is imbalance, which the
+  // phases and the step time show, and it swings with the machine's load (docs/check.md).
+  auto per_step = [](const NameStats& n) -> const std::vector<double>& {
+    return n.routine ? n.per_step_fastest : n.per_step;
+  };
   for (const NameStats& n : run.names) {
     Series& s = slot(n);
-    s.run = AfterWarmup(n.per_step, n.per_step_ids, run_warm);
+    s.run = AfterWarmup(per_step(n), n.per_step_ids, run_warm);
     s.in_run = true;
   }
   for (size_t i = 0; i < k; ++i) {
     for (const NameStats& n : baselines[i].names) {
       Series& s = slot(n);
-      s.baselines[i] = AfterWarmup(n.per_step, n.per_step_ids, warm[i]);
+      s.baselines[i] = AfterWarmup(per_step(n), n.per_step_ids, warm[i]);
       ++s.in_baselines;
     }
   }
