@@ -243,6 +243,36 @@ def test_crash(args, work):
     check(n and int(n[0]["n"]) == allreduces, "rank 1 allreduces %s, want %d" % (n, allreduces))
 
 
+def test_flight_crash(args, work):
+    """Flight mode: rank 1 dies of SIGSEGV at step 400; its crash handler writes the ring, so
+    the database holds its last steps, the `compute` it died in open, and nothing of the early
+    steps (the ring is 300 ms; a step is at least 2 ms)."""
+    out_dir = os.path.join(work, "flight_crash")
+    os.makedirs(out_dir)
+    db = os.path.join(work, "flight_crash.tdb")
+    step = 400
+    cmd = ["timeout", "-s", "TERM", "60", args.tracedb, "record", "--force", "--flight", "300ms",
+           "--slow-step", "0", "-o", db, "--"] + mpirun(args, "crash", step, out_dir)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    check(p.returncode != 0 and p.returncode != 124, "flight crash run exit code %d" % p.returncode)
+    if not check(os.path.exists(db), "no database after the crash in flight mode:\n" + p.stderr):
+        return
+    exp = expectations(out_dir)
+    if not check(1 in exp and exp[1][3] == step, "rank 1 did not write its known answer"):
+        return
+    rows = query(args, db, "SELECT name, step, open FROM events WHERE rank = 1 AND cat = 'user' "
+                           "ORDER BY ts DESC LIMIT 2")
+    got = [(r["name"], int(r["step"]), int(r["open"])) for r in rows]
+    check(got == [("compute", step, 1), ("fetch_batch", step, 0)],
+          "flight crash: rank 1's last rows %s, want compute open and fetch_batch of step %d" %
+          (got, step))
+    early = query(args, db, "SELECT count(*) AS n, min(step) AS s FROM events WHERE rank = 1 "
+                            "AND cat = 'user'")
+    check(early and int(early[0]["s"]) > step - 150,
+          "flight crash: rank 1's rows go back to step %s; the 300 ms ring holds at most 150 "
+          "steps of 2 ms" % (early[0]["s"] if early else None))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tracedb", required=True)
@@ -257,6 +287,7 @@ def main():
         test_hang(args, work)
         test_flight_hang(args, work)
         test_crash(args, work)
+        test_flight_crash(args, work)
     finally:
         clean_up(work)
     return verdict(work)
