@@ -43,15 +43,39 @@ std::string DirOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
-Status FsyncPath(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+// A directory's entries made durable (the database's own file is synced by SyncDatabase: never
+// open a descriptor of a database this process has open).
+Status FsyncDir(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno("cannot open " + path + " to sync it", errno);
   const int r = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   // Some filesystems refuse fsync on a directory (EINVAL): nothing more can be done there.
-  if (r != 0 && !(directory && err == EINVAL)) {
-    return Status::FromErrno("cannot sync " + path, err);
+  if (r != 0 && err != EINVAL) return Status::FromErrno("cannot sync " + path, err);
+  return Status::Ok();
+}
+
+// Syncs the database's files through SQLite's own handles: the main file and, when open, its
+// journal or WAL. Never through a descriptor opened here: closing any descriptor of a file drops
+// every POSIX lock this process holds on it, SQLite's included. (It did: a `compact --watch
+// --delete-compacted` lost its WAL lock at each pass that deleted files, and a `tracedb archive`
+// beside it switched the file out of WAL under it; the watch's next commits went to a WAL
+// nobody read, and the file was corrupt.)
+Status SyncDatabase(Db* db) {
+  for (const int op : {SQLITE_FCNTL_FILE_POINTER, SQLITE_FCNTL_JOURNAL_POINTER}) {
+    sqlite3_file* file = nullptr;
+    if (sqlite3_file_control(db->raw(), "main", op, &file) != SQLITE_OK || file == nullptr ||
+        file->pMethods == nullptr) {
+      continue;  // no such file open (no journal outside a transaction in DELETE mode)
+    }
+    const int rc = file->pMethods->xSync(file, SQLITE_SYNC_FULL);
+    if (rc != SQLITE_OK) {
+      return Status::IOError(
+          "cannot sync " + db->path() +
+          (op == SQLITE_FCNTL_FILE_POINTER ? std::string() : std::string(" (its journal)")) + ": " +
+          sqlite3_errstr(rc));
+    }
   }
   return Status::Ok();
 }
@@ -175,8 +199,8 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
   }
   if (!candidates.empty()) {
     // The commits that took these files must survive a power loss before the files go.
-    TRACEDB_RETURN_IF_ERROR(FsyncPath(db->path(), false));
-    TRACEDB_RETURN_IF_ERROR(FsyncPath(DirOf(db->path()), true));
+    TRACEDB_RETURN_IF_ERROR(SyncDatabase(db));
+    TRACEDB_RETURN_IF_ERROR(FsyncDir(DirOf(db->path())));
   }
   const std::string this_host = HostName();
   std::map<std::string, uint64_t> bytes_by_rank_dir;

@@ -97,6 +97,16 @@ Status SetMeta(Db* db, const std::string& key, const std::string& value) {
   return st.Bind(1, key).Bind(2, value).Run();
 }
 
+namespace {
+std::string Fingerprint(const unsigned char* b, const struct stat& st) {
+  const uint32_t counter =
+      (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+  return std::to_string(counter) + " " + std::to_string(st.st_ino) + " " +
+         std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+}  // namespace
+
 std::string ShardFingerprint(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
@@ -105,11 +115,21 @@ std::string ShardFingerprint(const std::string& path) {
   const bool ok = ::pread(fd, b, 4, 24) == 4 && ::fstat(fd, &st) == 0;
   ::close(fd);
   if (!ok) return "";
-  const uint32_t counter =
-      (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
-  return std::to_string(counter) + " " + std::to_string(st.st_ino) + " " +
-         std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
-         std::to_string(st.st_mtim.tv_nsec);
+  return Fingerprint(b, st);
+}
+
+std::string ShardFingerprint(Db* db, const char* schema, const std::string& path) {
+  sqlite3_file* file = nullptr;
+  if (sqlite3_file_control(db->raw(), schema, SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK ||
+      file == nullptr || file->pMethods == nullptr) {
+    return "";
+  }
+  unsigned char b[4];
+  struct stat st;
+  if (file->pMethods->xRead(file, b, 4, 24) != SQLITE_OK || ::stat(path.c_str(), &st) != 0) {
+    return "";
+  }
+  return Fingerprint(b, st);
 }
 
 Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, const IdMap& tracks,
@@ -270,7 +290,7 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
   TRACEDB_ASSIGN_OR_RETURN(
       stats.open_spans,
       dst->QueryInt("SELECT CAST(value AS INTEGER) FROM shard.meta WHERE key = 'open_spans'", 0));
-  const std::string fingerprint = ShardFingerprint(shard_path);
+  const std::string fingerprint = ShardFingerprint(dst, "shard", shard_path);
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt seen_st, dst->Prepare("SELECT CAST(value AS TEXT) FROM main.state WHERE key = ?1"));
   seen_st.Bind(1, file_key);
@@ -589,7 +609,7 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
   TRACEDB_RETURN_IF_ERROR(save.Bind(1, state_key).Bind(2, std::to_string(last_block)).Run());
   TRACEDB_RETURN_IF_ERROR(save.Bind(1, digest_key).Bind(2, DigestText(digest)).Run());
   // The fingerprint as of this transaction (the shard is locked against writers until COMMIT).
-  const std::string merged_file = ShardFingerprint(shard_path);
+  const std::string merged_file = ShardFingerprint(dst, "shard", shard_path);
   if (!merged_file.empty()) {
     TRACEDB_RETURN_IF_ERROR(save.Bind(1, file_key).Bind(2, merged_file).Run());
   }

@@ -66,7 +66,12 @@ bool IsIdentity(const IdMap& map);
 // size and modification time, as text; "" when the file cannot be read. MergeShard records it per
 // shard (`state` key `shard_merge_file:KEY`): the counter alone would take a shard deleted and
 // compacted again, with as many commits, for the one merged before.
+// Opens and closes a descriptor of the file: only where this process holds no SQLite lock on it
+// (closing any descriptor of a file drops every POSIX lock the process holds on it).
 std::string ShardFingerprint(const std::string& path);
+// The same through SQLite's own handle of `schema` (a database attached to `db`, as `shard`),
+// keeping the locks of the read transaction it is read under.
+std::string ShardFingerprint(Db* db, const char* schema, const std::string& path);
 
 // Writes meta(key) = value in `db` unless it holds that already, so that a merge or catalog
 // refresh with nothing new writes nothing (and leaves the file unchanged).

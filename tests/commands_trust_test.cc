@@ -18,7 +18,11 @@
 #include <iterator>
 #include <thread>
 
+#include "engine/compactor.h"
 #include "engine/output_lock.h"
+#include "engine/segment_gc.h"
+#include "engine/shard_merge.h"
+#include "engine/trace_writer.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -281,6 +285,89 @@ TEST(CompactLock, ShardByNodeTakesTheLockToo) {
   EXPECT_EQ(b.rc, 0) << b.out;
   EXPECT_EQ(shard_rows(), rows);
   EXPECT_EQ(PlainCount(manifest, "SELECT count(*) FROM shards"), 1);
+}
+
+// --delete-compacted syncs the database before it deletes what the database now holds. It did so
+// through a descriptor of its own, opened and closed: closing any descriptor of a file drops every
+// POSIX lock the process holds on it, SQLite's included, so a `compact --watch` lost its WAL
+// lock at every pass that deleted files, and a `tracedb archive` beside it (which tries to switch
+// the file back to one rollback journal when it opens it) switched it under the watch, whose next
+// commits then went to a WAL nobody reads: a corrupt file (archive_soak_short, 1 run in 3). Here
+// the other process is plain sqlite3: the switch must still be refused after the deletion.
+TEST(DeleteCompacted, KeepsTheWritersLocksOnTheDatabase) {
+  TempDir tmp;
+  ASSERT_GT(Workload(tmp.Sub("trace"), 500, 0), 0);
+  const std::string db = tmp.Sub("job.tdb");
+  auto w = engine::TraceWriter::Open(db);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_TRUE(engine::EnterWalForWriting((*w)->db(), {}).ok());
+  engine::CompactOptions co;
+  co.inputs = {tmp.Sub("trace")};
+  co.finish = true;
+  auto stats = engine::Compact(w->get(), co);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  auto switch_mode = [&]() {
+    int rc = 0;
+    std::string out =
+        RunCommand("sqlite3 " + ShellQuote(db) + " 'PRAGMA journal_mode=DELETE' 2>&1", &rc);
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  };
+  // Refused (busy: "database is locked"), or answered "wal" when SQLite gives up quietly;
+  // "delete" when it switched.
+  auto held = [](const std::string& out) {
+    return out == "wal" || out.find("database is locked") != std::string::npos;
+  };
+  const std::string before = switch_mode();
+  ASSERT_TRUE(held(before)) << "the writer's connection does not hold the file: " << before;
+  engine::DeleteCompactedOptions d;
+  d.inputs = co.inputs;
+  d.finish = true;
+  auto del = engine::DeleteCompactedSegments((*w)->db(), d);
+  ASSERT_TRUE(del.ok()) << del.status().message();
+  ASSERT_GT(del->files, 0u) << "nothing deleted: the sync before deleting was not exercised";
+  const std::string after = switch_mode();
+  EXPECT_TRUE(held(after)) << "another process switched the journal under the writer: " << after;
+  // The writer goes on, and the file is whole.
+  ASSERT_TRUE(
+      (*w)->db()->Exec("CREATE TABLE after_delete(x); INSERT INTO after_delete VALUES(1)").ok());
+  w->reset();
+  EXPECT_EQ(PlainCount(db, "SELECT count(*) FROM after_delete"), 1);
+  int rc = 0;
+  EXPECT_EQ(RunCommand("sqlite3 " + ShellQuote(db) + " 'PRAGMA integrity_check'", &rc), "ok\n");
+}
+
+// The shard merge reads a shard's fingerprint under the read transaction that locks the shard
+// against writers; read through a descriptor of its own, opened and closed, it dropped that lock
+// (closing any descriptor of a file drops the process's POSIX locks on it), so a compaction of
+// the shard could commit in the middle of the merge's read. Read through SQLite's handle, the
+// lock stays: another process cannot take the shard for writing.
+TEST(ShardMerge, FingerprintKeepsTheReadLock) {
+  TempDir tmp;
+  const std::string shard = tmp.Sub("shard.tdb");
+  {
+    auto w = engine::TraceWriter::Open(shard);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+  }
+  auto dst = engine::Db::Open(tmp.Sub("dst.tdb"), engine::Db::Mode::kCreate);
+  ASSERT_TRUE(dst.ok()) << dst.status().message();
+  ASSERT_TRUE((*dst)->Exec("ATTACH DATABASE '" + shard + "' AS shard").ok());
+  ASSERT_TRUE((*dst)->Exec("BEGIN").ok());
+  ASSERT_TRUE((*dst)->QueryInt("SELECT count(*) FROM shard.meta").ok());
+  const std::string fp = engine::ShardFingerprint(dst->get(), "shard", shard);
+  EXPECT_FALSE(fp.empty());
+  EXPECT_EQ(fp, engine::ShardFingerprint(shard));  // the same text as the plain reading
+  // (The plain reading above dropped the lock; the read transaction takes it again here.)
+  ASSERT_TRUE((*dst)->Exec("COMMIT; BEGIN").ok());
+  ASSERT_TRUE((*dst)->QueryInt("SELECT count(*) FROM shard.meta").ok());
+  EXPECT_EQ(engine::ShardFingerprint(dst->get(), "shard", shard), fp);
+  int rc = 0;
+  const std::string out = RunCommand(
+      "sqlite3 " + ShellQuote(shard) + " 'PRAGMA busy_timeout=0; BEGIN EXCLUSIVE; COMMIT;' 2>&1",
+      &rc);
+  EXPECT_NE(out.find("database is locked"), std::string::npos)
+      << "another process took the shard for writing under the merge's read: " << out;
+  ASSERT_TRUE((*dst)->Exec("COMMIT").ok());
 }
 
 // --delete-compacted removes only files inside the trace directory: a rank directory that is a

@@ -244,13 +244,16 @@ def test_crash(args, work):
 
 
 def test_flight_crash(args, work):
-    """Flight mode: rank 1 dies of SIGSEGV at step 400; its crash handler writes the ring, so
+    """Flight mode: rank 1 dies of SIGSEGV at step 800; its crash handler writes the ring, so
     the database holds its last steps, the `compute` it died in open, and nothing of the early
-    steps (the ring is 300 ms; a step is at least 2 ms)."""
+    steps. The ring keeps the blocks drained in the last 300 ms, and a block holds what was
+    recorded since the drain before it (200 ms flushes, longer when a loaded machine starves the
+    flusher): a reach of 600 steps (1.2 s at 2 ms a step at least) is allowed, not the whole
+    run."""
     out_dir = os.path.join(work, "flight_crash")
     os.makedirs(out_dir)
     db = os.path.join(work, "flight_crash.tdb")
-    step = 400
+    step = 800
     cmd = ["timeout", "-s", "TERM", "60", args.tracedb, "record", "--force", "--flight", "300ms",
            "--slow-step", "0", "-o", db, "--"] + mpirun(args, "crash", step, out_dir)
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -268,9 +271,9 @@ def test_flight_crash(args, work):
           (got, step))
     early = query(args, db, "SELECT count(*) AS n, min(step) AS s FROM events WHERE rank = 1 "
                             "AND cat = 'user'")
-    check(early and int(early[0]["s"]) > step - 150,
-          "flight crash: rank 1's rows go back to step %s; the 300 ms ring holds at most 150 "
-          "steps of 2 ms" % (early[0]["s"] if early else None))
+    check(early and int(early[0]["s"]) > step - 600,
+          "flight crash: rank 1's rows go back to step %s of %d: the ring kept more than 1.2 s" %
+          (early[0]["s"] if early else None, step))
 
 
 def main():
