@@ -66,8 +66,8 @@ bool IsIdentity(const IdMap& map);
 // size and modification time, as text; "" when the file cannot be read. MergeShard records it per
 // shard (`state` key `shard_merge_file:KEY`): the counter alone would take a shard deleted and
 // compacted again, with as many commits, for the one merged before.
-// Opens and closes a descriptor of the file: only where this process holds no SQLite lock on it
-// (closing any descriptor of a file drops every POSIX lock the process holds on it).
+// Reads through a SQLite connection of its own, never a bare descriptor (closing any descriptor of
+// a file drops every POSIX lock the process holds on it, those of its other connections included).
 std::string ShardFingerprint(const std::string& path);
 // The same through SQLite's own handle of `schema` (a database attached to `db`, as `shard`),
 // keeping the locks of the read transaction it is read under.
