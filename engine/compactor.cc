@@ -376,13 +376,15 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
 
   // Every segment file of every input, rank 0 first (it is the clock reference).
   std::vector<SegmentFileRef> files;
+  // A shard reads rank 0's files too (pass 1 only): they define the common clock.
+  std::function<bool(int32_t)> listed;
+  if (options.take_rank) {
+    listed = [&options](int32_t rank) { return rank == 0 || options.take_rank(rank); };
+  }
   for (const std::string& dir : options.inputs) {
-    TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> f, ListSegmentFiles(dir));
+    TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> f, ListSegmentFiles(dir, listed));
     for (SegmentFileRef& ref : f) {
-      // A shard reads rank 0's files too (pass 1 only): they define the common clock.
-      if (!options.take_rank || ref.rank == 0 || options.take_rank(ref.rank)) {
-        files.push_back(std::move(ref));
-      }
+      if (!listed || listed(ref.rank)) files.push_back(std::move(ref));
     }
   }
   auto taken = [&](int32_t rank) { return !options.take_rank || options.take_rank(rank); };

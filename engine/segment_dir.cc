@@ -113,15 +113,23 @@ class SummaryVisitor : public SegmentVisitor {
 
 }  // namespace
 
-StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir) {
+StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(
+    const std::string& dir, const std::function<bool(int32_t rank)>& keep) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Status::NotFound(dir + ": no such directory");
   if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(dir + ": not a directory");
   std::vector<SegmentFileRef> files;
+  bool skipped = false;
   for (const std::string& n : ListDir(dir)) {
     int32_t rank;
-    if (ParseRankDir(n, &rank)) AddRankDir(dir + "/" + n, rank, &files);
+    if (!ParseRankDir(n, &rank)) continue;
+    if (keep && !keep(rank)) {
+      skipped = true;
+      continue;
+    }
+    AddRankDir(dir + "/" + n, rank, &files);
   }
+  if (files.empty() && skipped) return ListSegmentFiles(dir);
   if (files.empty()) {
     // Maybe `dir` is itself a rank directory.
     std::string base = dir;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,7 +25,11 @@ struct SegmentFileRef {
 
 // The segment files under `dir` (a job directory with rank-*/ subdirectories, or one rank
 // directory), ordered by rank, pid, seq. NotFound when `dir` does not exist or holds none.
-StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(const std::string& dir);
+// With `keep`, only the rank directories of the ranks it accepts are read (a shard of a job of
+// thousands of ranks lists its own ranks, not every rank's files once per shard); when that leaves
+// none, the listing is the unfiltered one (so that "holds none" means the same with a filter).
+StatusOr<std::vector<SegmentFileRef>> ListSegmentFiles(
+    const std::string& dir, const std::function<bool(int32_t rank)>& keep = nullptr);
 
 // How segment events are counted, one definition for `tracedb info` (SummarizeSegmentDir) and
 // `tracedb compact` (CompactStats, the `sources.events` column): what the program emitted, one
