@@ -50,6 +50,9 @@ struct WaitState {
   int32_t call = -1;    // the waiting event's name (index into Analysis::names)
   int64_t late_id = 0;  // the late rank's event of the same communication
   int64_t late_ts = 0;  // when the late rank entered it (the wait ends there)
+  // The waiting event runs on a lane (e.g. PyTorch's c10d operations), not on a thread track,
+  // and lasted: what the rank's threads did meanwhile is the wait (docs/why.md).
+  bool on_lane = false;
 };
 
 // One root cause: a (step, rank, name) whose extra time made others wait.

@@ -96,7 +96,7 @@ void ComputePath(const Model& m, Analysis* out) {
     };
     int64_t x = win.rank, t = win.b;
     size_t guard = 0;
-    const size_t max_steps = 4 * m.comm.size() + 4 * m.ranks.size() + 16;
+    const size_t max_steps = 4 * static_cast<size_t>(m.comm_events) + 4 * m.ranks.size() + 16;
     while (t > win.a && guard++ < max_steps) {
       const auto& syncs = by_ts[x];
       // The latest synchronisation of x that started before t.

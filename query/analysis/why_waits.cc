@@ -114,6 +114,7 @@ void ComputeWaits(const Model& m, Analysis* out) {
     w.call = waiting.name;
     w.late_id = late.id;
     w.late_ts = late.ts;
+    w.on_lane = waiting.lane_wait;
     out->waits.push_back(w);
   };
   const std::vector<Arrival>& a = m.arrivals;
@@ -138,9 +139,8 @@ void ComputeWaits(const Model& m, Analysis* out) {
     // Rooted: the root is the rank whose rank in the communicator is the events' peer.
     const Arrival* root = nullptr;
     for (size_t i = lo; i < hi && root == nullptr; ++i) {
-      auto e = m.comm.find(a[i].id);
-      if (e == m.comm.end() || !e->second.has_peer) continue;
-      const int64_t g = m.GlobalRank(a[i].has_comm ? a[i].comm : 0, e->second.peer);
+      if (!a[i].has_peer) continue;
+      const int64_t g = m.GlobalRank(a[i].has_comm ? a[i].comm : 0, a[i].peer);
       for (size_t j = lo; j < hi; ++j)
         if (a[j].rank == g) root = &a[j];
     }
@@ -162,15 +162,17 @@ void ComputeWaits(const Model& m, Analysis* out) {
     lo = hi;
   }
   for (const Message& msg : m.messages) {
-    const CommEvent& s = m.comm.at(msg.send_id);
-    const CommEvent& r = m.comm.at(msg.recv_id);
+    const CommEvent& s = msg.send;
+    const CommEvent& r = msg.recv;
     const std::string& rname = r.name < 0 ? std::string() : m.names[static_cast<size_t>(r.name)];
     const std::string& sname = s.name < 0 ? std::string() : m.names[static_cast<size_t>(s.name)];
     Arrival send{msg.src, 0, 0, msg.send_id, s.ts, s.ts + s.dur, 0, 0, true, true, s.name};
+    send.lane_wait = s.on_lane && s.dur > 0;
     // The receiving side waits in the call that completes the receive (for MPI_Irecv: the
     // MPI_Wait* that completed it); its late rank entered the send at send.ts.
     if (IsBlockingReceiveCompletion(rname)) {
       Arrival recv{msg.dst, 0, 0, msg.recv_id, r.ts, r.ts + r.dur, 0, 0, true, true, r.name};
+      recv.lane_wait = r.on_lane && r.dur > 0;
       add(recv, Pattern::kLateSender, s.ts - r.ts, send);
     } else {
       out->skipped_nonblocking++;
@@ -226,8 +228,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
       lane_waits.clear();
       for (auto w = wfirst; w != out->waits.end() && w->rank == rank && w->ts < b; ++w) {
         const int64_t len = std::min(w->wait_ns, b - w->ts);
-        auto ev = m.comm.find(w->id);
-        if (ev != m.comm.end() && ev->second.on_lane && ev->second.dur > 0) {
+        if (w->on_lane) {
           lane_waits.emplace_back(w->ts, w->ts + len);
           continue;
         }
