@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory_resource>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -128,6 +129,9 @@ struct Model {
 
 StatusOr<Model> LoadModel(engine::Db* db);
 
+// Time per name (name index -> ns), its nodes from a pool resource of the caller.
+using NameNs = std::pmr::unordered_map<int32_t, int64_t>;
+
 // The matching of why_match.cc, with the semantics of the query layer's tables (the same rows
 // in the same order): Model::arrivals as tracedb_collective_arrivals (by (comm, seq), latest
 // first), Model::messages as tracedb_p2p_messages with the receives' posting times of
@@ -137,8 +141,7 @@ void MatchMessages(MatchInput* in, Model* m);
 
 // Time per name spent by `rank` in [a, b) (self time over its thread tracks; the time no span
 // covers under the name kNoSpan). Adds to *out (name -> ns).
-void TimeByName(const Model& m, const RankData& rd, int64_t a, int64_t b,
-                std::unordered_map<int32_t, int64_t>* out);
+void TimeByName(const Model& m, const RankData& rd, int64_t a, int64_t b, NameNs* out);
 
 // The latest synchronisation of `rd` that ended at or before `ts`, other than event `self`;
 // nullptr when none.

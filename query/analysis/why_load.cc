@@ -82,8 +82,7 @@ int64_t Model::GlobalRank(int64_t c, int64_t rank_in_comm) const {
   return it == from_comm.end() ? rank_in_comm : it->second;
 }
 
-void TimeByName(const Model& m, const RankData& rd, int64_t a, int64_t b,
-                std::unordered_map<int32_t, int64_t>* out) {
+void TimeByName(const Model& m, const RankData& rd, int64_t a, int64_t b, NameNs* out) {
   if (b <= a) return;
   int64_t covered = 0;
   for (const std::vector<Seg>& segs : rd.tracks) {
