@@ -171,21 +171,29 @@ void MatchMessages(MatchInput* in, Model* m) {
   // Nonblocking ones: each posting (MPI_Irecv with a flow) with every other MPI event of its
   // rank with the same flow and a source (the completion), postings in event order per
   // completion. Postings sorted by (rank, flow, event order) stand in for the hash chains.
-  std::vector<uint32_t> posts;
+  // Postings as (rank, flow, event) sorted: the same order as the hash chains, and a binary
+  // search over one contiguous array.
+  struct Post {
+    int32_t rank;
+    uint64_t flow;
+    uint32_t ev;
+  };
+  std::vector<Post> posts;
   for (uint32_t i = 0; i < ev.size(); ++i)
-    if ((what(ev[i].name) & kIrecvName) && (ev[i].mask & EventArgs::kFlow)) posts.push_back(i);
-  auto post_key = [&](uint32_t i) { return std::make_pair(ev[i].rank, ev[i].flow); };
-  std::stable_sort(posts.begin(), posts.end(),
-                   [&](uint32_t a, uint32_t b) { return post_key(a) < post_key(b); });
+    if ((what(ev[i].name) & kIrecvName) && (ev[i].mask & EventArgs::kFlow))
+      posts.push_back(Post{ev[i].rank, ev[i].flow, i});
+  auto post_less = [](const Post& x, const Post& y) {
+    return x.rank != y.rank ? x.rank < y.rank : x.flow != y.flow ? x.flow < y.flow : x.ev < y.ev;
+  };
+  if (!std::is_sorted(posts.begin(), posts.end(), post_less))
+    std::sort(posts.begin(), posts.end(), post_less);
   if (!posts.empty()) {
     for (uint32_t di = 0; di < ev.size(); ++di) {
       const MatchInput::Mpi& d = ev[di];
       if (!(d.mask & EventArgs::kFlow) || !(d.mask & EventArgs::kPeer) || d.peer < 0) continue;
-      const auto key = std::make_pair(d.rank, d.flow);
-      auto it = std::lower_bound(posts.begin(), posts.end(), key,
-                                 [&](uint32_t p, const auto& k) { return post_key(p) < k; });
-      for (; it != posts.end() && post_key(*it) == key; ++it) {
-        const MatchInput::Mpi& s = ev[*it];
+      auto it = std::lower_bound(posts.begin(), posts.end(), Post{d.rank, d.flow, 0}, post_less);
+      for (; it != posts.end() && it->rank == d.rank && it->flow == d.flow; ++it) {
+        const MatchInput::Mpi& s = ev[it->ev];
         if (s.id == d.id) continue;
         const Opt comm = Arg(s, EventArgs::kComm, s.comm);
         recvs.push_back(Recv{di, s.rank, comm, RankInComm(*m, s.rank, comm), d.peer,

@@ -26,10 +26,8 @@ void ComputePath(const Model& m, Analysis* out) {
   std::map<int64_t, std::vector<const Sync*>> by_ts;
   for (const auto& [rank, rd] : m.ranks) {
     auto& v = by_ts[rank];
-    for (const Sync& s : rd.syncs) v.push_back(&s);
-    std::sort(v.begin(), v.end(), [](const Sync* x, const Sync* y) {
-      return x->ts != y->ts ? x->ts < y->ts : x->id < y->id;
-    });
+    // rd.by_entry holds rd.syncs sorted so (ts, id).
+    for (const Sync& s : rd.by_entry) v.push_back(&s);
   }
   // Step windows over all ranks (one window with no step when no rank has steps).
   struct Window {
