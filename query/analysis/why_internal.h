@@ -1,7 +1,8 @@
 // Internals of the why analyses (query/analysis/why.h), shared by their parts:
 //   why_load.cc    the model: one decoding of every block into per-rank self-time segments and
-//                  communication events, the steps, the communicators, and the matching read
-//                  from the collective and point-to-point tables
+//                  communication events, the steps, the communicators
+//   why_match.cc   the collective and point-to-point matching over that decoding, as the
+//                  query layer's tables define it
 //   why_waits.cc   wait states and root causes (delay costs, propagation, the noise filter)
 //   why_path.cc    the critical path per step window and the what-if
 // Thread safety: plain data and functions.

@@ -1,8 +1,6 @@
 // The model the why analyses work on (why_internal.h): every block decoded once into self-time
-// segments per thread track and the communication events by id; steps and communicators from
-// their tables; collective and point-to-point matching read from the query layer's tables
-// (tracedb_collective_arrivals, tracedb_p2p_messages, tracedb_p2p_receives) on the same
-// connection, so that matching is defined once (query/views_collective.h, query/views_p2p.h).
+// segments per thread track and the rows the matching reads (why_match.cc: collectives and
+// messages as the query layer's tables match them); steps and communicators from their tables.
 #include <algorithm>
 #include <string>
 #include <unordered_set>
