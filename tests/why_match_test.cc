@@ -159,14 +159,14 @@ void Check(uint64_t seed) {
     const std::string nm = a.name < 0 ? "NULL" : m->names[static_cast<size_t>(a.name)];
     ticks += a.has_dur ? 0 : 1;
     mine.push_back(std::to_string(a.rank) + "|" + nm + "|" + Opt(a.has_comm, a.comm) + "|" +
-                   std::to_string(a.seq) + "|" + std::to_string(a.id) + "|" +
-                   std::to_string(a.ts) + "|" + Opt(a.has_dur, a.end_ts) + "|" +
-                   std::to_string(a.wait) + "|" + std::to_string(a.last_rank));
+                   std::to_string(a.seq) + "|" + std::to_string(a.id) + "|" + std::to_string(a.ts) +
+                   "|" + Opt(a.has_dur, a.end_ts) + "|" + std::to_string(a.wait) + "|" +
+                   std::to_string(a.last_rank));
   }
-  const std::vector<std::string> arrivals = SqlRows(
-      db->get(),
-      "SELECT rank, name, comm, seq, id, ts, end_ts, wait_ns, last_rank "
-      "FROM tracedb_collective_arrivals");
+  const std::vector<std::string> arrivals =
+      SqlRows(db->get(),
+              "SELECT rank, name, comm, seq, id, ts, end_ts, wait_ns, last_rank "
+              "FROM tracedb_collective_arrivals");
   EXPECT_EQ(mine, arrivals) << "seed " << seed;
   EXPECT_GT(arrivals.size(), 100u) << "seed " << seed << ": too few arrivals to tell";
   EXPECT_GT(ticks, 10) << "seed " << seed << ": too few Horovod ticks to tell";
@@ -178,20 +178,20 @@ void Check(uint64_t seed) {
                    std::to_string(msg.src) + "|" + std::to_string(msg.dst) + "|" +
                    std::to_string(msg.send_ts) + "|" + std::to_string(msg.recv_posted_ts) + "|" +
                    std::to_string(msg.send.ts) + "|" + std::to_string(msg.recv.ts));
-  const std::vector<std::string> messages = SqlRows(
-      db->get(),
-      "SELECT m.send_id, m.recv_id, m.src, m.dst, m.send_ts, "
-      " (SELECT r.posted_ts FROM tracedb_p2p_receives r WHERE r.id = m.recv_id "
-      "  ORDER BY r.rowid DESC LIMIT 1), "
-      " (SELECT ts FROM events e WHERE e.id = m.send_id), "
-      " (SELECT ts FROM events e WHERE e.id = m.recv_id) "
-      "FROM tracedb_p2p_messages m");
+  const std::vector<std::string> messages =
+      SqlRows(db->get(),
+              "SELECT m.send_id, m.recv_id, m.src, m.dst, m.send_ts, "
+              " (SELECT r.posted_ts FROM tracedb_p2p_receives r WHERE r.id = m.recv_id "
+              "  ORDER BY r.rowid DESC LIMIT 1), "
+              " (SELECT ts FROM events e WHERE e.id = m.send_id), "
+              " (SELECT ts FROM events e WHERE e.id = m.recv_id) "
+              "FROM tracedb_p2p_messages m");
   EXPECT_EQ(mine, messages) << "seed " << seed;
   EXPECT_GT(messages.size(), 50u) << "seed " << seed << ": too few messages to tell";
-  const std::vector<std::string> nonblocking = SqlRows(
-      db->get(),
-      "SELECT count(*) FROM tracedb_p2p_messages m JOIN events e ON e.id = m.recv_id "
-      "WHERE e.name = 'MPI_Wait'");
+  const std::vector<std::string> nonblocking =
+      SqlRows(db->get(),
+              "SELECT count(*) FROM tracedb_p2p_messages m JOIN events e ON e.id = m.recv_id "
+              "WHERE e.name = 'MPI_Wait'");
   ASSERT_EQ(nonblocking.size(), 1u);
   EXPECT_GT(std::stoll(nonblocking[0]), 10) << "seed " << seed << ": no nonblocking receives";
 }
