@@ -1,8 +1,8 @@
 // The "why" analyses over a trace database: Scalasca-style wait states, the root causes of the
 // waits (delays charged with the wait they cost, directly and through propagation) and the
-// critical path, computed in C++ from one decoding of the database's blocks plus the matching
-// the query layer already does (the tables under collective_arrivals and p2p_messages,
-// query/views_collective.h and query/views_p2p.h, read through SQL on the same connection).
+// critical path, computed in C++ from one decoding of the database's blocks, over which the
+// collectives and messages are matched as the query layer matches them (the tables under
+// collective_arrivals and p2p_messages, query/views_collective.h and query/views_p2p.h).
 // Definitions, choices and limits: docs/why.md. The SQL surface (wait_states, root_causes,
 // critical_path, ...) is query/analysis/why_views.h; `tracedb explain` prints Explain().
 // Thread safety: plain functions; the Db is used from one thread at a time.
@@ -50,6 +50,9 @@ struct WaitState {
   int32_t call = -1;    // the waiting event's name (index into Analysis::names)
   int64_t late_id = 0;  // the late rank's event of the same communication
   int64_t late_ts = 0;  // when the late rank entered it (the wait ends there)
+  // The waiting event runs on a lane (e.g. PyTorch's c10d operations), not on a thread track,
+  // and lasted: what the rank's threads did meanwhile is the wait (docs/why.md).
+  bool on_lane = false;
 };
 
 // One root cause: a (step, rank, name) whose extra time made others wait.

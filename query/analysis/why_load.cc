@@ -1,14 +1,14 @@
 // The model the why analyses work on (why_internal.h): every block decoded once into self-time
-// segments per thread track and the communication events by id; steps and communicators from
-// their tables; collective and point-to-point matching read from the query layer's tables
-// (tracedb_collective_arrivals, tracedb_p2p_messages, tracedb_p2p_receives) on the same
-// connection, so that matching is defined once (query/views_collective.h, query/views_p2p.h).
+// segments per thread track and the rows the matching reads (why_match.cc: collectives and
+// messages as the query layer's tables match them); steps and communicators from their tables.
 #include <algorithm>
 #include <string>
 #include <unordered_set>
 
+#include "engine/block_check.h"
 #include "engine/event_block.h"
 #include "query/analysis/why_internal.h"
+#include "query/negotiation_rows.h"
 
 namespace tracedb::query::analysis::internal {
 namespace {
@@ -80,8 +80,7 @@ int64_t Model::GlobalRank(int64_t c, int64_t rank_in_comm) const {
   return it == from_comm.end() ? rank_in_comm : it->second;
 }
 
-void TimeByName(const Model& m, const RankData& rd, int64_t a, int64_t b,
-                std::unordered_map<int32_t, int64_t>* out) {
+void TimeByName(const Model& m, const RankData& rd, int64_t a, int64_t b, NameNs* out) {
   if (b <= a) return;
   int64_t covered = 0;
   for (const std::vector<Seg>& segs : rd.tracks) {
@@ -124,13 +123,11 @@ bool PreviousCommonSync(const Model& m, const RankData& rd, int64_t ts, int64_t 
           *theirs = s;
           return true;
         }
-    } else if (it->partner_rank == other) {
-      auto c = m.comm.find(it->partner_id);
-      if (c == m.comm.end()) continue;
+    } else if (it->partner_rank == other && it->message >= 0) {
+      const Message& msg = m.messages[static_cast<size_t>(it->message)];
+      const CommEvent& c = it->id == msg.send_id ? msg.recv : msg.send;
       *mine = *it;
-      *theirs =
-          Sync{it->partner_id, c->second.ts, c->second.ts + c->second.dur, c->second.name, -1, -1,
-               it->id};
+      *theirs = Sync{it->partner_id, c.ts, c.ts + c.dur, c.name, -1, -1, it->id};
       return true;
     }
   }
@@ -141,13 +138,29 @@ StatusOr<Model> LoadModel(engine::Db* db) {
   Model m;
   m.Intern(kNoSpan);
   m.Intern(kUnattributed);
-  // Strings: our name index per string id (ids with the same text share one), the categories
-  // of communication.
+  // Strings: our name index per string id (ids with the same text share one), and what each id
+  // is to the analyses and to the matching (why_match.cc: the same tests on the text as the
+  // query layer's tables, string ids past DenseIdLimit ignored by the collectives as there).
+  enum : uint8_t {
+    kCommCat = 1,       // cat mpi, comm or nccl (id not 0): a communication event
+    kCollMpiComm = 2,   // collectives: cat mpi or comm
+    kCollNccl = 4,      // collectives: cat nccl (instants)
+    kReady = 8,         // RANK_READY
+    kNegotiation = 16,  // NEGOTIATE_*
+    kP2pMpi = 32,       // point-to-point: cat mpi (any id)
+  };
   std::vector<int32_t> name_of;
-  std::vector<uint8_t> comm_cat;
+  std::vector<uint8_t> what;
+  MatchInput in;
+  size_t coll_strings = 0;  // the collectives' string ids: [0, coll_strings)
   {
+    auto nstrings = db->QueryInt("SELECT count(*) FROM main.strings", 0);
+    if (!nstrings.ok()) return Err("strings", nstrings.status());
     auto st = db->Prepare("SELECT id, s FROM main.strings");
     if (!st.ok()) return Err("strings", st.status());
+    static const char* const kSends[] = {
+        "MPI_Send",   "MPI_Ssend",  "MPI_Bsend",  "MPI_Rsend",    "MPI_Isend",
+        "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
     for (;;) {
       auto row = st->Step();
       if (!row.ok()) return Err("strings", row.status());
@@ -157,14 +170,39 @@ StatusOr<Model> LoadModel(engine::Db* db) {
       const auto u = static_cast<size_t>(id);
       if (name_of.size() <= u) {
         name_of.resize(u + 1, -1);
-        comm_cat.resize(u + 1, 0);
+        what.resize(u + 1, 0);
+        in.p2p_name.resize(u + 1, 0);
       }
       const std::string s(st->Text(1));
       name_of[u] = m.Intern(s);
-      comm_cat[u] = u != 0 && (s == "mpi" || s == "comm" || s == "nccl");
+      uint8_t w = 0;
+      const bool mpi = s == "mpi", comm = s == "comm", nccl = s == "nccl";
+      if (u != 0 && (mpi || comm || nccl)) w |= kCommCat;
+      if (mpi) w |= kP2pMpi;
+      if (engine::DenseIdOk(id, *nstrings)) {
+        coll_strings = std::max(coll_strings, u + 1);
+        if (u != 0 && (mpi || comm)) w |= kCollMpiComm;
+        if (u != 0 && nccl) w |= kCollNccl;
+        if (s == "RANK_READY") w |= kReady;
+        if (negotiation::IsNegotiationName(s)) w |= kNegotiation;
+      }
+      what[u] = w;
+      uint8_t p = 0;
+      for (const char* x : kSends)
+        if (s == x) p |= 1;
+      if (s == "MPI_Recv" || s == "MPI_Mrecv") p |= 2;
+      if (s == "MPI_Irecv" || s == "MPI_Imrecv") p |= 4;
+      in.p2p_name[u] = p;
     }
   }
   auto name_at = [&](uint32_t id) { return id < name_of.size() ? name_of[id] : -1; };
+  auto what_of = [&](uint32_t id) -> uint8_t { return id < what.size() ? what[id] : 0; };
+  // Names as the collectives read them: NULL past their string ids, a missing string reads "".
+  auto coll_name = [&](uint32_t id) -> int32_t {
+    if (id >= coll_strings) return -1;
+    return name_of[id] >= 0 ? name_of[id] : m.Intern("");
+  };
+  std::vector<int32_t> negotiation_of;  // string id -> the name after NEGOTIATE_ (-2: not yet)
   // Tracks: which are threads (the others are lanes: tensors, streams, NCCL communicators).
   std::unordered_map<int64_t, std::pair<int64_t, bool>> tracks;  // track -> (rank, thread)
   {
@@ -198,7 +236,7 @@ StatusOr<Model> LoadModel(engine::Db* db) {
       m.from_comm[{st->Int(1), st->Int(2)}] = st->Int(0);
     }
   }
-  // Every block once: spans of thread tracks, communication events by id.
+  // Every block once: spans of thread tracks, and the rows the matching reads.
   std::map<std::pair<int64_t, uint32_t>, std::vector<SpanRec>> spans;  // (rank, track)
   {
     auto st = db->Prepare("SELECT block, rank, count, data FROM main.blocks ORDER BY block");
@@ -211,6 +249,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     std::pair<int64_t, uint32_t> last_key{-1, UINT32_MAX};
     std::vector<SpanRec>* last = nullptr;
     bool last_thread = false;
+    uint32_t lane_track = UINT32_MAX;
+    bool lane = false;
     for (;;) {
       auto row = st->Step();
       if (!row.ok()) return Err("blocks", row.status());
@@ -224,32 +264,77 @@ StatusOr<Model> LoadModel(engine::Db* db) {
                                   std::to_string(st->Int(2)));
       m.events += static_cast<int64_t>(b.n);
       RankData& rd = m.Rank(rank);
-      bool args = false;
       for (size_t i = 0; i < b.n; ++i) {
         const uint8_t kind = b.kind[i];
-        if (kind != kSpan && kind != kInstant) continue;
+        const uint8_t wc = what_of(b.cat[i]), wn = what_of(b.name[i]);
+        const bool span_or_instant = kind == kSpan || kind == kInstant;
         const int64_t ts = b.ts[i], dur = kind == kSpan ? b.dur[i] : 0;
         const int64_t end = engine::SaturatingAdd(ts, dur);
-        rd.first_ts = std::min(rd.first_ts, ts);
-        rd.last_end = std::max(rd.last_end, end);
-        const uint32_t c = b.cat[i];
-        if (c < comm_cat.size() && comm_cat[c]) {
-          if (!args) {
-            Status a = b.Need(engine::kColArgs);
-            if (!a.ok()) return Err("block " + std::to_string(block), a);
-            args = true;
-          }
+        if (span_or_instant) {
+          rd.first_ts = std::min(rd.first_ts, ts);
+          rd.last_end = std::max(rd.last_end, end);
+        }
+        if ((wc & (kCommCat | kCollMpiComm | kCollNccl | kP2pMpi)) || (wn & kReady)) {
+          const uint32_t need =
+              engine::kColArgs | ((wn & kReady) ? uint32_t{engine::kColParent} : 0u);
+          Status a = b.Need(need);
+          if (!a.ok()) return Err("block " + std::to_string(block), a);
           const int64_t id =
               (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
-          const bool has_peer = (b.arg_mask[i] & EventArgs::kPeer) != 0;
-          auto t = tracks.find(b.track[i]);
-          m.comm[id] = CommEvent{rank,
-                                 ts,
-                                 dur,
-                                 name_at(b.name[i]),
-                                 has_peer,
-                                 has_peer ? b.peer[i] : 0,
-                                 t != tracks.end() && !t->second.second};
+          const uint32_t mask = b.arg_mask[i];
+          const bool is_comm = span_or_instant && (wc & kCommCat);
+          if (b.track[i] != lane_track) {
+            auto t = tracks.find(b.track[i]);
+            lane = t != tracks.end() && !t->second.second;
+            lane_track = b.track[i];
+          }
+          const CommEvent ev{ts, dur, name_at(b.name[i]), lane};
+          if (is_comm) m.comm_events++;
+          const bool lane_wait = is_comm && lane && dur > 0;
+          // Collective arrivals (views_collective.cc).
+          if ((mask & EventArgs::kSeq) &&
+              ((wc & kCollMpiComm) || ((wc & kCollNccl) && kind == kInstant))) {
+            Arrival a{};
+            a.rank = rank;
+            a.name = coll_name(b.name[i]);
+            a.has_comm = (mask & EventArgs::kComm) != 0;
+            a.comm = a.has_comm ? static_cast<int64_t>(b.comm[i]) : 0;
+            a.seq = static_cast<int64_t>(b.seq[i]);
+            a.id = id;
+            a.ts = ts;
+            a.has_dur = true;
+            a.end_ts =
+                static_cast<int64_t>(static_cast<uint64_t>(ts) + static_cast<uint64_t>(b.dur[i]));
+            a.has_peer = is_comm && (mask & EventArgs::kPeer);
+            a.peer = a.has_peer ? b.peer[i] : 0;
+            a.lane_wait = lane_wait;
+            in.arrivals.push_back(a);
+          }
+          negotiation::Tick tick;
+          if ((wn & kReady) && negotiation::TickAt(b, i, &tick))
+            in.ticks.push_back(MatchInput::Tick{tick.id, tick.parent, tick.ts, tick.peer,
+                                                tick.has_peer, is_comm, lane_wait});
+          // Point-to-point candidates (views_p2p.cc's ReadInputs).
+          if (wc & kP2pMpi) {
+            const uint8_t p = b.name[i] < in.p2p_name.size() ? in.p2p_name[b.name[i]] : 0;
+            const bool peer = (mask & EventArgs::kPeer) && b.peer[i] >= 0;
+            if ((peer && (p & 3)) || ((mask & EventArgs::kFlow) && (peer || (p & 4)))) {
+              in.mpi.push_back(MatchInput::Mpi{
+                  id, ts,
+                  static_cast<int64_t>(static_cast<uint64_t>(ts) + static_cast<uint64_t>(b.dur[i])),
+                  static_cast<int32_t>(rank), b.name[i], mask, b.peer[i], b.tag[i], b.comm[i],
+                  b.flow[i], is_comm, ev});
+            }
+          }
+        }
+        if (kind == kSpan && (wn & kNegotiation)) {
+          const uint32_t n = b.name[i];
+          if (negotiation_of.size() <= n) negotiation_of.resize(n + 1, -2);
+          if (negotiation_of[n] == -2)
+            negotiation_of[n] = m.Intern(m.names[static_cast<size_t>(name_of[n])].substr(10));
+          in.negotiations.emplace_back(
+              (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]),
+              negotiation_of[n]);
         }
         if (kind != kSpan || dur <= 0) continue;
         const std::pair<int64_t, uint32_t> key{rank, b.track[i]};
@@ -288,82 +373,33 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     }
   }
   // Collective arrivals as the query layer matches them (by (comm, seq)).
-  {
-    auto st = db->Prepare(
-        "SELECT rank, name, comm, seq, id, ts, dur, end_ts, wait_ns, last_rank "
-        "FROM tracedb_collective_arrivals");
-    if (!st.ok()) return Err("tracedb_collective_arrivals", st.status());
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) return Err("tracedb_collective_arrivals", row.status());
-      if (!*row) break;
-      Arrival a;
-      a.rank = st->Int(0);
-      a.name = st->IsNull(1) ? -1 : m.Intern(std::string(st->Text(1)));
-      a.has_comm = !st->IsNull(2);
-      a.comm = st->Int(2);
-      a.seq = st->Int(3);
-      a.id = st->Int(4);
-      a.ts = st->Int(5);
-      a.has_dur = !st->IsNull(6);
-      a.end_ts = a.has_dur ? st->Int(7) : a.ts;
-      a.wait = st->Int(8);
-      a.last_rank = st->Int(9);
-      m.arrivals.push_back(a);
+  MatchCollectives(&in, &m);
+  // Partitions by (comm, seq) are adjacent: each is a group.
+  for (size_t lo = 0; lo < m.arrivals.size();) {
+    size_t hi = lo + 1;
+    const Arrival& f = m.arrivals[lo];
+    while (hi < m.arrivals.size() && m.arrivals[hi].has_comm == f.has_comm &&
+           m.arrivals[hi].comm == f.comm && m.arrivals[hi].seq == f.seq)
+      ++hi;
+    const auto g = static_cast<int64_t>(m.groups.size());
+    m.groups.emplace_back();
+    for (size_t i = lo; i < hi; ++i) {
+      const Arrival& a = m.arrivals[i];
+      Sync s{a.id, a.ts, std::max(a.ts, a.end_ts), a.name, g, -1, -1};
+      m.groups.back().emplace_back(a.rank, s);
+      m.Rank(a.rank).syncs.push_back(s);
     }
-    // Partitions by (comm, seq) are adjacent: each is a group.
-    for (size_t lo = 0; lo < m.arrivals.size();) {
-      size_t hi = lo + 1;
-      const Arrival& f = m.arrivals[lo];
-      while (hi < m.arrivals.size() && m.arrivals[hi].has_comm == f.has_comm &&
-             m.arrivals[hi].comm == f.comm && m.arrivals[hi].seq == f.seq)
-        ++hi;
-      const auto g = static_cast<int64_t>(m.groups.size());
-      m.groups.emplace_back();
-      for (size_t i = lo; i < hi; ++i) {
-        const Arrival& a = m.arrivals[i];
-        Sync s{a.id, a.ts, std::max(a.ts, a.end_ts), a.name, g, -1, -1};
-        m.groups.back().emplace_back(a.rank, s);
-        m.Rank(a.rank).syncs.push_back(s);
-      }
-      lo = hi;
-    }
+    lo = hi;
   }
   // Point-to-point messages as the query layer matches them (MPI's non-overtaking rule).
-  {
-    std::unordered_map<int64_t, int64_t> posted;  // receive id -> posted_ts
-    auto st = db->Prepare("SELECT id, posted_ts FROM tracedb_p2p_receives");
-    if (!st.ok()) return Err("tracedb_p2p_receives", st.status());
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) return Err("tracedb_p2p_receives", row.status());
-      if (!*row) break;
-      posted[st->Int(0)] = st->Int(1);
-    }
-    auto ms = db->Prepare("SELECT send_id, recv_id, src, dst, send_ts FROM tracedb_p2p_messages");
-    if (!ms.ok()) return Err("tracedb_p2p_messages", ms.status());
-    for (;;) {
-      auto row = ms->Step();
-      if (!row.ok()) return Err("tracedb_p2p_messages", row.status());
-      if (!*row) break;
-      Message msg;
-      msg.send_id = ms->Int(0);
-      msg.recv_id = ms->Int(1);
-      msg.src = ms->Int(2);
-      msg.dst = ms->Int(3);
-      msg.send_ts = ms->Int(4);
-      auto p = posted.find(msg.recv_id);
-      if (p == posted.end()) continue;
-      msg.recv_posted_ts = p->second;
-      auto s = m.comm.find(msg.send_id);
-      auto r = m.comm.find(msg.recv_id);
-      if (s == m.comm.end() || r == m.comm.end()) continue;
-      m.messages.push_back(msg);
-      m.Rank(msg.src).syncs.push_back(Sync{msg.send_id, s->second.ts, s->second.ts + s->second.dur,
-                                           s->second.name, -1, msg.dst, msg.recv_id});
-      m.Rank(msg.dst).syncs.push_back(Sync{msg.recv_id, r->second.ts, r->second.ts + r->second.dur,
-                                           r->second.name, -1, msg.src, msg.send_id});
-    }
+  MatchMessages(&in, &m);
+  for (size_t i = 0; i < m.messages.size(); ++i) {
+    const Message& msg = m.messages[i];
+    const auto mi = static_cast<int64_t>(i);
+    m.Rank(msg.src).syncs.push_back(Sync{msg.send_id, msg.send.ts, msg.send.ts + msg.send.dur,
+                                         msg.send.name, -1, msg.dst, msg.recv_id, mi});
+    m.Rank(msg.dst).syncs.push_back(Sync{msg.recv_id, msg.recv.ts, msg.recv.ts + msg.recv.dur,
+                                         msg.recv.name, -1, msg.src, msg.send_id, mi});
   }
   for (auto& [rank, rd] : m.ranks) {
     std::sort(rd.syncs.begin(), rd.syncs.end(), [](const Sync& x, const Sync& y) {

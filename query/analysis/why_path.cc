@@ -5,6 +5,7 @@
 // segments (its busiest thread track). docs/why.md "Critical path".
 #include <algorithm>
 #include <map>
+#include <memory_resource>
 #include <tuple>
 
 #include "query/analysis/why_internal.h"
@@ -13,7 +14,10 @@ namespace tracedb::query::analysis::internal {
 
 void ComputePath(const Model& m, Analysis* out) {
   // The wait each event suffered (the longest, when it suffered more than one).
-  std::unordered_map<int64_t, const WaitState*> wait_at;
+  // Map nodes from a pool: no malloc per node, freed at once (docs/why.md "Speed").
+  std::pmr::unsynchronized_pool_resource pool;
+  std::pmr::unordered_map<int64_t, const WaitState*> wait_at(&pool);
+  wait_at.reserve(out->waits.size());
   for (const WaitState& w : out->waits) {
     auto [it, fresh] = wait_at.try_emplace(w.id, &w);
     if (!fresh && w.wait_ns > it->second->wait_ns) it->second = &w;
@@ -22,10 +26,8 @@ void ComputePath(const Model& m, Analysis* out) {
   std::map<int64_t, std::vector<const Sync*>> by_ts;
   for (const auto& [rank, rd] : m.ranks) {
     auto& v = by_ts[rank];
-    for (const Sync& s : rd.syncs) v.push_back(&s);
-    std::sort(v.begin(), v.end(), [](const Sync* x, const Sync* y) {
-      return x->ts != y->ts ? x->ts < y->ts : x->id < y->id;
-    });
+    // rd.by_entry holds rd.syncs sorted so (ts, id).
+    for (const Sync& s : rd.by_entry) v.push_back(&s);
   }
   // Step windows over all ranks (one window with no step when no rank has steps).
   struct Window {
@@ -62,7 +64,7 @@ void ComputePath(const Model& m, Analysis* out) {
     done = std::max(done, w.b);
   }
   const int32_t no_span = m.name_index.at(kNoSpan);
-  std::vector<PathPiece> pieces;
+  std::vector<PathPiece> pieces, fwd;
   for (const auto& entry : windows) {
     // (Named, not structured bindings: clang 14 cannot capture a binding in the lambdas below.)
     const auto& key = entry.first;
@@ -72,7 +74,7 @@ void ComputePath(const Model& m, Analysis* out) {
     auto emit_compute = [&](int64_t rank, int64_t a, int64_t b) {
       // Split [a, b) by the rank's main track, backwards (the path is built from the end).
       const RankData& rd = m.ranks.at(rank);
-      std::vector<PathPiece> fwd;
+      fwd.clear();
       int64_t cur = a;
       if (rd.main_track >= 0) {
         const std::vector<Seg>& segs = rd.tracks[static_cast<size_t>(rd.main_track)];
@@ -96,7 +98,7 @@ void ComputePath(const Model& m, Analysis* out) {
     };
     int64_t x = win.rank, t = win.b;
     size_t guard = 0;
-    const size_t max_steps = 4 * m.comm.size() + 4 * m.ranks.size() + 16;
+    const size_t max_steps = 4 * static_cast<size_t>(m.comm_events) + 4 * m.ranks.size() + 16;
     while (t > win.a && guard++ < max_steps) {
       const auto& syncs = by_ts[x];
       // The latest synchronisation of x that started before t.
@@ -124,7 +126,7 @@ void ComputePath(const Model& m, Analysis* out) {
       }
     }
     int64_t order = 0;
-    std::map<std::pair<int64_t, int32_t>, int64_t> on_path;  // (rank, name) -> ns
+    std::pmr::map<std::pair<int64_t, int32_t>, int64_t> on_path(&pool);  // (rank, name) -> ns
     for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) {
       it->order = order++;
       out->path.push_back(*it);

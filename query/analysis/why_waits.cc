@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory_resource>
 #include <tuple>
 
 #include "query/analysis/why_internal.h"
@@ -68,7 +69,8 @@ bool IsBlockingSend(const std::string& n) {
          n == "MPI_Sendrecv_replace";
 }
 
-int64_t Median(std::vector<int64_t>* v) {
+template <typename Vec>
+int64_t Median(Vec* v) {
   if (v->empty()) return 0;
   const size_t n = v->size(), h = n / 2;
   std::nth_element(v->begin(), v->begin() + static_cast<long>(h), v->end());
@@ -81,8 +83,9 @@ int64_t Median(std::vector<int64_t>* v) {
 // Keeps the `k` largest shares of a charge, scaled up to the same total: what a wait is charged
 // to is carried into every wait it propagates to, and a long chain would otherwise carry every
 // cause it ever met (docs/why.md "Root causes").
-template <typename T, typename Get>
-void KeepLargest(std::vector<T>* v, size_t k, Get share) {
+template <typename Vec, typename Get>
+void KeepLargest(Vec* v, size_t k, Get share) {
+  using T = typename Vec::value_type;
   if (v->size() <= k) return;
   double total = 0, kept = 0;
   for (T& x : *v) total += share(x);
@@ -114,6 +117,7 @@ void ComputeWaits(const Model& m, Analysis* out) {
     w.call = waiting.name;
     w.late_id = late.id;
     w.late_ts = late.ts;
+    w.on_lane = waiting.lane_wait;
     out->waits.push_back(w);
   };
   const std::vector<Arrival>& a = m.arrivals;
@@ -138,9 +142,8 @@ void ComputeWaits(const Model& m, Analysis* out) {
     // Rooted: the root is the rank whose rank in the communicator is the events' peer.
     const Arrival* root = nullptr;
     for (size_t i = lo; i < hi && root == nullptr; ++i) {
-      auto e = m.comm.find(a[i].id);
-      if (e == m.comm.end() || !e->second.has_peer) continue;
-      const int64_t g = m.GlobalRank(a[i].has_comm ? a[i].comm : 0, e->second.peer);
+      if (!a[i].has_peer) continue;
+      const int64_t g = m.GlobalRank(a[i].has_comm ? a[i].comm : 0, a[i].peer);
       for (size_t j = lo; j < hi; ++j)
         if (a[j].rank == g) root = &a[j];
     }
@@ -162,15 +165,17 @@ void ComputeWaits(const Model& m, Analysis* out) {
     lo = hi;
   }
   for (const Message& msg : m.messages) {
-    const CommEvent& s = m.comm.at(msg.send_id);
-    const CommEvent& r = m.comm.at(msg.recv_id);
+    const CommEvent& s = msg.send;
+    const CommEvent& r = msg.recv;
     const std::string& rname = r.name < 0 ? std::string() : m.names[static_cast<size_t>(r.name)];
     const std::string& sname = s.name < 0 ? std::string() : m.names[static_cast<size_t>(s.name)];
     Arrival send{msg.src, 0, 0, msg.send_id, s.ts, s.ts + s.dur, 0, 0, true, true, s.name};
+    send.lane_wait = s.on_lane && s.dur > 0;
     // The receiving side waits in the call that completes the receive (for MPI_Irecv: the
     // MPI_Wait* that completed it); its late rank entered the send at send.ts.
     if (IsBlockingReceiveCompletion(rname)) {
       Arrival recv{msg.dst, 0, 0, msg.recv_id, r.ts, r.ts + r.dur, 0, 0, true, true, r.name};
+      recv.lane_wait = r.on_lane && r.dur > 0;
       add(recv, Pattern::kLateSender, s.ts - r.ts, send);
     } else {
       out->skipped_nonblocking++;
@@ -199,9 +204,12 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
       return std::tie(has_step, step, name) < std::tie(o.has_step, o.step, o.name);
     }
   };
-  std::map<std::pair<bool, int64_t>, int64_t> ranks_in_step;
-  std::map<Key, std::vector<std::pair<int64_t, int64_t>>> groups;  // -> (rank, ns)
-  std::unordered_map<int32_t, int64_t> t, wait_time;
+  // Nodes and small vectors from a pool: no malloc per node, freed at once (docs/why.md
+  // "Speed").
+  std::pmr::unsynchronized_pool_resource pool;
+  std::pmr::map<std::pair<bool, int64_t>, int64_t> ranks_in_step(&pool);
+  std::pmr::map<Key, std::pmr::vector<std::pair<int64_t, int64_t>>> groups(&pool);  // (rank, ns)
+  NameNs t(&pool), wait_time(&pool);
   std::vector<std::pair<int64_t, int64_t>> lane_waits, merged;  // [from, to) of lane waits
   std::vector<int64_t> window_lengths;
   for (const auto& [rank, rd] : m.ranks) {
@@ -226,8 +234,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
       lane_waits.clear();
       for (auto w = wfirst; w != out->waits.end() && w->rank == rank && w->ts < b; ++w) {
         const int64_t len = std::min(w->wait_ns, b - w->ts);
-        auto ev = m.comm.find(w->id);
-        if (ev != m.comm.end() && ev->second.on_lane && ev->second.dur > 0) {
+        if (w->on_lane) {
           lane_waits.emplace_back(w->ts, w->ts + len);
           continue;
         }
@@ -261,7 +268,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
   }
   out->median_step_ns = Median(&window_lengths);
   std::vector<int64_t> v;
-  std::unordered_map<int32_t, std::vector<int64_t>> devs, medians;
+  std::pmr::unordered_map<int32_t, std::pmr::vector<int64_t>> devs(&pool), medians(&pool);
   for (auto& [key, rows] : groups) {
     // Ranks of the step without time in the name spent 0 ns in it.
     v.clear();
@@ -273,7 +280,7 @@ void ComputeNameTimes(const Model& m, Analysis* out) {
     for (const auto& [rank, ns] : rows)
       out->name_times.push_back(
           Analysis::NameTime{key.has_step, key.step, rank, key.name, ns, med});
-    std::vector<int64_t>& d = devs[key.name];
+    std::pmr::vector<int64_t>& d = devs[key.name];
     for (int64_t x : v) d.push_back(x > med ? x - med : med - x);
     medians[key.name].push_back(med);
   }
@@ -299,10 +306,13 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
   // How many of the late rank's synchronisations are searched for one shared with the waiting
   // rank (farther back, the intervals would span much of the job).
   constexpr int kCommonSearch = 32;
+  // The maps' nodes and the small vectors from a pool: no malloc per node, freed at once
+  // (docs/why.md "Speed").
+  std::pmr::unsynchronized_pool_resource pool;
   // Cause rows by (rank, has_step, step, name).
-  std::map<std::tuple<int64_t, bool, int64_t, int32_t>, size_t> index;
+  std::pmr::map<std::tuple<int64_t, bool, int64_t, int32_t>, size_t> index(&pool);
   struct Extra {
-    std::map<int32_t, double> calls;  // call -> direct wait charged there
+    std::pmr::map<int32_t, double> calls;  // call -> direct wait charged there
   };
   std::vector<Extra> extra;
   auto cause_of = [&](int64_t rank, bool has_step, int64_t step, int32_t name) {
@@ -314,17 +324,17 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
       c.step = step;
       c.name = name;
       out->causes.push_back(c);
-      extra.emplace_back();
+      extra.push_back(Extra{std::pmr::map<int32_t, double>(&pool)});
     }
     return it->second;
   };
   // Per waiting event: what its wait was charged to (cause, fraction of the wait), its wait.
   struct Charge {
-    std::vector<std::pair<size_t, double>> parts;
+    std::pmr::vector<std::pair<size_t, double>> parts;
     int64_t wait = 0;
     int64_t waited_for = -1;
   };
-  std::unordered_map<int64_t, Charge> charged;
+  std::pmr::unordered_map<int64_t, Charge> charged(&pool);
   // Each rank's waits by entry (out->waits is by (rank, ts)).
   std::unordered_map<int64_t, std::pair<size_t, size_t>> waits_of;
   for (size_t i = 0; i < out->waits.size();) {
@@ -340,15 +350,17 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
     double ns;
     bool indirect;
   };
-  std::unordered_map<int32_t, int64_t> tl, tr;
-  std::unordered_map<int64_t, std::vector<Piece>> lateness_of;  // event -> shares (sum 1)
+  NameNs tl(&pool), tr(&pool);
+  // Event -> shares (sum 1).
+  std::pmr::unordered_map<int64_t, std::pmr::vector<Piece>> lateness_of(&pool);
   // Why rank `L` entered `el` `lateness` ns after rank `r` entered `er` (docs/why.md "Root
   // causes"): since their previous common synchronisation, L's extra time per name (direct),
   // L's own waits beyond r's (the causes of those waits, indirect); and the part of the
   // lateness L already had when it left that synchronisation, explained the same way there.
-  std::function<void(int64_t, const Sync&, int64_t, const Sync&, double, int, std::vector<Piece>*)>
+  std::function<void(int64_t, const Sync&, int64_t, const Sync&, double, int,
+                     std::pmr::vector<Piece>*)>
       explain = [&](int64_t L, const Sync& el, int64_t r, const Sync& er, double lateness,
-                    int depth, std::vector<Piece>* pieces) {
+                    int depth, std::pmr::vector<Piece>* pieces) {
         if (lateness <= 0) return;
         const RankData& LD = m.ranks.at(L);
         const RankData& RD = m.ranks.at(r);
@@ -375,12 +387,12 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
             // shares of its lateness): every later wait that carries it reuses the answer.
             auto known = lateness_of.find(cl.id);
             if (known == lateness_of.end()) {
-              std::vector<Piece> sub;
+              std::pmr::vector<Piece> sub(&pool);
               explain(L, cl, r, cr, late_in, depth + 1, &sub);
               double total = 0;
               for (const Piece& p : sub) total += p.ns;
               if (total > 0) {
-                std::map<std::pair<size_t, bool>, double> by_cause;
+                std::pmr::map<std::pair<size_t, bool>, double> by_cause(&pool);
                 for (const Piece& p : sub) by_cause[{p.cause, p.indirect}] += p.ns / total;
                 sub.clear();
                 for (const auto& [key, f] : by_cause)
@@ -416,9 +428,8 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
         TimeByName(m, RD, sr, er.ts, &tr);
         // Waits inside the intervals are not time spent in their calls but propagation.
         // (A wait that began before the interval counts for the part inside it.)
-        auto waits_in = [&](int64_t rank, int64_t a, int64_t b,
-                            std::unordered_map<int32_t, int64_t>* t,
-                            std::vector<std::pair<const WaitState*, int64_t>>* list) {
+        auto waits_in = [&](int64_t rank, int64_t a, int64_t b, NameNs* t,
+                            std::pmr::vector<std::pair<const WaitState*, int64_t>>* list) {
           int64_t total = 0;
           auto f = waits_of.find(rank);
           if (f == waits_of.end()) return total;
@@ -437,7 +448,7 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
           }
           return total;
         };
-        std::vector<std::pair<const WaitState*, int64_t>> lwaits;
+        std::pmr::vector<std::pair<const WaitState*, int64_t>> lwaits(&pool);
         const int64_t wl = waits_in(L, lfrom, el.ts, &tl, &lwaits);
         const int64_t wr = waits_in(r, sr, er.ts, &tr, nullptr);
         double excess = 0;
@@ -476,7 +487,7 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
     const int64_t ex = x->ts + x->wait_ns, ey = y->ts + y->wait_ns;
     return ex != ey ? ex < ey : x->id < y->id;
   });
-  std::vector<Piece> pieces;
+  std::pmr::vector<Piece> pieces(&pool);
   for (const WaitState* w : order) {
     if (!m.ranks.count(w->waited_for) || !m.ranks.count(w->rank)) continue;
     pieces.clear();
@@ -487,7 +498,10 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
     double sum = 0;
     for (const Piece& p : pieces) sum += p.ns;
     const double wait = static_cast<double>(w->wait_ns);
-    Charge& mine = charged[w->id];
+    auto at = charged.find(w->id);
+    if (at == charged.end())
+      at = charged.emplace(w->id, Charge{std::pmr::vector<std::pair<size_t, double>>(&pool)}).first;
+    Charge& mine = at->second;
     mine.wait += w->wait_ns;
     mine.waited_for = w->waited_for;
     if (sum <= 0) {
@@ -498,7 +512,7 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
       pieces.push_back(Piece{cause_of(w->waited_for, has, step, unattributed), wait, false});
       sum = wait;
     }
-    std::map<size_t, double> merged;
+    std::pmr::map<size_t, double> merged(&pool);
     for (const Piece& p : pieces) {
       const double ns = p.ns * wait / sum;
       Cause& c = out->causes[p.cause];
