@@ -293,7 +293,41 @@ class Rewriter {
   std::string* out_;
 };
 
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
 }  // namespace
+
+void AppendLiteralBody(std::string* out, std::string_view in) {
+  size_t run = 0;  // start of the pending run of bytes without a backslash
+  auto flush = [&](size_t to) {
+    if (to <= run) return;
+    const size_t at = out->size();
+    out->resize(at + 6 * (to - run));
+    char* e = WriteBody(out->data() + at, reinterpret_cast<const unsigned char*>(in.data()) + run,
+                        to - run);
+    out->resize(static_cast<size_t>(e - out->data()));
+  };
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\\') continue;
+    flush(i);
+    const char n = i + 1 < in.size() ? in[i + 1] : '\0';
+    const bool valid = n == '"' || n == '\\' || n == '/' || n == 'b' || n == 'f' || n == 'n' ||
+                       n == 'r' || n == 't' ||
+                       (n == 'u' && i + 6 <= in.size() && IsHex(in[i + 2]) && IsHex(in[i + 3]) &&
+                        IsHex(in[i + 4]) && IsHex(in[i + 5]));
+    if (valid) {  // kept; a \u escape's four digits follow as plain bytes
+      out->push_back('\\');
+      out->push_back(n);
+      ++i;
+    } else {
+      out->append("\\\\");
+    }
+    run = i + 1;
+  }
+  flush(in.size());
+}
 
 char* WriteString(char* p, std::string_view s) {
   *p++ = '"';

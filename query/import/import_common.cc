@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "query/export/json_text.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query {
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "query/import/json/array_split.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query::json {
 namespace {
