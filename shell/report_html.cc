@@ -18,6 +18,7 @@
 #include "engine/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
+#include "query/export/json_rows.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -401,20 +402,7 @@ class PageData {
       out_ += first ? "{" : ",{";
       for (int c = 0; c < st.ColumnCount(); ++c) {
         out_ += (c ? "," : "") + query::json::String(st.ColumnName(c)) + ":";
-        switch (st.ColumnType(c)) {
-          case SQLITE_NULL:
-            out_ += "null";
-            break;
-          case SQLITE_INTEGER:
-            out_ += Num(st.Int(c));
-            break;
-          case SQLITE_FLOAT:
-            out_ += Num(st.Double(c));
-            break;
-          default:
-            out_ += query::json::String(st.Text(c));
-            break;
-        }
+        query::json::AppendColumn(&out_, st, c);
       }
       out_ += "}";
     }
