@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "engine/interrupt_cleanup.h"
+#include "engine/util/atomic_file.h"
 #include "engine/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
@@ -463,19 +464,9 @@ int RunReportHtml(const HtmlOptions& o) {
     return kExitError;
   }
   page.replace(at, marker.size(), json);
-  const std::string tmp = o.output + ".tmp";
-  engine::InterruptCleanup on_interrupt(tmp, std::string("tracedb ") + cmd);
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, tmp.c_str(),
-                 std::strerror(errno));
-    return kExitError;
-  }
-  const bool wrote = std::fwrite(page.data(), 1, page.size(), f) == page.size();
-  if (std::fclose(f) != 0 || !wrote || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, o.output.c_str(),
-                 std::strerror(errno));
-    std::remove(tmp.c_str());
+  const Status wrote = engine::WriteFileAtomically(o.output, page, std::string("tracedb ") + cmd);
+  if (!wrote.ok()) {
+    std::fprintf(stderr, "tracedb %s: %s\n", cmd, wrote.message().c_str());
     return kExitError;
   }
   Verbose("report html", "wrote %s (%s) in %.2f s", o.output.c_str(),
