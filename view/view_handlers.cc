@@ -276,11 +276,8 @@ Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
   return Status::Ok();
 }
 
-void ViewServer::Impl::Sql(const httplib::Request& req, httplib::Response& res) {
-  if (!req.has_param("q")) {
-    Error(res, 400, "missing parameter 'q' (the SQL)");
-    return;
-  }
+void ViewServer::Impl::AnswerSql(httplib::Response& res, const std::string& sql,
+                                 const std::vector<std::string>& args, size_t max_rows) {
   auto db = Acquire();
   if (!db.ok()) {
     Error(res, 500, db.status().message());
@@ -290,7 +287,7 @@ void ViewServer::Impl::Sql(const httplib::Request& req, httplib::Response& res) 
   Status s;
   {
     ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
-    s = RunSql(db->get(), req.get_param_value("q"), {}, kMaxSqlRows, &body);
+    s = RunSql(db->get(), sql, args, max_rows, &body);
   }
   Release(std::move(*db));
   if (!s.ok()) {
@@ -298,6 +295,14 @@ void ViewServer::Impl::Sql(const httplib::Request& req, httplib::Response& res) 
     return;
   }
   res.set_content(std::move(body), kJson);
+}
+
+void ViewServer::Impl::Sql(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("q")) {
+    Error(res, 400, "missing parameter 'q' (the SQL)");
+    return;
+  }
+  AnswerSql(res, req.get_param_value("q"), {}, kMaxSqlRows);
 }
 
 void ViewServer::Impl::Search(const httplib::Request& req, httplib::Response& res) {
@@ -308,30 +313,13 @@ void ViewServer::Impl::Search(const httplib::Request& req, httplib::Response& re
     Error(res, 400, "missing parameter 'glob' (a name pattern such as MPI_*)");
     return;
   }
-  auto db = Acquire();
-  if (!db.ok()) {
-    Error(res, 500, db.status().message());
-    return;
-  }
-  std::string body;
-  Status s;
-  {
-    ScopedDeadline deadline(db->get(), o.sql_timeout_ms);
-    s = RunSql(db->get(),
-               "SELECT id, rank, track, name, ts - " + std::to_string(origin) +
-                   " AS rel_ts, dur, ts FROM events WHERE name IN "
-                   "(SELECT s FROM strings WHERE s GLOB ?1) AND ts < ?2 + " +
-                   std::to_string(origin) + " AND end_ts >= ?3 + " + std::to_string(origin) +
-                   " ORDER BY dur DESC LIMIT " + std::to_string(kMaxSearchRows + 1),
-               {req.get_param_value("glob"), std::to_string(t1), std::to_string(t0)},
-               kMaxSearchRows, &body);
-  }
-  Release(std::move(*db));
-  if (!s.ok()) {
-    Error(res, 400, s.message());
-    return;
-  }
-  res.set_content(std::move(body), kJson);
+  AnswerSql(res,
+            "SELECT id, rank, track, name, ts - " + std::to_string(origin) +
+                " AS rel_ts, dur, ts FROM events WHERE name IN "
+                "(SELECT s FROM strings WHERE s GLOB ?1) AND ts < ?2 + " +
+                std::to_string(origin) + " AND end_ts >= ?3 + " + std::to_string(origin) +
+                " ORDER BY dur DESC LIMIT " + std::to_string(kMaxSearchRows + 1),
+            {req.get_param_value("glob"), std::to_string(t1), std::to_string(t0)}, kMaxSearchRows);
 }
 
 }  // namespace tracedb::view

@@ -92,6 +92,9 @@ struct ViewServer::Impl {
   // Runs `sql` (one statement) into {"columns":[…],"rows":[[…]…],"truncated":b}.
   Status RunSql(Db* db, const std::string& sql, const std::vector<std::string>& args,
                 size_t max_rows, std::string* out);
+  // Answers with RunSql's JSON on a pooled connection under the SQL deadline (400 on its error).
+  void AnswerSql(httplib::Response& res, const std::string& sql,
+                 const std::vector<std::string>& args, size_t max_rows);
 };
 
 }  // namespace tracedb::view
