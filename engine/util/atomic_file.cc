@@ -55,7 +55,8 @@ Status SyncDirOf(const std::string& path) {
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   Status s;
   if (dfd < 0 || ::fsync(dfd) != 0) {
-    if (errno != EINVAL && errno != EROFS) s = Status::FromErrno("cannot sync directory " + dir, errno);
+    if (errno != EINVAL && errno != EROFS)
+      s = Status::FromErrno("cannot sync directory " + dir, errno);
   }
   if (dfd >= 0) ::close(dfd);
   return s;
@@ -82,8 +83,7 @@ Status InstallFile(const std::string& temp, const std::string& path) {
   return s;
 }
 
-Status WriteFileAtomically(const std::string& path, std::string_view data,
-                           const std::string& who) {
+Status WriteFileAtomically(const std::string& path, std::string_view data, const std::string& who) {
   struct stat target;
   if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
     if (S_ISDIR(target.st_mode)) return Status::InvalidArgument(path + " is a directory");

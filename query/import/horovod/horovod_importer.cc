@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/parse_number.h"
 #include "query/import/import_common.h"
 #include "query/import/json/event_reader.h"
 #include "query/import/json/json_scan.h"
@@ -161,7 +162,9 @@ class HorovodFile {
             negotiate_.count(open) != 0) {
           engine::EventArgs args;
           args.mask = engine::EventArgs::kPeer;
-          args.peer = static_cast<int32_t>(std::stol(std::string(ev.name)));
+          int64_t peer = 0;  // all digits, at most 9: fits
+          engine::ParseInt64(ev.name, &peer);
+          args.peer = static_cast<int32_t>(peer);
           stream_.Instant(track, ts, rank_ready_, &args);
           return;
         }
