@@ -25,7 +25,8 @@ TEST(JsonString, EscapesAndRepairs) {
   EXPECT_EQ(Literal(std::string("nul\0", 4)), "\"nul\\u0000\"");
   // Whole: é, €, 😀. Replaced: a lone continuation byte, a cut form (one U+FFFD for E2 82), an
   // overlong form (C0 AF: two), a surrogate (ED A0 80: three), past U+10FFFF (F4 90 80 80: four).
-  EXPECT_EQ(Literal("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  EXPECT_EQ(Literal("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+            "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
   const std::string r = "\xef\xbf\xbd";
   EXPECT_EQ(Literal("\x80"), "\"" + r + "\"");
   EXPECT_EQ(Literal("\xe2\x82z"), "\"" + r + "z\"");

@@ -28,10 +28,6 @@ namespace {
 
 constexpr std::string_view kMetaPrefix = "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": ";
 
-bool AllDigits(std::string_view s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
 class HorovodFile {
  public:
   HorovodFile(engine::TraceWriter* w, const ImportInput& input) : w_(w), input_(input), stream_(w) {
@@ -158,7 +154,7 @@ class HorovodFile {
       default: {  // 'X'
         const int64_t dur = ev.has_dur ? ev.dur : 0;
         const uint32_t open = stream_.Innermost(track);
-        if (dur == 0 && AllDigits(ev.name) && ev.name.size() <= 9 && open != 0 &&
+        if (dur == 0 && engine::AllDigits(ev.name) && ev.name.size() <= 9 && open != 0 &&
             negotiate_.count(open) != 0) {
           engine::EventArgs args;
           args.mask = engine::EventArgs::kPeer;
