@@ -357,4 +357,18 @@ std::string_view FirstNonBlankLine(std::string_view text) {
   return Trim(s.tail);
 }
 
+Status ReadFirstLine(LineReader* lines, const std::string& file, std::string_view what,
+                     Line* line) {
+  bool got;
+  while ((got = lines->Next(line)) && Trim(line->text).empty()) {
+  }
+  if (!lines->status().ok()) return lines->status();
+  if (got) return Status::Ok();
+  if (!Trim(lines->tail()).empty()) {
+    return Status::InvalidArgument(file + ": line " + std::to_string(lines->tail_number()) +
+                                   ": file ends inside its first line; not " + std::string(what));
+  }
+  return Status::InvalidArgument(file + ": empty file; not " + std::string(what));
+}
+
 }  // namespace tracedb::query::text_profile

@@ -94,6 +94,9 @@ struct SplitText {
 SplitText SplitLines(std::string_view text);
 // The first line of `text` that is not blank, trimmed ("" when there is none); for Detect().
 std::string_view FirstNonBlankLine(std::string_view text);
+// Reads `lines` up to its first non-blank line, into *line. The reader's error, or, when there is
+// no such line, an error naming `file` that says it is not `what` ("an mpiP report").
+Status ReadFirstLine(LineReader* lines, const std::string& file, std::string_view what, Line* line);
 
 // Whitespace (space, tab) separated fields of `s`.
 std::vector<std::string_view> Fields(std::string_view s);
