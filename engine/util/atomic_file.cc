@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "engine/interrupt_cleanup.h"
 
@@ -107,8 +108,16 @@ Status WriteFileAtomically(const std::string& path, std::string_view data, const
   return s;
 }
 
-void RemoveDbFiles(const std::string& path) {
-  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
+std::string RemoveDbFiles(const std::string& path) {
+  std::string problems;
+  for (const char* suffix : {"-journal", "-wal", "-shm", ""}) {
+    const std::string p = path + suffix;
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
+      if (!problems.empty()) problems += "; ";
+      problems += "cannot remove " + p + ": " + std::strerror(errno);
+    }
+  }
+  return problems;
 }
 
 }  // namespace tracedb::engine

@@ -35,8 +35,9 @@ Status InstallFile(const std::string& temp, const std::string& path);
 // ("tracedb report"). Errors name the file.
 Status WriteFileAtomically(const std::string& path, std::string_view data, const std::string& who);
 
-// Removes the SQLite database `path` and its -journal, -wal and -shm files; missing ones are
-// fine, other failures are ignored (a best-effort cleanup of a database this process made).
-void RemoveDbFiles(const std::string& path);
+// Removes the SQLite database `path` with its -journal, -wal and -shm files, the sidecars first
+// (a hot journal left behind could be played into a new database of the same name); missing
+// ones are fine. Returns "" or what could not be removed ("cannot remove P: reason; ...").
+std::string RemoveDbFiles(const std::string& path);
 
 }  // namespace tracedb::engine
