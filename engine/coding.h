@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/util/saturating.h"  // SaturatingAdd/Sub, which coding.h's users take from here
+
 namespace tracedb::engine {
 
 // Two's-complement wrap-around arithmetic on int64: what decoders use on values read from disk,
@@ -26,26 +28,6 @@ inline int64_t WrapSub(int64_t a, int64_t b) {
 }
 inline int64_t WrapMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-// `v` clamped to the int64 range.
-inline int64_t SaturateInt64(__int128 v) {
-  if (v > INT64_MAX) return INT64_MAX;
-  if (v < INT64_MIN) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
-// a + b clamped to the int64 range (an end = ts + dur from a hostile file).
-// With the overflow flag rather than in 128 bits: compaction does two per event. On overflow
-// the true sum is past the bound of b's sign (a and b then have the same sign).
-inline int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) [[unlikely]]
-    return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
-inline int64_t SaturatingSub(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
-  return r;
 }
 // Converts a double to int64 (truncating toward zero); false when it is NaN or out of range,
 // where a plain cast would be undefined behaviour.

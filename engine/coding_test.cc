@@ -294,5 +294,11 @@ TEST(ParseInt64, WholeDecimalTextOnly) {
   }
 }
 
+// AllDigits (one copy; the importers had three): digits only, no sign, not empty.
+TEST(ParseInt64, AllDigits) {
+  for (const char* yes : {"0", "7", "0012", "99999999999999999999999"}) EXPECT_TRUE(AllDigits(yes));
+  for (const char* no : {"", "-1", "+1", " 1", "1 ", "1a", "x"}) EXPECT_FALSE(AllDigits(no)) << no;
+}
+
 }  // namespace
 }  // namespace tracedb::engine

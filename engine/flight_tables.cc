@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine/coding.h"
+#include "engine/util/json_string.h"
 
 namespace tracedb::engine {
 
@@ -29,28 +30,6 @@ Status EnsureFlightTables(Db* db) {
   return db->Exec(kTriggersTableSql);
 }
 
-namespace {
-
-void AppendJsonString(std::string_view s, std::string* out) {
-  out->push_back('"');
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      out->append(buf);
-    } else {
-      out->push_back(c);  // UTF-8 passes through; SQLite's json functions read it as text
-    }
-  }
-  out->push_back('"');
-}
-
-}  // namespace
-
 Status InsertTrigger(Db* db, int32_t rank, int64_t ts, const std::string& reason) {
   TRACEDB_RETURN_IF_ERROR(db->Exec(kTriggersTableSql));
   TRACEDB_ASSIGN_OR_RETURN(
@@ -63,7 +42,7 @@ std::string TopNamesJson(const std::vector<std::pair<std::string, int64_t>>& top
   for (size_t i = 0; i < top.size(); ++i) {
     if (i) out += ",";
     out += "[";
-    AppendJsonString(top[i].first, &out);
+    AppendJsonString(&out, top[i].first);  // engine/util/json_string.h
     out += ",";
     out += std::to_string(top[i].second);
     out += "]";

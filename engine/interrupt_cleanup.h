@@ -1,7 +1,7 @@
 // What an interrupted command leaves behind: one process-wide registry of the files being
-// written (an export's PATH.partial-XXXXXX, a report's PATH.tmp, a database `import` created),
-// and the SIGINT/SIGTERM/SIGHUP handler the CLI installs, which removes each registered file
-// from the signal handler (unlink(2) and write(2) only: async-signal-safe), says so on stderr,
+// written (an export's PATH.partial-XXXXXX, a report's PATH.partial-XXXXXX, a database `import`
+// created), and the SIGINT/SIGTERM/SIGHUP handler the CLI installs, which removes each registered
+// file from the signal handler (unlink(2) and write(2) only: async-signal-safe), says so on stderr,
 // then re-raises the signal with its default action, so the exit status still tells the
 // signal. Every command that writes a file registers it here: one mechanism, not copies.
 // Thread safety: Register/Unregister from any thread; the registry is a fixed table of slots

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "engine/util/atomic_file.h"
+
 namespace tracedb::engine {
 namespace {
 
@@ -90,14 +92,7 @@ OutputLock::~OutputLock() {
 
 std::string OutputLock::RemoveCreated() {
   if (!created_ || fd_ < 0 || !SameFile(fd_, path_)) return "";
-  std::string problems;
-  for (const char* suffix : {"-journal", "-wal", "-shm", ""}) {
-    const std::string p = path_ + suffix;
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
-      if (!problems.empty()) problems += "; ";
-      problems += "cannot remove " + p + ": " + std::strerror(errno);
-    }
-  }
+  std::string problems = RemoveDbFiles(path_);  // engine/util/atomic_file.h
   created_ = false;
   return problems;
 }

@@ -23,4 +23,10 @@ inline bool ParseInt64(std::string_view text, int64_t* out) {
   return true;
 }
 
+// True when `text` is one or more ASCII digits and nothing else (no sign): a name that is a
+// number (a rank directory, a file extension, a Horovod peer), before ParseInt64 reads it.
+inline bool AllDigits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 }  // namespace tracedb::engine

@@ -20,6 +20,7 @@
 #include "engine/db_schema.h"
 #include "engine/shard_merge.h"
 #include "engine/sqlite_guard.h"
+#include "engine/util/atomic_file.h"
 
 namespace tracedb::engine {
 namespace {
@@ -385,20 +386,7 @@ Status CopyCatalog(const std::string& from, const std::string& to) {
 
 // Makes the built catalog at `build` durable and puts it at `path` (replacing what is there).
 Status InstallBuild(const std::string& build, const std::string& path) {
-  const int fd = ::open(build.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError(build + ": " + std::strerror(errno));
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced) return Status::IOError(build + ": fsync: " + std::strerror(errno));
-  if (::rename(build.c_str(), path.c_str()) != 0) {
-    return Status::IOError(build + ": cannot rename to " + path + ": " + std::strerror(errno));
-  }
-  const int dfd = ::open(DirOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
+  return InstallFile(build, path);  // engine/util/atomic_file.h
 }
 
 // RefreshCatalog's merge of every shard into the open catalog `db` (at `path`, for errors).
@@ -482,10 +470,7 @@ StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
     const std::string* path;
     bool armed = false;
     ~RemoveBuild() {
-      if (armed) {
-        (void)::unlink(path->c_str());
-        (void)::unlink((*path + "-journal").c_str());
-      }
+      if (armed) RemoveDbFiles(*path);
     }
   } remove_build{&build};
   RemoveDeadBuilds(path);

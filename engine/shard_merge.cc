@@ -14,6 +14,7 @@
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/flight_tables.h"
+#include "engine/hash.h"
 #include "engine/lz4_codec.h"
 
 namespace tracedb::engine {
@@ -71,7 +72,7 @@ constexpr uint64_t kDigestSeed = 0x6a09e667f3bcc908ull;
 uint64_t FoldBlock(uint64_t h, const Stmt& st) {
   for (int c = 0; c < 6; ++c) {
     h ^= static_cast<uint64_t>(st.Int(c));
-    h *= 0x9E3779B97F4A7C15ull;
+    h *= kFibonacciMultiplier;  // engine/hash.h
     h ^= h >> 29;
   }
   return h;

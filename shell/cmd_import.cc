@@ -18,6 +18,7 @@
 
 #include "engine/interrupt_cleanup.h"
 #include "engine/trace_writer.h"
+#include "engine/util/atomic_file.h"
 #include "query/import/byteps/byteps_importer.h"
 #include "query/import/import_common.h"
 #include "query/import/importer.h"
@@ -414,10 +415,7 @@ int RunImport(ImportOptions o) {
   for (Output& out : outs) {
     if (out.imported > 0 || out.existed) continue;
     out.writer.reset();
-    std::error_code ec;
-    for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
-      std::filesystem::remove(out.path + suffix, ec);
-    }
+    engine::RemoveDbFiles(out.path);
   }
   if (done.empty() && !skipped_already) {
     std::error_code ec;

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "engine/parse_number.h"
 #include "query/check/run_catalog.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
@@ -143,9 +144,8 @@ bool ResolveRunPaths(const char* cmd, const std::vector<std::string>& specs,
     int n = kDefaultHistoryRuns;
     if (const size_t colon = label.rfind(':'); colon != std::string::npos) {
       const std::string count = label.substr(colon + 1);
-      char* end = nullptr;
-      const long v = std::strtol(count.c_str(), &end, 10);
-      if (count.empty() || *end != '\0' || v < 1 || v > 1000) {
+      int64_t v = 0;
+      if (!engine::ParseInt64(count, &v) || v < 1 || v > 1000) {
         std::fprintf(stderr, "tracedb %s: --baseline %s: N must be a number from 1 to 1000\n", cmd,
                      b.c_str());
         return false;

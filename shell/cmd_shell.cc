@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/parse_number.h"
 #include "engine/sqlite.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -346,9 +347,8 @@ class Shell {
     } else if (cmd == ".width") {
       std::vector<int> widths;
       for (const std::string& a : args) {
-        char* end = nullptr;
-        const long w = std::strtol(a.c_str(), &end, 10);
-        if (end == a.c_str() || *end != '\0' || w < 0 || w > 10000) {
+        int64_t w = 0;
+        if (!engine::ParseInt64(a, &w) || w < 0 || w > 10000) {
           std::fprintf(stderr, ".width: '%s' is not a width (0 to 10000)\n", a.c_str());
           good = false;
           break;

@@ -26,6 +26,7 @@
 
 #include "engine/compactor.h"
 #include "engine/trace_writer.h"
+#include "engine/util/atomic_file.h"
 #include "query/query_db.h"
 #include "query/report_data.h"
 #include "shell/commands.h"
@@ -280,12 +281,6 @@ class RawTerminal {
   bool active_ = false;
 };
 
-void RemoveDb(const std::string& path) {
-  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
-    ::unlink((path + suffix).c_str());
-  }
-}
-
 int RunTop(const TopOptions& o) {
   const bool from_dir = IsDir(o.input);
   if (!from_dir && ::access(o.input.c_str(), R_OK) != 0) {
@@ -318,7 +313,7 @@ int RunTop(const TopOptions& o) {
   auto cleanup = [&] {
     writer.reset();
     if (!temp_dir.empty()) {
-      RemoveDb(db_path);
+      engine::RemoveDbFiles(db_path);
       ::rmdir(temp_dir.c_str());
     }
   };

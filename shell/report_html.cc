@@ -15,9 +15,11 @@
 #include <memory>
 
 #include "engine/interrupt_cleanup.h"
+#include "engine/util/atomic_file.h"
 #include "engine/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
+#include "query/export/json_rows.h"
 #include "query/export/json_text.h"
 #include "query/query_db.h"
 #include "shell/commands.h"
@@ -401,20 +403,7 @@ class PageData {
       out_ += first ? "{" : ",{";
       for (int c = 0; c < st.ColumnCount(); ++c) {
         out_ += (c ? "," : "") + query::json::String(st.ColumnName(c)) + ":";
-        switch (st.ColumnType(c)) {
-          case SQLITE_NULL:
-            out_ += "null";
-            break;
-          case SQLITE_INTEGER:
-            out_ += Num(st.Int(c));
-            break;
-          case SQLITE_FLOAT:
-            out_ += Num(st.Double(c));
-            break;
-          default:
-            out_ += query::json::String(st.Text(c));
-            break;
-        }
+        query::json::AppendColumn(&out_, st, c);
       }
       out_ += "}";
     }
@@ -475,19 +464,9 @@ int RunReportHtml(const HtmlOptions& o) {
     return kExitError;
   }
   page.replace(at, marker.size(), json);
-  const std::string tmp = o.output + ".tmp";
-  engine::InterruptCleanup on_interrupt(tmp, std::string("tracedb ") + cmd);
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, tmp.c_str(),
-                 std::strerror(errno));
-    return kExitError;
-  }
-  const bool wrote = std::fwrite(page.data(), 1, page.size(), f) == page.size();
-  if (std::fclose(f) != 0 || !wrote || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    std::fprintf(stderr, "tracedb %s: cannot write %s: %s\n", cmd, o.output.c_str(),
-                 std::strerror(errno));
-    std::remove(tmp.c_str());
+  const Status wrote = engine::WriteFileAtomically(o.output, page, std::string("tracedb ") + cmd);
+  if (!wrote.ok()) {
+    std::fprintf(stderr, "tracedb %s: %s\n", cmd, wrote.message().c_str());
     return kExitError;
   }
   Verbose("report html", "wrote %s (%s) in %.2f s", o.output.c_str(),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "query/export/csv_text.h"
+#include "query/export/json_rows.h"
 #include "query/export/json_text.h"
 
 namespace tracedb::shell {
@@ -112,19 +113,7 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
           if (i) obj += ", ";
           query::json::AppendString(&obj, names[i]);
           obj += ": ";
-          switch (st->ColumnType(i)) {
-            case SQLITE_NULL:
-              obj += "null";
-              break;
-            case SQLITE_INTEGER:
-              obj += CellText(*st, i);
-              break;
-            case SQLITE_FLOAT:  // shortest exact form; NaN and infinities as null
-              query::json::AppendNumber(&obj, st->Double(i));
-              break;
-            default:
-              query::json::AppendString(&obj, CellText(*st, i));
-          }
+          query::json::AppendColumn(&obj, *st, i);
         }
         obj += "}";
         Put(obj, out);

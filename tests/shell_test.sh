@@ -159,6 +159,13 @@ rc=$?
 set -e
 expect ".width x: exit" "$rc" 1
 grep -q "'x' is not a width" "$tmp/err" && grep -q "width: $" "$tmp/out" || fail ".width x"
+# The strict integer policy (engine/parse_number.h): '+5' is refused too (strtol took it).
+set +e
+printf '.width +5\n' | "$bin" shell "$db" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+set -e
+expect ".width +5: exit" "$rc" 1
+grep -q "'+5' is not a width" "$tmp/err" || fail ".width +5"
 # A mode that does not exist is refused, never replaced by another.
 set +e
 printf '.mode html\nSELECT 1;\n' | "$bin" shell "$db" >"$tmp/out" 2>"$tmp/err"

@@ -11,6 +11,7 @@
 
 #include "engine/sqlite.h"
 #include "engine/status.h"
+#include "engine/util/saturating.h"
 
 namespace tracedb::query {
 
@@ -24,8 +25,7 @@ struct TimeWindow {
   bool MayOverlap(int64_t min_ts, int64_t max_end) const { return min_ts < hi && max_end >= lo; }
   // A span overlaps [lo, hi); an instant (or empty span) lies in it.
   bool Overlaps(int64_t ts, int64_t dur) const {
-    int64_t end;
-    if (__builtin_add_overflow(ts, dur, &end)) end = dur > 0 ? INT64_MAX : INT64_MIN;
+    const int64_t end = engine::SaturatingAdd(ts, dur);
     return ts < hi && (end > lo || ts >= lo);
   }
 };

@@ -6,118 +6,15 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/util/json_string.h"
+
 namespace tracedb::query::json {
 namespace {
-
-// 1 for the bytes a string literal cannot copy as they are: control characters, '"', '\\' and
-// every non-ASCII byte (checked as UTF-8).
-constexpr auto kSpecial = [] {
-  struct Table {
-    bool v[256] = {};
-  } t;
-  for (int c = 0; c < 256; ++c) t.v[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
-  return t;
-}();
 
 constexpr char kDigitPairs[] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
-
-constexpr char kHex[] = "0123456789abcdef";
-constexpr char kReplacement[] = "\xef\xbf\xbd";  // U+FFFD
-
-char* WriteControl(char* p, unsigned char c) {
-  *p++ = '\\';
-  switch (c) {
-    case '\b':
-      *p++ = 'b';
-      break;
-    case '\f':
-      *p++ = 'f';
-      break;
-    case '\n':
-      *p++ = 'n';
-      break;
-    case '\r':
-      *p++ = 'r';
-      break;
-    case '\t':
-      *p++ = 't';
-      break;
-    default:
-      *p++ = 'u';
-      *p++ = '0';
-      *p++ = '0';
-      *p++ = kHex[c >> 4];
-      *p++ = kHex[c & 15];
-  }
-  return p;
-}
-
-// The length of the well-formed UTF-8 sequence at s[i] (2 to 4), or, when it is ill-formed, the
-// negated length of its maximal ill-formed subpart (-1 to -3). REQUIRES: s[i] >= 0x80.
-int Utf8Sequence(const unsigned char* s, size_t n, size_t i) {
-  const unsigned char c = s[i];
-  int need;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) {
-    need = 1;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    need = 2;
-    if (c == 0xe0) lo = 0xa0;  // no overlong forms
-    if (c == 0xed) hi = 0x9f;  // no surrogates
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    need = 3;
-    if (c == 0xf0) lo = 0x90;  // no overlong forms
-    if (c == 0xf4) hi = 0x8f;  // nothing above U+10FFFF
-  } else {
-    return -1;
-  }
-  size_t j = i + 1;
-  for (int k = 0; k < need; ++k, ++j) {
-    if (j >= n || s[j] < lo || s[j] > hi) return -static_cast<int>(j - i);
-    lo = 0x80;
-    hi = 0xbf;
-  }
-  return static_cast<int>(j - i);
-}
-
-// Writes the string body s (no quotes) escaped: control characters, '"' and '\\' escaped,
-// ill-formed UTF-8 replaced. Room for 6 bytes per byte of s.
-char* WriteBody(char* p, const unsigned char* s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    size_t run = i;
-    while (run < n && !kSpecial.v[s[run]]) ++run;
-    std::memcpy(p, s + i, run - i);
-    p += run - i;
-    i = run;
-    if (i >= n) break;
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      if (c < 0x20) {
-        p = WriteControl(p, c);
-      } else {
-        *p++ = '\\';
-        *p++ = static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    const int len = Utf8Sequence(s, n, i);
-    if (len > 0) {
-      std::memcpy(p, s + i, static_cast<size_t>(len));
-      p += len;
-      i += static_cast<size_t>(len);
-    } else {
-      std::memcpy(p, kReplacement, 3);
-      p += 3;
-      i += static_cast<size_t>(-len);
-    }
-  }
-  return p;
-}
 
 // Re-writes JSON text into `out`; see AppendObjectMembers.
 class Rewriter {
@@ -253,7 +150,8 @@ class Rewriter {
       if (p_ > run) {
         const size_t at = out_->size();
         out_->resize(at + 6 * static_cast<size_t>(p_ - run));
-        char* e = WriteBody(out_->data() + at, run, static_cast<size_t>(p_ - run));
+        char* e =
+            engine::WriteJsonStringBody(out_->data() + at, run, static_cast<size_t>(p_ - run));
         out_->resize(static_cast<size_t>(e - out_->data()));
       }
     };
@@ -293,11 +191,45 @@ class Rewriter {
   std::string* out_;
 };
 
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
 }  // namespace
+
+void AppendLiteralBody(std::string* out, std::string_view in) {
+  size_t run = 0;  // start of the pending run of bytes without a backslash
+  auto flush = [&](size_t to) {
+    if (to <= run) return;
+    const size_t at = out->size();
+    out->resize(at + 6 * (to - run));
+    char* e = engine::WriteJsonStringBody(
+        out->data() + at, reinterpret_cast<const unsigned char*>(in.data()) + run, to - run);
+    out->resize(static_cast<size_t>(e - out->data()));
+  };
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\\') continue;
+    flush(i);
+    const char n = i + 1 < in.size() ? in[i + 1] : '\0';
+    const bool valid = n == '"' || n == '\\' || n == '/' || n == 'b' || n == 'f' || n == 'n' ||
+                       n == 'r' || n == 't' ||
+                       (n == 'u' && i + 6 <= in.size() && IsHex(in[i + 2]) && IsHex(in[i + 3]) &&
+                        IsHex(in[i + 4]) && IsHex(in[i + 5]));
+    if (valid) {  // kept; a \u escape's four digits follow as plain bytes
+      out->push_back('\\');
+      out->push_back(n);
+      ++i;
+    } else {
+      out->append("\\\\");
+    }
+    run = i + 1;
+  }
+  flush(in.size());
+}
 
 char* WriteString(char* p, std::string_view s) {
   *p++ = '"';
-  p = WriteBody(p, reinterpret_cast<const unsigned char*>(s.data()), s.size());
+  p = engine::WriteJsonStringBody(p, reinterpret_cast<const unsigned char*>(s.data()), s.size());
   *p++ = '"';
   return p;
 }

@@ -24,6 +24,13 @@ void AppendString(std::string* out, std::string_view s);
 // The same, written at `p`, which has room for MaxStringLiteral(s.size()) bytes; returns the end.
 char* WriteString(char* p, std::string_view s);
 
+// Appends `in`, the inside of a string literal read from a file (quotes excluded), re-escaped
+// for output: its valid escapes kept, the backslash of an invalid one escaped itself (a lenient
+// writer's "\\q" stays those two characters), raw quotes and control characters escaped, and
+// ill-formed UTF-8 replaced as by AppendString. The importers' compact re-writer of argument
+// objects (query/import/json/json_scan.h, AppendCompactJson) writes its strings with it.
+void AppendLiteralBody(std::string* out, std::string_view in);
+
 // Writes `v` in decimal at `p` (room for 20 bytes); returns the end.
 char* WriteUint(char* p, uint64_t v);
 char* WriteInt(char* p, int64_t v);  // room for 20 bytes

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/util/atomic_file.h"
+
 namespace tracedb::query {
 namespace {
 
@@ -53,18 +55,9 @@ StatusOr<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path
   }
   // A name of our own next to the output (same filesystem, so the rename is atomic): two
   // exports to one path never share a temporary file.
-  std::string partial = path + ".partial-XXXXXX";
-  const int fd = ::mkostemp(partial.data(), O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("cannot create " + path, errno);
-  // mkostemp creates 0600; the output gets the usual 0666 less the umask.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(partial.c_str());
-    return Status::FromErrno("cannot set the mode of " + partial, err);
-  }
+  std::string partial;
+  int fd = -1;
+  TRACEDB_RETURN_IF_ERROR(engine::CreateTemporaryBeside(path, &partial, &fd));
   return std::unique_ptr<OutputFile>(new OutputFile(path, std::move(partial), fd, std::move(z)));
 }
 
@@ -222,23 +215,9 @@ Status OutputFile::Close() {
   if (::close(fd_) != 0) Fail(Status::FromErrno("cannot write " + path_, errno));
   fd_ = -1;
   closed_ = true;
-  if (!in_place && writer_status_.ok() && std::rename(partial_.c_str(), path_.c_str()) != 0) {
-    Fail(Status::FromErrno("cannot rename " + partial_ + " to " + path_, errno));
-  }
   if (!in_place && writer_status_.ok()) {
-    // The rename itself is durable once the directory is synced.
-    const size_t slash = path_.rfind('/');
-    const std::string dir = slash == std::string::npos ? "."
-                            : slash == 0               ? "/"
-                                                       : path_.substr(0, slash);
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || ::fsync(dfd) != 0) {
-      // Some filesystems refuse fsync on a directory (EINVAL): the file itself is synced.
-      if (errno != EINVAL && errno != EROFS) {
-        Fail(Status::FromErrno("cannot sync directory " + dir, errno));
-      }
-    }
-    if (dfd >= 0) ::close(dfd);
+    Status renamed = engine::RenameDurably(partial_, path_);  // and the directory synced
+    if (!renamed.ok()) Fail(std::move(renamed));
   }
   if (status_.ok()) status_ = writer_status_;
   if (!status_.ok() && !in_place) ::unlink(partial_.c_str());

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "engine/parse_number.h"
 #include "query/export/json_text.h"
 #include "query/human_units.h"
 
@@ -78,9 +79,10 @@ std::vector<int32_t> CommMembers(engine::Db* db, int64_t comm, bool* known) {
         size_t next = members.find(',', pos);
         if (next == std::string::npos) next = members.size();
         const std::string part = members.substr(pos, next - pos);
-        char* endp = nullptr;
-        const long v = std::strtol(part.c_str(), &endp, 10);
-        if (endp != part.c_str() && *endp == '\0') out.push_back(static_cast<int32_t>(v));
+        int64_t v = 0;
+        if (engine::ParseInt64(part, &v) && v >= INT32_MIN && v <= INT32_MAX) {
+          out.push_back(static_cast<int32_t>(v));
+        }
         pos = next + 1;
       }
       if (!out.empty()) {

@@ -1,6 +1,8 @@
 // BuilderPipe implementation. See builder_pipe.h.
 #include "query/import/builder_pipe.h"
 
+#include "engine/util/saturating.h"
+
 namespace tracedb::query {
 
 BuilderPipe::BuilderPipe(engine::TraceWriter* writer)
@@ -64,8 +66,7 @@ void BuilderPipe::End(uint32_t track, int64_t ts, const engine::EventArgs* args,
 
 void BuilderPipe::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                            const engine::EventArgs* args, std::string_view json) {
-  int64_t end;  // saturated: a hostile file's ts + dur may not fit
-  if (__builtin_add_overflow(ts, dur, &end)) end = dur > 0 ? INT64_MAX : INT64_MIN;
+  const int64_t end = engine::SaturatingAdd(ts, dur);  // a hostile file's ts + dur may not fit
   See(ts, end);
   Cmd& c = Add(Op::kComplete, json);
   c.track = track;

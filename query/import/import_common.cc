@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/parse_number.h"
 #include "query/export/json_text.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query {
 
@@ -27,7 +28,9 @@ int32_t RankFromFileName(std::string_view path) {
   size_t begin = end;
   while (begin > 0 && base[begin - 1] >= '0' && base[begin - 1] <= '9') --begin;
   if (begin == end || end - begin > 9) return -1;
-  return static_cast<int32_t>(std::stol(std::string(base.substr(begin, end - begin))));
+  int64_t rank = -1;  // all digits, at most 9: fits
+  engine::ParseInt64(base.substr(begin, end - begin), &rank);
+  return static_cast<int32_t>(rank);
 }
 
 std::string SourcePath(const std::string& path) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/util/saturating.h"
 #include "query/import/import_common.h"
 
 namespace tracedb::query {
@@ -14,11 +15,7 @@ std::string BaseName(std::string_view path) {
 }
 
 // a - b, saturated (timestamps of a hostile file can be anything).
-int64_t Diff(int64_t a, int64_t b) {
-  int64_t d;
-  if (__builtin_sub_overflow(a, b, &d)) return a > b ? INT64_MAX : INT64_MIN;
-  return d;
-}
+int64_t Diff(int64_t a, int64_t b) { return engine::SaturatingSub(a, b); }
 
 Status Conflict(const std::string& path, const std::string& what, const std::string& other) {
   return Status::InvalidArgument(path + ": not of the job already in the database: " + what +

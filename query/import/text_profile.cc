@@ -191,14 +191,6 @@ std::string_view BaseName(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-bool AllDigits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
 bool IsDashRule(std::string_view s) {
   if (s.size() < 3) return false;
   for (char c : s) {
@@ -363,6 +355,20 @@ std::string_view FirstNonBlankLine(std::string_view text) {
     if (!Trim(l.text).empty()) return Trim(l.text);
   }
   return Trim(s.tail);
+}
+
+Status ReadFirstLine(LineReader* lines, const std::string& file, std::string_view what,
+                     Line* line) {
+  bool got;
+  while ((got = lines->Next(line)) && Trim(line->text).empty()) {
+  }
+  if (!lines->status().ok()) return lines->status();
+  if (got) return Status::Ok();
+  if (!Trim(lines->tail()).empty()) {
+    return Status::InvalidArgument(file + ": line " + std::to_string(lines->tail_number()) +
+                                   ": file ends inside its first line; not " + std::string(what));
+  }
+  return Status::InvalidArgument(file + ": empty file; not " + std::string(what));
 }
 
 }  // namespace tracedb::query::text_profile

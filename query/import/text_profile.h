@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/parse_number.h"
 #include "engine/sqlite.h"
 #include "engine/status.h"
 #include "engine/trace_writer.h"
@@ -93,6 +94,9 @@ struct SplitText {
 SplitText SplitLines(std::string_view text);
 // The first line of `text` that is not blank, trimmed ("" when there is none); for Detect().
 std::string_view FirstNonBlankLine(std::string_view text);
+// Reads `lines` up to its first non-blank line, into *line. The reader's error, or, when there is
+// no such line, an error naming `file` that says it is not `what` ("an mpiP report").
+Status ReadFirstLine(LineReader* lines, const std::string& file, std::string_view what, Line* line);
 
 // Whitespace (space, tab) separated fields of `s`.
 std::vector<std::string_view> Fields(std::string_view s);
@@ -101,7 +105,7 @@ std::string_view Trim(std::string_view s);
 std::string CollapseSpaces(std::string_view s);
 // The file name after the last '/'.
 std::string_view BaseName(std::string_view path);
-bool AllDigits(std::string_view s);
+using engine::AllDigits;  // engine/parse_number.h
 // A rule of at least three dashes and nothing else (the profiles' table and section borders).
 bool IsDashRule(std::string_view s);
 // Does `s` start like an identifier (an MPI routine name such as "MPI_Bcast" or "Allreduce")?

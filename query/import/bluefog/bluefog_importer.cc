@@ -13,7 +13,7 @@
 
 #include "query/import/import_common.h"
 #include "query/import/json/event_reader.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 #include "query/import/ordered_stream.h"
 
 namespace tracedb::query {

@@ -10,9 +10,10 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/parse_number.h"
 #include "query/import/chrome/chrome_core.h"
 #include "query/import/import_common.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query {
 namespace {
@@ -42,8 +43,13 @@ class BytepsFlavor : public chrome::ChromeFlavor {
   }
 };
 
-bool AllDigits(const std::string& s) {
-  return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+// A directory name that is a rank: digits only, at most 9 (an int32).
+bool IsRankName(const std::string& s) { return engine::AllDigits(s) && s.size() <= 9; }
+
+int32_t RankOf(const std::string& s) {
+  int64_t v = 0;
+  engine::ParseInt64(s, &v);
+  return static_cast<int32_t>(v);
 }
 
 class BytepsImporter : public Importer {
@@ -92,7 +98,7 @@ class BytepsImporter : public Importer {
     }
     // <dir>/<local rank>/comm.json: the directory's number is the rank.
     const std::string parent = std::filesystem::path(input.path).parent_path().filename().string();
-    const int32_t rank = AllDigits(parent) ? std::stoi(parent) : input.rank_hint;
+    const int32_t rank = IsRankName(parent) ? RankOf(parent) : input.rank_hint;
     return ImportOne(input.path, rank, input, writer, /*first=*/true, result);
   }
 
@@ -120,9 +126,9 @@ std::vector<std::pair<int32_t, std::string>> BytepsTraceFiles(const std::string&
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!AllDigits(name) || !entry.is_directory(ec)) continue;
+    if (!IsRankName(name) || !entry.is_directory(ec)) continue;
     const std::filesystem::path comm = entry.path() / "comm.json";
-    if (std::filesystem::is_regular_file(comm, ec)) files.emplace_back(std::stoi(name), comm);
+    if (std::filesystem::is_regular_file(comm, ec)) files.emplace_back(RankOf(name), comm);
   }
   std::sort(files.begin(), files.end());
   return files;

@@ -11,7 +11,7 @@
 #include "query/export/json_text.h"
 #include "query/import/builder_pipe.h"
 #include "query/import/event_sorter.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query::chrome {
 namespace {

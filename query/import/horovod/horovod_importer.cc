@@ -17,19 +17,16 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/parse_number.h"
 #include "query/import/import_common.h"
 #include "query/import/json/event_reader.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 #include "query/import/ordered_stream.h"
 
 namespace tracedb::query {
 namespace {
 
 constexpr std::string_view kMetaPrefix = "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": ";
-
-bool AllDigits(std::string_view s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
-}
 
 class HorovodFile {
  public:
@@ -157,11 +154,13 @@ class HorovodFile {
       default: {  // 'X'
         const int64_t dur = ev.has_dur ? ev.dur : 0;
         const uint32_t open = stream_.Innermost(track);
-        if (dur == 0 && AllDigits(ev.name) && ev.name.size() <= 9 && open != 0 &&
+        if (dur == 0 && engine::AllDigits(ev.name) && ev.name.size() <= 9 && open != 0 &&
             negotiate_.count(open) != 0) {
           engine::EventArgs args;
           args.mask = engine::EventArgs::kPeer;
-          args.peer = static_cast<int32_t>(std::stol(std::string(ev.name)));
+          int64_t peer = 0;  // all digits, at most 9: fits
+          engine::ParseInt64(ev.name, &peer);
+          args.peer = static_cast<int32_t>(peer);
           stream_.Instant(track, ts, rank_ready_, &args);
           return;
         }

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query::json {
 namespace {

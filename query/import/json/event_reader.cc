@@ -6,8 +6,9 @@
 #include <cstring>
 #include <thread>
 
+#include "engine/parse_number.h"
 #include "query/import/json/array_split.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query::json {
 namespace {
@@ -231,7 +232,8 @@ EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
   if (options_.threads == 0) {
     // TRACEDB_IMPORT_THREADS=N overrides the default (benchmarks compare N=1 with the rest).
     const char* env = std::getenv("TRACEDB_IMPORT_THREADS");
-    const long n = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    int64_t n = 0;  // unset or not a whole number: the default
+    if (env == nullptr || !engine::ParseInt64(env, &n)) n = 0;
     // The importers already keep one more core busy (BuilderPipe's writer thread): parsing takes
     // the others, and stays on one thread on 2 cores, where it measured slower in parallel
     // (docs/bench-import.md).

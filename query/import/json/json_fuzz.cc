@@ -12,7 +12,7 @@
 
 #include "query/import/json/byte_source.h"
 #include "query/import/json/event_reader.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace {
 

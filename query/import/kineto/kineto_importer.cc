@@ -20,7 +20,7 @@
 
 #include "query/import/chrome/chrome_core.h"
 #include "query/import/import_common.h"
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
 
 namespace tracedb::query {
 namespace {

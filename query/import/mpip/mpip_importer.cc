@@ -675,17 +675,7 @@ Status ImportMpipLines(std::string_view path, text_profile::LineReader* lines,
 
   // Line by line (bounded memory, however many lines: text_profile.h).
   text_profile::Line line;
-  bool got;
-  while ((got = lines->Next(&line)) && Trim(line.text).empty()) {
-  }
-  if (!lines->status().ok()) return lines->status();
-  if (!got) {
-    if (!Trim(lines->tail()).empty()) {
-      return Status::InvalidArgument(file + ": line " + std::to_string(lines->tail_number()) +
-                                     ": file ends inside its first line; not an mpiP report");
-    }
-    return Status::InvalidArgument(file + ": empty file; not an mpiP report");
-  }
+  TRACEDB_RETURN_IF_ERROR(text_profile::ReadFirstLine(lines, file, "an mpiP report", &line));
   if (Trim(line.text) != "@ mpiP") {
     return Status::InvalidArgument(file + ": line " + std::to_string(line.number) +
                                    ": not an mpiP report (expected \"@ mpiP\")");

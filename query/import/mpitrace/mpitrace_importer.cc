@@ -655,17 +655,7 @@ Status ImportMpitraceLines(std::string_view path, text_profile::LineReader* line
   // The first non-blank line must be the header: anything else is not an mpitrace profile.
   // Line by line (bounded memory, however many lines: text_profile.h).
   text_profile::Line line;
-  bool got;
-  while ((got = lines->Next(&line)) && Trim(line.text).empty()) {
-  }
-  if (!lines->status().ok()) return lines->status();
-  if (!got) {
-    if (!Trim(lines->tail()).empty()) {
-      return Status::InvalidArgument(file + ": line " + std::to_string(lines->tail_number()) +
-                                     ": file ends inside its first line; not an mpitrace profile");
-    }
-    return Status::InvalidArgument(file + ": empty file; not an mpitrace profile");
-  }
+  TRACEDB_RETURN_IF_ERROR(text_profile::ReadFirstLine(lines, file, "an mpitrace profile", &line));
   Profile p;
   bool all_communicators = false;
   if (!ParseRankHeader(Trim(line.text), &p.rank, &p.world_size, &all_communicators)) {

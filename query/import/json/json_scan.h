@@ -2,7 +2,8 @@
 // finding the end of a string or of any value in a byte span (reporting "need more bytes" when
 // the span ends first), decoding string escapes (\uXXXX with surrogate pairs), converting a
 // decimal number of microseconds to integer nanoseconds exactly, looking up members of an object
-// text, and re-writing a value as compact, valid JSON.
+// text, and re-writing a value as compact, valid JSON. (Reading JSON: this file. Writing JSON:
+// query/export/json_text.h, the one writer, whose policy on invalid UTF-8 this re-writer follows.)
 //
 // Tolerance (what trace writers really produce): raw control characters inside strings are
 // accepted as they are (Horovod inserts tensor names without escaping); an unknown escape is
@@ -70,10 +71,10 @@ bool ForEachElement(std::string_view array, const std::function<bool(std::string
 // The raw text of member `key` of object `object`, or nullopt.
 std::optional<std::string_view> FindMember(std::string_view object, std::string_view key);
 
-// Appends `value` to *out as compact valid JSON: no space outside strings, control characters
-// escaped, invalid UTF-8 kept byte for byte (SQLite's json functions accept it). False (and
-// *out unspecified) when `value` is not a well-formed JSON value.
+// Appends `value` to *out as compact valid JSON: no space outside strings, strings re-escaped by
+// json::AppendLiteralBody (control characters escaped, ill-formed UTF-8 replaced by U+FFFD: the
+// one policy of every JSON the project writes). False (and *out unspecified) when `value` is not
+// a well-formed JSON value.
 bool AppendCompactJson(std::string_view value, std::string* out);
-// (Writing a JSON string literal: AppendString in query/export/json_text.h, the one writer.)
 
 }  // namespace tracedb::query::json

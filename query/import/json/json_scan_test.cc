@@ -1,4 +1,6 @@
-#include "query/import/json/json_text.h"
+#include "query/import/json/json_scan.h"
+
+#include "query/export/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -119,6 +121,23 @@ TEST(JsonText, CompactJson) {
     out.clear();
     EXPECT_FALSE(AppendCompactJson(bad, &out)) << bad;
   }
+}
+
+// One policy on invalid UTF-8 for every JSON the project writes (query/export/json_text.h):
+// the importers' re-writer used to keep it byte for byte, the exporter replaced it; a stored
+// argument object is now valid UTF-8 whatever the file held, each maximal ill-formed subpart one
+// U+FFFD, as AppendString writes the same bytes.
+TEST(JsonText, CompactJsonReplacesInvalidUtf8) {
+  // é whole; E2 82 (a cut three-byte form): one U+FFFD; ED A0 80 (a surrogate): three; 😀 whole.
+  const std::string value = "a\xc3\xa9\xe2\x82 \xed\xa0\x80 \xf0\x9f\x98\x80";
+  const std::string fffd = "\xef\xbf\xbd";
+  std::string out;
+  ASSERT_TRUE(AppendCompactJson("{\"k\xff\": \"" + value + "\"}", &out));
+  EXPECT_EQ(out, "{\"k" + fffd + "\":\"a\xc3\xa9" + fffd + " " + fffd + fffd + fffd +
+                     " \xf0\x9f\x98\x80\"}");
+  std::string writer;  // the one writer's string literal of the same bytes
+  AppendString(&writer, value);
+  EXPECT_EQ(out.substr(out.find(':') + 1, writer.size()), writer);
 }
 
 TEST(JsonText, Members) {

@@ -1,6 +1,7 @@
-// JSON text helpers. See json_text.h.
-#include "query/import/json/json_text.h"
+// JSON text helpers. See json_scan.h.
+#include "query/import/json/json_scan.h"
 #include "engine/parse_number.h"
+#include "query/export/json_text.h"
 
 #include <charconv>
 #include <cstring>
@@ -79,52 +80,6 @@ void AppendUtf8(uint32_t cp, std::string* out) {
   }
 }
 
-// Appends `in` as JSON string content: quotes and control characters escaped. With `literal`,
-// `in` is the inside of a string literal whose valid escapes are kept (an invalid escape's
-// backslash is escaped itself); otherwise `in` is plain text and every backslash is escaped.
-void AppendStringContent(std::string_view in, bool literal, std::string* out) {
-  static const char kHex[] = "0123456789abcdef";
-  size_t run = 0;  // start of the pending run of plain bytes
-  for (size_t i = 0; i < in.size(); ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c >= 0x20 && c != '\\' && c != '"') continue;
-    out->append(in.data() + run, i - run);
-    if (c == '\\') {
-      const char n = i + 1 < in.size() ? in[i + 1] : '\0';
-      const bool valid =
-          literal && (n == '"' || n == '\\' || n == '/' || n == 'b' || n == 'f' || n == 'n' ||
-                      n == 'r' || n == 't' || (n == 'u' && Hex4(in, i + 2) >= 0));
-      if (valid) {
-        out->push_back('\\');
-        out->push_back(n);
-        ++i;
-      } else {
-        out->append("\\\\");
-      }
-    } else if (c == '"') {
-      out->append("\\\"");
-    } else {
-      switch (c) {
-        case '\n':
-          out->append("\\n");
-          break;
-        case '\r':
-          out->append("\\r");
-          break;
-        case '\t':
-          out->append("\\t");
-          break;
-        default:
-          out->append("\\u00");
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-      }
-    }
-    run = i + 1;
-  }
-  out->append(in.data() + run, in.size() - run);
-}
-
 // Walks an object member's key and its ':' at *p, leaving *p at the value; with kEmit it also
 // appends `"key":` to *out.
 template <bool kEmit>
@@ -137,7 +92,7 @@ Scan WalkKey(const char** pp, const char* end, std::string* out) {
   if (s != Scan::kOk) return s;
   if constexpr (kEmit) {
     out->push_back('"');
-    AppendStringContent(std::string_view(p + 1, static_cast<size_t>(close - p - 1)), true, out);
+    AppendLiteralBody(out, std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
     out->append("\":");
   }
   p = SkipSpace(close + 1, end);
@@ -164,7 +119,7 @@ Scan Walk(const char* p, const char* end, const char** after, std::string* out) 
       if (s != Scan::kOk) return s;
       if constexpr (kEmit) {
         out->push_back('"');
-        AppendStringContent(std::string_view(p + 1, static_cast<size_t>(close - p - 1)), true, out);
+        AppendLiteralBody(out, std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
         out->push_back('"');
       }
       p = close + 1;
