@@ -125,7 +125,7 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
   const int64_t compute = StringId(path, "compute"), send = StringId(path, "MPI_Send");
   const int64_t mpi = StringId(path, "mpi");
   const int64_t mid_lo = 1000 + 2 * (kRowsPerBatch * 100 + 500) + 250;  // inside batch 2
-  const int64_t mid_hi = mid_lo + 9000;                                   // into batch 3 or 4
+  const int64_t mid_hi = mid_lo + 9000;                                 // into batch 3 or 4
   struct Case {
     std::vector<int64_t> ranks, names, cats;
     int64_t lo = INT64_MIN, hi = INT64_MAX, min_dur = INT64_MIN, after = INT64_MIN;
@@ -145,7 +145,13 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
       {{}, {}, {}, INT64_MIN, INT64_MAX, INT64_MIN, 10},
       {{}, {}, {}, INT64_MIN, INT64_MAX, INT64_MIN, INT64_MIN, BlockSelection::Order::kBlock},
       {{}, {}, {}, INT64_MIN, INT64_MAX, INT64_MIN, INT64_MIN, BlockSelection::Order::kMaxDurDesc},
-      {{}, {compute}, {}, INT64_MIN, INT64_MAX, INT64_MIN, INT64_MIN,
+      {{},
+       {compute},
+       {},
+       INT64_MIN,
+       INT64_MAX,
+       INT64_MIN,
+       INT64_MIN,
        BlockSelection::Order::kMaxDurDesc},
       {{3}, {}, {}, INT64_MIN, mid_hi, INT64_MIN, INT64_MIN, BlockSelection::Order::kTimeDesc},
       {{}, {}, {}, 5, 4},  // an empty window
@@ -195,11 +201,12 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
         order = "b.min_ts DESC";
         break;
       case BlockSelection::Order::kMaxDurDesc:
-        order = by_name ? "(SELECT max(n.max_dur) FROM block_names n WHERE n.block = b.block" +
-                              std::string(c.names.empty() ? "" : " AND n.name IN (" +
-                                                                     List(c.names) + ")") +
-                              ") DESC, b.block"
-                        : "b.max_dur DESC, b.block";
+        order =
+            by_name
+                ? "(SELECT max(n.max_dur) FROM block_names n WHERE n.block = b.block" +
+                      std::string(c.names.empty() ? "" : " AND n.name IN (" + List(c.names) + ")") +
+                      ") DESC, b.block"
+                : "b.max_dur DESC, b.block";
         break;
     }
     const std::vector<int64_t> want =
@@ -218,12 +225,10 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
       if (!c.ranks.empty() && std::count(c.ranks.begin(), c.ranks.end(), w.rank) == 0) continue;
       if (w.ts + w.dur < c.lo || w.ts > c.hi) continue;
       if (c.min_dur != INT64_MIN && w.dur < c.min_dur) continue;
-      if (!c.names.empty() &&
-          std::count(c.names.begin(), c.names.end(), id_of[w.name]) == 0) {
+      if (!c.names.empty() && std::count(c.names.begin(), c.names.end(), id_of[w.name]) == 0) {
         continue;
       }
-      if (!c.cats.empty() && std::count(c.cats.begin(), c.cats.end(), id_of[w.cat]) == 0)
-        continue;
+      if (!c.cats.empty() && std::count(c.cats.begin(), c.cats.end(), id_of[w.cat]) == 0) continue;
       if (c.after != INT64_MIN) continue;  // (not a row condition: left out of this count)
       ++expect;
     }
@@ -261,7 +266,8 @@ TEST(BlockStore, HostileValuesAreRefusedNamingTheFileAndTheBlock) {
   TempDir tmp;
   const std::string base = tmp.Sub("base.tdb");
   Build(base);
-  const int64_t victim = PlainColumn(base, "SELECT block FROM blocks ORDER BY block LIMIT 1 OFFSET 5")[0];
+  const int64_t victim =
+      PlainColumn(base, "SELECT block FROM blocks ORDER BY block LIMIT 1 OFFSET 5")[0];
   struct Case {
     const char* what;
     std::string sql;
@@ -360,7 +366,7 @@ TEST(BlockStore, TheCacheServesABlockOnceAndForgetsItWhenTheFileChanges) {
   auto a = store.ReadCached((*zones)[0], engine::kColTs);
   auto b = store.ReadCached((*zones)[0], engine::kColName);
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->get(), b->get());                      // the same decoded block
+  EXPECT_EQ(a->get(), b->get());                              // the same decoded block
   EXPECT_TRUE((*b)->has(engine::kColTs | engine::kColName));  // columns added on demand
   store.SetVersion(1, 0);
   auto c = store.ReadCached((*zones)[0], engine::kColTs);

@@ -135,8 +135,8 @@ Status BlockStore::ForEach(const BlockSelection& sel,
     // finds).
     Status c = CheckBlockCount(z.block, count);
     if (c.ok() && (rank < INT32_MIN || rank > INT32_MAX)) {
-      c = Status::Corruption("block " + std::to_string(z.block) + ": rank " +
-                             std::to_string(rank) + " is not a 32-bit integer");
+      c = Status::Corruption("block " + std::to_string(z.block) + ": rank " + std::to_string(rank) +
+                             " is not a 32-bit integer");
     }
     z.ok = c.ok();
     z.count = z.ok ? static_cast<uint64_t>(count) : 0;
@@ -210,11 +210,23 @@ Status BlockStore::BlockKinds(std::unordered_map<int64_t, uint8_t>* out) {
     }
     if (!*row) break;
     const int64_t kind = st->IsNull(1) ? -1 : st->Int(1);
-    const uint8_t bits =
-        kind >= 0 && kind < kNumRowKinds ? static_cast<uint8_t>(1u << kind) : kAll;
+    const uint8_t bits = kind >= 0 && kind < kNumRowKinds ? static_cast<uint8_t>(1u << kind) : kAll;
     (*out)[st->Int(0)] |= bits;
   }
   return Status::Ok();
+}
+
+StatusOr<bool> BlockStore::ReadBytes(int64_t block,
+                                     const std::function<Status(std::string_view)>& fn) {
+  if (data_.raw() == nullptr) {
+    TRACEDB_ASSIGN_OR_RETURN(data_, db_->Prepare("SELECT data FROM blocks WHERE block = ?1"));
+  }
+  data_.Bind(1, block);
+  auto row = data_.Step();
+  Status s = !row.ok() ? row.status() : *row ? fn(data_.Blob(0)) : Status::Ok();
+  data_.Reset();
+  if (!s.ok()) return s;
+  return *row;
 }
 
 Status BlockStore::Read(const BlockZoneRow& z, uint32_t cols, DecodedBlock* out) {

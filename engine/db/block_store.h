@@ -120,6 +120,10 @@ class BlockStore {
   // checks it holds exactly z.count rows. Corruption naming the database and the block when the
   // zone map failed its checks, the block is gone, does not decode or holds another count.
   Status Read(const BlockZoneRow& z, uint32_t cols, DecodedBlock* out);
+  // Calls fn with block `block`'s stored bytes (compressed, as on disk; valid during the call
+  // only) and returns true, or returns false when the file has no such block. The statement is
+  // reset before returning (a stepped statement would hold the file's read lock).
+  StatusOr<bool> ReadBytes(int64_t block, const std::function<Status(std::string_view)>& fn);
   // The same through the cache: a block decoded before is served again (with the column groups
   // in `cols` decoded when missing). The least recently used blocks leave beyond kCacheRows.
   StatusOr<std::shared_ptr<DecodedBlock>> ReadCached(const BlockZoneRow& z, uint32_t cols);
