@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/db/block_store.h"
@@ -127,12 +128,33 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
   const int64_t mid_lo = 1000 + 2 * (kRowsPerBatch * 100 + 500) + 250;  // inside batch 2
   const int64_t mid_hi = mid_lo + 9000;                                 // into batch 3 or 4
   struct Case {
+    Case(std::vector<int64_t> r = {}, std::vector<int64_t> n = {}, std::vector<int64_t> c = {},
+         int64_t lo_ = INT64_MIN, int64_t hi_ = INT64_MAX, int64_t min_dur_ = INT64_MIN,
+         int64_t after_ = INT64_MIN,
+         BlockSelection::Order order_ = BlockSelection::Order::kRankTime)
+        : ranks(std::move(r)),
+          names(std::move(n)),
+          cats(std::move(c)),
+          lo(lo_),
+          hi(hi_),
+          min_dur(min_dur_),
+          after(after_),
+          order(order_) {}
     std::vector<int64_t> ranks, names, cats;
-    int64_t lo = INT64_MIN, hi = INT64_MAX, min_dur = INT64_MIN, after = INT64_MIN;
-    BlockSelection::Order order = BlockSelection::Order::kRankTime;
+    int64_t lo, hi, min_dur, after;
+    BlockSelection::Order order;
   };
+  // Bounds equal to a block's own max_end and min_ts (the comparisons are inclusive).
+  const int64_t edge_lo = PlainColumn(
+      path, "SELECT max_end FROM blocks WHERE rank = 1 ORDER BY min_ts LIMIT 1 OFFSET 2")[0];
+  const int64_t edge_hi = PlainColumn(
+      path, "SELECT min_ts FROM blocks WHERE rank = 2 ORDER BY min_ts LIMIT 1 OFFSET 4")[0];
+  const int64_t edge_dur = PlainColumn(
+      path, "SELECT max_dur FROM blocks WHERE rank = 3 ORDER BY min_ts LIMIT 1 OFFSET 3")[0];
   std::vector<Case> cases = {
       {},
+      {{}, {}, {}, edge_lo, edge_hi},
+      {{}, {}, {}, INT64_MIN, INT64_MAX, edge_dur},
       {{2}},
       {{0, 3}},
       {{}, {}, {}, mid_lo, mid_hi},
@@ -212,7 +234,9 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
     const std::vector<int64_t> want =
         PlainColumn(path, "SELECT b.block FROM blocks b WHERE " + where + " ORDER BY " + order);
     EXPECT_EQ(List(Ids(*got)), List(want));
-    if (c.lo <= c.hi) EXPECT_FALSE(want.empty());  // every case but the empty window selects
+    if (c.lo <= c.hi) {
+      EXPECT_FALSE(want.empty());  // every case but the empty window selects
+    }
 
     // Every row the test wrote that meets the selection's conditions is in a selected block
     // (the zone maps never drop a match), counted by decoding the selected blocks.
