@@ -273,6 +273,30 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
       }
     }
     EXPECT_EQ(found, expect);
+
+    // The one-pass decoded walk lists the same blocks with the same rows (its max_dur order
+    // with names is the block's own: compared as sets there).
+    std::vector<int64_t> walked;
+    uint64_t walked_rows = 0;
+    ASSERT_TRUE(store
+                    .ForEachDecoded(sel, engine::kColTs,
+                                    [&](const BlockZoneRow& z, engine::DecodedBlock& d) {
+                                      walked.push_back(z.block);
+                                      walked_rows += d.n;
+                                      return Status::Ok();
+                                    })
+                    .ok());
+    std::vector<int64_t> listed = Ids(*got);
+    uint64_t listed_rows = 0;
+    for (const BlockZoneRow& z : *got) listed_rows += z.count;
+    if (c.order == BlockSelection::Order::kMaxDurDesc) {
+      std::sort(walked.begin(), walked.end());
+      std::sort(listed.begin(), listed.end());
+    }
+    if (c.min_dur == INT64_MIN || c.names.empty()) {  // (min_dur applies to the block's max_dur)
+      EXPECT_EQ(List(walked), List(listed));
+      EXPECT_EQ(walked_rows, listed_rows);
+    }
   }
   // Ranks, meta and the string dictionary against plain SQL.
   auto ranks = store.Ranks();
@@ -351,6 +375,18 @@ TEST(BlockStore, HostileValuesAreRefusedNamingTheFileAndTheBlock) {
       EXPECT_FALSE(cached.ok());  // nor through the cache
     }
     EXPECT_EQ(refused, 1);
+    // The decoded walk stops at the damaged block with the same kind of message.
+    size_t before_victim = 0;
+    Status walk = store.ForEachDecoded(BlockSelection(), engine::kColAll,
+                                       [&](const BlockZoneRow&, engine::DecodedBlock&) {
+                                         ++before_victim;
+                                         return Status::Ok();
+                                       });
+    EXPECT_TRUE(walk.IsCorruption()) << walk.ToString();
+    EXPECT_NE(walk.message().find(path), std::string::npos) << walk.message();
+    EXPECT_NE(walk.message().find("block " + std::to_string(victim)), std::string::npos)
+        << walk.message();
+    EXPECT_LT(before_victim, static_cast<size_t>(kRanks * kBatches));
   }
 }
 

@@ -92,7 +92,9 @@ class BlockStore {
   static constexpr size_t kCacheRows = 1 << 18;
 
   // `db` outlives the store. `label` names the database in messages (its path; empty: none).
-  explicit BlockStore(Db* db, std::string label = {});
+  // `schema` qualifies the tables ("main" for a function that must not read a temp table of
+  // the same name; empty: unqualified, as SQL resolves it).
+  explicit BlockStore(Db* db, std::string label = {}, std::string schema = {});
   BlockStore(const BlockStore&) = delete;
   BlockStore& operator=(const BlockStore&) = delete;
 
@@ -105,6 +107,13 @@ class BlockStore {
   Status ForEach(const BlockSelection& sel, const std::function<Status(const BlockZoneRow&)>& fn);
   // The same, into a vector.
   StatusOr<std::vector<BlockZoneRow>> Select(const BlockSelection& sel);
+  // The selected blocks decoded (the column groups in `cols`), in one pass: each block's bytes
+  // come from the statement that lists it (no lookup per block), decoded into one DecodedBlock
+  // that fn sees until it returns. A block that fails a check or does not decode ends the walk
+  // with its Corruption (as Read). With names or cats, max_dur is the block's own (not the
+  // matching rows'), and sel.min_dur applies to it.
+  Status ForEachDecoded(const BlockSelection& sel, uint32_t cols,
+                        const std::function<Status(const BlockZoneRow&, DecodedBlock&)>& fn);
   // The distinct ranks that hold blocks, ascending.
   StatusOr<std::vector<int64_t>> Ranks();
   // The ids (ascending, distinct) of the blocks with a (name, cat) for which `match` holds.
@@ -143,9 +152,16 @@ class BlockStore {
   StatusOr<Stmt*> Statement(const std::string& sql);
   std::string Prefixed(std::string_view msg) const;
 
+  // The zone-map query of `sel` (with the data column when `with_data`) and its parameters.
+  std::string SelectionSql(const BlockSelection& sel, bool with_data,
+                           std::vector<int64_t>* binds) const;
+  // Fills z from columns 0..5 of st, with the checks of ForEach.
+  void ZoneFrom(const Stmt& st, BlockZoneRow* z) const;
+
   Db* db_;
   std::string label_;
-  Stmt data_;  // SELECT data FROM blocks WHERE block = ?1
+  std::string prefix_;  // "schema." or empty
+  Stmt data_;           // SELECT data FROM blocks WHERE block = ?1
   std::map<std::string, Stmt> queries_;
   struct Entry {
     std::shared_ptr<DecodedBlock> blk;
