@@ -13,6 +13,7 @@
 
 #include "engine/coding.h"
 #include "engine/crc32c.h"
+#include "engine/db/block_store.h"
 #include "engine/db_schema.h"
 #include "engine/lz4_codec.h"
 #include "engine/sqlite.h"
@@ -190,36 +191,34 @@ Status RecompressOldBlocks(Db* db, const ArchiveOptions& o, ArchiveReport* r) {
   std::vector<int64_t> eligible;
   int64_t new_below = below;
   bool contiguous = true;  // every block from `below` up to here is eligible
+  BlockStore store(db, db->path());
   {
-    TRACEDB_ASSIGN_OR_RETURN(
-        Stmt st, db->Prepare("SELECT block, max_end FROM blocks WHERE block >= ?1 ORDER BY block"));
-    st.Bind(1, below);
-    for (;;) {
-      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      const int64_t block = st.Int(0);
-      if (st.Int(1) < before) {
-        eligible.push_back(block);
-        if (contiguous) new_below = block + 1;
+    // The blocks from `below` on, by id (the payload is recompressed as it is: a zone map's
+    // count or rank need not be sound for that).
+    BlockSelection from;
+    from.after_block = below == INT64_MIN ? INT64_MIN : below - 1;
+    from.order = BlockSelection::Order::kBlock;
+    TRACEDB_RETURN_IF_ERROR(store.ForEach(from, [&](const BlockZoneRow& z) {
+      if (z.max_end < before) {
+        eligible.push_back(z.block);
+        if (contiguous) new_below = z.block + 1;
       } else {
         contiguous = false;
       }
-    }
+      return Status::Ok();
+    }));
   }
   // Eligible blocks past the first ineligible one are looked at again by the next run; an
   // LZ4-HC payload does not get smaller by HC again, so they are then left as they are.
-  TRACEDB_ASSIGN_OR_RETURN(Stmt get, db->Prepare("SELECT data FROM blocks WHERE block = ?1"));
   TRACEDB_ASSIGN_OR_RETURN(Stmt put, db->Prepare("UPDATE blocks SET data = ?2 WHERE block = ?1"));
   std::string out;
   for (int64_t block : eligible) {
-    get.Bind(1, block);
-    TRACEDB_ASSIGN_OR_RETURN(bool row, get.Step());
-    if (!row) {
-      get.Reset();
-      continue;
-    }
-    StatusOr<bool> smaller = RecompressBlock(get.Blob(0), o.hc_level, &out);
-    get.Reset();
+    StatusOr<bool> smaller = false;
+    TRACEDB_ASSIGN_OR_RETURN(bool found, store.ReadBytes(block, [&](std::string_view data) {
+      smaller = RecompressBlock(data, o.hc_level, &out);
+      return Status::Ok();
+    }));
+    if (!found) continue;
     r->blocks_considered++;
     if (!smaller.ok()) {
       return smaller.status().WithContext(db->path() + ": block " + std::to_string(block));

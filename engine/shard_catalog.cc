@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "engine/db/block_store.h"
 #include "engine/db_schema.h"
 #include "engine/shard_merge.h"
 #include "engine/sqlite_guard.h"
@@ -121,7 +122,7 @@ class ShardBlockSource {
     IdMap strings, tracks;
     bool identity = true;  // every id maps to itself: the stored bytes are the answer
     std::unique_ptr<Db> db;
-    Stmt get;  // SELECT data FROM blocks WHERE block = ?1
+    std::unique_ptr<BlockStore> store;  // reads db's blocks (destroyed before db)
     std::list<int64_t>::iterator lru;
   };
 
@@ -161,28 +162,24 @@ class ShardBlockSource {
     }
     Shard& s = it->second;
     TRACEDB_RETURN_IF_ERROR(Connect(shard, &s));
-    struct ResetOnReturn {
-      Stmt* st;
-      ~ResetOnReturn() { st->Reset(); }
-    } reset{&s.get};
-    s.get.Bind(1, block);
-    TRACEDB_ASSIGN_OR_RETURN(bool row, s.get.Step());
-    if (!row) {
+    // The store resets its statement before returning.
+    Status r;
+    TRACEDB_ASSIGN_OR_RETURN(bool found, s.store->ReadBytes(block, [&](std::string_view data) {
+      if (s.identity) {
+        emit(data);
+        return Status::Ok();
+      }
+      bool changed = false;
+      r = RemapBlock(data, block, s.strings, s.tracks, &rewritten_, &changed, /*compress=*/false);
+      if (r.ok()) emit(changed ? std::string_view(rewritten_) : data);
+      return Status::Ok();
+    }));
+    if (!found) {
       return Status::Corruption(s.path + ": block " + std::to_string(block) +
                                 " is missing (the shard changed since the catalog was built: "
                                 "open the manifest again)");
     }
-    const std::string_view data = s.get.Blob(0);
-    if (s.identity) {
-      emit(data);
-      return Status::Ok();
-    }
-    bool changed = false;
-    Status r = RemapBlock(data, block, s.strings, s.tracks, &rewritten_, &changed,
-                          /*compress=*/false);
-    if (!r.ok()) return r.WithContext(s.path);
-    emit(changed ? std::string_view(rewritten_) : data);
-    return Status::Ok();
+    return r.ok() ? r : r.WithContext(s.path);
   }
 
   ShardConnectionCounts counts() const { return counts_; }
@@ -195,17 +192,15 @@ class ShardBlockSource {
     }
     while (counts_.open >= max_open_ && !lru_.empty()) {
       Shard& old = shards_[lru_.back()];
-      old.get = Stmt();
+      old.store.reset();
       old.db.reset();
       lru_.pop_back();
       counts_.open--;
     }
     auto db = OpenTraceDb(s->path, /*create=*/false, /*read_only=*/true);
     if (!db.ok()) return db.status().WithContext("shard " + s->path);
-    auto get = (*db)->Prepare("SELECT data FROM blocks WHERE block = ?1");
-    if (!get.ok()) return get.status().WithContext("shard " + s->path);
     s->db = std::move(*db);
-    s->get = std::move(*get);
+    s->store = std::make_unique<BlockStore>(s->db.get(), s->path);
     lru_.push_front(id);
     s->lru = lru_.begin();
     counts_.open++;

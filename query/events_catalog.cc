@@ -23,28 +23,17 @@ void DbCatalog::Refresh(engine::Db* db) {
   if (dv >= 0 && dv == seen_data_version && changes == seen_changes) return;
   seen_data_version = dv;
   seen_changes = changes;
-  // Dictionaries are indexed by id, sized by their row counts: an id beyond DenseIdLimit (a
-  // hostile or damaged file) is left out, its events' names read NULL (engine/block_check.h).
-  auto nstrings = db->QueryInt("SELECT count(*) FROM strings", 0);
-  const int64_t string_limit = engine::DenseIdLimit(nstrings.ok() ? *nstrings : 0);
-  auto ms =
-      db->QueryInt("SELECT max(id) FROM strings WHERE id <= " + std::to_string(string_limit), 0);
-  if (ms.ok() && *ms > max_string) {
-    auto st = db->Prepare("SELECT id, s FROM strings WHERE id > ?1 AND id <= ?2 ORDER BY id");
-    if (st.ok()) {
-      st->Bind(1, max_string);
-      st->Bind(2, string_limit);
-      while (true) {
-        auto row = st->Step();
-        if (!row.ok() || !*row) break;
-        const auto id = static_cast<size_t>(st->Int(0));
-        if (strings.size() <= id) strings.resize(id + 1);
-        strings[id] = std::string(st->Text(1));
-        ids[strings[id]] = static_cast<uint32_t>(id);
-      }
-    }
-    max_string = *ms;
-  }
+  // The string dictionary, through the block store (ids beyond DenseIdLimit, from a hostile or
+  // damaged file, are left out: their events' names read NULL). A read error leaves the
+  // strings read so far; the next refresh reads on from there.
+  engine::BlockStore store(db);
+  auto ms = store.ForEachString(max_string, [&](int64_t id64, std::string_view text) {
+    const auto id = static_cast<size_t>(id64);
+    if (strings.size() <= id) strings.resize(id + 1);
+    strings[id] = std::string(text);
+    ids[strings[id]] = static_cast<uint32_t>(id);
+  });
+  if (ms.ok()) max_string = *ms;
   auto ntracks = db->QueryInt("SELECT count(*) FROM tracks", 0);
   const int64_t track_limit = engine::DenseIdLimit(ntracks.ok() ? *ntracks : 0);
   auto mt = db->QueryInt(

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/db/block_store.h"
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
 #include "engine/sqlite_api.h"
@@ -117,20 +118,10 @@ struct KIndex {
   int64_t max_block = 0;                                  // blocks up to here are indexed
 };
 
-// Recently decoded blocks, for scans that touch few blocks again and again (the inner side of
-// a nested-loop join). Emptied when the file changes.
-struct BlockCache {
-  static constexpr size_t kMaxRows = 1 << 18;
-  static constexpr size_t kMaxScanBlocks = 16;  // larger scans decode into the cursor instead
-  struct Entry {
-    std::shared_ptr<engine::DecodedBlock> blk;
-    uint64_t last_use = 0;
-  };
-  std::unordered_map<int64_t, Entry> blocks;
-  uint64_t tick = 0;
-  size_t rows = 0;
-  int64_t data_version = -1, changes = -1;
-};
+// Scans of at most this many blocks read through the block store's cache of decoded blocks (the
+// inner side of a nested-loop join touches few blocks again and again); larger scans decode
+// into the cursor instead.
+inline constexpr size_t kMaxCachedScanBlocks = 16;
 
 // The memory of finished grouped scans, for the next one on the connection. A grouped scan
 // holds its partition decoded (the whole table for `GROUP BY name`); allocated afresh, every
@@ -185,9 +176,8 @@ struct EventsVtab {
   std::unique_ptr<engine::Db> db;
   DbCatalog catalog;
   KIndex k_index;
-  BlockCache cache;
-  engine::Stmt block_data;  // "SELECT data FROM blocks WHERE block = ?1", prepared once
-  std::map<std::string, engine::Stmt> zone_queries;  // CollectBlocks' statements, by SQL
+  // The one reader of the file's blocks: zone maps, reads, decodes, the decoded-block cache.
+  std::unique_ptr<engine::BlockStore> store;
   // Per block, the kinds it may hold (BlockRef::kinds), for the file as it was when the
   // catalog last saw it (the catalog's data version and change count); built on first use.
   std::unordered_map<int64_t, uint8_t> block_kinds;

@@ -192,57 +192,37 @@ void Select(const Constraints& f, const RowChecks& k, const DecodedBlock& b, int
   }
 }
 
+namespace {
+
+// The store's zone map of a block this scan selected (its checks passed in CollectBlocks).
+engine::BlockZoneRow ZoneOf(const BlockRef& ref) {
+  engine::BlockZoneRow z;
+  z.block = ref.block;
+  z.rank = ref.rank;
+  z.min_ts = ref.min_ts;
+  z.max_end = ref.max_end;
+  z.max_dur = ref.max_dur;
+  z.count = static_cast<uint64_t>(ref.count);
+  return z;
+}
+
+}  // namespace
+
 int LoadBlock(EventsCursor* c, const BlockRef& ref, DecodedBlock* out, uint32_t want) {
-  engine::Stmt& st = c->vtab->block_data;
-  if (st.raw() == nullptr) {
-    auto prepared = c->vtab->db->Prepare("SELECT data FROM blocks WHERE block = ?1");
-    if (!prepared.ok()) return Fail(&c->vtab->base, prepared.status().message());
-    st = std::move(*prepared);
-  }
-  st.Bind(1, ref.block);
-  auto row = st.Step();
-  // The blob is decoded (copied out) before the statement is reset for the next block.
-  tracedb::Status s =
-      !row.ok() ? row.status()
-      : !*row   ? tracedb::Status::Corruption("block " + std::to_string(ref.block) + " vanished")
-                : engine::DecodeBlock(st.Blob(0), ref.block, out, want);
-  st.Reset();
-  if (s.ok()) s = engine::CheckDecodedCount(ref.block, out->n, ref.count);
+  tracedb::Status s = c->vtab->store->Read(ZoneOf(ref), want, out);
   if (!s.ok()) return Fail(&c->vtab->base, s.message());
   return SQLITE_OK;
 }
 
-// A block from the cache (decoding it, and the columns in `want`, when needed).
+// A block from the store's cache (decoding it, and the columns in `want`, when needed).
 int CachedBlock(EventsCursor* c, const BlockRef& ref, uint32_t want,
                 std::shared_ptr<DecodedBlock>* out) {
-  BlockCache& cache = c->vtab->cache;
   const DbCatalog& cat = c->vtab->catalog;
-  if (cache.data_version != cat.seen_data_version || cache.changes != cat.seen_changes) {
-    cache.blocks.clear();
-    cache.rows = 0;
-    cache.data_version = cat.seen_data_version;
-    cache.changes = cat.seen_changes;
-  }
-  auto it = cache.blocks.find(ref.block);
-  if (it == cache.blocks.end()) {
-    auto blk = std::make_shared<DecodedBlock>();
-    int rc = LoadBlock(c, ref, blk.get(), want);
-    if (rc != SQLITE_OK) return rc;
-    while (!cache.blocks.empty() && cache.rows + blk->n > BlockCache::kMaxRows) {
-      auto oldest = cache.blocks.begin();
-      for (auto e = cache.blocks.begin(); e != cache.blocks.end(); ++e) {
-        if (e->second.last_use < oldest->second.last_use) oldest = e;
-      }
-      cache.rows -= oldest->second.blk->n;
-      cache.blocks.erase(oldest);
-    }
-    cache.rows += blk->n;
-    it = cache.blocks.emplace(ref.block, BlockCache::Entry{std::move(blk), 0}).first;
-  }
-  it->second.last_use = ++cache.tick;
-  tracedb::Status s = it->second.blk->Need(want);
-  if (!s.ok()) return Fail(&c->vtab->base, s.message());
-  *out = it->second.blk;
+  engine::BlockStore& store = *c->vtab->store;
+  store.SetVersion(cat.seen_data_version, cat.seen_changes);
+  auto blk = store.ReadCached(ZoneOf(ref), want);
+  if (!blk.ok()) return Fail(&c->vtab->base, blk.status().message());
+  *out = std::move(*blk);
   return SQLITE_OK;
 }
 
@@ -270,7 +250,7 @@ int NextScanBlock(EventsCursor* c) {
     // The constraints' columns; the statement's are decoded when first read (xColumn), as
     // colUsed also names the columns of constraints pushed down and omitted.
     int rc;
-    if (c->blocks.size() <= BlockCache::kMaxScanBlocks) {
+    if (c->blocks.size() <= kMaxCachedScanBlocks) {
       rc = CachedBlock(c, ref, k.cols, &c->scan_cached);
       c->blk = c->scan_cached.get();
     } else {
@@ -341,18 +321,16 @@ bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t 
 // Indexes the k ranges of the blocks added since the last call.
 int UpdateKIndex(EventsCursor* c) {
   KIndex& x = c->vtab->k_index;
-  auto st = c->vtab->db->Prepare("SELECT block, rank, count FROM blocks WHERE block > ?1");
-  if (!st.ok()) return Fail(&c->vtab->base, st.status().message());
-  st->Bind(1, x.max_block);
+  engine::BlockSelection sel;
+  sel.after_block = x.max_block;
+  sel.order = engine::BlockSelection::Order::kBlock;
   std::vector<BlockRef> pending;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return Fail(&c->vtab->base, row.status().message());
-    if (!*row) break;
-    pending.push_back(BlockRef{st->Int(0), static_cast<int32_t>(st->Int(1)), 0, 0, 0, st->Int(2)});
-    auto s = engine::CheckBlockCount(pending.back().block, pending.back().count);
-    if (!s.ok()) return Fail(&c->vtab->base, s.message());
-  }
+  tracedb::Status s = c->vtab->store->ForEach(sel, [&](const engine::BlockZoneRow& z) {
+    if (!z.ok) return tracedb::Status::Corruption(z.error);
+    pending.push_back(BlockRef{z.block, z.rank, 0, 0, 0, static_cast<int64_t>(z.count)});
+    return tracedb::Status::Ok();
+  });
+  if (!s.ok()) return Fail(&c->vtab->base, s.message());
   DecodedBlock b;
   for (const BlockRef& ref : pending) {
     int rc = LoadBlock(c, ref, &b, engine::kColK);
@@ -405,24 +383,8 @@ int UpdateBlockKinds(EventsCursor* c) {
       v->block_kinds_changes == cat.seen_changes && cat.seen_data_version >= 0) {
     return SQLITE_OK;
   }
-  v->block_kinds.clear();
-  auto st = v->db->Prepare(
-      "SELECT bn.block, ns.kind FROM block_names bn JOIN blocks b ON b.block = bn.block "
-      "LEFT JOIN name_stats ns ON ns.rank = b.rank AND ns.name = bn.name AND ns.cat = bn.cat");
-  // A file without these summaries says nothing of its blocks' kinds: every kind stays
-  // possible and the rows are checked one by one.
-  while (st.ok()) {
-    auto row = st->Step();
-    if (!row.ok()) {
-      v->block_kinds.clear();
-      return Fail(&v->base, row.status().message());
-    }
-    if (!*row) break;
-    const int64_t kind = st->IsNull(1) ? -1 : st->Int(1);
-    const uint8_t bits = kind >= 0 && kind < engine::kNumRowKinds ? static_cast<uint8_t>(1u << kind)
-                                                                  : BlockRef::kAllKinds;
-    v->block_kinds[st->Int(0)] |= bits;
-  }
+  tracedb::Status s = v->store->BlockKinds(&v->block_kinds);
+  if (!s.ok()) return Fail(&v->base, s.message());
   v->block_kinds_version = cat.seen_data_version;
   v->block_kinds_changes = cat.seen_changes;
   return SQLITE_OK;
@@ -431,64 +393,32 @@ int UpdateBlockKinds(EventsCursor* c) {
 }  // namespace
 
 int CollectBlocks(EventsCursor* c) {
-  engine::Db* db = c->vtab->db.get();
   const Constraints& f = c->f;
-  std::string sql;
-  // block_names has a row per (name, cat) of a block: one block can match several times,
-  // so the blocks are grouped (each block is visited once, with its largest duration).
-  if (f.name || f.cat) {
-    sql =
-        "SELECT b.block, b.rank, max(bn.max_dur), b.min_ts, b.max_end, b.count "
-        "FROM block_names bn JOIN blocks b ON b.block = bn.block WHERE ";
-    sql += f.name && f.cat ? "bn.name = ?1 AND bn.cat = ?2"
-           : f.name        ? "bn.name = ?1"
-                           : "bn.cat = ?2";
-    sql += " GROUP BY b.block";
-  } else {
-    sql = "SELECT block, rank, max_dur, min_ts, max_end, count FROM blocks";
-    if (f.rank.lo == f.rank.hi) sql += " WHERE rank = ?3";
-  }
-  sql += f.top_by_dur ? " ORDER BY 3 DESC, 1" : " ORDER BY 1";
-  engine::Stmt* st = &c->vtab->zone_queries[sql];
-  if (st->raw() == nullptr) {
-    auto prepared = db->Prepare(sql);
-    if (!prepared.ok()) return Fail(&c->vtab->base, prepared.status().message());
-    *st = std::move(*prepared);
-  }
+  engine::BlockSelection sel;
+  if (f.name) sel.names.push_back(*f.name);
+  if (f.cat) sel.cats.push_back(*f.cat);
+  if (!f.name && !f.cat && f.rank.lo == f.rank.hi) sel.ranks.push_back(f.rank.lo);
+  sel.order = f.top_by_dur ? engine::BlockSelection::Order::kMaxDurDesc
+                           : engine::BlockSelection::Order::kBlock;
   if (f.kind) {
     int rc = UpdateBlockKinds(c);
     if (rc != SQLITE_OK) return rc;
   }
   const auto& kinds = c->vtab->block_kinds;
-  st->Reset();
-  if (f.name) st->Bind(1, *f.name);
-  if (f.cat) st->Bind(2, *f.cat);
-  if (!f.name && !f.cat && f.rank.lo == f.rank.hi) st->Bind(3, f.rank.lo);
   c->blocks.clear();
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) {
-      st->Reset();
-      return Fail(&c->vtab->base, row.status().message());
-    }
-    if (!*row) break;
-    BlockRef ref{st->Int(0), static_cast<int32_t>(st->Int(1)), st->Int(2), st->Int(3), st->Int(4),
-                 st->Int(5)};
-    // count(*) trusts the count without decoding: 1..65536 or an error, never 2^62 rows to step
-    // through (a count that lies within the range is what `tracedb verify` finds).
-    if (auto s = engine::CheckBlockCount(ref.block, ref.count); !s.ok()) {
-      st->Reset();
-      return Fail(&c->vtab->base, s.message());
-    }
+  tracedb::Status s = c->vtab->store->ForEach(sel, [&](const engine::BlockZoneRow& z) {
+    // count(*) trusts the count without decoding: 1..65536 or an error (the store's checks).
+    if (!z.ok) return tracedb::Status::Corruption(z.error);
+    BlockRef ref{z.block, z.rank, z.max_dur, z.min_ts, z.max_end, static_cast<int64_t>(z.count)};
     if (f.kind) {
       // A block without any block_names row is not described: every kind stays possible.
       auto it = kinds.find(ref.block);
       if (it != kinds.end()) ref.kinds = it->second;
     }
-    if (!BlockMayMatch(f, ref)) continue;
-    c->blocks.push_back(ref);
-  }
-  st->Reset();
+    if (BlockMayMatch(f, ref)) c->blocks.push_back(ref);
+    return tracedb::Status::Ok();
+  });
+  if (!s.ok()) return Fail(&c->vtab->base, s.message());
   if ((f.id.set && f.id.lo == f.id.hi && f.id.lo >= 0) ||
       (f.parent.set && f.parent.lo == f.parent.hi && f.parent.lo >= 0)) {
     int rc = UpdateKIndex(c);
@@ -515,7 +445,7 @@ int NextScan(EventsCursor* c) {
 int EnsureScanBlock(EventsCursor* c) {
   if (c->mode != EventsCursor::Mode::kScan || c->scan_loaded) return SQLITE_OK;
   int rc;
-  if (c->blocks.size() <= BlockCache::kMaxScanBlocks) {
+  if (c->blocks.size() <= kMaxCachedScanBlocks) {
     rc = CachedBlock(c, *c->cur_ref, engine::kColTrack, &c->scan_cached);
     c->blk = c->scan_cached.get();
   } else {

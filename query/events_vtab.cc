@@ -2,11 +2,10 @@
 // in events_internal.h; the SQL surface is documented in docs/sql.md.
 #include "query/events_vtab.h"
 
-#include <cstring>
-#include <new>
+#include <memory>
 
-#include "engine/sqlite_guard.h"
 #include "query/events_internal.h"
+#include "query/vtab_module.h"
 
 namespace tracedb::query {
 namespace {
@@ -14,39 +13,12 @@ namespace {
 using events::EventsCursor;
 using events::EventsVtab;
 
-int Connect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char** err) {
-  int rc = sqlite3_declare_vtab(db, events::kSchema);
-  if (rc != SQLITE_OK) return rc;
-  // Read-only, no side effect: usable from a view stored in the file under trusted_schema=OFF
-  // (docs/security.md).
-  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
-  auto* v = new (std::nothrow) EventsVtab();
-  if (v == nullptr) return SQLITE_NOMEM;
-  std::memset(&v->base, 0, sizeof(v->base));
-  v->db = engine::Db::Borrow(db, "events");
-  *out = &v->base;
-  return SQLITE_OK;
-}
-
-int Disconnect(sqlite3_vtab* vtab) {
-  delete reinterpret_cast<EventsVtab*>(vtab);
-  return SQLITE_OK;
-}
-
-int Open(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
-  auto* c = new (std::nothrow) EventsCursor();
-  if (c == nullptr) return SQLITE_NOMEM;
-  std::memset(&c->base, 0, sizeof(c->base));
-  c->vtab = reinterpret_cast<EventsVtab*>(tab);
-  *out = &c->base;
-  return SQLITE_OK;
-}
-
-int Close(sqlite3_vtab_cursor* cur) {
-  auto* c = reinterpret_cast<EventsCursor*>(cur);
-  events::ReleaseGrouped(c);
-  delete c;
-  return SQLITE_OK;
+int Connect(sqlite3* db, void*, int, const char* const*, sqlite3_vtab** out, char**) {
+  return NewVtab<EventsVtab>(db, events::kSchema, "events", out, [db](EventsVtab* v) {
+    // The store's messages name the file (none for an in-memory database).
+    const char* file = sqlite3_db_filename(db, "main");
+    v->store = std::make_unique<engine::BlockStore>(v->db.get(), file != nullptr ? file : "");
+  });
 }
 
 int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
@@ -92,30 +64,16 @@ int Next(sqlite3_vtab_cursor* cur) {
 
 int Eof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<EventsCursor*>(cur)->eof ? 1 : 0; }
 
-sqlite3_module MakeModule() {
-  sqlite3_module m;
-  std::memset(&m, 0, sizeof(m));
-  m.iVersion = 0;
-  // Every callback guarded: no exception reaches SQLite (engine/sqlite_guard.h).
-  m.xCreate = nullptr;  // eponymous-only: `events` exists on every connection with the module
-  m.xConnect = engine::Guarded<Connect>();
-  m.xBestIndex = engine::Guarded<events::BestIndex>();
-  m.xDisconnect = engine::Guarded<Disconnect>();
-  m.xDestroy = engine::Guarded<Disconnect>();
-  m.xOpen = engine::Guarded<Open>();
-  m.xClose = engine::Guarded<Close>();
-  m.xFilter = engine::Guarded<Filter>();
-  m.xNext = engine::Guarded<Next>();
-  m.xEof = engine::Guarded<Eof>();
-  m.xColumn = engine::Guarded<events::Column>();
-  m.xRowid = engine::Guarded<events::Rowid>();
-  return m;
-}
+// A grouped scan's memory goes back to the table's scratch before the cursor is deleted.
+void BeforeClose(EventsCursor* c) { events::ReleaseGrouped(c); }
 
 }  // namespace
 
 int RegisterEventsModule(sqlite3* db) {
-  static const sqlite3_module module = MakeModule();
+  static const sqlite3_module module =
+      EponymousModule<Connect, events::BestIndex, DeleteVtab<EventsVtab>, OpenCursor<EventsCursor>,
+                      CloseCursor<EventsCursor, BeforeClose>, Filter, Next, Eof, events::Column,
+                      events::Rowid>();
   return sqlite3_create_module_v2(db, "events", &module, nullptr, nullptr);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/block_check.h"
+#include "engine/db/block_store.h"
 #include "engine/event_block.h"
 
 namespace tracedb::query {
@@ -60,7 +61,7 @@ Status FromEvents(Db* db, MpiReport* out) {
   std::vector<uint8_t> is_mpi;
   enum : uint8_t { kInit = 1, kFinalize = 2 };
   std::vector<uint8_t> name_flags;  // by index into names
-  std::string mpi_ids;
+  std::vector<int64_t> mpi_ids;
   {
     std::map<std::string, int32_t> index;
     std::vector<std::pair<int64_t, int32_t>> ids;
@@ -77,7 +78,7 @@ Status FromEvents(Db* db, MpiReport* out) {
       if (!engine::DenseIdOk(id, nstrings) || id > UINT32_MAX) continue;
       std::string text(st.Text(1));
       if (id != 0 && text == "mpi") {
-        mpi_ids += (mpi_ids.empty() ? "" : ", ") + std::to_string(id);
+        mpi_ids.push_back(id);
         if (is_mpi.size() <= static_cast<size_t>(id)) is_mpi.resize(static_cast<size_t>(id) + 1);
         is_mpi[static_cast<size_t>(id)] = 1;
       }
@@ -116,25 +117,19 @@ Status FromEvents(Db* db, MpiReport* out) {
     int64_t init = 0, finalize = 0;
   };
   std::map<int64_t, Elapsed> elapsed;
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt st, db->Prepare("SELECT b.block, b.rank, b.count, b.data FROM main.blocks b WHERE "
-                           "b.block IN (SELECT block FROM main.block_names WHERE cat IN (" +
-                           mpi_ids + ")) ORDER BY b.block"));
-  engine::DecodedBlock b;
   constexpr uint32_t kWant =
       engine::kColName | engine::kColCat | engine::kColTs | engine::kColDur | engine::kColArgs;
   // The last group touched, to skip the map search for runs of one routine.
   std::pair<int64_t, int32_t> last_key{0, -3};
   Sums* last = nullptr;
-  for (;;) {
-    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    const int64_t block = st.Int(0), rank = st.Int(1);
-    TRACEDB_RETURN_IF_ERROR(engine::DecodeBlock(st.Blob(3), block, &b, kWant));
-    if (b.n != static_cast<size_t>(st.Int(2))) {
-      return Status::Corruption("block " + std::to_string(block) + " holds " + std::to_string(b.n) +
-                                " rows, its zone map says " + std::to_string(st.Int(2)));
-    }
+  // The blocks that hold an event of category "mpi", decoded in one pass (the block store,
+  // which checks each one's zone map and row count).
+  engine::BlockStore store(db, db->path(), "main");
+  engine::BlockSelection sel;
+  sel.cats = mpi_ids;
+  sel.order = engine::BlockSelection::Order::kBlock;
+  auto per_block = [&](const engine::BlockZoneRow& z, engine::DecodedBlock& b) -> Status {
+    const int64_t rank = z.rank;
     for (size_t i = 0; i < b.n; ++i) {
       const uint32_t c = b.cat[i];
       if (c >= is_mpi.size() || !is_mpi[c]) continue;
@@ -170,7 +165,9 @@ Status FromEvents(Db* db, MpiReport* out) {
         e.has_finalize = true;
       }
     }
-  }
+    return Status::Ok();
+  };
+  TRACEDB_RETURN_IF_ERROR(store.ForEachDecoded(sel, kWant, per_block));
   auto to_int64 = [](__int128 v, int64_t* out) {
     if (v > INT64_MAX || v < INT64_MIN) return Status::Corruption("integer overflow");
     *out = static_cast<int64_t>(v);

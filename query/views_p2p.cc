@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/db/block_store.h"
 #include "engine/event_block.h"
 #include "engine/sqlite.h"
 #include "query/vtab_module.h"
@@ -131,29 +132,17 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       in->rank_in_comm[{st->Int(0), st->Int(1)}] = st->Int(2);
     }
   }
-  std::string ids;
-  for (uint32_t c : mpi_cats) ids += (ids.empty() ? "" : ", ") + std::to_string(c);
-  auto st = db->Prepare(
-      "SELECT b.block, b.rank, b.count, b.data FROM main.blocks b WHERE b.block IN "
-      "(SELECT block FROM main.block_names WHERE cat IN (" +
-      ids + ")) ORDER BY b.block");
-  if (!st.ok()) return Status::Corruption(Where(table) + st.status().message());
-  DecodedBlock b;
+  // The blocks that hold an event of category "mpi", decoded in one pass by the block store
+  // (which checks each one's zone map and row count).
+  engine::BlockStore store(db, db->path(), "main");
+  engine::BlockSelection sel;
+  sel.cats.assign(mpi_cats.begin(), mpi_cats.end());
+  std::sort(sel.cats.begin(), sel.cats.end());
+  sel.order = engine::BlockSelection::Order::kBlock;
   constexpr uint32_t kWant = engine::kColTrack | engine::kColK | engine::kColName |
                              engine::kColCat | engine::kColTs | engine::kColDur | engine::kColArgs;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return Status::Corruption(Where(table) + row.status().message());
-    if (!*row) break;
-    const int64_t block = st->Int(0);
-    const auto rank = static_cast<int32_t>(st->Int(1));
-    Status s = engine::DecodeBlock(st->Blob(3), block, &b, kWant);
-    if (!s.ok()) return Status::Corruption(Where(table) + s.message());
-    if (b.n != static_cast<size_t>(st->Int(2))) {
-      return Status::Corruption(Where(table) + "block " + std::to_string(block) + " holds " +
-                                std::to_string(b.n) + " rows, its zone map says " +
-                                std::to_string(st->Int(2)));
-    }
+  auto per_block = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
+    const int32_t rank = z.rank;
     for (size_t i = 0; i < b.n; ++i) {
       if (!mpi_cats.count(b.cat[i])) continue;
       // Only what Sends() or Receives() may use is kept (they check again).
@@ -181,6 +170,10 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       e.flow = static_cast<int64_t>(b.flow[i]);
       in->events.push_back(e);
     }
+    return Status::Ok();
+  };
+  if (Status s = store.ForEachDecoded(sel, kWant, per_block); !s.ok()) {
+    return Status::Corruption(Where(table) + s.message());
   }
   return Status::Ok();
 }

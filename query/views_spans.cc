@@ -108,28 +108,18 @@ Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Tabl
   std::unordered_map<int64_t, RankGroups> groups_of_rank;
   std::vector<Group>& groups = out->rows;
 
-  std::string sql = "SELECT block, rank, count, data FROM main.blocks";
-  if (only_rank) sql += " WHERE rank = ?1";
-  sql += " ORDER BY block";
-  auto st = db->Prepare(sql);
-  if (!st.ok()) return Status::Corruption(Where(mode) + st.status().message());
-  if (only_rank) st->Bind(1, *only_rank);
-  DecodedBlock b;
+  // Every block (of the rank), decoded in one pass by the block store, which checks each
+  // one's zone map and row count.
+  engine::BlockStore store(db, db->path(), "main");
+  engine::BlockSelection sel;
+  if (only_rank) sel.ranks = {*only_rank};
+  sel.order = engine::BlockSelection::Order::kBlock;
   constexpr uint32_t kWant = engine::kColKind | engine::kColName | engine::kColDur;
   constexpr uint8_t kSpan = static_cast<uint8_t>(RowKind::kSpan);
-  for (int64_t block_index = 0;; ++block_index) {
-    auto row = st->Step();
-    if (!row.ok()) return Status::Corruption(Where(mode) + row.status().message());
-    if (!*row) break;
-    const int64_t block = st->Int(0);
-    const int64_t rank = st->Int(1);
-    Status s = engine::DecodeBlock(st->Blob(3), block, &b, kWant);
-    if (!s.ok()) return Status::Corruption(Where(mode) + s.message());
-    if (b.n != static_cast<size_t>(st->Int(2))) {
-      return Status::Corruption(Where(mode) + "block " + std::to_string(block) + " holds " +
-                                std::to_string(b.n) + " rows, its zone map says " +
-                                std::to_string(st->Int(2)));
-    }
+  int64_t block_index = -1;
+  auto per_block = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
+    ++block_index;
+    const int64_t rank = z.rank;
     RankGroups& rg = groups_of_rank[mode == Mode::kPerRank ? rank : 0];
     if (rg.by_id.empty()) rg.by_id.assign(nstrings + 1, -1);
     for (size_t i = 0; i < b.n; ++i) {
@@ -159,6 +149,10 @@ Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Tabl
         g.ranks.push_back(rank);
       }
     }
+    return Status::Ok();
+  };
+  if (Status s = store.ForEachDecoded(sel, kWant, per_block); !s.ok()) {
+    return Status::Corruption(Where(mode) + s.message());
   }
   for (Group& g : groups) {
     if (g.overflow) return Status::InvalidArgument("integer overflow");  // as sum() says

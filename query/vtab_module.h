@@ -1,10 +1,10 @@
 // The sqlite3_module of an eponymous-only, read-only virtual table: the table-valued functions
-// under the built-in views (query/views_*.h). Each supplies its callbacks; there is no xCreate
-// (the table exists in every schema under its own name), xDestroy is xDisconnect, and nothing
-// writes. Every callback is wrapped in Guard (engine/sqlite_guard.h): no exception reaches SQLite.
-// The callbacks every such table writes the same way (its vtab and cursor made and deleted, the
-// ORDER BY it can consume) are here once: NewVtab, DeleteVtab, OpenCursor, CloseCursor,
-// OrderedPrefix.
+// under the built-in views (query/views_*.h) and `events` (query/events_vtab.cc). Each supplies its
+// callbacks; there is no xCreate (the table exists in every schema under its own name), xDestroy is
+// xDisconnect, and nothing writes. Every callback is wrapped in Guard (engine/sqlite_guard.h): no
+// exception reaches SQLite. The callbacks every such table writes the same way (its vtab and cursor
+// made and deleted, the ORDER BY it can consume) are here once: NewVtab, DeleteVtab, OpenCursor,
+// CloseCursor, OrderedPrefix.
 #pragma once
 
 #include <cstring>
@@ -66,9 +66,14 @@ int OpenCursor(sqlite3_vtab* tab, sqlite3_vtab_cursor** out) {
   *out = &c->base;
   return SQLITE_OK;
 }
+// `before_close` (optional) releases what the cursor lends elsewhere before it is deleted.
 template <class Cursor>
+void NothingBeforeClose(Cursor*) {}
+template <class Cursor, auto before_close = NothingBeforeClose<Cursor>>
 int CloseCursor(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cursor*>(cur);
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  before_close(c);
+  delete c;
   return SQLITE_OK;
 }
 

@@ -9,18 +9,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/block_check.h"
+#include "engine/db/block_store.h"
 #include "engine/event_block.h"
-#include "query/export/block_select.h"
 #include "query/export/json_text.h"
 
 namespace tracedb::view {
 namespace {
 
+using engine::BlockZoneRow;
 using engine::DecodedBlock;
 using engine::RowKind;
-using query::BlockZoneRow;
-using query::TimeWindow;
+using engine::TimeWindow;
 
 constexpr uint32_t kMaxDepth = 63;  // deeper rows are drawn at this depth
 // Pixel bins of small events per request at most (about 80 bytes each): a window of more
@@ -86,7 +85,7 @@ class WindowBuilder {
     return static_cast<int32_t>(std::clamp(x, 0.0, static_cast<double>(req_.px - 1)));
   }
   bool Cancelled() const { return req_.cancelled && req_.cancelled(); }
-  Status Decode(engine::Db* db, engine::Stmt* data, const BlockZoneRow& z, bool big_only);
+  Status Decode(engine::BlockStore* store, const BlockZoneRow& z, bool big_only);
   void AddSmall(TrackWork* tw, const Small& s);
   void AddDensity(const BlockZoneRow& z);
   void Finish();
@@ -106,12 +105,13 @@ class WindowBuilder {
 };
 
 Status WindowBuilder::Run(engine::Db* db) {
+  engine::BlockStore store(db, db->path());
   std::vector<BlockZoneRow> zones;
+  engine::BlockSelection sel;
+  sel.SetWindow(w_);
+  sel.order = engine::BlockSelection::Order::kRankTime;
   if (only_.empty() && req_.max_block_span < 0) {
-    TRACEDB_RETURN_IF_ERROR(query::ForEachBlockZone(db, &w_, [&](const BlockZoneRow& z) {
-      zones.push_back(z);
-      return Status::Ok();
-    }));
+    TRACEDB_ASSIGN_OR_RETURN(zones, store.Select(sel));
   } else {
     // The blocks are listed rank by rank through blocks_by_rank(rank, min_ts): a scan of every
     // zone map reads a page per block (the zone maps share their rows with the blocks' data),
@@ -121,12 +121,8 @@ Status WindowBuilder::Run(engine::Db* db) {
     // max_end <= min_ts + max_block_span, only if min_ts >= t0 - max_block_span.
     std::set<int64_t> ranks;
     if (only_.empty()) {
-      TRACEDB_ASSIGN_OR_RETURN(engine::Stmt all, db->Prepare("SELECT DISTINCT rank FROM blocks"));
-      for (;;) {
-        TRACEDB_ASSIGN_OR_RETURN(bool row, all.Step());
-        if (!row) break;
-        ranks.insert(all.Int(0));
-      }
+      TRACEDB_ASSIGN_OR_RETURN(std::vector<int64_t> all, store.Ranks());
+      ranks.insert(all.begin(), all.end());
     } else {
       TRACEDB_ASSIGN_OR_RETURN(engine::Stmt rk,
                                db->Prepare("SELECT rank FROM tracks WHERE track = ?1"));
@@ -137,47 +133,28 @@ Status WindowBuilder::Run(engine::Db* db) {
         if (row) ranks.insert(rk.Int(0));
       }
     }
-    const int64_t from = req_.max_block_span < 0 || w_.lo < INT64_MIN + req_.max_block_span
-                             ? INT64_MIN
-                             : w_.lo - req_.max_block_span;
-    TRACEDB_ASSIGN_OR_RETURN(
-        engine::Stmt list,
-        db->Prepare("SELECT block, rank, min_ts, max_end, max_dur, count FROM blocks "
-                    "WHERE rank = ?1 AND min_ts >= ?4 AND min_ts < ?3 AND max_end >= ?2 "
-                    "ORDER BY min_ts, block"));
+    sel.min_ts_from = req_.max_block_span < 0 || w_.lo < INT64_MIN + req_.max_block_span
+                          ? INT64_MIN
+                          : w_.lo - req_.max_block_span;
     for (int64_t rank : ranks) {
-      list.Reset();
-      list.Bind(1, rank);
-      list.Bind(2, w_.lo);
-      list.Bind(3, w_.hi);
-      list.Bind(4, from);
-      for (;;) {
-        TRACEDB_ASSIGN_OR_RETURN(bool row, list.Step());
-        if (!row) break;
-        BlockZoneRow z;
-        z.block = list.Int(0);
-        z.rank = list.Int(1);
-        z.min_ts = list.Int(2);
-        z.max_end = list.Int(3);
-        z.max_dur = list.Int(4);
-        z.SetCount(list.Int(5));
-        if (!z.count_ok) {  // a count no block can hold: the block is damaged, skipped
+      sel.ranks = {rank};
+      TRACEDB_RETURN_IF_ERROR(store.ForEach(sel, [&](const BlockZoneRow& z) {
+        if (!z.ok) {  // a zone map out of bounds: the block is damaged, skipped
           out_->blocks_corrupt++;
-          continue;
+        } else {
+          zones.push_back(z);
         }
-        zones.push_back(z);
-      }
+        return Status::Ok();
+      }));
     }
   }
   out_->blocks = zones.size();
   for (const BlockZoneRow& z : zones) out_->events_in_blocks += z.count;
   out_->coarse = out_->events_in_blocks > req_.decode_budget;
-  TRACEDB_ASSIGN_OR_RETURN(engine::Stmt data,
-                           db->Prepare("SELECT data FROM blocks WHERE block = ?1"));
   if (!out_->coarse) {
     for (const BlockZoneRow& z : zones) {
       if (Cancelled()) return Status::Aborted("superseded by a newer request");
-      TRACEDB_RETURN_IF_ERROR(Decode(db, &data, z, false));
+      TRACEDB_RETURN_IF_ERROR(Decode(&store, z, false));
       if (too_many_rows_) break;
     }
     if (too_many_rows_) {  // too many tracks and depths for this width: an overview
@@ -204,7 +181,7 @@ Status WindowBuilder::Run(engine::Db* db) {
       if (decoded + z->count > req_.decode_budget) break;
       if (Cancelled()) return Status::Aborted("superseded by a newer request");
       decoded += z->count;
-      TRACEDB_RETURN_IF_ERROR(Decode(db, &data, *z, true));
+      TRACEDB_RETURN_IF_ERROR(Decode(&store, *z, true));
     }
   }
   if (Cancelled()) return Status::Aborted("superseded by a newer request");
@@ -227,22 +204,15 @@ void WindowBuilder::AddDensity(const BlockZoneRow& z) {
   for (int32_t x = x0; x <= x1; ++x) d[x] += per;
 }
 
-Status WindowBuilder::Decode(engine::Db* db, engine::Stmt* data, const BlockZoneRow& z,
-                             bool big_only) {
+Status WindowBuilder::Decode(engine::BlockStore* store, const BlockZoneRow& z, bool big_only) {
   std::shared_ptr<const LodBlock> got =
       req_.cache ? req_.cache->Find(z.block, z.min_ts, z.count) : nullptr;
   if (got) {
     out_->blocks_cached++;
   } else {
-    data->Reset();
-    data->Bind(1, z.block);
-    TRACEDB_ASSIGN_OR_RETURN(bool row, data->Step());
     const uint32_t cols = engine::kColTrack | engine::kColK | engine::kColDepth | engine::kColKind |
                           engine::kColName | engine::kColTs | engine::kColDur | engine::kColValue;
-    Status s = row ? engine::DecodeBlock(data->Blob(0), z.block, &block_, cols)
-                   : Status::Corruption("block " + std::to_string(z.block) + " vanished");
-    if (s.ok()) s = engine::CheckDecodedCount(z.block, block_.n, static_cast<int64_t>(z.count));
-    if (!s.ok()) {
+    if (!store->Read(z, cols, &block_).ok()) {
       out_->blocks_corrupt++;  // one damaged block is skipped (and not cached); the rest shows
       return Status::Ok();
     }

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "engine/coding.h"
+#include "engine/db/block_store.h"
 #include "engine/event_block.h"
 #include "query/export/json_rows.h"
 #include "query/export/json_text.h"
@@ -126,29 +127,20 @@ void ViewServer::Impl::Window(const httplib::Request& req, httplib::Response& re
 StatusOr<int64_t> ViewServer::Impl::FindTs(Db* db, int64_t rank, int64_t id, int64_t start_before,
                                            int64_t end_after) {
   // The blocks of the rank that may hold an event starting by `start_before` and ending at or
-  // after `end_after` (the zone maps), decoded until the event is found.
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt st, db->Prepare("SELECT block FROM blocks WHERE rank = ?1 AND min_ts <= ?2 AND "
-                           "max_end >= ?3 ORDER BY min_ts DESC"));
-  st.Bind(1, rank);
-  st.Bind(2, start_before);
-  st.Bind(3, end_after);
-  TRACEDB_ASSIGN_OR_RETURN(Stmt data, db->Prepare("SELECT data FROM blocks WHERE block = ?1"));
+  // after `end_after` (the zone maps), latest first, decoded until the event is found; a
+  // damaged block is passed over.
+  engine::BlockStore store(db, db->path());
+  engine::BlockSelection sel;
+  sel.ranks = {rank};
+  sel.ts_hi = start_before;
+  sel.ts_lo = end_after;
+  sel.order = engine::BlockSelection::Order::kTimeDesc;
   engine::DecodedBlock b;
   const auto track = static_cast<uint32_t>(static_cast<uint64_t>(id) >> 32);
   const auto k = static_cast<uint64_t>(id) & 0xffffffffu;
-  for (;;) {
-    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    data.Reset();
-    data.Bind(1, st.Int(0));
-    TRACEDB_ASSIGN_OR_RETURN(bool found, data.Step());
-    if (!found) continue;
-    if (!engine::DecodeBlock(data.Blob(0), st.Int(0), &b,
-                             engine::kColTrack | engine::kColK | engine::kColTs)
-             .ok()) {
-      continue;
-    }
+  TRACEDB_ASSIGN_OR_RETURN(std::vector<engine::BlockZoneRow> zones, store.Select(sel));
+  for (const engine::BlockZoneRow& z : zones) {
+    if (!store.Read(z, engine::kColTrack | engine::kColK | engine::kColTs, &b).ok()) continue;
     for (size_t i = 0; i < b.n; ++i) {
       if (b.track[i] == track && b.k[i] == k) return b.ts[i];
     }

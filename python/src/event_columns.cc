@@ -12,7 +12,7 @@
 #include <thread>
 #include <type_traits>
 
-#include "engine/block_check.h"
+#include "engine/db/block_store.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/segment_format.h"
@@ -57,17 +57,9 @@ struct TrackInfo {
 };
 
 struct BlockRef {
-  int64_t block;
-  int32_t rank;
-  uint64_t count;
-  uint64_t offset;  // first output slot
+  engine::BlockZoneRow z;  // checked by the block store
+  uint64_t offset;         // first output slot
 };
-
-std::string InList(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + ")";
-}
 
 bool In(const std::vector<int64_t>& v, int64_t x) {
   return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
@@ -160,54 +152,35 @@ void Scan(const Query& q, ScanResult* r) {
     ts_bound.lo = std::max(ts_bound.lo, lo);
     ts_bound.hi = std::min(ts_bound.hi, hi);
   }
-  // Candidate blocks from the zone maps.
-  std::string sql = "SELECT b.block, b.rank, b.count FROM blocks b WHERE 1";
-  if (!q.ranks.empty()) sql += " AND b.rank IN " + InList(q.ranks);
-  if (ts_bound.hi != INT64_MAX) sql += " AND b.min_ts <= " + std::to_string(ts_bound.hi);
-  if (ts_bound.lo != INT64_MIN) sql += " AND b.max_end >= " + std::to_string(ts_bound.lo);
-  if (q.dur.lo != INT64_MIN) sql += " AND b.max_dur >= " + std::to_string(q.dur.lo);
-  if (!q.names.empty()) {
-    sql += " AND b.block IN (SELECT block FROM block_names WHERE name IN " + InList(q.names);
-    if (q.dur.lo != INT64_MIN) sql += " AND max_dur >= " + std::to_string(q.dur.lo);
-    sql += ")";
-  }
-  if (!q.cats.empty()) {
-    sql += " AND b.block IN (SELECT block FROM block_names WHERE cat IN " + InList(q.cats) + ")";
-  }
-  sql += " ORDER BY b.rank, b.min_ts, b.block";
+  // Candidate blocks from the zone maps (the block store), in output order; each one's count
+  // is checked there (1..65536) before it sizes the output, and each decoded block must then
+  // hold exactly that many rows, so that no row is written outside its block's slots.
+  engine::BlockSelection sel;
+  sel.ranks = q.ranks;
+  sel.ts_lo = ts_bound.lo;
+  sel.ts_hi = ts_bound.hi;
+  sel.min_dur = q.dur.lo;
+  sel.names = q.names;
+  sel.cats = q.cats;
+  sel.order = engine::BlockSelection::Order::kRankTime;
   r->blocks_total = static_cast<uint64_t>(db.QueryInt("SELECT count(*) FROM blocks", 0).value());
   std::vector<BlockRef> blocks;
   {
-    auto st = db.Prepare(sql);
-    if (!st.ok()) {
-      r->error = st.status().message();
-      return;
-    }
+    engine::BlockStore store(&db, q.path);
     uint64_t offset = 0;
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) {
-        r->error = row.status().message();
-        return;
-      }
-      if (!*row) break;
-      BlockRef b;
-      b.block = st->Int(0);
-      b.rank = static_cast<int32_t>(st->Int(1));
-      // The count sizes the output: 1..65536 per block, and each decoded block must then hold
-      // exactly that many rows (below), so that no row is written outside its block's slots.
-      if (auto s = engine::CheckBlockCount(b.block, st->Int(2)); !s.ok()) {
-        r->error = q.path + ": " + s.message();
-        return;
-      }
-      b.count = static_cast<uint64_t>(st->Int(2));
-      b.offset = offset;
-      offset += b.count;
-      blocks.push_back(std::move(b));
+    auto s = store.ForEach(sel, [&](const engine::BlockZoneRow& z) {
+      if (!z.ok) return Status::Corruption(z.error);
+      blocks.push_back(BlockRef{z, offset});
+      offset += z.count;
+      return Status::Ok();
+    });
+    if (!s.ok()) {
+      r->error = s.message();
+      return;
     }
   }
   r->blocks_read = blocks.size();
-  const uint64_t cap = blocks.empty() ? 0 : blocks.back().offset + blocks.back().count;
+  const uint64_t cap = blocks.empty() ? 0 : blocks.back().offset + blocks.back().z.count;
 
   // Column groups to decode: for the output and for the filters.
   uint32_t want = engine::kColTrack;
@@ -250,8 +223,7 @@ void Scan(const Query& q, ScanResult* r) {
   auto work_blocks = [&] {
     auto conn = Db::Open(q.path, Db::Mode::kReadOnly);
     if (!conn.ok()) return fail(conn.status().message());
-    auto get = (*conn)->Prepare("SELECT data FROM blocks WHERE block = ?");
-    if (!get.ok()) return fail(get.status().message());
+    engine::BlockStore store(conn->get(), q.path);  // this thread's reader
     DecodedBlock d;
     std::vector<uint32_t> tl_sel;
     std::vector<int64_t> tl_step;
@@ -259,25 +231,10 @@ void Scan(const Query& q, ScanResult* r) {
     for (;;) {
       const size_t bi = next.fetch_add(1);
       if (bi >= blocks.size() || failed.load()) return;
-      const BlockRef& b = blocks[bi];
-      get->Reset();
-      get->Bind(1, b.block);
-      auto row = get->Step();
-      if (!row.ok() || !*row) {
-        return fail(q.path + ": block " + std::to_string(b.block) + ": " +
-                    (row.ok() ? std::string("gone while reading") : row.status().message()));
-      }
-      auto s = engine::DecodeBlock(get->Blob(0), b.block, &d, want);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (first_error.empty()) first_error = q.path + ": " + s.message();
-        failed = true;
-        return;
-      }
-      if (auto c = engine::CheckDecodedCount(b.block, d.n, static_cast<int64_t>(b.count));
-          !c.ok()) {
-        return fail(q.path + ": " + c.message());
-      }
+      const engine::BlockZoneRow& b = blocks[bi].z;
+      // Read, decoded, and checked to hold exactly the declared rows (the store's errors name
+      // the file and the block).
+      if (auto s = store.Read(b, want, &d); !s.ok()) return fail(s.message());
       const auto steps_it = steps.find(b.rank);
       const std::vector<std::pair<int64_t, int64_t>> no_steps;
       const auto& rank_steps = steps_it == steps.end() ? no_steps : steps_it->second;
@@ -308,7 +265,7 @@ void Scan(const Query& q, ScanResult* r) {
       }
       const size_t m = sel.size();
       const bool all = m == d.n;
-      const uint64_t o = b.offset;
+      const uint64_t o = blocks[bi].offset;
       auto& C = r->cols;
       // 2. Column by column: a copy when every row is kept, a gather otherwise.
       auto put = [&](int col, const auto& src) {

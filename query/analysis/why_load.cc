@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "engine/block_check.h"
+#include "engine/db/block_store.h"
 #include "engine/event_block.h"
 #include "query/analysis/why_internal.h"
 #include "query/negotiation_rows.h"
@@ -239,9 +240,11 @@ StatusOr<Model> LoadModel(engine::Db* db) {
   // Every block once: spans of thread tracks, and the rows the matching reads.
   std::map<std::pair<int64_t, uint32_t>, std::vector<SpanRec>> spans;  // (rank, track)
   {
-    auto st = db->Prepare("SELECT block, rank, count, data FROM main.blocks ORDER BY block");
-    if (!st.ok()) return Err("blocks", st.status());
-    DecodedBlock b;
+    // Every block, decoded in one pass by the block store (which checks each one's zone map
+    // and row count).
+    engine::BlockStore store(db, db->path(), "main");
+    engine::BlockSelection every;
+    every.order = engine::BlockSelection::Order::kBlock;
     constexpr uint32_t kWant =
         engine::kColK | engine::kColKind | engine::kColName | engine::kColCat | engine::kColTs;
     const uint8_t kSpan = static_cast<uint8_t>(RowKind::kSpan);
@@ -251,17 +254,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     bool last_thread = false;
     uint32_t lane_track = UINT32_MAX;
     bool lane = false;
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) return Err("blocks", row.status());
-      if (!*row) break;
-      const int64_t block = st->Int(0), rank = st->Int(1);
-      Status s = engine::DecodeBlock(st->Blob(3), block, &b, kWant);
-      if (!s.ok()) return Err("block " + std::to_string(block), s);
-      if (b.n != static_cast<size_t>(st->Int(2)))
-        return Status::Corruption("why analysis: block " + std::to_string(block) + " holds " +
-                                  std::to_string(b.n) + " rows, its zone map says " +
-                                  std::to_string(st->Int(2)));
+    auto per_block = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
+      const int64_t block = z.block, rank = z.rank;
       m.events += static_cast<int64_t>(b.n);
       RankData& rd = m.Rank(rank);
       for (size_t i = 0; i < b.n; ++i) {
@@ -346,6 +340,11 @@ StatusOr<Model> LoadModel(engine::Db* db) {
         }
         if (last_thread) last->push_back(SpanRec{ts, end, b.depth[i], name_at(b.name[i])});
       }
+      return Status::Ok();
+    };
+    if (Status s = store.ForEachDecoded(every, kWant, per_block); !s.ok()) {
+      return s.IsCorruption() ? Status::Corruption("why analysis: " + s.message())
+                              : Err("blocks", s);
     }
   }
   for (auto& [key, v] : spans) {

@@ -14,10 +14,10 @@
 
 #include "engine/block_check.h"
 #include "engine/coding.h"
+#include "engine/db/block_store.h"
 #include "engine/db_schema.h"
 #include "engine/event_block.h"
 #include "engine/version.h"
-#include "query/export/block_select.h"
 #include "query/export/chrome_writer.h"
 #include "query/export/json_text.h"
 
@@ -28,8 +28,8 @@ using engine::Db;
 using engine::DecodedBlock;
 using engine::Stmt;
 
-// The time window of one rank: [lo, hi) (block_select.h).
-using Window = TimeWindow;
+// The time window of one rank: [lo, hi) (engine/db/block_store.h).
+using Window = engine::TimeWindow;
 
 std::string BoundText(const ChromeTimeBound& b) {
   if (!b.text.empty()) return b.text;
@@ -52,7 +52,7 @@ std::string BoundText(const ChromeTimeBound& b) {
 class ChromeExporter {
  public:
   ChromeExporter(Db* db, const ChromeExportOptions& o, ChromeExportStats* stats)
-      : db_(db), o_(o), stats_(stats) {}
+      : db_(db), o_(o), stats_(stats), store_(db, db->path()) {}
 
   Status Run();
 
@@ -64,7 +64,7 @@ class ChromeExporter {
   Status SelectBlocksByName();
   std::string OtherData();
   Status ExportBlocks();
-  Status ExportBlock(int64_t block, int32_t rank, uint64_t count);
+  Status ExportBlock(const engine::BlockZoneRow& z);
   bool RankSelected(int64_t rank) const;
   const Window& WindowOf(int32_t rank) const;
   bool NameMatches(uint32_t name);
@@ -76,6 +76,7 @@ class ChromeExporter {
   Db* db_;
   const ChromeExportOptions& o_;
   ChromeExportStats* stats_;
+  engine::BlockStore store_;  // zone maps, block reads and decodes, meta
 
   StringCache strings_;
   std::unique_ptr<ChromeTraceWriter> writer_;
@@ -180,11 +181,9 @@ Status ChromeExporter::LoadJob() {
   wo.max_open_flows = std::max<size_t>(1, o_.max_open_flows);
   writer_ = std::make_unique<ChromeTraceWriter>(std::move(wo), &strings_, stats_);
   {
-    TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->Prepare("SELECT DISTINCT rank FROM blocks ORDER BY 1"));
-    for (;;) {
-      TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      if (RankSelected(st.Int(0))) job_ranks_.push_back(static_cast<int32_t>(st.Int(0)));
+    TRACEDB_ASSIGN_OR_RETURN(std::vector<int64_t> ranks, store_.Ranks());
+    for (int64_t rank : ranks) {
+      if (RankSelected(rank)) job_ranks_.push_back(static_cast<int32_t>(rank));
     }
   }
   {
@@ -312,17 +311,10 @@ Status ChromeExporter::SelectBlocksByName() {
       st.Reset();
     }
   }
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->Prepare("SELECT name, cat, block FROM block_names"));
-  for (;;) {
-    TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    const auto name = static_cast<uint32_t>(st.Int(0));
-    const auto cat = static_cast<uint32_t>(st.Int(1));
-    if ((!cat_filter_ || CatMatches(cat)) && NameMatches(name)) name_blocks_.push_back(st.Int(2));
-  }
+  TRACEDB_ASSIGN_OR_RETURN(name_blocks_, store_.BlocksWithNames([&](uint32_t name, uint32_t cat) {
+    return (!cat_filter_ || CatMatches(cat)) && NameMatches(name);
+  }));
   TRACEDB_RETURN_IF_ERROR(strings_.status());
-  std::sort(name_blocks_.begin(), name_blocks_.end());
-  name_blocks_.erase(std::unique(name_blocks_.begin(), name_blocks_.end()), name_blocks_.end());
   return Status::Ok();
 }
 
@@ -384,17 +376,15 @@ std::string ChromeExporter::OtherData() {
   d += ",\"max_file_bytes\":";
   d += o_.max_file_bytes ? std::to_string(o_.max_file_bytes) : "null";
   d += "},\"meta\":{";
-  auto st = db_->Prepare("SELECT key, value FROM meta ORDER BY key");
-  if (st.ok()) {
+  std::map<std::string, std::string> meta;
+  if (store_.LoadMeta(&meta).ok()) {
     bool first = true;
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok() || !*row) break;
+    for (const auto& [key, value] : meta) {
       if (!first) d += ',';
       first = false;
-      json::AppendString(&d, st->Text(0));
+      json::AppendString(&d, key);
       d += ':';
-      json::AppendString(&d, st->Text(1));
+      json::AppendString(&d, value);
     }
   }
   d += '}';
@@ -410,19 +400,20 @@ void ChromeExporter::Progress() {
 }
 
 Status ChromeExporter::ExportBlocks() {
-  // Rank by rank, in time order (block_select.h).
-  return ForEachBlockZone(db_, nullptr, [&](const BlockZoneRow& z) -> Status {
+  // Rank by rank, in time order.
+  engine::BlockSelection every;
+  every.order = engine::BlockSelection::Order::kRankTime;
+  return store_.ForEach(every, [&](const engine::BlockZoneRow& z) -> Status {
     stats_->blocks_total++;
-    bool take = RankSelected(z.rank) &&
-                WindowOf(static_cast<int32_t>(z.rank)).MayOverlap(z.min_ts, z.max_end);
+    bool take = RankSelected(z.rank) && WindowOf(z.rank).MayOverlap(z.min_ts, z.max_end);
     if (take && by_name_)
       take = std::binary_search(name_blocks_.begin(), name_blocks_.end(), z.block);
     if (!take) {
       stats_->events_filtered += z.count;
-    } else if (!z.count_ok) {
-      stats_->blocks_corrupt++;  // a count no block can hold: damaged, skipped and counted
+    } else if (!z.ok) {
+      stats_->blocks_corrupt++;  // a zone map out of bounds: damaged, skipped and counted
     } else {
-      TRACEDB_RETURN_IF_ERROR(ExportBlock(z.block, static_cast<int32_t>(z.rank), z.count));
+      TRACEDB_RETURN_IF_ERROR(ExportBlock(z));
     }
     if (++blocks_since_progress_ >= 64) {
       blocks_since_progress_ = 0;
@@ -432,20 +423,13 @@ Status ChromeExporter::ExportBlocks() {
   });
 }
 
-Status ChromeExporter::ExportBlock(int64_t block, int32_t rank, uint64_t count) {
-  {
-    TRACEDB_ASSIGN_OR_RETURN(Stmt data, db_->Prepare("SELECT data FROM blocks WHERE block = ?1"));
-    data.Bind(1, block);
-    TRACEDB_ASSIGN_OR_RETURN(bool row, data.Step());
-    Status s = row ? engine::DecodeBlock(data.Blob(0), block, &block_, writer_->columns())
-                   : Status::Corruption("block " + std::to_string(block) + " vanished");
-    if (s.ok()) s = engine::CheckDecodedCount(block, block_.n, static_cast<int64_t>(count));
-    if (!s.ok()) {
-      // One damaged block is skipped and counted; the rest of the trace still exports.
-      stats_->blocks_corrupt++;
-      stats_->events_corrupt += count;
-      return Status::Ok();
-    }
+Status ChromeExporter::ExportBlock(const engine::BlockZoneRow& z) {
+  const int32_t rank = z.rank;
+  if (!store_.Read(z, writer_->columns(), &block_).ok()) {
+    // One damaged block is skipped and counted; the rest of the trace still exports.
+    stats_->blocks_corrupt++;
+    stats_->events_corrupt += z.count;
+    return Status::Ok();
   }
   stats_->blocks_decoded++;
   if (rank != block_rank_) {
