@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "query/functions.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
+#include "query/sql/functions.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/archive.h"
+#include "engine/compact/archive.h"
 #include "query/export/json_text.h"
 #include "shell/commands.h"
 #include "shell/export_args.h"

@@ -20,12 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "engine/compactor.h"
-#include "engine/output_lock.h"
-#include "engine/segment_dir.h"
-#include "engine/segment_gc.h"
-#include "engine/shard_compact.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/compactor.h"
+#include "engine/compact/output_lock.h"
+#include "engine/compact/segment_gc.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/trace_writer.h"
+#include "engine/segment/segment_dir.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/progress.h"

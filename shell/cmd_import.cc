@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/interrupt_cleanup.h"
 #include "query/import/byteps/byteps_importer.h"
 #include "query/import/import_common.h"
 #include "query/import/importer.h"

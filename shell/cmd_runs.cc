@@ -12,7 +12,7 @@
 
 #include "query/check/run_catalog.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/report_html.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/util/interrupt_cleanup.h"
 #include "shell/commands.h"
 #include "shell/verbosity.h"
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/shell_complete.h"
 #include "shell/sql_dump.h"

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/str_format.h"
-#include "query/human_units.h"
+#include "engine/util/str_format.h"
+#include "query/sql/human_units.h"
 
 namespace tracedb::shell {
 

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/output_lock.h"
-#include "engine/shard_compact.h"
+#include "engine/compact/output_lock.h"
+#include "engine/compact/shard_compact.h"
 #include "shell/format.h"
 
 namespace {

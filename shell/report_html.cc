@@ -14,12 +14,12 @@
 #include <map>
 #include <memory>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/version.h"
+#include "engine/util/interrupt_cleanup.h"
+#include "engine/util/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/run_history.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "query/report_data.h"
+#include "query/report/report_data.h"
 
 namespace tracedb::shell {
 

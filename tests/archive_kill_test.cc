@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/segment_dir.h"
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "engine/segment/segment_dir.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 extern char** environ;

@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

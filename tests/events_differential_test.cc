@@ -35,10 +35,10 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
-#include "query/views.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
+#include "query/views/views.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
 #include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"

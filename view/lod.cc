@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/block_check.h"
-#include "engine/event_block.h"
+#include "engine/db/block_check.h"
+#include "engine/db/event_block.h"
 #include "query/export/block_select.h"
 #include "query/export/json_text.h"
 

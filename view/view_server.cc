@@ -14,13 +14,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
-#include "engine/parse_number.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
+#include "engine/util/coding.h"
+#include "engine/util/parse_number.h"
 #include "query/export/block_select.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "view/assets.h"
 #include "view/lod.h"
 #include "view/why_overlay.h"

@@ -1,6 +1,6 @@
 // Retention and recompression of a trace database. See archive.h; the block layout is in
 // docs/database-format.md "Event blocks".
-#include "engine/archive.h"
+#include "engine/compact/archive.h"
 
 #include <lz4.h>
 #include <lz4hc.h>
@@ -11,11 +11,11 @@
 #include <memory>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/db_schema.h"
-#include "engine/lz4_codec.h"
-#include "engine/sqlite.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 namespace {

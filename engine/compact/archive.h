@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

@@ -1,5 +1,5 @@
 // Compaction implementation. See compactor.h; clocks and tables in docs/database-format.md.
-#include "engine/compactor.h"
+#include "engine/compact/compactor.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,14 +15,14 @@
 #include <optional>
 #include <set>
 
-#include "engine/clock_model.h"
-#include "engine/coding.h"
-#include "engine/compactor_clocks.h"
-#include "engine/flight_tables.h"
-#include "engine/segment_dir.h"
-#include "engine/segment_reader.h"
-#include "engine/segment_writer.h"
-#include "engine/trace_builder.h"
+#include "engine/compact/compactor_clocks.h"
+#include "engine/db/clock_model.h"
+#include "engine/db/flight_tables.h"
+#include "engine/db/trace_builder.h"
+#include "engine/segment/segment_dir.h"
+#include "engine/segment/segment_reader.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 namespace {

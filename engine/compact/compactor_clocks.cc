@@ -1,12 +1,12 @@
 // Compaction's clocks. See compactor_clocks.h.
-#include "engine/compactor_clocks.h"
+#include "engine/compact/compactor_clocks.h"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
 
-#include "engine/segment_format.h"
+#include "engine/segment/segment_format.h"
 
 namespace tracedb::engine::compaction {
 namespace {

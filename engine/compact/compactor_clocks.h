@@ -10,9 +10,9 @@
 #include <string>
 #include <utility>
 
-#include "engine/clock_model.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/clock_model.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine::compaction {
 

@@ -1,5 +1,5 @@
 // Writer locks and the journal switch. See output_lock.h.
-#include "engine/output_lock.h"
+#include "engine/compact/output_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

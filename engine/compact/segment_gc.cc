@@ -1,5 +1,5 @@
 // Removal of compacted segment files. See segment_gc.h.
-#include "engine/segment_gc.h"
+#include "engine/compact/segment_gc.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,9 +9,9 @@
 #include <map>
 #include <optional>
 
-#include "engine/segment_dir.h"
-#include "engine/segment_reader.h"
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_dir.h"
+#include "engine/segment/segment_reader.h"
+#include "engine/segment/segment_writer.h"
 
 namespace tracedb::engine {
 namespace {

@@ -1,5 +1,5 @@
 // Shards read in place. See shard_catalog.h; format in docs/database-format.md "Shards".
-#include "engine/shard_catalog.h"
+#include "engine/compact/shard_catalog.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,9 +17,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/db_schema.h"
-#include "engine/shard_merge.h"
-#include "engine/sqlite_guard.h"
+#include "engine/compact/shard_merge.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/sqlite_guard.h"
 
 namespace tracedb::engine {
 namespace {

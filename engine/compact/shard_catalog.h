@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/shard_compact.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

@@ -1,5 +1,5 @@
 // Compaction in shards. See shard_compact.h; layout in docs/database-format.md "Shards".
-#include "engine/shard_compact.h"
+#include "engine/compact/shard_compact.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,11 +14,11 @@
 #include <optional>
 #include <set>
 
-#include "engine/db_schema.h"
-#include "engine/output_lock.h"
-#include "engine/segment_dir.h"
-#include "engine/segment_reader.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/output_lock.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/trace_writer.h"
+#include "engine/segment/segment_dir.h"
+#include "engine/segment/segment_reader.h"
 
 namespace tracedb::engine {
 namespace {

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/compactor.h"
-#include "engine/shard_merge.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/compact/compactor.h"
+#include "engine/compact/shard_merge.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

@@ -1,5 +1,5 @@
 // Shard merging. See shard_merge.h; format in docs/database-format.md "Shards".
-#include "engine/shard_merge.h"
+#include "engine/compact/shard_merge.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,12 +10,12 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
-#include "engine/flight_tables.h"
-#include "engine/lz4_codec.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
+#include "engine/db/flight_tables.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/shard_merge.h"
+#include "engine/compact/shard_merge.h"
+#include "engine/db/event_block.h"
 
 namespace tracedb::engine {
 namespace {

@@ -1,5 +1,5 @@
 // Checks on values read from a trace database. See block_check.h.
-#include "engine/block_check.h"
+#include "engine/db/block_check.h"
 
 #include <string>
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

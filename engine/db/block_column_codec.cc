@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/event_block.h"
-#include "engine/hash.h"
+#include "engine/db/event_block.h"
+#include "engine/util/coding.h"
+#include "engine/util/hash.h"
 
 namespace tracedb::engine {
 namespace {

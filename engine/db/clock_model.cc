@@ -1,5 +1,5 @@
 // ClockModel implementation. See clock_model.h.
-#include "engine/clock_model.h"
+#include "engine/db/clock_model.h"
 
 #include <algorithm>
 

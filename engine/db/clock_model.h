@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 

@@ -2,7 +2,7 @@
 // known answers: an offset is exact, an inverted map undoes the map to the ns, a composition
 // equals the two maps applied one after the other, and a bulk-built model equals one built knot
 // by knot.
-#include "engine/clock_model.h"
+#include "engine/db/clock_model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Trace database schema. See db_schema.h; documented in docs/database-format.md.
-#include "engine/db_schema.h"
+#include "engine/db/db_schema.h"
 
 #include <sys/stat.h>
 
-#include "engine/flight_tables.h"
-#include "engine/version.h"
+#include "engine/db/flight_tables.h"
+#include "engine/util/version.h"
 
 namespace tracedb::engine {
 namespace {

@@ -4,8 +4,8 @@
 // Format: docs/database-format.md.
 #pragma once
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

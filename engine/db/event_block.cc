@@ -1,6 +1,6 @@
 // Event block decoder (and the row kinds' names). See event_block.h; the encoder is
 // event_block_encode.cc; format in docs/database-format.md "Event blocks".
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 
 #include <algorithm>
 #include <bit>
@@ -9,11 +9,11 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/event_block_internal.h"
-#include "engine/hash.h"
-#include "engine/lz4_codec.h"
+#include "engine/db/event_block_internal.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/hash.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 

@@ -7,12 +7,12 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/event_block.h"
-#include "engine/event_block_internal.h"
-#include "engine/hash.h"
-#include "engine/lz4_codec.h"
+#include "engine/db/event_block.h"
+#include "engine/db/event_block_internal.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/hash.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 

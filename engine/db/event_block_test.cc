@@ -1,4 +1,4 @@
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // The flight recorder's tables. See flight_tables.h; columns in docs/flight.md.
-#include "engine/flight_tables.h"
+#include "engine/db/flight_tables.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/clock_model.h"
-#include "engine/segment_format.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/clock_model.h"
+#include "engine/db/sqlite.h"
+#include "engine/segment/segment_format.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

@@ -1,7 +1,7 @@
 // SQLite wrapper. See sqlite.h.
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 
-#include "engine/sqlite_harden.h"
+#include "engine/db/sqlite_harden.h"
 
 namespace tracedb::engine {
 

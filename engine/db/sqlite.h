@@ -5,7 +5,7 @@
 // Thread safety: a Db and its Stmts belong to one thread at a time.
 #pragma once
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 #include <cstdint>
 #include <functional>
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

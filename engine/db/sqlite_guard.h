@@ -14,7 +14,7 @@
 #include <string>
 #include <type_traits>
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::engine {
 namespace guard_detail {

@@ -6,7 +6,7 @@
 // Thread safety: as the connection.
 #pragma once
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::engine {
 

@@ -1,7 +1,7 @@
 // Tests of the SQLite wrapper's statement cache (Db::PrepareCached): a statement comes back
 // reset and unbound, is shared by no two holders at once, follows schema changes, and never
 // keeps a table busy once handed back.
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 
 #include <gtest/gtest.h>
 

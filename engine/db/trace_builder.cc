@@ -1,9 +1,9 @@
 // TraceBuilder implementation. See trace_builder.h.
-#include "engine/trace_builder.h"
+#include "engine/db/trace_builder.h"
 
 #include <algorithm>
 
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 namespace {

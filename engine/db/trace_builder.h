@@ -23,9 +23,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/status.h"
-#include "engine/trace_writer.h"
+#include "engine/db/event_block.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

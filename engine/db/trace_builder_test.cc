@@ -1,7 +1,7 @@
 // TraceBuilder: a stream cut into batches, with the open spans saved and loaded between them,
 // gives the rows of the same stream built in one batch. The stack mixes finished complete events
 // and open spans with arguments and JSON, which the builder keeps apart and must save in order.
-#include "engine/trace_builder.h"
+#include "engine/db/trace_builder.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
 #include "tests/db_invariants.h"
 #include "tests/db_rows.h"
 #include "tests/test_util.h"

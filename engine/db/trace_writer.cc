@@ -1,8 +1,8 @@
 // TraceWriter implementation. See trace_writer.h; format in docs/database-format.md.
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
 
-#include "engine/coding.h"
-#include "engine/db_schema.h"
+#include "engine/db/db_schema.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 

@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

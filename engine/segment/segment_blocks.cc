@@ -1,5 +1,5 @@
 // Block payload codecs. See segment_blocks.h; format in docs/segment-format.md.
-#include "engine/segment_blocks.h"
+#include "engine/segment/segment_blocks.h"
 
 namespace tracedb::engine {
 namespace {

@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/segment_format.h"
-#include "engine/status.h"
+#include "engine/segment/segment_format.h"
+#include "engine/util/coding.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

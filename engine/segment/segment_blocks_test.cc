@@ -1,4 +1,4 @@
-#include "engine/segment_blocks.h"
+#include "engine/segment/segment_blocks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Trace directory listing and summary. See segment_dir.h.
-#include "engine/segment_dir.h"
+#include "engine/segment/segment_dir.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -10,10 +10,10 @@
 #include <set>
 #include <tuple>
 
-#include "engine/coding.h"
-#include "engine/segment_format.h"
-#include "engine/segment_reader.h"
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_format.h"
+#include "engine/segment/segment_reader.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 namespace {

@@ -1,5 +1,5 @@
 // Segment scanning. See segment_reader.h; format in docs/segment-format.md.
-#include "engine/segment_reader.h"
+#include "engine/segment/segment_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,10 +11,10 @@
 #include <memory>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/lz4_codec.h"
-#include "engine/segment_blocks.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 namespace {

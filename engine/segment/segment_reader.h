@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/segment_format.h"
-#include "engine/status.h"
+#include "engine/segment/segment_format.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

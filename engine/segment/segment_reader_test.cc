@@ -1,14 +1,14 @@
-#include "engine/segment_reader.h"
+#include "engine/segment/segment_reader.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/lz4_codec.h"
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
 #include "tests/test_util.h"
 
 namespace tracedb::engine {

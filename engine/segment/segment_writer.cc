@@ -1,5 +1,5 @@
 // SegmentWriter implementation. See segment_writer.h; format in docs/segment-format.md.
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_writer.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/lz4_codec.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/segment_format.h"
-#include "engine/status.h"
+#include "engine/segment/segment_format.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

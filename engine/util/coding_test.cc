@@ -1,4 +1,4 @@
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <limits>
 #include <random>
 
-#include "engine/crc32c.h"
-#include "engine/parse_number.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/parse_number.h"
 
 namespace tracedb::engine {
 namespace {

@@ -1,5 +1,5 @@
 // CRC-32C implementation. See crc32c.h.
-#include "engine/crc32c.h"
+#include "engine/util/crc32c.h"
 
 #include <array>
 #include <cstring>

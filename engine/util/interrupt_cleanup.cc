@@ -1,6 +1,6 @@
 // The registry of files to remove on an interrupt, and its signal handler. See
 // interrupt_cleanup.h.
-#include "engine/interrupt_cleanup.h"
+#include "engine/util/interrupt_cleanup.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // LZ4 wrappers. See lz4_codec.h.
-#include "engine/lz4_codec.h"
+#include "engine/util/lz4_codec.h"
 
 #include <lz4.h>
 

@@ -1,5 +1,5 @@
 // Status implementation. See status.h.
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 #include <cstring>
 

@@ -8,11 +8,11 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/block_check.h"
-#include "engine/coding.h"
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
+#include "engine/db/block_check.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 namespace {

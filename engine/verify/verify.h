@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 #include "query/analysis/why.h"
 
 namespace tracedb::query::analysis::internal {

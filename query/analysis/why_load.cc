@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 #include "query/analysis/why_internal.h"
 
 namespace tracedb::query::analysis::internal {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/block_check.h"
+#include "engine/db/block_check.h"
 
 namespace tracedb::query {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/status.h"
+#include "engine/util/interrupt_cleanup.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "query/export/json_text.h"
-#include "query/human_units.h"
+#include "query/sql/human_units.h"
 
 namespace tracedb::query::hang {
 namespace {

@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
-#include "engine/trace_writer.h"
+#include "engine/db/sqlite.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/status.h"
 #include "query/import/importer.h"
 
 namespace tracedb::query::text_profile {

@@ -1,10 +1,10 @@
 // OpenQueryDb. See query_db.h.
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 
-#include "engine/db_schema.h"
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
-#include "query/views.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/db_schema.h"
+#include "query/views/views.h"
 
 namespace tracedb::query {
 

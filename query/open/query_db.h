@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

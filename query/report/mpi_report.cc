@@ -1,5 +1,5 @@
 // The MPI report. See mpi_report.h.
-#include "query/mpi_report.h"
+#include "query/report/mpi_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/block_check.h"
-#include "engine/event_block.h"
+#include "engine/db/block_check.h"
+#include "engine/db/event_block.h"
 
 namespace tracedb::query {
 namespace {

@@ -1,5 +1,5 @@
 // The aggregates of report html, diff and top. See report_data.h; docs/report.md.
-#include "query/report_data.h"
+#include "query/report/report_data.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "query/functions.h"
-#include "query/percentile_rank.h"
+#include "query/sql/functions.h"
+#include "query/sql/percentile_rank.h"
 
 namespace tracedb::query {
 namespace {

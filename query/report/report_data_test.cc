@@ -1,14 +1,14 @@
 // Tests of report_data.h: the Mann-Whitney U test against values worked out by hand and by the
 // textbook definitions (and scipy.stats.mannwhitneyu's documented results), interval unions,
 // percentiles, and the aggregates of a generated job against the built-in views (plain SQL).
-#include "query/report_data.h"
+#include "query/report/report_data.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::query {

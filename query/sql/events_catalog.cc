@@ -1,8 +1,8 @@
 // The `events` table's view of the database's dictionaries. See events_internal.h.
 #include <algorithm>
 
-#include "engine/block_check.h"
-#include "query/events_internal.h"
+#include "engine/db/block_check.h"
+#include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
 

@@ -3,7 +3,7 @@
 // reads the column arrays directly. See events_internal.h.
 #include <array>
 
-#include "query/events_internal.h"
+#include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "query/events_internal.h"
+#include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
 

@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "engine/sqlite_api.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::query::events {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "query/events_internal.h"
+#include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/block_check.h"
-#include "query/events_internal.h"
+#include "engine/db/block_check.h"
+#include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
 

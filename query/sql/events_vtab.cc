@@ -1,12 +1,12 @@
 // The `events` virtual table: the module and its cursor's life cycle. The parts are described
 // in events_internal.h; the SQL surface is documented in docs/sql.md.
-#include "query/events_vtab.h"
+#include "query/sql/events_vtab.h"
 
 #include <cstring>
 #include <new>
 
-#include "engine/sqlite_guard.h"
-#include "query/events_internal.h"
+#include "engine/db/sqlite_guard.h"
+#include "query/sql/events_internal.h"
 
 namespace tracedb::query {
 namespace {

@@ -1,9 +1,9 @@
 // SQL functions. See functions.h.
-#include "query/functions.h"
-#include "query/percentile_rank.h"
+#include "query/sql/functions.h"
+#include "query/sql/percentile_rank.h"
 
-#include "engine/sqlite_guard.h"
-#include "query/human_units.h"
+#include "engine/db/sqlite_guard.h"
+#include "query/sql/human_units.h"
 
 #include <algorithm>
 #include <bit>

@@ -15,7 +15,7 @@
 
 #include <string_view>
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::query {
 

@@ -1,5 +1,5 @@
 // Human-readable numbers. See human_units.h.
-#include "query/human_units.h"
+#include "query/sql/human_units.h"
 
 #include <cmath>
 #include <cstdio>

@@ -12,9 +12,9 @@
 #include <memory>
 #include <new>
 
-#include "engine/sqlite.h"
-#include "engine/sqlite_api.h"
-#include "engine/sqlite_guard.h"
+#include "engine/db/sqlite.h"
+#include "engine/db/sqlite_api.h"
+#include "engine/db/sqlite_guard.h"
 
 namespace tracedb::query {
 

@@ -5,8 +5,8 @@
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
-#include "engine/sqlite_harden.h"
-#include "query/views.h"
+#include "engine/db/sqlite_harden.h"
+#include "query/views/views.h"
 
 namespace {
 

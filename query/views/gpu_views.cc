@@ -1,6 +1,6 @@
 // The GPU views. See gpu_views.h; the encodings they decode (the `tag` of NCCL task events and of
 // CUDA activity, the lane names) are specified in docs/gpu-capture.md "Fields".
-#include "query/gpu_views.h"
+#include "query/views/gpu_views.h"
 
 namespace tracedb::query {
 

@@ -4,9 +4,9 @@
 // Thread safety: as the connection they are installed on.
 #pragma once
 
-#include "engine/sqlite.h"
-#include "engine/sqlite_api.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/db/sqlite_api.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

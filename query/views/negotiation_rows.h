@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 
 namespace tracedb::query::negotiation {
 

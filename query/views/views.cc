@@ -1,17 +1,17 @@
 // Built-in views. See views.h; documented in docs/sql.md.
-#include "query/views.h"
+#include "query/views/views.h"
 
 #include <string>
 
 #include "query/analysis/why_views.h"
-#include "query/events_vtab.h"
-#include "query/functions.h"
-#include "query/gpu_views.h"
-#include "query/views_collective.h"
-#include "query/views_negotiation.h"
-#include "query/views_p2p.h"
-#include "query/views_spans.h"
-#include "query/views_steps.h"
+#include "query/sql/events_vtab.h"
+#include "query/sql/functions.h"
+#include "query/views/gpu_views.h"
+#include "query/views/views_collective.h"
+#include "query/views/views_negotiation.h"
+#include "query/views/views_p2p.h"
+#include "query/views/views_spans.h"
+#include "query/views/views_steps.h"
 
 namespace tracedb::query {
 

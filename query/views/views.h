@@ -3,7 +3,7 @@
 // docs/sql.md lists them with their columns.
 #pragma once
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::query {
 

@@ -1,6 +1,6 @@
 // Collective matching over decoded block columns. See views_collective.h; the SQL this table
 // replaces is ViewsReferenceSql() in query/views.cc.
-#include "query/views_collective.h"
+#include "query/views/views_collective.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,11 +12,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/block_check.h"
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "query/negotiation_rows.h"
-#include "query/vtab_module.h"
+#include "engine/db/block_check.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "query/sql/vtab_module.h"
+#include "query/views/negotiation_rows.h"
 
 namespace tracedb::query {
 namespace {

@@ -1,6 +1,6 @@
 // Horovod negotiations over decoded block columns. See views_negotiation.h; the SQL these tables
 // replace is kNegReferenceSql in query/views.cc.
-#include "query/views_negotiation.h"
+#include "query/views/views_negotiation.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,11 +10,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/block_check.h"
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "query/negotiation_rows.h"
-#include "query/vtab_module.h"
+#include "engine/db/block_check.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "query/sql/vtab_module.h"
+#include "query/views/negotiation_rows.h"
 
 namespace tracedb::query {
 namespace {

@@ -1,6 +1,6 @@
 // Point-to-point message matching over decoded block columns. See views_p2p.h; the SQL these
 // tables replace is ViewsReferenceSql() in query/views.cc.
-#include "query/views_p2p.h"
+#include "query/views/views_p2p.h"
 
 #include <algorithm>
 #include <compare>
@@ -14,9 +14,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "query/vtab_module.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "query/sql/vtab_module.h"
 
 namespace tracedb::query {
 namespace {

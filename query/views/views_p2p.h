@@ -17,7 +17,7 @@
 // Thread safety: per SQLite connection.
 #pragma once
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::query {
 

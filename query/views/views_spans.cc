@@ -1,6 +1,6 @@
 // Span statistics over decoded block columns. See views_spans.h; the SQL these tables replace
 // is ViewsReferenceSql() in query/views.cc.
-#include "query/views_spans.h"
+#include "query/views/views_spans.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,11 +12,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "query/events_internal.h"
-#include "query/percentile_rank.h"
-#include "query/vtab_module.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "query/sql/events_internal.h"
+#include "query/sql/percentile_rank.h"
+#include "query/sql/vtab_module.h"
 
 namespace tracedb::query {
 namespace {

@@ -1,6 +1,6 @@
 // Step times over main.steps. See views_steps.h; the SQL this table replaces is the step_times
 // view of ViewsReferenceSql() in query/views.cc.
-#include "query/views_steps.h"
+#include "query/views/views_steps.h"
 
 #include <cstring>
 #include <memory>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "query/vtab_module.h"
+#include "engine/db/sqlite.h"
+#include "query/sql/vtab_module.h"
 
 namespace tracedb::query {
 namespace {

@@ -1,6 +1,6 @@
 // JSON text helpers. See json_text.h.
 #include "query/import/json/json_text.h"
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 
 #include <charconv>
 #include <cstring>
