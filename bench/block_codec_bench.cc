@@ -33,10 +33,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/event_block.h"
-#include "engine/lz4_codec.h"
-#include "engine/sqlite.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/coding.h"
+#include "engine/util/lz4_codec.h"
 
 using namespace tracedb::engine;
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "query/functions.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
+#include "query/sql/functions.h"
 
 namespace {
 
@@ -156,7 +156,7 @@ int SqliteRows(const std::string& csv, const std::string& out, int reps) {
   std::printf("sqlite_rows_events %llu\nsqlite_rows_bytes %llu\nsqlite_rows_bytes_per_event %.2f\n",
               static_cast<unsigned long long>(n), static_cast<unsigned long long>(bytes),
               static_cast<double>(bytes) / static_cast<double>(n));
-  // The same median and percentile functions as over `events` (query/functions.cc).
+  // The same median and percentile functions as over `events` (query/sql/functions.cc).
   if (tracedb::query::RegisterFunctions(d->raw()) != SQLITE_OK) {
     std::fprintf(stderr, "%s: registering the SQL functions failed\n", out.c_str());
     return 1;

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
 
 using namespace tracedb::engine;
 

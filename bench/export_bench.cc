@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
 #include "query/export/chrome_exporter.h"
 
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shards read in place (engine/shard_catalog.h) against the single database, on the
+# Shards read in place (engine/compact/shard_catalog.h) against the single database, on the
 # docs/bench-db.md workload (bench/db_bench_gen, 8 ranks): the same job compacted
 #   - into one database (the reference, one.tdb),
 #   - with --shard-by node (one host: one shard, whose ids are the catalog's: no rewrite),

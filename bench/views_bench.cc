@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "bench/views_bench_list.h"
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 #include "query/export/csv_text.h"
-#include "query/mpi_report.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
+#include "query/report/mpi_report.h"
 
 namespace {
 

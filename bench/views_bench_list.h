@@ -37,9 +37,9 @@ inline constexpr ViewQuery kViewQueries[] = {
     {"nccl_collectives", false},
     {"gpu_kernels", false},
     {"gpu_step_time", false},
-    // Not a view: what `tracedb report mpi` computes (BuildMpiReport, query/mpi_report.h: its
-    // aggregates of the MPI events by rank and routine, message size bins, elapsed times), timed
-    // against the same aggregates in DuckDB; rows = the report's (rank, routine) rows.
+    // Not a view: what `tracedb report mpi` computes (BuildMpiReport, query/report/mpi_report.h:
+    // its aggregates of the MPI events by rank and routine, message size bins, elapsed times),
+    // timed against the same aggregates in DuckDB; rows = the report's (rank, routine) rows.
     {kReportMpi, false},
 };
 

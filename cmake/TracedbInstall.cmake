@@ -12,13 +12,13 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# The version of the package files is the version `tracedb --version` prints (engine/version.h):
+# The version of the package files is the version `tracedb --version` prints (engine/util/version.h):
 # the two must not drift.
-file(STRINGS ${CMAKE_SOURCE_DIR}/engine/version.h _tracedb_version_line
+file(STRINGS ${CMAKE_SOURCE_DIR}/engine/util/version.h _tracedb_version_line
      REGEX "kTracedbVersion = \"[0-9.]+\"")
 string(REGEX MATCH "[0-9]+\\.[0-9]+\\.[0-9]+" _tracedb_header_version "${_tracedb_version_line}")
 if(NOT _tracedb_header_version STREQUAL PROJECT_VERSION)
-  message(FATAL_ERROR "engine/version.h says ${_tracedb_header_version} but project() says "
+  message(FATAL_ERROR "engine/util/version.h says ${_tracedb_header_version} but project() says "
                       "${PROJECT_VERSION}: change both together")
 endif()
 
@@ -42,6 +42,14 @@ install(FILES recorder/include/tracedb/recorder.h recorder/include/tracedb/recor
 
 # ---- the program ----
 install(TARGETS tracedb_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tracedb_runtime)
+
+# tracedb(1), written after every link of the program (shell/CMakeLists.txt).
+install(FILES ${CMAKE_BINARY_DIR}/man/tracedb.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+  COMPONENT tracedb_runtime)
+# `tracedb compact --mpi` execs it from beside the program.
+if(TARGET tracedb_mpi_compact)
+  install(TARGETS tracedb_mpi_compact RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # ---- injected libraries (each links libtracedb.so.0, found one directory up) ----
 foreach(plugin tracedb_mpi tracedb_nccl_profiler tracedb_cuda tracedb_nvtx)

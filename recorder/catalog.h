@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/segment_format.h"
+#include "engine/segment/segment_format.h"
 #include "recorder/thread_buffer.h"
 
 namespace tracedb::recorder {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 
 namespace tracedb::recorder {
 
@@ -94,7 +94,7 @@ void InitClock() noexcept {
     // Simulates a host whose realtime clock is off (as NTP leaves hosts a few ms apart), so
     // that tests on one machine can check alignment by MPI clock sync.
     if (const char* v = std::getenv("TRACEDB_REALTIME_OFFSET_NS"); v != nullptr && *v) {
-      int64_t offset = 0;  // not a whole number: no offset (engine/parse_number.h's policy)
+      int64_t offset = 0;  // not a whole number: no offset (engine/util/parse_number.h's policy)
       if (engine::ParseInt64(v, &offset)) g_clock.realtime_offset_ns = offset;
     }
     g_clock_ready.store(true, std::memory_order_release);

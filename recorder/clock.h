@@ -22,7 +22,7 @@
 #include <x86intrin.h>
 #endif
 
-#include "engine/segment_format.h"
+#include "engine/segment/segment_format.h"
 
 namespace tracedb::recorder {
 

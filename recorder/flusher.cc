@@ -18,7 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/version.h"
+#include "engine/util/version.h"
 #include "recorder/catalog.h"
 #include "recorder/clock.h"
 #include "tracedb/recorder.h"

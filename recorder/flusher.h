@@ -29,9 +29,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
-#include "engine/status.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/status.h"
 #include "recorder/chunk_pool.h"
 #include "recorder/flight_ring.h"
 #include "recorder/rank_env.h"

@@ -1,6 +1,6 @@
 // Rank detection. See rank_env.h.
 #include "recorder/rank_env.h"
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/segment_dir.h"
+#include "engine/segment/segment_dir.h"
 #include "tests/test_util.h"
 #include "tracedb/recorder.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 #include "recorder/catalog.h"
 #include "tracedb/recorder.h"
 

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/segment_format.h"
+#include "engine/segment/segment_format.h"
 
 namespace tracedb::recorder {
 

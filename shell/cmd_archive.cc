@@ -1,13 +1,13 @@
 // `tracedb archive JOB.tdb [--keep-last DURATION] [--keep-steps N] [--recompress] …`: applies a
-// retention policy to a trace database (engine/archive.h) and says what it did: events kept and
-// dropped, blocks recompressed, the file's size before and after. The database stays valid
+// retention policy to a trace database (engine/compact/archive.h) and says what it did: events kept
+// and dropped, blocks recompressed, the file's size before and after. The database stays valid
 // whatever happens (one transaction, then VACUUM); a compaction running beside it waits.
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
 
-#include "engine/archive.h"
+#include "engine/compact/archive.h"
 #include "query/export/json_text.h"
 #include "shell/commands.h"
 #include "shell/export_args.h"

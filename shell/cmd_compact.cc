@@ -20,12 +20,12 @@
 #include <thread>
 #include <vector>
 
-#include "engine/compactor.h"
-#include "engine/output_lock.h"
-#include "engine/segment_dir.h"
-#include "engine/segment_gc.h"
-#include "engine/shard_compact.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/compactor.h"
+#include "engine/compact/output_lock.h"
+#include "engine/compact/segment_gc.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/trace_writer.h"
+#include "engine/segment/segment_dir.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/progress.h"
@@ -133,7 +133,7 @@ int ExecMpiCompact(const CompactCmdOptions& o) {
   return kExitError;
 }
 
-// The writer lock on OUTPUT (engine/output_lock.h), waiting for another writer unless
+// The writer lock on OUTPUT (engine/compact/output_lock.h), waiting for another writer unless
 // --no-wait, and saying so; nullptr after printing the error.
 std::unique_ptr<engine::OutputLock> LockOutput(const CompactCmdOptions& o) {
   engine::LockOptions lo;
@@ -203,9 +203,10 @@ Status CheckNotMpiMade(const std::string& path) {
   return Status::Ok();
 }
 
-// --delete-compacted: removes the files the database now holds for good (engine/segment_gc.h).
-// An error is returned; files kept for a reason are not one. *deleted_any is set once a file
-// is gone (from then on the database is the only copy and is never removed on failure).
+// --delete-compacted: removes the files the database now holds for good
+// (engine/compact/segment_gc.h). An error is returned; files kept for a reason are not one.
+// *deleted_any is set once a file is gone (from then on the database is the only copy and is never
+// removed on failure).
 Status DeleteCompacted(engine::Db* db, const CompactCmdOptions& o, bool finish, bool quiet,
                        bool* deleted_any) {
   engine::DeleteCompactedOptions d;

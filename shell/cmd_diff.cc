@@ -9,7 +9,7 @@
 #include <string>
 
 #include "query/export/csv_text.h"
-#include "query/report_data.h"
+#include "query/report/report_data.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/report_html.h"

@@ -10,7 +10,7 @@
 
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 

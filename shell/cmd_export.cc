@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/db_schema.h"
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/db_schema.h"
 #include "query/export/chrome_exporter.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/export_args.h"
 #include "shell/format.h"
@@ -145,7 +145,7 @@ int RunExport(const ExportCmdOptions& o) {
   eo.gzip_level = o.gzip_level;
   eo.epoch_ts = o.absolute;
 
-  // A shard manifest is exported from its shards in place (engine/shard_catalog.h).
+  // A shard manifest is exported from its shards in place (engine/compact/shard_catalog.h).
   auto db = engine::IsManifest(o.db)
                 ? engine::OpenShardCatalog(o.db)
                 : engine::OpenTraceDb(o.db, /*create=*/false, /*read_only=*/true);

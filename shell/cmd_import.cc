@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
 #include "engine/util/atomic_file.h"
+#include "engine/util/interrupt_cleanup.h"
 #include "query/import/byteps/byteps_importer.h"
 #include "query/import/import_common.h"
 #include "query/import/importer.h"

@@ -8,12 +8,12 @@
 #include <memory>
 #include <string>
 
-#include "engine/db_schema.h"
-#include "engine/segment_dir.h"
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/db_schema.h"
+#include "engine/segment/segment_dir.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/verbosity.h"

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/sql_runner.h"
 #include "shell/verbosity.h"

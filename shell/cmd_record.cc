@@ -46,12 +46,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/compactor.h"
-#include "engine/output_lock.h"
-#include "engine/segment_dir.h"
-#include "engine/segment_reader.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/compact/compactor.h"
+#include "engine/compact/output_lock.h"
+#include "engine/db/trace_writer.h"
+#include "engine/segment/segment_dir.h"
+#include "engine/segment/segment_reader.h"
+#include "query/open/query_db.h"
 #include "recorder/cuda/record_env.h"
 #include "recorder/flight_ring.h"
 #include "shell/commands.h"
@@ -726,7 +726,7 @@ int RunRecord(const RecordOptions& o) {
   }
 
   if (o.force) fs::remove(o.output, ec);
-  // One writer at a time on the output, as `compact` (engine/output_lock.h); released after
+  // One writer at a time on the output, as `compact` (engine/compact/output_lock.h); released after
   // the database is closed.
   engine::LockOptions lo;
   lo.on_wait = [&o]() {

@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/compactor.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/compactor.h"
+#include "engine/db/trace_writer.h"
 #include "query/export/csv_text.h"
 #include "query/export/json_text.h"
 #include "query/hang/hang_report.h"
-#include "query/mpi_report.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
+#include "query/report/mpi_report.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/report_html.h"

@@ -10,10 +10,10 @@
 #include <system_error>
 #include <vector>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/check/run_catalog.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/report_html.h"

@@ -1,7 +1,7 @@
 // `tracedb shards create DB... -o JOB.tdb`: writes a shard manifest listing trace databases of
 // distinct ranks of one job (compacted independently: per node, per group of ranks), which every
 // reader (query, shell, export, report, info, view, top) then opens as one database, reading the
-// shards in place (engine/shard_catalog.h). The ranks of the databases must not overlap.
+// shards in place (engine/compact/shard_catalog.h). The ranks of the databases must not overlap.
 // `tracedb shards list JOB.tdb` prints the shard files a manifest lists.
 #include <unistd.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/util/interrupt_cleanup.h"
 #include "shell/commands.h"
 #include "shell/verbosity.h"
 

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/parse_number.h"
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/parse_number.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/shell_complete.h"
 #include "shell/sql_dump.h"

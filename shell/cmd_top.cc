@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/compactor.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/compactor.h"
+#include "engine/db/trace_writer.h"
 #include "engine/util/atomic_file.h"
-#include "query/query_db.h"
-#include "query/report_data.h"
+#include "query/open/query_db.h"
+#include "query/report/report_data.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 

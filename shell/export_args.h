@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 #include "query/export/chrome_exporter.h"
 
 namespace tracedb::shell {

@@ -1,5 +1,5 @@
 // Human-readable numbers for the shell's text output: the one definition is
-// query/human_units.h, shared with the SQL functions human_duration() and human_bytes().
+// query/sql/human_units.h, shared with the SQL functions human_duration() and human_bytes().
 #pragma once
 
 #include <chrono>
@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/str_format.h"
-#include "query/human_units.h"
+#include "engine/util/str_format.h"
+#include "query/sql/human_units.h"
 
 namespace tracedb::shell {
 
@@ -16,7 +16,7 @@ using query::HumanBytes;
 using query::HumanDuration;
 using query::WithCommas;
 
-// printf into a std::string (any length): engine/str_format.h.
+// printf into a std::string (any length): engine/util/str_format.h.
 using engine::Fmt;
 
 // Seconds on the monotonic clock, for elapsed times and rates.

@@ -7,9 +7,9 @@
 #include <exception>
 #include <string>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/shard_compact.h"
-#include "engine/version.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/util/interrupt_cleanup.h"
+#include "engine/util/version.h"
 #include "shell/commands.h"
 #include "shell/man_page.h"
 #include "shell/verbosity.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/version.h"
+#include "engine/util/version.h"
 #include "shell/commands.h"
 
 namespace tracedb::shell {

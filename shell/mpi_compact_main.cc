@@ -5,9 +5,9 @@
 // Each of the K processes compacts the ranks r with r mod K == its MPI rank into its shard
 // (JOB.tdb.shards/mpi-P-of-K.tdb; every process also reads rank 0's clock anchors, so all agree
 // on the common clock); then process 0 merges the shards into JOB.tdb by copying their encoded
-// blocks (engine/shard_compact.h). Incremental and crash-safe: shards keep their progress, the
-// merge records per shard the last block it copied.
-// Exit codes: 0 done, 1 an error (printed by the process that met it), 2 bad arguments.
+// blocks (engine/compact/shard_compact.h). Incremental and crash-safe: shards keep their progress,
+// the merge records per shard the last block it copied. Exit codes: 0 done, 1 an error (printed by
+// the process that met it), 2 bad arguments.
 #include <mpi.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/output_lock.h"
-#include "engine/shard_compact.h"
+#include "engine/compact/output_lock.h"
+#include "engine/compact/shard_compact.h"
 #include "shell/format.h"
 
 namespace {
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return code;
   }
-  // One writer at a time on the output (engine/output_lock.h): process 0 holds its lock for
+  // One writer at a time on the output (engine/compact/output_lock.h): process 0 holds its lock for
   // the whole run, the others wait for it at the barrier; a database is removed after a
   // failure only when this run created it.
   std::unique_ptr<tracedb::engine::OutputLock> lock;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/status.h"
 
 namespace tracedb::shell {
 

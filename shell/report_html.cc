@@ -1,5 +1,5 @@
-// `tracedb report html`: gathers the aggregates of a trace database (query/report_data.h and a
-// few views), writes them as JSON into the page template (shell/report_page.html, embedded at
+// `tracedb report html`: gathers the aggregates of a trace database (query/report/report_data.h and
+// a few views), writes them as JSON into the page template (shell/report_page.html, embedded at
 // build time as kReportPage), and writes the page. The page holds aggregates only, so its size
 // depends on the number of ranks, names and steps, not on the number of events. docs/report.md.
 #include "shell/report_html.h"
@@ -14,14 +14,14 @@
 #include <map>
 #include <memory>
 
-#include "engine/interrupt_cleanup.h"
 #include "engine/util/atomic_file.h"
-#include "engine/version.h"
+#include "engine/util/interrupt_cleanup.h"
+#include "engine/util/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
 #include "query/export/json_rows.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
 #include "shell/run_history.h"

@@ -1,6 +1,6 @@
 // `tracedb report html JOB.tdb -o report.html [--baseline A.tdb]`: one self-contained HTML page
-// with plots of the job's aggregates (query/report_data.h), and the JSON of a run comparison,
-// shared with `tracedb diff --format json`. docs/report.md, docs/diff.md.
+// with plots of the job's aggregates (query/report/report_data.h), and the JSON of a run
+// comparison, shared with `tracedb diff --format json`. docs/report.md, docs/diff.md.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "query/report_data.h"
+#include "query/report/report_data.h"
 
 namespace tracedb::shell {
 

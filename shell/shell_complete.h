@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 
 namespace tracedb::shell {
 

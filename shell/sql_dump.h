@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::shell {
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 #include "shell/result_format.h"
 
 namespace tracedb::shell {

@@ -1,5 +1,5 @@
 // `tracedb compact --watch --delete-compacted` killed at random moments loses nothing and
-// duplicates nothing (engine/segment_gc.h). tests/kill_program records numbered events from
+// duplicates nothing (engine/compact/segment_gc.h). tests/kill_program records numbered events from
 // several threads into 1 MiB segment files (so they rotate every few hundred ms) and logs, after
 // each tracedb_flush(), how many events each thread had emitted. Beside it, a compactor that
 // deletes the files it has committed is SIGKILLed again and again at random moments and
@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/segment_dir.h"
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "engine/segment/segment_dir.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 extern char** environ;

@@ -1,4 +1,4 @@
-// `tracedb archive` (engine/archive.h) on a database built with known content: 2 ranks, 60
+// `tracedb archive` (engine/compact/archive.h) on a database built with known content: 2 ranks, 60
 // steps of 1 s, each step 40 "compute" spans (10 ms, every 20 ms) and one "allreduce" (5 ms at
 // +800 ms, bytes = step), one batch (so one block) per rank and step. The expected numbers below
 // are counted from that description, not from the archive code: which events a policy keeps,
@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "engine/db/block_store.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 #include "query/check/regression_check.h"
 #include "query/check/run_catalog.h"
 #include "tests/test_util.h"

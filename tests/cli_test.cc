@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

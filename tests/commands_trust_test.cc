@@ -18,11 +18,11 @@
 #include <iterator>
 #include <thread>
 
-#include "engine/compactor.h"
-#include "engine/output_lock.h"
-#include "engine/segment_gc.h"
-#include "engine/shard_merge.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/compactor.h"
+#include "engine/compact/output_lock.h"
+#include "engine/compact/segment_gc.h"
+#include "engine/compact/shard_merge.h"
+#include "engine/db/trace_writer.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -19,9 +19,9 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/segment_dir.h"
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "engine/segment/segment_dir.h"
+#include "query/open/query_db.h"
 #include "tests/db_invariants.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"

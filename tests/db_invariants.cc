@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/coding.h"
-#include "query/query_db.h"
+#include "engine/util/coding.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/db_invariants.h"
 
 int main(int argc, char** argv) {

@@ -9,11 +9,11 @@
 #include <map>
 #include <sstream>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
 #include "query/export/csv_text.h"
 #include "query/export/json_text.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/segment_format.h"
+#include "engine/segment/segment_format.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -35,10 +35,10 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
-#include "query/views.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
+#include "query/views/views.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -1259,7 +1259,7 @@ TEST(EventsDifferential, PercentileAgainstPlainSql) {
 }
 
 // Grouped scans hand their decoded blocks and row order to the next one on the connection
-// (ScanScratch in query/events_internal.h): consecutive scans reading other columns, a
+// (ScanScratch in query/sql/events_internal.h): consecutive scans reading other columns, a
 // grouped subquery re-run for every outer row while the outer grouped scan is open, and two
 // statements stepped in turn must each see their own rows. Each query is compared with the
 // same text over the plain copy, twice over (the second pass runs on reused memory).

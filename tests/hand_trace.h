@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/trace_writer.h"
+#include "engine/db/sqlite.h"
+#include "engine/db/trace_writer.h"
 
 namespace tracedb::testing {
 

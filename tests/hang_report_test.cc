@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "query/hang/hang_report.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
 

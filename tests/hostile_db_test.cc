@@ -16,7 +16,7 @@
 
 #include "engine/verify/verify.h"
 #include "query/fuzz/db_fuzz.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 #include "query/import/importer.h"
 #include "tests/db_rows.h"
 #include "tests/test_util.h"

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 #include "tests/db_invariants.h"
 #include "tests/db_rows.h"
 #include "tests/test_util.h"

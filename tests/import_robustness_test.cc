@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
 #include "query/import/importer.h"
 #include "query/import/json/byte_source.h"
 #include "query/import/json/event_reader.h"

@@ -18,8 +18,8 @@
 #include <tuple>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
 #include "tests/db_rows.h"
 #include "tests/test_util.h"
 

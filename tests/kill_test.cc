@@ -20,8 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 extern char** environ;

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
 #include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"

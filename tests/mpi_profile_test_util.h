@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/status.h"
 #include "query/import/importer.h"
 
 namespace tracedb::testing {

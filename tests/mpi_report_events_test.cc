@@ -1,6 +1,6 @@
-// `tracedb report mpi` from recorded MPI events (query/mpi_report.cc FromEvents, one pass over
-// the decoded MPI blocks) on a hand-built trace: per rank and routine the calls, bytes and time,
-// the message-size bins and the elapsed time, against values worked out by hand below and
+// `tracedb report mpi` from recorded MPI events (query/report/mpi_report.cc FromEvents, one pass
+// over the decoded MPI blocks) on a hand-built trace: per rank and routine the calls, bytes and
+// time, the message-size bins and the elapsed time, against values worked out by hand below and
 // against the SQL aggregates over `events` the report used to run (the reference).
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/mpi_report.h"
-#include "query/query_db.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
+#include "query/report/mpi_report.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 

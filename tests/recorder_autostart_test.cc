@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_writer.h"
 #include "tests/test_util.h"
 
 namespace tracedb {

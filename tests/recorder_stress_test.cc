@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/segment_dir.h"
-#include "engine/segment_reader.h"
+#include "engine/segment/segment_dir.h"
+#include "engine/segment/segment_reader.h"
 #include "tests/test_util.h"
 #include "tracedb/recorder.h"
 

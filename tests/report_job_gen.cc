@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
 
 using tracedb::Status;
 using tracedb::engine::EventArgs;

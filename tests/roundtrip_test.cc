@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/db_invariants.h"
 #include "tests/db_rows.h"
 #include "tests/segment_fixture.h"

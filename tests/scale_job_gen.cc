@@ -50,8 +50,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
 
 using namespace tracedb::engine;
 

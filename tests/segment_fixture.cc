@@ -6,8 +6,8 @@
 #include <sstream>
 #include <vector>
 
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
 
 namespace tracedb::testing {
 namespace {

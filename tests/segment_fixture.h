@@ -23,7 +23,7 @@
 
 #include <string>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::testing {
 

@@ -1,4 +1,4 @@
-// Shards read in place (engine/shard_catalog.h), end to end through the tracedb program and
+// Shards read in place (engine/compact/shard_catalog.h), end to end through the tracedb program and
 // OpenQueryDb: a job compacted with `--shard-by node` (or as separately compacted databases
 // listed by `tracedb shards create`) answers the same rows as the same job compacted into one
 // database, for `events`, the views and the reports; no copy of the block payloads is written
@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/shard_catalog.h"
-#include "engine/shard_compact.h"
-#include "engine/sqlite.h"
-#include "query/query_db.h"
+#include "engine/compact/shard_catalog.h"
+#include "engine/compact/shard_compact.h"
+#include "engine/db/sqlite.h"
+#include "query/open/query_db.h"
 #include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
 

@@ -24,7 +24,7 @@ q="SELECT name, count(*) AS n, sum(dur) AS total, max(bytes) AS b FROM events GR
 
 # ---- exit codes: 0 ok, 1 the work failed, 2 usage ----
 code() { set +e; "$@" >/dev/null 2>"$tmp/err"; echo $?; set -e; }
-expect "--version" "$("$bin" --version)" "tracedb $(sed -n 's/.*kTracedbVersion = "\(.*\)".*/\1/p' "$src/engine/version.h")"
+expect "--version" "$("$bin" --version)" "tracedb $(sed -n 's/.*kTracedbVersion = "\(.*\)".*/\1/p' "$src/engine/util/version.h")"
 expect "exit: no subcommand" "$(code "$bin")" 2
 expect "exit: unknown subcommand" "$(code "$bin" frobnicate)" 2
 grep -q "^tracedb: unknown subcommand 'frobnicate' (see tracedb --help)$" "$tmp/err" || fail "message: $(cat "$tmp/err")"

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/segment_dir.h"
+#include "engine/segment/segment_dir.h"
 
 namespace tracedb::testing {
 

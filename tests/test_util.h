@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/segment_format.h"
-#include "engine/segment_reader.h"
+#include "engine/segment/segment_format.h"
+#include "engine/segment/segment_reader.h"
 
 namespace tracedb::testing {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 #include "tests/view_fixture.h"
 #include "view/view_server.h"

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
 
 namespace tracedb::testing {
 

@@ -14,9 +14,9 @@
 #include <string>
 #include <tuple>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 #include "tests/view_fixture.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 #include "tests/view_fixture.h"
 
@@ -153,7 +153,7 @@ TEST_F(ViewServerTest, BadRequestsGetClearErrorsAndTheServerSurvives) {
       {"/api/window?t0=0&t1=5&px=99999999999999999999999", 400, "'px' is not an integer"},
       {"/api/window?t0=0&t1=5&tracks=1,x", 400, "not a track id: 'x'"},
       {"/api/window?t0=0&t1=5&tracks=4242", 404, "unknown track 4242"},
-      // Track ids are parsed by the project's one strict policy (engine/parse_number.h): the
+      // Track ids are parsed by the project's one strict policy (engine/util/parse_number.h): the
       // strtoull the handler used before took a '+' and leading spaces.
       {"/api/window?t0=0&t1=5&tracks=%2B1", 400, "not a track id: '+1'"},
       {"/api/window?t0=0&t1=5&tracks=%201", 400, "not a track id: ' 1'"},

@@ -1,5 +1,5 @@
 // The collective views (collective_calls, collective_arrivals, collectives, stragglers,
-// collective_wait; computed by the table-valued function of query/views_collective.h) on a
+// collective_wait; computed by the table-valued function of query/views/views_collective.h) on a
 // small hand-built trace whose every expected value is worked out by hand below: arrivals on
 // three ranks, a rank missing from a collective, a tie for last place, a NULL comm, NCCL issue
 // instants (and an NCCL span that is not one), an event with a seq outside the collective
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 

@@ -1,8 +1,8 @@
 // The Horovod negotiation views (negotiation_ticks, negotiations; computed by the table-valued
-// functions of query/views_negotiation.h) on a small hand-built trace whose every expected row is
-// worked out by hand below: negotiations on three ranks, on lanes (tensor) and on a thread track
-// (tensor NULL), a negotiation on a rank without ticks, ties in ts (broken by peer, NULL first), a
-// NULL peer, a repeated tick, a tick that is itself a span, ticks whose parent is not a
+// functions of query/views/views_negotiation.h) on a small hand-built trace whose every expected
+// row is worked out by hand below: negotiations on three ranks, on lanes (tensor) and on a thread
+// track (tensor NULL), a negotiation on a rank without ticks, ties in ts (broken by peer, NULL
+// first), a NULL peer, a repeated tick, a tick that is itself a span, ticks whose parent is not a
 // negotiation (a plain span, a name without the underscore of NEGOTIATE_), a tick without a
 // parent, a negotiation without ticks and a lower-case negotiate_ name (LIKE ignores ASCII case).
 // tests/events_differential_test.cc compares the same views with their plain SQL on random
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
@@ -170,8 +170,8 @@ TEST(NegotiationViews, HandBuiltTraceGivesHandDerivedRows) {
                     "SELECT DISTINCT typeof(id), typeof(rank), typeof(name), typeof(ts), "
                     "typeof(dur), typeof(last_ready_after_ns) FROM negotiations"),
             (std::vector<std::string>{"integer|integer|text|integer|integer|integer"}));
-  // The collective arrivals read the same ticks (query/negotiation_rows.h): those of the three
-  // negotiations with a peer, 3 + 2 + 3.
+  // The collective arrivals read the same ticks (query/views/negotiation_rows.h): those of the
+  // three negotiations with a peer, 3 + 2 + 3.
   EXPECT_EQ(SqlRows(q,
                     "SELECT seq, count(*) FROM collective_calls WHERE dur IS NULL GROUP BY seq "
                     "ORDER BY seq"),

@@ -1,5 +1,5 @@
 // The span statistics views (span_stats, name_stats_all; computed by the table-valued
-// functions of query/views_spans.h) and the `kind` filter of `events` (settled per block from
+// functions of query/views/views_spans.h) and the `kind` filter of `events` (settled per block from
 // block_names and name_stats, checked exactly in the scan) on small hand-built traces whose
 // every expected value is worked out by hand below: a name on two ranks, instants and counters
 // under a span's name (not spans), one name under two categories, a single-span group, and a
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
-#include "query/views.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
+#include "query/views/views.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 

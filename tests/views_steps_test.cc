@@ -1,4 +1,4 @@
-// step_times (computed by the table-valued function of query/views_steps.h), step_summary
+// step_times (computed by the table-valued function of query/views/views_steps.h), step_summary
 // through it, and the GPU views that read CUPTI- and NCCL-shaped events (gpu_step_time,
 // gpu_kernels) on small hand-built traces whose every expected value is worked out by hand
 // below; each is also compared row for row (types included) with its plain-SQL definition.
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
-#include "query/query_db.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "query/open/query_db.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
 #include "query/analysis/why_internal.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 

@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "engine/db/block_store.h"
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 #include "query/export/json_text.h"
 
 namespace tracedb::view {

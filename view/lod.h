@@ -25,8 +25,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::view {
 

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 
 namespace tracedb::view {
 

@@ -3,7 +3,7 @@
 // view/why_overlay.h). API: docs/view.md.
 #include <algorithm>
 
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 #include "query/export/json_rows.h"
 #include "query/export/json_text.h"
 #include "view/sql_guard.h"

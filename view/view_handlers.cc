@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/coding.h"
 #include "engine/db/block_store.h"
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
+#include "engine/util/coding.h"
 #include "query/export/json_rows.h"
 #include "query/export/json_text.h"
 #include "view/sql_guard.h"

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/export/json_text.h"
 
 namespace tracedb::view {
@@ -77,7 +77,8 @@ bool TrackListParam(const httplib::Request& req, httplib::Response& res,
   while (p <= list.size()) {
     const size_t c = std::min(list.find(',', p), list.size());
     const std::string one = list.substr(p, c - p);
-    int64_t v = 0;  // the project's one strict policy (engine/parse_number.h): no spaces, no '+'
+    int64_t v =
+        0;  // the project's one strict policy (engine/util/parse_number.h): no spaces, no '+'
     if (!engine::ParseInt64(one, &v) || v < 0 || v > UINT32_MAX) {
       Error(res, 400, "parameter 'tracks': not a track id: '" + one.substr(0, 64) + "'");
       return false;

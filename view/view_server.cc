@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "view/assets.h"
 #include "view/sql_guard.h"
 #include "view/view_params.h"

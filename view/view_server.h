@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::view {
 

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 #include "view/lod.h"
 #include "view/view_server.h"
 #include "view/why_overlay.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
 #include "query/export/json_text.h"

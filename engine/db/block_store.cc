@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/block_check.h"
+#include "engine/db/block_check.h"
 
 namespace tracedb::engine {
 

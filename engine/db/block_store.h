@@ -24,9 +24,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 
@@ -142,7 +142,7 @@ class BlockStore {
 
   // The strings with ids in (after, DenseIdLimit(rows of strings)], ascending, to fn; returns
   // the largest id at or below that limit (`after` when there is none). Ids beyond the limit
-  // (a hostile or damaged file) are left out (engine/block_check.h).
+  // (a hostile or damaged file) are left out (engine/db/block_check.h).
   StatusOr<int64_t> ForEachString(int64_t after,
                                   const std::function<void(int64_t id, std::string_view s)>& fn);
   // The `meta` table, key -> value (empty when the file has none).

@@ -4,11 +4,11 @@
 #include <string>
 #include <string_view>
 
-#include "engine/coding.h"
-#include "engine/crc32c.h"
-#include "engine/event_block.h"
-#include "engine/segment_reader.h"
-#include "engine/segment_writer.h"
+#include "engine/db/event_block.h"
+#include "engine/segment/segment_reader.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
 
 namespace tracedb::engine::fuzz {
 namespace {

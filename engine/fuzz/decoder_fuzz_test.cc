@@ -9,10 +9,10 @@
 #include <random>
 #include <string>
 
-#include "engine/event_block.h"
-#include "engine/lz4_codec.h"
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
+#include "engine/db/event_block.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/lz4_codec.h"
 #include "tests/test_util.h"
 
 namespace tracedb::engine {

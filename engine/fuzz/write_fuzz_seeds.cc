@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/coding.h"
-#include "engine/event_block.h"
-#include "engine/lz4_codec.h"
-#include "engine/segment_blocks.h"
-#include "engine/segment_writer.h"
+#include "engine/db/event_block.h"
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/coding.h"
+#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/interrupt_cleanup.h"
+#include "engine/util/interrupt_cleanup.h"
 
 namespace tracedb::engine {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

@@ -1,5 +1,5 @@
 // The JSON string literal (json_string.h) against hand-written literals, and the step statistics'
-// top names (engine/flight_tables.h), which had an escaper of their own that passed ill-formed
+// top names (engine/db/flight_tables.h), which had an escaper of their own that passed ill-formed
 // UTF-8 through and wrote \b as \u0008: they now follow the one policy.
 #include "engine/util/json_string.h"
 
@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "engine/flight_tables.h"
+#include "engine/db/flight_tables.h"
 
 namespace tracedb::engine {
 namespace {

@@ -1,6 +1,6 @@
 // Saturating int64 arithmetic: the one home of "a + b, or the bound it passed" for values that
 // may come from a hostile file (an end = ts + dur, a gap between two timestamps). Wrap-around
-// arithmetic for decoders is WrapAdd/WrapSub in engine/coding.h. Header-only (the recorder and
+// arithmetic for decoders is WrapAdd/WrapSub in engine/util/coding.h. Header-only (the recorder and
 // every library use it). Thread safety: pure functions.
 #pragma once
 

@@ -8,11 +8,11 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/block_check.h"
-#include "engine/coding.h"
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
+#include "engine/db/block_check.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/coding.h"
 
 namespace tracedb::engine {
 namespace {
@@ -246,7 +246,8 @@ void Checker::Block(int64_t block, int64_t rank, int64_t min_ts, int64_t max_end
 }
 
 Status Checker::NameStats(Db* db) {
-  // Ranks whose old events `tracedb archive` dropped keep their summaries (engine/archive.h).
+  // Ranks whose old events `tracedb archive` dropped keep their summaries
+  // (engine/compact/archive.h).
   std::set<int64_t> archived;
   {
     TRACEDB_ASSIGN_OR_RETURN(

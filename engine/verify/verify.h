@@ -4,7 +4,7 @@
 // `block_names` rows, `name_stats`); this is how a user learns that a file lies.
 // Checks, each reported with the block or row it concerns:
 //   - SQLite's own structure (PRAGMA quick_check) and the schema (tables are tables);
-//   - `strings` and `tracks` ids within the range the readers index (engine/block_check.h);
+//   - `strings` and `tracks` ids within the range the readers index (engine/db/block_check.h);
 //   - per block: its declared count (1..65536) and its payload (decodes, CRC); its zone map
 //     (min_ts, max_end, max_dur, count) equal to its events'; every event's track in `tracks` on
 //     the block's rank; every name and category id in `strings`; its `block_names` rows equal
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 
 namespace tracedb::engine {
 

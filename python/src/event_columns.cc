@@ -13,10 +13,10 @@
 #include <type_traits>
 
 #include "engine/db/block_store.h"
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
-#include "engine/segment_format.h"
-#include "engine/sqlite.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/segment/segment_format.h"
 
 namespace tracedb::python {
 

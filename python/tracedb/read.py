@@ -90,7 +90,7 @@ class Database:
                 rows = con.execute("SELECT id, s FROM strings").fetchall()
             finally:
                 con.close()
-            # Indexed by id, sized by the row count (engine/block_check.h, DenseIdLimit): an id
+            # Indexed by id, sized by the row count (engine/db/block_check.h, DenseIdLimit): an id
             # beyond it (a damaged or hostile file) is left out, as by the events table.
             limit = len(rows) + 1024
             rows = [(i, s) for i, s in rows if 0 <= i <= limit]

@@ -2,18 +2,18 @@
 // waits (delays charged with the wait they cost, directly and through propagation) and the
 // critical path, computed in C++ from one decoding of the database's blocks, over which the
 // collectives and messages are matched as the query layer matches them (the tables under
-// collective_arrivals and p2p_messages, query/views_collective.h and query/views_p2p.h).
-// Definitions, choices and limits: docs/why.md. The SQL surface (wait_states, root_causes,
-// critical_path, ...) is query/analysis/why_views.h; `tracedb explain` prints Explain().
-// Thread safety: plain functions; the Db is used from one thread at a time.
+// collective_arrivals and p2p_messages, query/views/views_collective.h and
+// query/views/views_p2p.h). Definitions, choices and limits: docs/why.md. The SQL surface
+// (wait_states, root_causes, critical_path, ...) is query/analysis/why_views.h; `tracedb explain`
+// prints Explain(). Thread safety: plain functions; the Db is used from one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query::analysis {
 

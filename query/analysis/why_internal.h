@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 #include "query/analysis/why.h"
 
 namespace tracedb::query::analysis::internal {
@@ -58,7 +58,7 @@ struct CommEvent {
   bool on_lane = false;  // on a lane (e.g. PyTorch's "c10d N"), not on a thread track
 };
 
-// A row of the collective arrivals (query/views_collective.h), matched by why_match.cc.
+// A row of the collective arrivals (query/views/views_collective.h), matched by why_match.cc.
 struct Arrival {
   int64_t rank, comm, seq, id, ts, end_ts, wait, last_rank;
   bool has_comm, has_dur;
@@ -70,7 +70,7 @@ struct Arrival {
   bool lane_wait = false;
 };
 
-// A matched point-to-point message (query/views_p2p.h), with both sides' events.
+// A matched point-to-point message (query/views/views_p2p.h), with both sides' events.
 struct Message {
   int64_t send_id, recv_id, src, dst, send_ts;
   int64_t recv_posted_ts;

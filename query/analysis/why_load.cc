@@ -5,11 +5,11 @@
 #include <string>
 #include <unordered_set>
 
-#include "engine/block_check.h"
+#include "engine/db/block_check.h"
 #include "engine/db/block_store.h"
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 #include "query/analysis/why_internal.h"
-#include "query/negotiation_rows.h"
+#include "query/views/negotiation_rows.h"
 
 namespace tracedb::query::analysis::internal {
 namespace {

@@ -3,10 +3,11 @@
 // layer's tables through SQL (which decoded the communication blocks three more times and
 // handed every row over as SQL values). The definitions are those of the query layer, kept
 // identical, rows and order included (the analyses' tie-breaks depend on the order):
-//   collectives  query/views_collective.cc: events with a seq (cat mpi or comm; nccl instants)
+//   collectives  query/views/views_collective.cc: events with a seq (cat mpi or comm; nccl
+//   instants)
 //                and Horovod RANK_READY ticks at their negotiation (comm 0, seq = its id),
 //                partitioned by (comm, seq), NULL comm first, each latest first
-//   messages     query/views_p2p.cc: sends and receives (blocking ones, and nonblocking
+//   messages     query/views/views_p2p.cc: sends and receives (blocking ones, and nonblocking
 //                postings joined to their completion by (rank, flow)) numbered per (rank,
 //                comm, peer, tag) in time order, sends meeting receives on (comm, dst, src,
 //                tag, n); a NULL comm or tag matches nothing
@@ -16,7 +17,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "engine/event_block.h"
+#include "engine/db/event_block.h"
 #include "query/analysis/why_internal.h"
 
 namespace tracedb::query::analysis::internal {

@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <map>
 
-#include "engine/parse_number.h"
-#include "engine/str_format.h"
+#include "engine/util/parse_number.h"
+#include "engine/util/str_format.h"
 #include "query/export/json_text.h"
-#include "query/human_units.h"
+#include "query/sql/human_units.h"
 
 namespace tracedb::query::analysis {
 namespace {

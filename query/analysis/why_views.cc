@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 #include "query/analysis/why.h"
-#include "query/vtab_module.h"
+#include "query/sql/vtab_module.h"
 
 namespace tracedb::query::analysis {
 namespace {

@@ -1,6 +1,6 @@
 // The SQL surface of the why analyses (query/analysis/why.h): four eponymous table-valued
 // functions, each computing the whole analysis once per statement, and the views over them
-// that query/views.cc installs with the other built-in views (docs/sql.md, docs/why.md):
+// that query/views/views.cc installs with the other built-in views (docs/sql.md, docs/why.md):
 //   tracedb_wait_states           id, rank, step, pattern, wait_ns, waited_for, call, ts,
 //                                 late_id
 //   tracedb_root_causes           step, rank, name, cost_ns, direct_ns, indirect_ns,
@@ -13,7 +13,7 @@
 // Thread safety: per SQLite connection.
 #pragma once
 
-#include "engine/sqlite_api.h"
+#include "engine/db/sqlite_api.h"
 
 namespace tracedb::query::analysis {
 

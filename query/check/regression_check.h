@@ -1,7 +1,7 @@
 // `tracedb check`'s analysis: one run compared with a history of baseline runs, name by name
 // (span names: phases and communication routines) and for the step time, with the run-to-run
 // variation of the baselines taken into account, so that noise between runs is not reported as
-// a regression. Inputs are query::RunSummary (query/report_data.h): per-step values of every
+// a regression. Inputs are query::RunSummary (query/report/report_data.h): per-step values of every
 // name, per-step times. The test is query::MannWhitneyU; this file adds the pooling, the
 // between-run guard and the thresholds. Method and its reasons: docs/check.md.
 // Thread safety: pure functions of their arguments.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "query/report_data.h"
+#include "query/report/report_data.h"
 
 namespace tracedb::query::check {
 

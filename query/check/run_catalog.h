@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
-#include "query/report_data.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
+#include "query/report/report_data.h"
 
 namespace tracedb::query::check {
 

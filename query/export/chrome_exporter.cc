@@ -12,12 +12,12 @@
 #include <memory>
 #include <unordered_map>
 
-#include "engine/block_check.h"
-#include "engine/coding.h"
+#include "engine/db/block_check.h"
 #include "engine/db/block_store.h"
-#include "engine/db_schema.h"
-#include "engine/event_block.h"
-#include "engine/version.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
+#include "engine/util/coding.h"
+#include "engine/util/version.h"
 #include "query/export/chrome_writer.h"
 #include "query/export/json_text.h"
 

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

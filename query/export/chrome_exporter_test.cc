@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/db_schema.h"
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
+#include "engine/db/db_schema.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
 

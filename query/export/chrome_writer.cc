@@ -1,7 +1,7 @@
 // Chrome trace JSON writer. See chrome_writer.h; the mapping is documented in docs/export.md.
 // Thread safety: one thread at a time.
 #include "query/export/chrome_writer.h"
-#include "engine/coding.h"
+#include "engine/util/coding.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

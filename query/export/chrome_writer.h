@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
 #include "query/export/chrome_exporter.h"
 #include "query/export/output_file.h"
 

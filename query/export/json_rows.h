@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/sqlite.h"
+#include "engine/db/sqlite.h"
 
 namespace tracedb::query::json {
 

@@ -2,7 +2,7 @@
 // under a temporary name unique to this file (PATH.partial-XXXXXX, mkostemp), fsynced, then
 // renamed into place by Close() (and the directory fsynced), so a failed, interrupted or
 // crashed export never leaves a truncated file under the final name (and an export ended by
-// SIGINT, SIGTERM or SIGHUP removes its temporary file: engine/interrupt_cleanup.h), and two
+// SIGINT, SIGTERM or SIGHUP removes its temporary file: engine/util/interrupt_cleanup.h), and two
 // exports to one path never write into each other's temporary file (the last rename wins).
 //
 // Callers format straight into the buffer: Reserve(n) returns room for n bytes, Commit(end)
@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/interrupt_cleanup.h"
-#include "engine/status.h"
+#include "engine/util/interrupt_cleanup.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

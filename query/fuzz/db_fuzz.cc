@@ -11,14 +11,14 @@
 #include <functional>
 #include <string_view>
 
-#include "engine/archive.h"
-#include "engine/trace_writer.h"
+#include "engine/compact/archive.h"
+#include "engine/db/trace_writer.h"
 #include "engine/verify/verify.h"
 #include "python/src/event_columns.h"
 #include "query/export/chrome_exporter.h"
-#include "query/mpi_report.h"
-#include "query/query_db.h"
-#include "query/report_data.h"
+#include "query/open/query_db.h"
+#include "query/report/mpi_report.h"
+#include "query/report/report_data.h"
 #include "view/lod.h"
 
 namespace tracedb::query::fuzz {

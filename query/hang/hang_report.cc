@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/export/json_text.h"
-#include "query/human_units.h"
+#include "query/sql/human_units.h"
 
 namespace tracedb::query::hang {
 namespace {

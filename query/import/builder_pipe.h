@@ -24,10 +24,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/event_block.h"
-#include "engine/status.h"
-#include "engine/trace_builder.h"
-#include "engine/trace_writer.h"
+#include "engine/db/event_block.h"
+#include "engine/db/trace_builder.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/segment_format.h"
-#include "engine/status.h"
+#include "engine/segment/segment_format.h"
+#include "engine/util/status.h"
 
 namespace tracedb::query {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/export/json_text.h"
 #include "query/import/json/json_scan.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.h"
-#include "engine/trace_writer.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/status.h"
 #include "query/import/importer.h"
 #include "query/import/json/event_reader.h"
 

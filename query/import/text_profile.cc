@@ -1,7 +1,7 @@
 // Helpers for the text-profile importers. See text_profile.h.
 // Thread safety: free functions and value types; no shared state.
 #include "query/import/text_profile.h"
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 
 #include <sys/stat.h>
 #include <zlib.h>

@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/parse_number.h"
-#include "engine/sqlite.h"
-#include "engine/status.h"
-#include "engine/trace_writer.h"
+#include "engine/db/sqlite.h"
+#include "engine/db/trace_writer.h"
+#include "engine/util/parse_number.h"
+#include "engine/util/status.h"
 #include "query/import/importer.h"
 
 namespace tracedb::query::text_profile {
@@ -105,7 +105,7 @@ std::string_view Trim(std::string_view s);
 std::string CollapseSpaces(std::string_view s);
 // The file name after the last '/'.
 std::string_view BaseName(std::string_view path);
-using engine::AllDigits;  // engine/parse_number.h
+using engine::AllDigits;  // engine/util/parse_number.h
 // A rule of at least three dashes and nothing else (the profiles' table and section borders).
 bool IsDashRule(std::string_view s);
 // Does `s` start like an identifier (an MPI routine name such as "MPI_Bcast" or "Allreduce")?

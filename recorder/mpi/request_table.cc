@@ -1,6 +1,6 @@
 // RequestTable. See request_table.h.
 #include "recorder/mpi/request_table.h"
-#include "engine/hash.h"
+#include "engine/util/hash.h"
 
 #include <cstdlib>
 

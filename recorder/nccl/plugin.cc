@@ -22,7 +22,7 @@
 #include <new>
 #include <string>
 
-#include "engine/hash.h"
+#include "engine/util/hash.h"
 #include "recorder/cuda/gpu_clock.h"
 #include "recorder/nccl/event_mask.h"
 #include "recorder/nccl/plugin_core.h"

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "query/gpu_views.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
+#include "query/views/gpu_views.h"
 #include "recorder/cuda/cupti_translate.h"
 #include "recorder/cuda/gpu_clock.h"
 #include "tests/db_invariants.h"

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "query/gpu_views.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
+#include "query/views/gpu_views.h"
 #include "tests/db_invariants.h"
 #include "tests/test_util.h"
 

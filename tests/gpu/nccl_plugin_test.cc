@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "query/gpu_views.h"
-#include "query/query_db.h"
+#include "query/open/query_db.h"
+#include "query/views/gpu_views.h"
 #include "recorder/nccl/event_mask.h"
 #include "recorder/nccl/profiler_abi.h"
 #include "tests/db_invariants.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/db_invariants.h"
 #include "tests/test_util.h"
 

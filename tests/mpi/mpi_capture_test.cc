@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/segment_format.h"
+#include "engine/segment/segment_format.h"
 #include "tests/test_util.h"
 
 namespace tracedb {

@@ -13,7 +13,7 @@
 #include <map>
 #include <sstream>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

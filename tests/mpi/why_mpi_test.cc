@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "query/query_db.h"
+#include "query/open/query_db.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {

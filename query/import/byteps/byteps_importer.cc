@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/import/chrome/chrome_core.h"
 #include "query/import/import_common.h"
 #include "query/import/json/json_scan.h"

@@ -1,6 +1,6 @@
 // The generic Chrome trace-event mapping. See chrome_core.h; conventions in docs/importers.md.
 #include "query/import/chrome/chrome_core.h"
-#include "engine/hash.h"
+#include "engine/util/hash.h"
 
 #include <set>
 #include <string_view>

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/import/import_common.h"
 #include "query/import/json/event_reader.h"
 #include "query/import/json/json_scan.h"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <thread>
 
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/import/json/array_split.h"
 #include "query/import/json/json_scan.h"
 

@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.h"
+#include "engine/util/status.h"
 #include "query/import/json/byte_source.h"
 
 namespace tracedb::query::json {

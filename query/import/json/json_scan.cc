@@ -1,6 +1,6 @@
 // JSON text helpers. See json_scan.h.
 #include "query/import/json/json_scan.h"
-#include "engine/parse_number.h"
+#include "engine/util/parse_number.h"
 #include "query/export/json_text.h"
 
 #include <charconv>

@@ -1,0 +1,79 @@
+// ClockModel: the maps the common clock is built from (docs/database-format.md "Clocks"), on
+// known answers: an offset is exact, an inverted map undoes the map to the ns, a composition
+// equals the two maps applied one after the other, and a bulk-built model equals one built knot
+// by knot.
+#include "engine/db/clock_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+namespace tracedb::engine {
+namespace {
+
+constexpr int64_t kSec = 1000000000;
+
+// A clock that runs (1 + ppm * 1e-6) times as fast as local time, in steps of one second, with
+// the rate changing by `wobble` ppm every second.
+std::vector<std::pair<int64_t, int64_t>> Knots(int64_t origin, double ppm, double wobble, int n) {
+  std::vector<std::pair<int64_t, int64_t>> k;
+  int64_t c = origin;
+  for (int i = 0; i < n; ++i) {
+    k.emplace_back(int64_t{i} * kSec, c);
+    c += kSec + static_cast<int64_t>((ppm + (i % 2 ? wobble : -wobble)) * 1000);
+  }
+  return k;
+}
+
+TEST(ClockModel, OffsetIsExact) {
+  const ClockModel m = ClockModel::Offset(5 * kSec, 1700000000 * kSec);
+  for (int64_t t : {int64_t{0}, 5 * kSec, 5 * kSec + 6067204, 3600 * kSec}) {
+    EXPECT_EQ(m.Map(t), t + 1700000000 * kSec);
+  }
+  // A span's duration is unchanged, wherever it lies.
+  EXPECT_EQ(m.Map(123456789 + 6067204) - m.Map(123456789), 6067204);
+}
+
+TEST(ClockModel, InvertedUndoesTheMap) {
+  const ClockModel m = ClockModel::FromKnots(Knots(1700000000 * kSec, 3.0, 0.7, 60));
+  const ClockModel back = m.Inverted();
+  for (int64_t t = 0; t < 59 * kSec; t += 987654321) {
+    // Each map floors, and slopes are 32-bit fixed point: 2 ns at most after both.
+    EXPECT_LE(std::llabs(back.Map(m.Map(t)) - t), 2) << t;
+  }
+}
+
+TEST(ClockModel, ComposeIsTheMapsOneAfterTheOther) {
+  const ClockModel inner = ClockModel::FromKnots(Knots(1700000000 * kSec, -12.0, 0.5, 40));
+  // The outer map's knots fall between the inner's (offset by half a second of its input).
+  std::vector<std::pair<int64_t, int64_t>> ok;
+  for (const auto& [l, c] : Knots(7 * kSec, 4.0, 1.5, 40)) {
+    ok.emplace_back(l + 1700000000 * kSec + kSec / 2, c);
+  }
+  const ClockModel outer = ClockModel::FromKnots(ok);
+  const ClockModel both = ClockModel::Compose(inner, outer);
+  for (int64_t t = kSec / 3; t < 38 * kSec; t += 123456789) {
+    EXPECT_LE(std::llabs(both.Map(t) - outer.Map(inner.Map(t))), 2) << t;
+  }
+  // With no outer map (no reference clock) the inner map is kept as it is.
+  const ClockModel alone = ClockModel::Compose(inner, ClockModel());
+  EXPECT_EQ(alone.Map(17 * kSec + 5), inner.Map(17 * kSec + 5));
+}
+
+TEST(ClockModel, FromKnotsEqualsKnotByKnot) {
+  const auto knots = Knots(1700000000 * kSec, 2.5, 0.3, 30);
+  ClockModel one;
+  for (const auto& [l, c] : knots) one.AddKnot(l, c);
+  auto shuffled = knots;
+  std::swap(shuffled[3], shuffled[20]);
+  shuffled.emplace_back(knots[5].first + 10, knots[5].second + 10);  // < 1 ms from a knot
+  const ClockModel bulk = ClockModel::FromKnots(shuffled);
+  EXPECT_EQ(bulk.size(), one.size());
+  for (int64_t t = -kSec; t < 31 * kSec; t += 77777777) EXPECT_EQ(bulk.Map(t), one.Map(t)) << t;
+}
+
+}  // namespace
+}  // namespace tracedb::engine

@@ -1,0 +1,213 @@
+// Event blocks of the trace database: up to 64K finished events of one rank, stored column by
+// column (dictionaries, deltas, varints, entropy-coded bit lengths for ts and dur, a common time
+// scale), then LZ4-compressed, in one BLOB
+// row of the `blocks` table. EncodeBlock also computes the block's zone map.
+// Thread safety: pure functions and plain data.
+// Format: docs/database-format.md, "Event blocks".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/segment/segment_format.h"
+#include "engine/util/coding.h"
+#include "engine/util/hash.h"
+#include "engine/util/status.h"
+
+namespace tracedb::engine {
+
+// What an event is. The values are stored; never renumber.
+enum class RowKind : uint8_t {
+  kSpan = 0,     // has a duration
+  kInstant = 1,  // a point in time
+  kCounter = 2,  // a sampled value
+  kFlow = 3,     // a flow end-point (instant-like; `flow` links the ends)
+};
+inline constexpr uint8_t kNumRowKinds = 4;
+const char* RowKindName(RowKind k);  // "span", "instant", "counter", "flow"
+
+// One finished event, as stored. Ids: an event's id is (track << 32) | k, where k counts the
+// events started on its track; `parent_k` names the enclosing event on the same track.
+struct Row {
+  int64_t ts = 0;      // ns, the job's common clock
+  int64_t dur = 0;     // ns; 0 for instants and counters
+  uint32_t track = 0;  // tracks.track
+  uint32_t name = 0;   // strings.id
+  uint32_t cat = 0;    // strings.id (0: none)
+  RowKind kind = RowKind::kSpan;
+  uint32_t depth = 0;     // nesting depth within the track, 0 at the top
+  uint64_t k = 0;         // per-track ordinal of the event's start
+  uint64_t parent_k = 0;  // k of the parent + 1; 0 when at the top
+  EventArgs args;         // typed communication arguments (mask says which)
+  bool open = false;      // a span still open when its process ended: dur runs to when the
+                          // process was last seen (docs/database-format.md "Open spans")
+  double value = 0;       // counters only
+  std::string json;       // free key/value arguments as a JSON object text, or empty
+
+  int64_t id() const { return (static_cast<int64_t>(track) << 32) | static_cast<int64_t>(k); }
+  int64_t end() const { return SaturatingAdd(ts, dur); }  // clamped, never overflows
+};
+
+// Per (name, cat, kind) facts of a block: the block_names zone map and the name_stats summary.
+struct BlockNameInfo {
+  uint32_t name = 0;
+  uint32_t cat = 0;
+  RowKind kind = RowKind::kSpan;
+  uint64_t count = 0;
+  int64_t total_dur = 0;
+  int64_t min_dur = 0;
+  int64_t max_dur = 0;
+  std::array<uint64_t, 64> hist{};  // log2 buckets of dur: bucket b holds [2^b, 2^(b+1)) ns
+};
+
+// The log2 bucket of a duration (0 for dur <= 1).
+int DurationBucket(int64_t dur);
+
+struct BlockZone {
+  int64_t min_ts = 0;
+  int64_t max_end = 0;
+  int64_t max_dur = 0;
+  uint64_t count = 0;
+  std::vector<BlockNameInfo> names;
+};
+
+// Encodes `rows` into a compressed block, ordered by (track, k) (`rows` itself is not
+// reordered). REQUIRES: rows not empty and at most 65536 of them.
+void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone);
+inline void EncodeBlock(const std::vector<Row>& rows, std::string* out, BlockZone* zone) {
+  EncodeBlock(rows.data(), rows.size(), out, zone);
+}
+
+// Column groups of a block, decoded on demand (DecodedBlock::Need).
+enum BlockColumns : uint32_t {
+  kColTrack = 1,  // always decoded
+  kColK = 2,
+  kColParent = 4,  // implies kColK
+  kColDepth = 8,
+  kColKind = 16,
+  kColName = 32,
+  kColCat = 64,
+  kColTs = 128,  // implies kColDepth and kColDur
+  kColDur = 256,
+  kColArgs = 512,    // arg_mask, the typed arguments and the JSON arguments
+  kColValue = 1024,  // implies kColKind
+  kColAll = 2047,
+};
+
+// The decoded columns of a block (struct of arrays, for fast scans). Columns are decoded when
+// first needed; a column group not yet decoded holds unspecified values.
+class DecodedBlock {
+ public:
+  static constexpr uint32_t kHasJson = 1u << 8;
+  static constexpr uint32_t kOpen = 1u << 9;  // Row::open (stored in the argument mask)
+
+  size_t n = 0;
+  std::vector<int64_t> ts, dur;
+  std::vector<uint32_t> track, name, cat, depth;
+  std::vector<uint8_t> kind;
+  std::vector<uint64_t> k, parent_k;
+  std::vector<uint32_t> arg_mask;  // EventArgs mask, plus kHasJson and kOpen
+  std::vector<uint64_t> bytes, seq, flow;
+  std::vector<int32_t> peer, tag;
+  std::vector<uint32_t> comm;
+  std::vector<double> value;
+  std::vector<std::string_view> json;  // views into the decompressed payload
+
+  // Decodes the column groups in `want` (and what they depend on) not decoded yet.
+  // Corruption (never a crash) on malformed input.
+  Status Need(uint32_t want);
+  bool has(uint32_t cols) const { return (decoded_ & cols) == cols; }
+  // A row: the column groups decoded so far (the others keep Row's defaults).
+  Row RowAt(size_t i) const;
+  // The heap bytes the block's buffers hold (their capacities): what keeping it for reuse
+  // costs. Decoding into a block that is kept reuses its buffers (no new allocation).
+  size_t CapacityBytes() const;
+
+ private:
+  friend Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want);
+  std::string storage_;  // the uncompressed payload
+  int64_t block_ = 0;
+  int64_t base_ = 0;
+  uint64_t scale_ = 1;
+  uint8_t format_ = 0;  // the block format (1, 2 or 3)
+  std::vector<uint32_t> names_, cats_;
+  std::string_view cols_[13];
+  uint32_t decoded_ = 0;
+};
+
+// Decompresses and checks a block, then decodes the column groups in `want` (more can follow
+// with Need()). Corruption (never a crash) on malformed input; `block` is the block id, for
+// messages.
+Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out,
+                   uint32_t want = kColAll);
+
+// Column codecs of block format 3 (docs/database-format.md "Event blocks"), exposed for the
+// tests and bench/block_codec_bench.
+
+// What PutHuffmanBitLengthColumn needs to know of a column before it writes it: how many values
+// have each bit length, and the column's frequent values, found by a direct-mapped table of
+// (value, count) whose slot a different value wears down before taking it (a per-slot majority
+// vote: a value that is most of its slot's traffic survives, with a count that never exceeds
+// its occurrences among the values voted). Filled a value at a time, so that the encoder fills
+// it in the pass that computes the values rather than in passes of its own over them.
+class HuffmanColumnStats {
+ public:
+  // The value's bit length and its vote.
+  void Add(uint64_t x) {
+    AddLength(x);
+    Vote(x);
+  }
+  // Only the bit length: the votes then come from VoteSample over the whole column.
+  void AddLength(uint64_t x) { ++lengths_[BitLength(x)]; }
+  // The votes of a sample of v[0..n): a value's count is a chain of stores to its slot, which
+  // costs more than the rest of a pass over the values; a large column is sampled at
+  // pseudo-random steps of 1 to 8 rows (a fixed step would alias with a repeating pattern of
+  // events and miss some of its values), deterministic, and its counts scaled back.
+  void VoteSample(const uint64_t* v, size_t n);
+
+ private:
+  friend void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n,
+                                        const HuffmanColumnStats& stats, std::string* dst);
+  struct Slot {
+    uint64_t v = 0;
+    uint32_t c = 0;
+  };
+  void Vote(uint64_t x) {
+    Slot& s = slots_[FibonacciHash(x) >> 56];
+    // Without branches: the values of a column come in no order a predictor could learn.
+    const bool empty = s.c == 0, same = s.v == x;
+    s.v = empty ? x : s.v;
+    s.c = empty ? 1 : same ? s.c + 1 : s.c - 1;
+  }
+  std::array<uint32_t, 65> lengths_{};
+  std::array<Slot, 256> slots_{};
+  uint32_t votes_scale_num_ = 1, votes_scale_den_ = 1;  // occurrences per vote, about
+};
+
+// Entropy-coded bit lengths: per value a canonical Huffman code (at most 12 bits) of its symbol,
+// the value's bit length or one of up to 8 frequent values of the column, then for a bit length
+// L >= 2 the L - 1 bits under the leading one. Appends the column to `dst`. REQUIRES: `stats`
+// holds exactly v[0..n), each added once.
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnStats& stats,
+                               std::string* dst);
+// The same, the statistics gathered in a pass of its own.
+void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst);
+// Reads exactly n values; false on a malformed column (never reads past `col`).
+bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out);
+// Two columns of n values each, decoded side by side (faster than one after the other: the two
+// streams' serial chains overlap). False when either is malformed.
+bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, size_t n,
+                                uint64_t* out_a, uint64_t* out_b);
+
+// A row with children (the next row of its track run is deeper) has its duration coded as the
+// zigzag of its difference from the sum of its children's durations; other rows as themselves.
+// In place, over rows in (track, k) order; wrap-around arithmetic, so any input round-trips.
+// With `stats`, each coded value's bit length is also counted in it (AddLength).
+void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
+                          HuffmanColumnStats* stats = nullptr);
+void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* track, size_t n);
+
+}  // namespace tracedb::engine

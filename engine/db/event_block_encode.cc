@@ -1,0 +1,535 @@
+// Event block encoder: rows of one block into the current format (3), zone map included. See
+// event_block.h; format in docs/database-format.md "Event blocks". The decoder is event_block.cc.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "engine/db/event_block.h"
+#include "engine/db/event_block_internal.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/hash.h"
+#include "engine/util/lz4_codec.h"
+
+namespace tracedb::engine {
+
+using namespace block_internal;  // NOLINT(google-build-using-namespace): this file's own parts
+
+namespace {
+
+// Maps ids (string ids) to dense block-local indexes: a flat table for the usual small ids,
+// a hash map for the rest. Reused across blocks by the encoding thread.
+class DenseIds {
+ public:
+  static constexpr uint32_t kFlatLimit = 1u << 20;
+  void Reset() {
+    for (uint32_t id : touched_) flat_[id] = UINT32_MAX;
+    touched_.clear();
+    big_.clear();
+    list_.clear();
+  }
+  // Inline for an id already seen (nearly every call: a block has few names).
+  uint32_t Index(uint32_t id) {
+    if (id < flat_.size() && flat_[id] != UINT32_MAX) [[likely]]
+      return flat_[id];
+    return IndexSlow(id);
+  }
+  const std::vector<uint32_t>& list() const { return list_; }
+  // The flat table, for a loop that keeps it in registers (Index's inline part over it);
+  // valid until the next IndexSlow.
+  const uint32_t* flat() const { return flat_.data(); }
+  size_t flat_size() const { return flat_.size(); }
+  [[gnu::noinline]] uint32_t IndexSlow(uint32_t id) {
+    if (id < kFlatLimit) {
+      if (id >= flat_.size()) flat_.resize(std::max<size_t>(id + 1, flat_.size() * 2), UINT32_MAX);
+      uint32_t& slot = flat_[id];
+      if (slot == UINT32_MAX) {
+        slot = static_cast<uint32_t>(list_.size());
+        list_.push_back(id);
+        touched_.push_back(id);
+      }
+      return slot;
+    }
+    auto [it, fresh] = big_.emplace(id, static_cast<uint32_t>(list_.size()));
+    if (fresh) list_.push_back(id);
+    return it->second;
+  }
+
+ private:
+  std::vector<uint32_t> flat_;
+  std::vector<uint32_t> touched_;
+  std::unordered_map<uint32_t, uint32_t> big_;
+  std::vector<uint32_t> list_;
+};
+
+void PutColumn(std::string_view col, std::string* dst) {
+  PutVarint64(dst, col.size());
+  dst->append(col.data(), col.size());
+}
+void PutColumn(const ByteBuf& col, std::string* dst) { PutColumn(col.view(), dst); }
+
+}  // namespace
+
+namespace {
+
+// A row's place in (track, k) order, for the rare block whose rows come out of that order.
+struct SortKey {
+  uint32_t track;
+  uint32_t idx;  // the row's index: ties (equal keys, only in hostile input) keep row order
+  uint64_t k;
+};
+
+// What EncodeBlock keeps between blocks, per thread: its tables, and its buffers, which grow to
+// the largest block seen and stay (one thread_local lookup per block, none per row).
+struct EncodeScratch {
+  DenseIds names, cats;
+  // Per dense name index, the first (category, kind) seen with it and the index of its
+  // BlockNameInfo: one comparison finds a row's statistics. A name seen with several
+  // categories or kinds keeps the others in `more_infos`. `combo` is cat * kNumRowKinds +
+  // kind + 1, 0 while the name has none.
+  struct NameInfoSlot {
+    uint32_t combo = 0;
+    uint32_t info = 0;
+  };
+  std::vector<NameInfoSlot> info_of_name;
+  std::unordered_map<uint64_t, uint32_t> more_infos;
+  // The columns of a varint or a byte per row, written through plain cursors: room for n rows
+  // of their longest varints is made before the pass, so no write checks capacity.
+  std::string ks, parents, depths, kinds, namec, catc, masks;
+  ByteBuf args, values, json, run_col, tracks;
+  std::vector<uint64_t> durs, tss;
+  std::vector<uint32_t> sorted_depth, sorted_track;
+  std::vector<std::pair<size_t, int64_t>> run_starts;  // (row in block order, its ts)
+  // Only for rows out of (track, k) order.
+  std::vector<uint32_t> name_idx, cat_idx, order;
+  std::vector<SortKey> keys;
+  std::string raw, tsc, durc;
+
+  void Prepare(size_t n) {
+    auto grow = [n](auto* buf, size_t per_row) {
+      if (buf->size() < n * per_row) buf->resize(n * per_row);
+    };
+    grow(&ks, 10);
+    grow(&parents, 10);
+    grow(&depths, 5);
+    grow(&kinds, 1);
+    grow(&namec, 5);
+    grow(&catc, 5);
+    grow(&masks, 5);
+    grow(&durs, 1);
+    grow(&tss, 1);
+    grow(&sorted_depth, 1);
+    grow(&sorted_track, 1);
+    grow(&info_of_name, 1);
+    names.Reset();
+    cats.Reset();
+    more_infos.clear();
+  }
+  // Forgets the name statistics' slots of the block (those of its `nnames` names).
+  void ResetNameInfos() {
+    std::fill_n(info_of_name.begin(), names.list().size(), NameInfoSlot());
+    more_infos.clear();
+  }
+};
+
+// What the row pass finds besides the columns.
+struct RowPassOut {
+  int64_t base = INT64_MAX;       // the smallest ts
+  __int128 last_end = INT64_MIN;  // the largest ts + dur, exact
+  int64_t max_dur = 0;
+  uint64_t ts_gcd = 0, dur_gcd = 0;  // of the starts' differences, and of the durations
+  int64_t ts_ref = 0;      // the first row's ts, what the runs' first deltas are against so far
+  bool ts_signed = false;  // a negative ts delta
+  // The entropy coder's statistics of the ts deltas, counted where each delta is made (this
+  // pass waits on the rows' memory, and the counting fits in the wait): exact when the block's
+  // base is ts_ref (the first row starts first: 608 of the 616 blocks of the 10M workload) and
+  // its scale is 1; EncodeBlock counts them again otherwise.
+  HuffmanColumnStats ts_stats;
+  size_t ks = 0, parents = 0, depths = 0, kinds = 0, namec = 0, catc = 0, masks = 0;  // sizes
+  uint64_t runs = 0;
+};
+
+// The first (name, cat, kind) of a name, or another one of it: its BlockNameInfo, created on
+// first sight. Out of line: a name's first combination is what nearly every row finds.
+[[gnu::noinline]] uint32_t OtherNameInfo(EncodeScratch& s, BlockZone* zone, uint32_t name_idx,
+                                         uint32_t combo, const Row& r) {
+  EncodeScratch::NameInfoSlot& slot = s.info_of_name[name_idx];
+  const auto next = static_cast<uint32_t>(zone->names.size());
+  uint32_t at;
+  if (slot.combo == 0) {
+    slot = {combo, next};
+    at = next;
+  } else {
+    auto [it, fresh] = s.more_infos.try_emplace(uint64_t{name_idx} << 32 | combo, next);
+    if (!fresh) return it->second;
+    at = next;
+  }
+  BlockNameInfo& info = zone->names.emplace_back();
+  info.name = r.name;
+  info.cat = r.cat;
+  info.kind = r.kind;
+  info.min_dur = r.dur;
+  info.max_dur = r.dur;
+  return at;
+}
+
+// The one pass over the rows, in (track, k) order: the rows themselves when kPermuted is false,
+// rows[order[j]] otherwise. It writes every column but ts and dur, which it leaves as values in
+// s.tss and s.durs to be finished once the block's time base and scale are known (a run's first
+// ts delta is against the base: the pass takes it against the first row's ts, s.run_starts
+// says which they are), and it
+// takes the zone map, the name statistics and what the time base and scale need. Without
+// `order` it also checks the order and assigns the dense name and category indexes; it returns
+// false, its outputs to be discarded, at the first row out of order. (Rows are large, and a
+// block of them does not fit in a core's cache: the one pass reads each once.)
+template <bool kPermuted>
+bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s, BlockZone* zone,
+             RowPassOut* o) {
+  char* const ks0 = s.ks.data();
+  char* const parents0 = s.parents.data();
+  char* const depths0 = s.depths.data();
+  char* const kinds0 = s.kinds.data();
+  char* const namec0 = s.namec.data();
+  char* const catc0 = s.catc.data();
+  char* const masks0 = s.masks.data();
+  char *ks = ks0, *parents = parents0, *depths = depths0, *kinds = kinds0, *namec = namec0,
+       *catc = catc0, *masks = masks0;
+  uint64_t* const tss = s.tss.data();
+  uint64_t* const durs = s.durs.data();
+  uint32_t* const sorted_depth = s.sorted_depth.data();
+  uint32_t* const sorted_track = s.sorted_track.data();
+  EncodeScratch::NameInfoSlot* const info_of_name = s.info_of_name.data();
+  // What the loop looks up, in locals: the fields of the vectors themselves would be loaded
+  // again after every byte the column writers store (a char store may alias anything).
+  BlockNameInfo* infos = zone->names.data();
+  const uint32_t* name_flat = s.names.flat();
+  const uint32_t* cat_flat = s.cats.flat();
+  size_t name_flat_size = s.names.flat_size(), cat_flat_size = s.cats.flat_size();
+  auto name_index = [&](uint32_t id) {
+    if (id < name_flat_size && name_flat[id] != UINT32_MAX) [[likely]]
+      return name_flat[id];
+    const uint32_t x = s.names.IndexSlow(id);
+    name_flat = s.names.flat();
+    name_flat_size = s.names.flat_size();
+    return x;
+  };
+  auto cat_index = [&](uint32_t id) {
+    if (id < cat_flat_size && cat_flat[id] != UINT32_MAX) [[likely]]
+      return cat_flat[id];
+    const uint32_t x = s.cats.IndexSlow(id);
+    cat_flat = s.cats.flat();
+    cat_flat_size = s.cats.flat_size();
+    return x;
+  };
+  const int64_t ts0 = rows[0].ts;
+  const int64_t ts_ref = rows[kPermuted ? order[0] : 0].ts;
+  int64_t base = INT64_MAX, max_dur = 0, max_end = INT64_MIN;
+  bool end_overflow = false;  // some ts + dur outside int64 (hostile input): max_end is wrong
+  uint64_t ts_gcd = 0, dur_gcd = 0, runs = 0;
+  bool ts_signed = false;
+  uint32_t run_track = 0;
+  uint64_t run_len = 0, prev_k = 0;
+  int64_t prev_ts = 0, prev_end = 0;
+  uint32_t prev_depth = 0;
+  uint32_t last_name = 0, last_name_idx = 0, last_cat = 0, last_cat_idx = 0;
+  if (!kPermuted) {
+    last_name = rows[0].name;
+    last_name_idx = name_index(last_name);
+    last_cat = rows[0].cat;
+    last_cat_idx = cat_index(last_cat);
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = kPermuted ? order[j] : j;
+    const Row& r = rows[i];
+    const bool run_start = j == 0 || r.track != run_track;
+    if (run_start) {
+      if (j != 0) {
+        if (!kPermuted && r.track < run_track) return false;
+        s.run_col.Reserve(20);
+        s.run_col.PutVarint(run_track);
+        s.run_col.PutVarint(run_len);
+        ++runs;
+      }
+      run_track = r.track;
+      run_len = 0;
+      prev_k = 0;
+      s.run_starts.emplace_back(j, r.ts);
+    } else if (!kPermuted && r.k < prev_k) {
+      return false;
+    }
+    ++run_len;
+    ks = EncodeVarint64(ks, ZigZag(static_cast<int64_t>(r.k - prev_k)));
+    prev_k = r.k;
+    // parent_k as k + 2 - parent_k (0: none), in wrap-around arithmetic like its decoder.
+    parents = EncodeVarint64(
+        parents, ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 2 - r.parent_k)));
+    depths = EncodeVarint64(depths, r.depth);
+    *kinds++ = static_cast<char>(r.kind);
+    uint32_t ni, ci;
+    if (kPermuted) {
+      ni = s.name_idx[i];
+      ci = s.cat_idx[i];
+    } else {
+      if (r.name != last_name) {
+        last_name = r.name;
+        last_name_idx = name_index(r.name);
+      }
+      if (r.cat != last_cat) {
+        last_cat = r.cat;
+        last_cat_idx = cat_index(r.cat);
+      }
+      ni = last_name_idx;
+      ci = last_cat_idx;
+    }
+    namec = EncodeVarint64(namec, ni);
+    catc = EncodeVarint64(catc, ci);
+    {
+      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(r.kind) + 1;
+      const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
+      uint32_t at = slot.info;
+      if (slot.combo != combo) [[unlikely]] {
+        at = OtherNameInfo(s, zone, ni, combo, r);
+        infos = zone->names.data();
+      }
+      BlockNameInfo& info = infos[at];
+      // (info.count is the sum of info.hist, taken after the pass.)
+      info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
+      info.min_dur = std::min(info.min_dur, r.dur);
+      info.max_dur = std::max(info.max_dur, r.dur);
+      info.hist[static_cast<size_t>(DurationBucketInline(r.dur))]++;
+    }
+    // The ts delta against its reference (a run's first against the first row's ts, to be
+    // made against the base if that is not it).
+    const int64_t delta =
+        WrapSub(r.ts, TsReference(run_start, ts_ref, prev_ts, prev_end, r.depth, prev_depth));
+    tss[j] = static_cast<uint64_t>(delta);
+    ts_signed |= delta < 0;
+    o->ts_stats.Add(static_cast<uint64_t>(delta));
+    durs[j] = static_cast<uint64_t>(r.dur);
+    sorted_depth[j] = r.depth;
+    sorted_track[j] = r.track;
+    prev_ts = r.ts;
+    prev_end = WrapAdd(r.ts, r.dur);
+    prev_depth = r.depth;
+    base = std::min(base, r.ts);
+    int64_t end;
+    end_overflow |= __builtin_add_overflow(r.ts, r.dur, &end);
+    max_end = std::max(max_end, end);
+    max_dur = std::max(max_dur, r.dur);
+    // (Once a gcd is 1 it stays 1: skip the division. The differences from rows[0], whatever
+    // the order, have the gcd of all the differences between starts.)
+    if (ts_gcd != 1) {
+      const uint64_t d = r.ts >= ts0 ? static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(ts0)
+                                     : static_cast<uint64_t>(ts0) - static_cast<uint64_t>(r.ts);
+      ts_gcd = std::gcd(ts_gcd, d);
+    }
+    if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(r.dur));
+    const uint32_t mask = (r.args.mask & EventArgs::kAllFields) |
+                          (r.json.empty() ? 0 : DecodedBlock::kHasJson) |
+                          (r.open ? DecodedBlock::kOpen : 0);
+    masks = EncodeVarint64(masks, mask);
+    if (mask != 0) {
+      ByteBuf& args = s.args;
+      args.Reserve(60);
+      if (mask & EventArgs::kBytes) args.PutVarint(r.args.bytes);
+      if (mask & EventArgs::kPeer) args.PutVarint(ZigZag(r.args.peer));
+      if (mask & EventArgs::kTag) args.PutVarint(ZigZag(r.args.tag));
+      if (mask & EventArgs::kComm) args.PutVarint(r.args.comm);
+      if (mask & EventArgs::kSeq) args.PutVarint(r.args.seq);
+      if (mask & EventArgs::kFlow) args.PutVarint(r.args.flow);
+      if (!r.json.empty()) {
+        s.json.Reserve(10 + r.json.size());
+        s.json.PutVarint(r.json.size());
+        s.json.PutBytes(r.json.data(), r.json.size());
+      }
+    }
+    if (r.kind == RowKind::kCounter) {
+      uint64_t bits;
+      std::memcpy(&bits, &r.value, 8);
+      s.values.Reserve(8);
+      s.values.PutFixed64(bits);
+    }
+  }
+  s.run_col.Reserve(20);
+  s.run_col.PutVarint(run_track);
+  s.run_col.PutVarint(run_len);
+  ++runs;
+  o->base = base;
+  if (end_overflow) [[unlikely]] {
+    __int128 last_end = INT64_MIN;
+    for (size_t i = 0; i < n; ++i) {
+      last_end = std::max(last_end, static_cast<__int128>(rows[i].ts) + rows[i].dur);
+    }
+    o->last_end = last_end;
+  } else {
+    o->last_end = max_end;
+  }
+  o->max_dur = max_dur;
+  o->ts_gcd = ts_gcd;
+  o->dur_gcd = dur_gcd;
+  o->ts_ref = ts_ref;
+  o->ts_signed = ts_signed;
+  o->runs = runs;
+  o->ks = static_cast<size_t>(ks - ks0);
+  o->parents = static_cast<size_t>(parents - parents0);
+  o->depths = static_cast<size_t>(depths - depths0);
+  o->kinds = static_cast<size_t>(kinds - kinds0);
+  o->namec = static_cast<size_t>(namec - namec0);
+  o->catc = static_cast<size_t>(catc - catc0);
+  o->masks = static_cast<size_t>(masks - masks0);
+  return true;
+}
+
+}  // namespace
+
+void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
+  thread_local EncodeScratch scratch;
+  EncodeScratch& s = scratch;
+  *zone = BlockZone();
+  zone->count = n;
+  s.Prepare(n);
+  auto clear_rows_outputs = [&s] {
+    for (ByteBuf* b : {&s.args, &s.values, &s.json, &s.run_col}) b->Clear();
+    s.run_starts.clear();
+  };
+  clear_rows_outputs();
+  RowPassOut o;
+  // Rows usually come in (track, k) order (the builder emits each track's events in start
+  // order): one pass over them then does everything. Otherwise that pass stops at the first row
+  // out of order, and the rows are read in row order for the dense indexes, then in the sorted
+  // order for the rest.
+  if (!RowPass<false>(rows, nullptr, n, s, zone, &o)) {
+    s.ResetNameInfos();
+    zone->names.clear();
+    s.names.Reset();
+    s.cats.Reset();
+    clear_rows_outputs();
+    s.name_idx.resize(n);
+    s.cat_idx.resize(n);
+    s.keys.resize(n);
+    uint32_t last_name = rows[0].name, last_name_idx = s.names.Index(last_name);
+    uint32_t last_cat = rows[0].cat, last_cat_idx = s.cats.Index(last_cat);
+    for (size_t i = 0; i < n; ++i) {
+      const Row& r = rows[i];
+      if (r.name != last_name) {
+        last_name = r.name;
+        last_name_idx = s.names.Index(r.name);
+      }
+      if (r.cat != last_cat) {
+        last_cat = r.cat;
+        last_cat_idx = s.cats.Index(r.cat);
+      }
+      s.name_idx[i] = last_name_idx;
+      s.cat_idx[i] = last_cat_idx;
+      s.keys[i] = SortKey{r.track, static_cast<uint32_t>(i), r.k};
+    }
+    std::sort(s.keys.begin(), s.keys.end(), [](const SortKey& a, const SortKey& b) {
+      if (a.track != b.track) return a.track < b.track;
+      return a.k != b.k ? a.k < b.k : a.idx < b.idx;
+    });
+    s.order.resize(n);
+    for (size_t j = 0; j < n; ++j) s.order[j] = s.keys[j].idx;
+    o = RowPassOut();
+    RowPass<true>(rows, s.order.data(), n, s, zone, &o);
+  }
+  const size_t nnames = s.names.list().size(), ncats = s.cats.list().size();
+  s.ResetNameInfos();
+  const int64_t base = o.base;
+  zone->min_ts = base;
+  zone->max_end = SaturateInt64(o.last_end);
+  zone->max_dur = o.max_dur;
+  for (BlockNameInfo& info : zone->names) {
+    info.count = std::accumulate(info.hist.begin(), info.hist.end(), uint64_t{0});
+  }
+  // A time scale divides every delta exactly only while they fit in int64; beyond (hostile or
+  // absurd input) scale 1 keeps the wrap-around coding exact. Every ts - base is a difference of
+  // two starts, a multiple of ts_gcd, so gcd(ts_gcd, dur_gcd) divides all of them and the durs.
+  uint64_t scale = o.last_end - base > INT64_MAX ? 1 : std::gcd(o.ts_gcd, o.dur_gcd);
+  if (scale == 0) scale = 1;
+  // The ts and dur columns' values: the runs' first deltas against the base, then the scale.
+  uint64_t* const tss = s.tss.data();
+  uint64_t* const durs = s.durs.data();
+  bool ts_signed = o.ts_signed;
+  bool stats_exact = true;  // whether o.ts_stats counted the final values
+  if (base != o.ts_ref) {
+    for (const auto& [j, ts] : s.run_starts) tss[j] = static_cast<uint64_t>(WrapSub(ts, base));
+    stats_exact = false;
+  }
+  if (scale != 1) {
+    // (A 64-bit division costs tens of cycles: only for data whose scale is not 1.)
+    const auto iscale = static_cast<int64_t>(scale);
+    for (size_t j = 0; j < n; ++j) {
+      tss[j] = static_cast<uint64_t>(static_cast<int64_t>(tss[j]) / iscale);
+      durs[j] /= scale;
+    }
+    stats_exact = false;
+  }
+  if (!stats_exact) {
+    ts_signed = false;
+    for (size_t j = 0; j < n; ++j) ts_signed |= static_cast<int64_t>(tss[j]) < 0;
+  }
+  // Deltas in start order are rarely negative: a block without any stores them as they are, not
+  // zigzagged (which would spend a bit on the sign of each).
+  HuffmanColumnStats& ts_stats = o.ts_stats;
+  if (ts_signed || !stats_exact) {
+    ts_stats = HuffmanColumnStats();
+    for (size_t j = 0; j < n; ++j) {
+      if (ts_signed) tss[j] = ZigZag(static_cast<int64_t>(tss[j]));
+      ts_stats.Add(tss[j]);
+    }
+  }
+  ByteBuf& tracks = s.tracks;
+  tracks.Clear();
+  tracks.Reserve(10 + s.run_col.size());
+  tracks.PutVarint(o.runs);
+  tracks.PutBytes(s.run_col.data(), s.run_col.size());
+
+  std::string& raw = s.raw;
+  raw.clear();
+  raw.push_back(static_cast<char>(kBlockFormat));
+  PutVarint64(&raw, n);
+  PutVarsigned(&raw, base);
+  PutVarint64(&raw, scale);
+  PutVarint64(&raw, nnames);
+  for (uint32_t id : s.names.list()) PutVarint64(&raw, id);
+  PutVarint64(&raw, ncats);
+  for (uint32_t id : s.cats.list()) PutVarint64(&raw, id);
+  std::string& tsc = s.tsc;
+  std::string& durc = s.durc;
+  tsc.clear();
+  durc.clear();
+  tsc.push_back(static_cast<char>(ts_signed));
+  PutHuffmanBitLengthColumn(tss, n, ts_stats, &tsc);
+  HuffmanColumnStats dur_stats;
+  DurationsToResiduals(durs, s.sorted_depth.data(), s.sorted_track.data(), n, &dur_stats);
+  dur_stats.VoteSample(durs, n);
+  PutHuffmanBitLengthColumn(durs, n, dur_stats, &durc);
+  PutColumn(tracks, &raw);
+  PutColumn(std::string_view(s.ks.data(), o.ks), &raw);
+  PutColumn(std::string_view(s.parents.data(), o.parents), &raw);
+  PutColumn(std::string_view(s.depths.data(), o.depths), &raw);
+  PutColumn(std::string_view(s.kinds.data(), o.kinds), &raw);
+  PutColumn(std::string_view(s.namec.data(), o.namec), &raw);
+  PutColumn(std::string_view(s.catc.data(), o.catc), &raw);
+  PutColumn(tsc, &raw);
+  PutColumn(durc, &raw);
+  PutColumn(std::string_view(s.masks.data(), o.masks), &raw);
+  for (const ByteBuf* c : {&s.args, &s.values, &s.json}) PutColumn(*c, &raw);
+
+  out->clear();
+  out->push_back(static_cast<char>(kCodecLz4));
+  PutVarint64(out, raw.size());
+  PutFixed32(out, Crc32c(raw.data(), raw.size()));
+  // Compressed in place after the header (no copy); a failed compression, or one that saves
+  // nothing, stores the block raw, never an empty LZ4 payload.
+  const size_t header = out->size();
+  if (!Lz4Compress(raw, out).ok() || out->size() - header >= raw.size()) {
+    out->resize(header);
+    (*out)[0] = static_cast<char>(kCodecRaw);
+    out->append(raw);
+  }
+}
+}  // namespace tracedb::engine

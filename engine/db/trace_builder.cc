@@ -1,0 +1,309 @@
+// TraceBuilder implementation. See trace_builder.h.
+#include "engine/db/trace_builder.h"
+
+#include <algorithm>
+
+#include "engine/util/coding.h"
+
+namespace tracedb::engine {
+namespace {
+
+void MergeArgs(const EventArgs& from, EventArgs* into) {
+  if (from.mask & EventArgs::kBytes) into->bytes = from.bytes;
+  if (from.mask & EventArgs::kPeer) into->peer = from.peer;
+  if (from.mask & EventArgs::kTag) into->tag = from.tag;
+  if (from.mask & EventArgs::kComm) into->comm = from.comm;
+  if (from.mask & EventArgs::kSeq) into->seq = from.seq;
+  if (from.mask & EventArgs::kFlow) into->flow = from.flow;
+  into->mask |= from.mask;
+}
+
+// Merges two JSON object texts ("{...}") into one; either may be empty.
+std::string MergeJson(const std::string& a, std::string_view b) {
+  if (b.empty()) return a;
+  if (a.empty()) return std::string(b);
+  if (a.size() < 2 || b.size() < 2 || a.front() != '{' || b.front() != '{') return a;
+  const bool a_empty = a.find_first_not_of(" \t\r\n", 1) == a.size() - 1;
+  const bool b_empty = b.find_first_not_of(" \t\r\n", 1) == b.size() - 1;
+  if (b_empty) return a;
+  if (a_empty) return std::string(b);
+  std::string out = a.substr(0, a.rfind('}'));
+  out += ",";
+  out.append(b.substr(1));
+  return out;
+}
+
+void PutArgs(const EventArgs& a, std::string* dst) {
+  PutVarint64(dst, a.mask);
+  PutVarint64(dst, a.bytes);
+  PutVarsigned(dst, a.peer);
+  PutVarsigned(dst, a.tag);
+  PutVarint64(dst, a.comm);
+  PutVarint64(dst, a.seq);
+  PutVarint64(dst, a.flow);
+}
+
+bool GetArgs(Reader* r, EventArgs* a) {
+  int64_t peer, tag;
+  if (!r->GetVarint32(&a->mask) || !r->GetVarint64(&a->bytes) || !r->GetVarsigned(&peer) ||
+      !r->GetVarsigned(&tag) || !r->GetVarint32(&a->comm) || !r->GetVarint64(&a->seq) ||
+      !r->GetVarint64(&a->flow)) {
+    return false;
+  }
+  a->peer = static_cast<int32_t>(peer);
+  a->tag = static_cast<int32_t>(tag);
+  return true;
+}
+
+}  // namespace
+
+Status TraceBuilder::Begin(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
+                           const EventArgs* args, std::string_view json) {
+  TrackState& s = State(track);
+  PopFinished(&s, ts);
+  PushFrame(&s, w_->TakeK(track), ts, INT64_MAX);
+  OpenSpan& o = s.open.emplace_back();
+  o.name = name;
+  o.cat = cat;
+  if (args) o.args = *args;
+  o.json.assign(json.data(), json.size());
+  return Status::Ok();
+}
+
+Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std::string_view json) {
+  TrackState& s = State(track);
+  // Finished complete events still on the stack cannot enclose what follows the end.
+  while (!s.stack.empty() && s.stack.back().end != INT64_MAX) {
+    if (s.stack.back().end > ts) w_->AddStat("improper_nesting", w_->TrackRank(track), 1);
+    s.stack.pop_back();
+  }
+  if (s.stack.empty()) {
+    w_->AddStat("unmatched_end", w_->TrackRank(track), 1);
+    return Status::Ok();
+  }
+  const Frame f = s.stack.back();
+  OpenSpan e = std::move(s.open.back());
+  s.stack.pop_back();
+  s.open.pop_back();
+  Row row;
+  row.ts = f.ts;
+  row.dur = SaturateInt64(static_cast<__int128>(ts) - f.ts);  // hostile input: clamped
+  if (row.dur < 0) {
+    w_->AddStat("negative_duration", w_->TrackRank(track), 1);
+    row.dur = 0;
+  }
+  row.track = track;
+  row.name = e.name;
+  row.cat = e.cat;
+  row.kind = RowKind::kSpan;
+  row.k = f.k;
+  FillParent(s, &row);
+  row.args = e.args;
+  if (args) MergeArgs(*args, &row.args);
+  row.json = MergeJson(e.json, json);
+  return w_->AddRow(w_->TrackRank(track), std::move(row));
+}
+
+// Inlined into both callers: out of line it was a call per event again.
+[[gnu::always_inline]] inline Row& TraceBuilder::AddComplete(TrackState* s, int32_t rank,
+                                                             uint32_t track, int64_t ts,
+                                                             int64_t dur, uint32_t name,
+                                                             uint32_t cat, const EventArgs* args) {
+  if (dur < 0) {
+    w_->AddStat("negative_duration", rank, 1);
+    dur = 0;
+  }
+  PopFinished(s, ts);
+  // Clamped below INT64_MAX, which marks a span still open.
+  const int64_t end = std::min(SaturatingAdd(ts, dur), INT64_MAX - 1);
+  const bool late = ArrivedLate(*s, ts);
+  if (!late && !s->stack.empty() && s->stack.back().end < end) {
+    w_->AddStat("improper_nesting", rank, 1);
+  }
+  Row& row = w_->NewRow(rank, track);
+  row.ts = ts;
+  row.dur = dur;
+  row.name = name;
+  row.cat = cat;
+  row.kind = RowKind::kSpan;
+  row.k = w_->TakeK(track);
+  if (args) row.args = *args;
+  if (late) [[unlikely]] {
+    // Placed by containment and not pushed (trace_builder.h).
+    FillParentByContainment(*s, ts, end, &row);
+    w_->AddStat("late_arrivals", rank, 1);
+    return row;
+  }
+  FillParent(*s, &row);
+  PushFrame(s, row.k, ts, end);
+  return row;
+}
+
+Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                              const EventArgs* args, std::string_view json) {
+  Row& row = AddComplete(&State(track), w_->TrackRank(track), track, ts, dur, name, cat, args);
+  if (!json.empty()) row.json.assign(json.data(), json.size());
+  return w_->CommitRow();
+}
+
+Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n) {
+  TrackState& s = State(track);
+  const int32_t rank = w_->TrackRank(track);
+  for (size_t i = 0; i < n; ++i) {
+    const RunEvent& e = events[i];
+    AddComplete(&s, rank, track, e.ts, e.dur, e.name, cat, e.args);
+    TRACEDB_RETURN_IF_ERROR(w_->CommitRow());
+  }
+  return Status::Ok();
+}
+
+Status TraceBuilder::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
+                             const EventArgs* args, std::string_view json, RowKind kind) {
+  TrackState& s = State(track);
+  PopFinished(&s, ts);
+  Row& row = w_->NewRow(w_->TrackRank(track), track);
+  row.ts = ts;
+  row.name = name;
+  row.cat = cat;
+  row.kind = kind;
+  row.k = w_->TakeK(track);
+  if (ArrivedLate(s, ts)) [[unlikely]] {
+    FillParentByContainment(s, ts, ts, &row);
+    w_->AddStat("late_arrivals", w_->TrackRank(track), 1);
+  } else {
+    FillParent(s, &row);
+  }
+  if (args) row.args = *args;
+  if (!json.empty()) row.json.assign(json.data(), json.size());
+  return w_->CommitRow();
+}
+
+Status TraceBuilder::Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat,
+                             double value) {
+  Row& row = w_->NewRow(w_->TrackRank(track), track);
+  row.ts = ts;
+  row.name = name;
+  row.cat = cat;
+  row.kind = RowKind::kCounter;
+  row.k = w_->TakeK(track);
+  row.value = value;
+  return w_->CommitRow();
+}
+
+std::vector<uint32_t> TraceBuilder::TracksWithOpenSpans() const {
+  std::vector<uint32_t> out;
+  for (size_t t = 0; t < tracks_.size(); ++t) {
+    if (!tracks_[t].open.empty()) out.push_back(static_cast<uint32_t>(t));
+  }
+  return out;
+}
+
+StatusOr<uint64_t> TraceBuilder::CloseOpenSpans(uint32_t track, int64_t end_ts) {
+  if (track >= tracks_.size()) return uint64_t{0};
+  TrackState& s = tracks_[track];
+  uint64_t n = 0;
+  // Innermost first: each span's parent is the frame under it, as End() would have found.
+  while (!s.stack.empty()) {
+    const Frame f = s.stack.back();
+    s.stack.pop_back();
+    if (f.end != INT64_MAX) continue;  // a finished complete event: already written
+    OpenSpan e = std::move(s.open.back());
+    s.open.pop_back();
+    Row row;
+    row.ts = f.ts;
+    row.dur = std::max<int64_t>(0, SaturateInt64(static_cast<__int128>(end_ts) - f.ts));
+    row.track = track;
+    row.name = e.name;
+    row.cat = e.cat;
+    row.kind = RowKind::kSpan;
+    row.k = f.k;
+    FillParent(s, &row);
+    row.args = e.args;
+    row.open = true;
+    row.json = std::move(e.json);
+    TRACEDB_RETURN_IF_ERROR(w_->AddRow(w_->TrackRank(track), std::move(row)));
+    ++n;
+  }
+  s.open.clear();
+  if (n > 0) w_->AddStat("open_spans_closed", w_->TrackRank(track), static_cast<int64_t>(n));
+  return n;
+}
+
+uint64_t TraceBuilder::open_spans() const {
+  uint64_t n = 0;
+  for (const TrackState& s : tracks_) n += s.open.size();
+  return n;
+}
+
+Status TraceBuilder::SaveState(std::string_view state_key) {
+  std::string blob;
+  PutVarint64(&blob, 1);  // state format
+  uint64_t ntracks = 0;
+  for (const TrackState& s : tracks_) ntracks += s.stack.empty() ? 0 : 1;
+  PutVarint64(&blob, ntracks);
+  for (size_t track = 0; track < tracks_.size(); ++track) {
+    const TrackState& s = tracks_[track];
+    if (s.stack.empty()) continue;
+    PutVarint64(&blob, track);
+    PutVarint64(&blob, s.stack.size());
+    // A finished frame is saved as before frames and open spans were kept apart: no name, no
+    // category, default arguments, no JSON.
+    static const OpenSpan kFinished;
+    size_t next_open = 0;
+    for (const Frame& f : s.stack) {
+      const OpenSpan& e = f.end == INT64_MAX ? s.open[next_open++] : kFinished;
+      PutVarint64(&blob, f.k);
+      PutVarsigned(&blob, f.ts);
+      PutVarsigned(&blob, f.end);
+      PutVarint64(&blob, e.name);
+      PutVarint64(&blob, e.cat);
+      PutArgs(e.args, &blob);
+      PutLengthPrefixed(&blob, e.json);
+    }
+  }
+  return w_->SaveState(state_key, blob);
+}
+
+Status TraceBuilder::LoadState(std::string_view state_key) {
+  TRACEDB_ASSIGN_OR_RETURN(std::optional<std::string> blob, w_->LoadState(state_key));
+  tracks_.clear();
+  if (!blob) return Status::Ok();
+  Reader r(*blob);
+  uint64_t format, ntracks;
+  auto bad = [&] {
+    return Status::Corruption("saved state '" + std::string(state_key) + "' is damaged");
+  };
+  if (!r.GetVarint64(&format) || format != 1 || !r.GetVarint64(&ntracks)) return bad();
+  for (uint64_t t = 0; t < ntracks; ++t) {
+    uint32_t track;
+    uint64_t n;
+    if (!r.GetVarint32(&track) || !r.GetVarint64(&n) || n > r.remaining() ||
+        track >= w_->track_count()) {
+      return bad();
+    }
+    TrackState& s = State(track);
+    s.stack.clear();
+    s.open.clear();
+    s.stack.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      Frame f;
+      OpenSpan e;
+      std::string_view json;
+      if (!r.GetVarint64(&f.k) || !r.GetVarsigned(&f.ts) || !r.GetVarsigned(&f.end) ||
+          !r.GetVarint32(&e.name) || !r.GetVarint32(&e.cat) || !GetArgs(&r, &e.args) ||
+          !r.GetLengthPrefixed(&json)) {
+        return bad();
+      }
+      s.stack.push_back(f);
+      // A finished frame's name, arguments and JSON are never read (only End uses them, and it
+      // closes open spans only), so they are not kept.
+      if (f.end == INT64_MAX) {
+        e.json.assign(json.data(), json.size());
+        s.open.push_back(std::move(e));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tracedb::engine

@@ -1,0 +1,350 @@
+// TraceBuilder: a stream cut into batches, with the open spans saved and loaded between them,
+// gives the rows of the same stream built in one batch. The stack mixes finished complete events
+// and open spans with arguments and JSON, which the builder keeps apart and must save in order.
+#include "engine/db/trace_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/db/trace_writer.h"
+#include "tests/db_invariants.h"
+#include "tests/db_rows.h"
+#include "tests/test_util.h"
+
+namespace tracedb::testing {
+namespace {
+
+struct Op {
+  enum Kind { kBegin, kEnd, kComplete, kInstant, kCounter } kind;
+  uint32_t track_index;
+  int64_t ts, dur;
+  int name;
+  bool with_args;
+  std::string json;
+};
+
+// A deterministic stream over three tracks: nested begin/end pairs, complete events inside and
+// around them (some still unfinished when a batch ends), instants and counters.
+std::vector<Op> MakeOps(uint32_t seed, size_t n) {
+  std::mt19937 rng(seed);
+  std::vector<Op> ops;
+  int64_t ts[3] = {1000, 1000, 1000};
+  int open[3] = {0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t t = rng() % 3;
+    ts[t] += 1 + rng() % 50;
+    Op op{Op::kInstant, t, ts[t], 0, static_cast<int>(rng() % 5), rng() % 3 == 0, ""};
+    if (rng() % 4 == 0) op.json = "{\"i\": " + std::to_string(i) + "}";
+    switch (rng() % 6) {
+      case 0:
+      case 1:
+        op.kind = Op::kBegin;
+        ++open[t];
+        break;
+      case 2:
+        if (open[t] > 0) {
+          op.kind = Op::kEnd;
+          --open[t];
+        }
+        break;
+      case 3:
+        op.kind = Op::kComplete;
+        op.dur = rng() % 200;
+        break;
+      case 4:
+        op.kind = Op::kCounter;
+        break;
+      default:
+        break;
+    }
+    ops.push_back(op);
+  }
+  for (uint32_t t = 0; t < 3; ++t) {
+    for (; open[t] > 0; --open[t]) ops.push_back({Op::kEnd, t, ts[t] += 1000, 0, 0, true, ""});
+  }
+  return ops;
+}
+
+// Writes `ops` to a new DB at `path`, one batch per `batch` ops, the builder's state saved at
+// the end of each batch and loaded by a new builder at the start of the next.
+void Build(const std::string& path, const std::vector<Op>& ops, size_t batch) {
+  auto w = engine::TraceWriter::Open(path);
+  ASSERT_TRUE(w.ok());
+  engine::TraceWriter& tw = **w;
+  for (size_t start = 0; start < ops.size(); start += batch) {
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    uint32_t tracks[3];
+    for (int i = 0; i < 3; ++i) {
+      engine::TrackSpec spec;
+      spec.rank = i % 2;
+      spec.name = "t" + std::to_string(i);
+      spec.local_id = i;
+      tracks[i] = tw.Track(spec);
+    }
+    engine::TraceBuilder b(&tw);
+    ASSERT_TRUE(b.LoadState("test.state").ok());
+    for (size_t i = start; i < std::min(ops.size(), start + batch); ++i) {
+      const Op& op = ops[i];
+      const uint32_t track = tracks[op.track_index];
+      const uint32_t name = tw.Intern("n" + std::to_string(op.name));
+      engine::EventArgs args;
+      args.mask = engine::EventArgs::kBytes | engine::EventArgs::kPeer | engine::EventArgs::kSeq;
+      args.bytes = 100 + i;
+      args.peer = static_cast<int32_t>(i % 7);
+      args.seq = i;
+      const engine::EventArgs* a = op.with_args ? &args : nullptr;
+      Status s;
+      switch (op.kind) {
+        case Op::kBegin:
+          s = b.Begin(track, op.ts, name, 0, a, op.json);
+          break;
+        case Op::kEnd:
+          s = b.End(track, op.ts, a, op.json);
+          break;
+        case Op::kComplete:
+          s = b.Complete(track, op.ts, op.dur, name, 0, a, op.json);
+          break;
+        case Op::kInstant:
+          s = b.Instant(track, op.ts, name, 0, a, op.json);
+          break;
+        case Op::kCounter:
+          s = b.Counter(track, op.ts, name, 0, static_cast<double>(i));
+          break;
+      }
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    ASSERT_TRUE(b.SaveState("test.state").ok());
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+}
+
+// The rows as CSV, then each row's ids (k, parent_k), which the CSV leaves out.
+std::string RowsOf(const std::vector<DbRow>& rows) {
+  std::string out = RowsCsv(rows);
+  for (const DbRow& r : rows) {
+    out += std::to_string(r.k) + " " + std::to_string(r.parent_k) + "\n";
+  }
+  return out;
+}
+
+TEST(TraceBuilderState, BatchesWithSavedOpenSpansEqualOneBatch) {
+  TempDir tmp;
+  const std::vector<Op> ops = MakeOps(7, 6000);
+  const std::string one = tmp.Sub("one.tdb");
+  Build(one, ops, ops.size());
+  const std::vector<DbRow> rows = ReadDbRows(one);
+  // A span is one row, written at its end.
+  size_t expected = 0;
+  for (const Op& op : ops) expected += op.kind == Op::kBegin ? 0 : 1;
+  EXPECT_EQ(rows.size(), expected);
+  // The stream holds what the state must carry: nested spans with JSON and arguments.
+  size_t nested = 0, with_json = 0, with_args = 0, counters = 0;
+  for (const DbRow& r : rows) {
+    nested += r.depth > 0 ? 1 : 0;
+    with_json += r.json.empty() ? 0 : 1;
+    with_args += r.args.mask != 0 ? 1 : 0;
+    counters += r.kind == "counter" ? 1 : 0;
+  }
+  EXPECT_GT(nested, 1000u);
+  EXPECT_GT(with_json, 500u);
+  EXPECT_GT(with_args, 1000u);
+  EXPECT_GT(counters, 500u);
+  const std::string want = RowsOf(rows);
+  for (size_t batch : {29, 250, 997}) {
+    const std::string cut = tmp.Sub("cut" + std::to_string(batch) + ".tdb");
+    Build(cut, ops, batch);
+    EXPECT_TRUE(RowsOf(ReadDbRows(cut)) == want) << "batches of " << batch << " differ";
+  }
+}
+
+// CompleteRun gives what Complete gives event by event: the same rows, ids, nesting and defect
+// counts (negative durations, improper nesting), also where a run crosses a full block.
+void BuildCompletes(const std::string& path, bool runs) {
+  auto w = engine::TraceWriter::Open(path);
+  ASSERT_TRUE(w.ok());
+  engine::TraceWriter& tw = **w;
+  ASSERT_TRUE(tw.BeginBatch().ok());
+  uint32_t tracks[2];
+  for (int i = 0; i < 2; ++i) {
+    engine::TrackSpec spec;
+    spec.rank = i;
+    spec.name = "t" + std::to_string(i);
+    spec.local_id = i;
+    tracks[i] = tw.Track(spec);
+  }
+  const uint32_t names[3] = {tw.Intern("a"), tw.Intern("b"), tw.Intern("c")};
+  engine::EventArgs args;
+  args.mask = engine::EventArgs::kPeer | engine::EventArgs::kFlow;
+  args.peer = 3;
+  args.flow = 77;
+  engine::TraceBuilder b(&tw);
+  std::mt19937 rng(11);
+  int64_t ts = 1000;
+  std::vector<engine::TraceBuilder::RunEvent> run;
+  // Runs of 1 to 300 events on one track, then the other: 3 blocks' worth of rows in all.
+  size_t made = 0;
+  for (int r = 0; made < 3 * engine::TraceWriter::kBlockRows; ++r) {
+    const uint32_t track = tracks[r % 2];
+    run.clear();
+    for (size_t n = 1 + rng() % 300; n > 0; --n) {
+      ts += rng() % 40;
+      const uint32_t pick = rng() % 100;
+      // Mostly nested or disjoint; a few overlapping (improper) or negative.
+      const int64_t dur = pick < 3 ? -5 : static_cast<int64_t>(rng() % 120);
+      run.push_back({ts, dur, names[rng() % 3], pick % 4 == 0 ? &args : nullptr});
+    }
+    made += run.size();
+    if (runs) {
+      ASSERT_TRUE(b.CompleteRun(track, names[0], run.data(), run.size()).ok());
+    } else {
+      for (const engine::TraceBuilder::RunEvent& e : run) {
+        ASSERT_TRUE(b.Complete(track, e.ts, e.dur, e.name, names[0], e.args).ok());
+      }
+    }
+  }
+  ASSERT_TRUE(tw.CommitBatch().ok());
+}
+
+TEST(TraceBuilderRuns, CompleteRunEqualsCompleteOneByOne) {
+  TempDir tmp;
+  const std::string one = tmp.Sub("one.tdb"), runs = tmp.Sub("runs.tdb");
+  BuildCompletes(one, false);
+  BuildCompletes(runs, true);
+  const std::vector<DbRow> rows = ReadDbRows(one);
+  ASSERT_GE(rows.size(), 3 * engine::TraceWriter::kBlockRows);
+  size_t nested = 0, with_args = 0;
+  for (const DbRow& r : rows) {
+    nested += r.depth > 0 ? 1 : 0;
+    with_args += r.args.mask != 0 ? 1 : 0;
+  }
+  EXPECT_GT(nested, 1000u);
+  EXPECT_GT(with_args, 1000u);
+  EXPECT_TRUE(RowsOf(ReadDbRows(runs)) == RowsOf(rows));
+  const std::string stats = "SELECT name, rank, value FROM stats";
+  const std::string want = QueryRows(one, stats);
+  EXPECT_NE(want.find("negative_duration"), std::string::npos) << want;
+  EXPECT_NE(want.find("improper_nesting"), std::string::npos) << want;
+  EXPECT_EQ(QueryRows(runs, stats), want);
+  const std::string blocks = "SELECT rank, min_ts, max_end, max_dur, count, hex(data) FROM blocks";
+  EXPECT_EQ(QueryRows(runs, blocks), QueryRows(one, blocks));
+}
+
+// A lane shared by threads (the PyTorch observer's "c10d N" lanes: complete events written at
+// completion by gloo's worker threads, each thread's buffer reaching the segment on its own)
+// delivers events out of start order. Known answers: disjoint spans never nest whatever their
+// arrival; a late event inside an open span gets that span, and one inside nothing gets no
+// parent. Checked with plain SQL on the DB (containment of every parent) and the invariants.
+TEST(TraceBuilderNesting, LateArrivalsNestByContainmentNotArrival) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("late.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok());
+    engine::TraceWriter& tw = **w;
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    engine::TrackSpec lane_spec;
+    lane_spec.rank = 0;
+    lane_spec.kind = "lane";
+    lane_spec.name = "c10d 0";
+    const uint32_t lane = tw.Track(lane_spec);
+    engine::TrackSpec outer_spec;
+    outer_spec.rank = 0;
+    outer_spec.kind = "lane";
+    outer_spec.name = "outer";
+    const uint32_t outer = tw.Track(outer_spec);
+    const uint32_t op = tw.Intern("gloo:all_reduce"), big = tw.Intern("big"),
+                   tick = tw.Intern("tick");
+    engine::TraceBuilder b(&tw);
+    // Disjoint spans of two "threads", arriving as their buffers are flushed: 3, 1, 4, 0, 2.
+    const int64_t starts[] = {3000, 1000, 4000, 0, 2000};
+    for (int64_t ts : starts) ASSERT_TRUE(b.Complete(lane, ts, 900, op, 0, nullptr).ok());
+    ASSERT_TRUE(b.Instant(lane, 500, tick, 0, nullptr).ok());  // late, inside nothing
+    // On another track: a big span, a later child, then late arrivals inside the big span.
+    ASSERT_TRUE(b.Complete(outer, 0, 10000, big, 0, nullptr).ok());
+    ASSERT_TRUE(b.Complete(outer, 6000, 1000, op, 0, nullptr).ok());
+    ASSERT_TRUE(b.Complete(outer, 1000, 500, op, 0, nullptr).ok());  // late: parent big
+    ASSERT_TRUE(b.Instant(outer, 2000, tick, 0, nullptr).ok());      // late: parent big
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+  // Every parent contains its child, on its track (plain SQL, the issue's own query).
+  EXPECT_EQ(QueryRows(path,
+                      "SELECT count(*), sum(c.ts >= p.ts AND c.end_ts <= p.end_ts AND "
+                      "c.track = p.track AND c.depth = p.depth + 1) FROM events c JOIN events p "
+                      "ON c.parent = p.id"),
+            "3|3\n");
+  EXPECT_EQ(QueryRows(path,
+                      "SELECT c.name, c.ts, c.depth, p.name FROM events c LEFT JOIN events p "
+                      "ON c.parent = p.id WHERE c.track_name = 'c10d 0' ORDER BY c.ts",
+                      false),
+            "gloo:all_reduce|0|0|NULL\ntick|500|0|NULL\ngloo:all_reduce|1000|0|NULL\n"
+            "gloo:all_reduce|2000|0|NULL\ngloo:all_reduce|3000|0|NULL\n"
+            "gloo:all_reduce|4000|0|NULL\n");
+  EXPECT_EQ(QueryRows(path,
+                      "SELECT c.name, c.ts, c.depth, p.name FROM events c LEFT JOIN events p "
+                      "ON c.parent = p.id WHERE c.track_name = 'outer' ORDER BY c.ts",
+                      false),
+            "big|0|0|NULL\ngloo:all_reduce|1000|1|big\ntick|2000|1|big\n"
+            "gloo:all_reduce|6000|1|big\n");
+  EXPECT_EQ(QueryRows(path, "SELECT name, value FROM stats"), "late_arrivals|6\n");
+  ExpectDbInvariants(path, {.check_info = false});
+}
+
+// The invariant checker itself, on rows written past the builder with known defects: a parent
+// that starts after its child, one that ends before its child, a depth that is not the parent's
+// plus one, and a name_stats count changed behind the rows' back. Each must be reported under its
+// rule.
+TEST(DbInvariants, CatchWrongParentsDepthsAndCounts) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("bad.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok());
+    engine::TraceWriter& tw = **w;
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    engine::TrackSpec spec;
+    spec.rank = 0;
+    spec.name = "main";
+    spec.local_id = 1;
+    const uint32_t track = tw.Track(spec);
+    const uint32_t name = tw.Intern("x");
+    struct R {
+      int64_t ts, dur;
+      uint32_t depth;
+      uint64_t parent_k;  // k(parent) + 1, 0: none
+    };
+    // k 0: [100, 150] at the top; k 1: [300, 310] under k 0 (ends after it); k 2: [110, 115]
+    // under k 0 at depth 2 (should be 1); k 3: [50, 60] under k 0 (starts before it).
+    const R rows[] = {{100, 50, 0, 0}, {300, 10, 1, 1}, {110, 5, 2, 1}, {50, 10, 1, 1}};
+    for (const R& r : rows) {
+      engine::Row& row = tw.NewRow(0, track);
+      row.ts = r.ts;
+      row.dur = r.dur;
+      row.name = name;
+      row.kind = engine::RowKind::kSpan;
+      row.k = tw.TakeK(track);
+      row.depth = r.depth;
+      row.parent_k = r.parent_k;
+      ASSERT_TRUE(tw.CommitRow().ok());
+    }
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+  int rc = 0;
+  RunCommand("sqlite3 " + ShellQuote(path) + " 'UPDATE name_stats SET count = count + 1' 2>&1",
+             &rc);
+  ASSERT_EQ(rc, 0);
+  const std::vector<std::string> bad = DbInvariantViolations(path, {.check_info = false});
+  std::string all;
+  for (const std::string& b : bad) all += b + "\n";
+  for (const char* rule : {"3 parent starts at or before its child",
+                           "3 parent ends at or after its child", "4 depth", "6 name_stats"}) {
+    EXPECT_NE(all.find(rule), std::string::npos) << rule << " not reported in:\n" << all;
+  }
+  EXPECT_EQ(all.find("1 unique ids"), std::string::npos) << all;
+  EXPECT_EQ(all.find("5 step"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace tracedb::testing

@@ -1,0 +1,169 @@
+// TraceWriter: appends to a trace database. Compaction and every importer write through it.
+//
+// Work is done in batches: BeginBatch() opens a SQLite transaction, CommitBatch() writes what is
+// buffered (full and partial event blocks with their zone maps, new strings and tracks, name
+// statistics, steps, stats) and commits, so a process killed at any moment leaves the database
+// as of the last commit. Rows are buffered per rank and cut into blocks of 64K events.
+// Thread safety: one thread at a time.
+// Format: docs/database-format.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "engine/util/status.h"
+
+namespace tracedb::engine {
+
+// A track: a thread of a process, or a named lane (a tensor, a GPU stream, a queue…).
+struct TrackSpec {
+  int32_t rank = 0;
+  std::string kind = "thread";  // "thread", "lane", "gpu", "counter", "global", …
+  std::string name;             // display name; for kind != "thread" also the lookup key
+  int64_t tid = -1;             // OS or file thread id, -1 when none
+  int64_t pid = -1;             // process id, -1 when none
+  int64_t local_id = -1;        // recorder thread index, or -1: tracks are then found by name
+  int64_t sort_index = 0;
+};
+
+struct RankRecord {
+  int32_t rank = 0;
+  std::string host;
+  int32_t world_size = 0;
+  int32_t local_rank = 0;
+  std::string clock_method;  // "sync", "realtime", "file"
+  int64_t offset_ns = 0;     // common - local clock at the rank's first event
+  double drift_ppm = 0;
+  int64_t uncertainty_ns = 0;
+  int64_t sync_points = 0;
+  std::string source;  // e.g. "segments", "horovod", "kineto"
+};
+
+class TraceWriter {
+ public:
+  static constexpr size_t kBlockRows = 16384;
+
+  // Creates `path` or opens it to append.
+  static StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path);
+  ~TraceWriter();  // an uncommitted batch is rolled back
+
+  Db* db() { return db_.get(); }
+
+  Status BeginBatch();
+  Status CommitBatch();
+  bool in_batch() const { return in_batch_; }
+
+  // The id of `s` in the strings table (created in this batch when new). Never 0.
+  uint32_t Intern(std::string_view s);
+  // Finds or creates a track; returns its id.
+  uint32_t Track(const TrackSpec& spec);
+  // Takes the next event ordinal of `track` (see Row::k).
+  uint64_t TakeK(uint32_t track) { return tracks_[track].next_k++; }
+  int32_t TrackRank(uint32_t track) const { return tracks_.at(track).spec.rank; }
+  const TrackSpec& TrackSpecOf(uint32_t track) const { return tracks_.at(track).spec; }
+  size_t track_count() const { return tracks_.size(); }
+
+  // Buffers one finished event of `rank`. Full blocks are encoded right away.
+  Status AddRow(int32_t rank, Row row);
+  // The same without a copy: NewRow() appends a default row to fill in place, then CommitRow()
+  // (which may encode a full block). REQUIRES: nothing else touches the writer in between.
+  // The common case (same rank as the last row, a kept Row to reuse) is inline: a call per
+  // event cost more than the body.
+  Row& NewRow(int32_t rank, uint32_t track) {
+    tracks_[track].dirty = true;
+    if (rank != last_rank_ || last_rows_ == nullptr || last_rows_->n == last_rows_->rows.size()) {
+      return NewRowSlow(rank, track);
+    }
+    Row& row = last_rows_->rows[last_rows_->n++];
+    ResetRow(&row);
+    row.track = track;
+    return row;
+  }
+  Status CommitRow() {
+    if (last_rows_->n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    return Status::Ok();
+  }
+  void AddStep(int32_t rank, int64_t ts, int64_t step);
+  // Adds `delta` to stats(name, rank); rank -1 is the whole job.
+  void AddStat(std::string_view name, int32_t rank, int64_t delta);
+
+  Status SetRank(const RankRecord& r);
+  Status SetMeta(std::string_view key, std::string_view value);
+  // Persistent blobs for incremental work (e.g. compaction's open spans).
+  Status SaveState(std::string_view key, std::string_view value);
+  StatusOr<std::optional<std::string>> LoadState(std::string_view key);
+
+  uint64_t rows_written() const { return rows_written_; }
+  uint64_t blocks_written() const { return blocks_written_; }
+
+ private:
+  struct TrackInfo {
+    TrackSpec spec;
+    uint64_t next_k = 0;
+    bool dirty = false;  // next_k or the row itself must be written
+  };
+  struct NameStat {
+    uint64_t count = 0;
+    int64_t total = 0;
+    int64_t min = INT64_MAX;
+    int64_t max = INT64_MIN;
+    std::array<uint64_t, 64> hist{};  // log2 buckets of dur (bucket i: [2^i, 2^(i+1)) ns)
+  };
+
+  explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+  Status Load();
+  // Rows of one rank not yet in a block. The Row objects are kept between blocks (n counts
+  // the live ones), so that NewRow() resets a few fields in place instead of constructing and
+  // zeroing a whole Row in memory the last block has left cold.
+  struct PendingRows {
+    std::vector<Row> rows;
+    size_t n = 0;
+  };
+  Status WriteBlock(int32_t rank, PendingRows* pending);
+  Row& NewRowSlow(int32_t rank, uint32_t track);
+  // Back to Row's defaults, field by field (a kept Row's json keeps its capacity); the caller
+  // sets the track.
+  static void ResetRow(Row* r) {
+    r->ts = 0;
+    r->dur = 0;
+    r->name = 0;
+    r->cat = 0;
+    r->kind = RowKind::kSpan;
+    r->depth = 0;
+    r->k = 0;
+    r->parent_k = 0;
+    r->args = EventArgs();
+    r->open = false;
+    r->value = 0;
+    r->json.clear();
+  }
+
+  std::unique_ptr<Db> db_;
+  bool in_batch_ = false;
+  std::unordered_map<std::string, uint32_t> string_ids_;
+  std::vector<std::pair<uint32_t, std::string>> new_strings_;
+  uint32_t next_string_id_ = 1;
+  std::vector<TrackInfo> tracks_;  // index = track id; [0] unused
+  std::map<std::tuple<int32_t, std::string, int64_t, int64_t>, uint32_t> track_by_local_;
+  std::map<std::tuple<int32_t, std::string, std::string>, uint32_t> track_by_name_;
+  std::map<int32_t, PendingRows> pending_;  // rank -> rows not yet in a block
+  int32_t last_rank_ = INT32_MIN;           // NewRow's cache of pending_[last_rank_]
+  PendingRows* last_rows_ = nullptr;
+  std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
+  std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
+  std::map<std::pair<std::string, int32_t>, int64_t> stats_;
+  uint64_t rows_written_ = 0;
+  uint64_t blocks_written_ = 0;
+  std::string block_scratch_;
+};
+
+}  // namespace tracedb::engine

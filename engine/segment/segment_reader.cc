@@ -1,0 +1,372 @@
+// Segment scanning. See segment_reader.h; format in docs/segment-format.md.
+#include "engine/segment/segment_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "engine/segment/segment_blocks.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
+
+namespace tracedb::engine {
+namespace {
+
+void Problem(SegmentScan* scan, uint64_t offset, const std::string& what) {
+  if (scan->problems.size() < SegmentScan::kMaxProblems) {
+    scan->problems.push_back("offset " + std::to_string(offset) + ": " + what);
+  }
+}
+
+enum class FrameResult { kOk, kTruncated, kBad };
+
+struct Frame {
+  BlockType type;
+  Codec codec;
+  uint32_t stored;
+  uint32_t raw;
+  std::string_view payload;
+};
+
+// Checksums ranges of one file's bytes in linear total time, whatever the file holds. Ranges
+// are summed directly while the bytes summed stay within twice the file's size (every honest
+// file: each block is checked about once); past that budget (a damaged or hostile file whose
+// many "TDBK" candidates claim long payloads) a table of the CRC of every 64-byte-aligned
+// prefix is built once, and any range then costs at most 126 bytes of CRC and one
+// Crc32cCombine, instead of its length.
+class RangeCrc {
+ public:
+  explicit RangeCrc(std::string_view bytes) : bytes_(bytes), budget_(2 * bytes.size() + 4096) {}
+
+  // CRC-32C of the 12 header bytes at h (h + 4 .. h + 16 of a frame) then bytes[a, b).
+  uint32_t Frame(const char* h, uint64_t a, uint64_t b) {
+    const uint32_t head = Crc32c(h, 12);
+    if (prefix_.empty() && b - a <= budget_) {
+      budget_ -= b - a;
+      work_ += b - a;
+      return Crc32c(bytes_.data() + a, b - a, head);
+    }
+    return Crc32cCombine(head, Range(a, b), b - a);
+  }
+  // Bytes summed so far (including the table), for tests of the linear bound.
+  uint64_t work() const { return work_; }
+
+ private:
+  static constexpr uint64_t kStep = 64;
+  // CRC of bytes[a, b) from two prefixes: crc(0..b) = crc(0..a) * x^(8(b-a)) + crc(a..b).
+  uint32_t Range(uint64_t a, uint64_t b) {
+    if (prefix_.empty()) Build();
+    const uint32_t pa = Prefix(a), pb = Prefix(b);
+    return pb ^ Crc32cCombine(pa, 0, b - a);
+  }
+  uint32_t Prefix(uint64_t end) {
+    const uint64_t base = end / kStep * kStep;
+    work_ += end - base;
+    return Crc32c(bytes_.data() + base, end - base, prefix_[end / kStep]);
+  }
+  void Build() {
+    prefix_.reserve(bytes_.size() / kStep + 1);
+    uint32_t crc = 0;
+    prefix_.push_back(crc);
+    for (uint64_t at = 0; at + kStep <= bytes_.size(); at += kStep) {
+      crc = Crc32c(bytes_.data() + at, kStep, crc);
+      prefix_.push_back(crc);
+    }
+    work_ += bytes_.size();
+  }
+
+  std::string_view bytes_;
+  uint64_t budget_;
+  uint64_t work_ = 0;
+  std::vector<uint32_t> prefix_;  // [i]: CRC-32C of bytes[0, 64 i)
+};
+
+// Parses the frame at bytes[pos]; "docs/segment-format.md: Block frame".
+FrameResult ParseFrame(std::string_view bytes, uint64_t pos, RangeCrc* crcs, Frame* f,
+                       std::string* why) {
+  const uint64_t left = bytes.size() - pos;
+  if (left < kBlockHeaderSize) {
+    *why = "incomplete block header";
+    return left >= 4 && DecodeFixed32(bytes.data() + pos) != kBlockMagic ? FrameResult::kBad
+                                                                         : FrameResult::kTruncated;
+  }
+  const char* h = bytes.data() + pos;
+  if (DecodeFixed32(h) != kBlockMagic) {
+    *why = "no block magic";
+    return FrameResult::kBad;
+  }
+  f->type = static_cast<BlockType>(static_cast<uint8_t>(h[4]));
+  f->codec = static_cast<Codec>(static_cast<uint8_t>(h[5]));
+  f->stored = DecodeFixed32(h + 8);
+  f->raw = DecodeFixed32(h + 12);
+  const uint32_t crc = DecodeFixed32(h + 16);
+  if (f->stored > kMaxStoredBlockBytes || f->raw > kMaxRawBlockBytes) {
+    *why = "block length out of range";
+    return FrameResult::kBad;
+  }
+  if (left - kBlockHeaderSize < f->stored) {
+    *why = "block extends past the end of the file";
+    return FrameResult::kTruncated;
+  }
+  f->payload = std::string_view(h + kBlockHeaderSize, f->stored);
+  const uint64_t payload_at = pos + kBlockHeaderSize;
+  if (crcs->Frame(h + 4, payload_at, payload_at + f->stored) != crc) {
+    *why = "bad CRC";
+    return FrameResult::kBad;
+  }
+  if (f->codec != Codec::kRaw && f->codec != Codec::kLz4) {
+    *why = "unknown codec";
+    return FrameResult::kBad;
+  }
+  if (f->codec == Codec::kRaw && f->raw != f->stored) {
+    *why = "raw block with differing sizes";
+    return FrameResult::kBad;
+  }
+  return FrameResult::kOk;
+}
+
+Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, SegmentScan* scan,
+                std::vector<SegmentEvent>* events_buf, size_t event_chunk) {
+  switch (f.type) {
+    case BlockType::kMeta: {
+      SegmentMeta m;
+      TRACEDB_RETURN_IF_ERROR(DecodeMeta(raw, &m));
+      v->OnMeta(m);
+      return Status::Ok();
+    }
+    case BlockType::kStrings: {
+      uint32_t first;
+      std::vector<std::string> strings;
+      TRACEDB_RETURN_IF_ERROR(DecodeStrings(raw, &first, &strings));
+      v->OnStrings(first, strings);
+      return Status::Ok();
+    }
+    case BlockType::kThreads: {
+      std::vector<ThreadInfo> t;
+      TRACEDB_RETURN_IF_ERROR(DecodeThreads(raw, &t));
+      v->OnThreads(t);
+      return Status::Ok();
+    }
+    case BlockType::kLanes: {
+      std::vector<LaneInfo> l;
+      TRACEDB_RETURN_IF_ERROR(DecodeLanes(raw, &l));
+      v->OnLanes(l);
+      return Status::Ok();
+    }
+    case BlockType::kEvents: {
+      if (event_chunk == 0) {
+        uint32_t thread;
+        TRACEDB_RETURN_IF_ERROR(DecodeEventsBlock(raw, &thread, events_buf));
+        scan->events += events_buf->size();
+        v->OnEvents(thread, *events_buf);
+        return Status::Ok();
+      }
+      EventsBlockDecoder d;
+      TRACEDB_RETURN_IF_ERROR(d.Init(raw));
+      do {
+        TRACEDB_RETURN_IF_ERROR(d.Next(event_chunk, events_buf));
+        scan->events += events_buf->size();
+        v->OnEvents(d.thread_index(), *events_buf);
+      } while (!d.done());
+      return Status::Ok();
+    }
+    case BlockType::kSync: {
+      std::vector<SyncPoint> p;
+      TRACEDB_RETURN_IF_ERROR(DecodeSync(raw, &p));
+      v->OnSync(p);
+      return Status::Ok();
+    }
+    case BlockType::kAnchor: {
+      std::vector<AnchorPoint> p;
+      TRACEDB_RETURN_IF_ERROR(DecodeAnchors(raw, &p));
+      v->OnAnchors(p);
+      return Status::Ok();
+    }
+    case BlockType::kStats: {
+      std::vector<DropCount> d;
+      TRACEDB_RETURN_IF_ERROR(DecodeStats(raw, &d));
+      v->OnStats(d);
+      return Status::Ok();
+    }
+    case BlockType::kComms: {
+      std::vector<CommInfo> c;
+      TRACEDB_RETURN_IF_ERROR(DecodeComms(raw, &c));
+      v->OnComms(c);
+      return Status::Ok();
+    }
+    case BlockType::kStepStats: {
+      std::vector<StepStat> st;
+      TRACEDB_RETURN_IF_ERROR(DecodeStepStats(raw, &st));
+      v->OnStepStats(st);
+      return Status::Ok();
+    }
+    case BlockType::kEnd: {
+      SegmentEnd e;
+      TRACEDB_RETURN_IF_ERROR(DecodeEnd(raw, &e));
+      scan->closed = true;
+      v->OnEnd(e);
+      return Status::Ok();
+    }
+  }
+  return Status::Corruption("unknown block type " + std::to_string(static_cast<int>(f.type)));
+}
+
+// Finds the next offset > pos where a whole, CRC-valid block starts; bytes.size() if none.
+// Candidates claim at most what remains of the file (ParseFrame); their CRCs cost O(log n)
+// once RangeCrc's budget is spent, so a scan stays linear in the file.
+uint64_t Resync(std::string_view bytes, uint64_t pos, RangeCrc* crcs) {
+  const char magic[4] = {'T', 'D', 'B', 'K'};
+  for (uint64_t p = pos + 1; p + kBlockHeaderSize <= bytes.size(); ++p) {
+    const void* hit = std::memchr(bytes.data() + p, magic[0], bytes.size() - p);
+    if (hit == nullptr) break;
+    p = static_cast<uint64_t>(static_cast<const char*>(hit) - bytes.data());
+    if (p + kBlockHeaderSize > bytes.size()) break;
+    if (std::memcmp(bytes.data() + p, magic, 4) != 0) continue;
+    Frame f;
+    std::string why;
+    if (ParseFrame(bytes, p, crcs, &f, &why) == FrameResult::kOk) return p;
+  }
+  return bytes.size();
+}
+
+}  // namespace
+
+StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
+                                       SegmentVisitor* visitor, const ScanOptions& options) {
+  const uint64_t start_offset = options.start_offset;
+  static_assert(kBlockMagic == ('T' | 'D' << 8 | 'B' << 16 | 'K' << 24));
+  SegmentScan scan;
+  scan.file_size = bytes.size();
+  if (bytes.size() < kFileHeaderSize) {
+    return Status::Corruption("segment " + name + ": file shorter than its 32-byte header");
+  }
+  const char* h = bytes.data();
+  if (std::memcmp(h, kSegmentMagic, 8) != 0) {
+    return Status::Corruption("segment " + name + ": not a tracedb segment (bad magic)");
+  }
+  if (DecodeFixed32(h + 28) != Crc32c(h, 28)) {
+    return Status::Corruption("segment " + name + ": bad file header CRC");
+  }
+  scan.version = DecodeFixed16(h + 8);
+  if (scan.version != kSegmentVersion) {
+    return Status::Corruption("segment " + name + ": format version " +
+                              std::to_string(scan.version) + ", this build reads version " +
+                              std::to_string(kSegmentVersion));
+  }
+  const uint16_t header_size = DecodeFixed16(h + 10);
+  if (header_size < kFileHeaderSize || header_size > bytes.size()) {
+    return Status::Corruption("segment " + name + ": bad header size");
+  }
+  scan.pid = DecodeFixed32(h + 16);
+  scan.seq = DecodeFixed32(h + 20);
+
+  uint64_t pos = std::max<uint64_t>(start_offset, header_size);
+  if (pos > bytes.size()) {
+    return Status::InvalidArgument("segment " + name + ": resume offset " +
+                                   std::to_string(start_offset) + " is past the end of the file");
+  }
+  std::string raw_buf;
+  std::vector<SegmentEvent> events;
+  RangeCrc crcs(bytes);
+  scan.end_offset = pos;
+  while (pos < bytes.size() && pos < options.end_offset) {
+    Frame f;
+    std::string why;
+    FrameResult r = ParseFrame(bytes, pos, &crcs, &f, &why);
+    uint64_t next_valid = 0;  // 0: not searched yet
+    if (r == FrameResult::kTruncated) {
+      // Either the torn tail of the file, or a damaged length followed by more blocks.
+      next_valid = Resync(bytes, pos, &crcs);
+      if (next_valid >= bytes.size()) {
+        scan.torn_tail_bytes = bytes.size() - pos;
+        break;
+      }
+      r = FrameResult::kBad;
+    }
+    if (r == FrameResult::kBad) {
+      const uint64_t next = next_valid != 0 ? next_valid : Resync(bytes, pos, &crcs);
+      Problem(&scan, pos, why + "; skipped " + std::to_string(next - pos) + " bytes");
+      scan.corrupt_blocks++;
+      scan.corrupt_bytes += next - pos;
+      pos = next;
+      scan.end_offset = pos;
+      continue;
+    }
+    const uint64_t next = pos + kBlockHeaderSize + f.stored;
+    if (f.type == BlockType::kAnchor || f.type == BlockType::kEnd) scan.anchor_end = next;
+    if (f.type == BlockType::kEvents ? !options.events : !options.catalog) {
+      // CRC-checked above; the caller does not want its contents now.
+      if (f.type == BlockType::kEnd) scan.closed = true;
+      scan.blocks++;
+      pos = next;
+      scan.end_offset = pos;
+      continue;
+    }
+    std::string_view raw = f.payload;
+    Status s;
+    if (f.codec == Codec::kLz4) {
+      s = Lz4Decompress(f.payload, f.raw, &raw_buf);
+      raw = raw_buf;
+    }
+    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &events, options.event_chunk);
+    if (!s.ok()) {
+      Problem(&scan, pos, s.message());
+      scan.corrupt_blocks++;
+      scan.corrupt_bytes += next - pos;
+    } else {
+      scan.blocks++;
+    }
+    pos = next;
+    scan.end_offset = pos;
+  }
+  scan.crc_work_bytes = crcs.work();
+  return scan;
+}
+
+StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor,
+                                  const ScanOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("cannot open segment " + path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::FromErrno("cannot stat segment " + path, err);
+  }
+  // The file may still be growing: read what is there now. A scan that ends before the first
+  // block (compaction's catalog pass when nothing was read before: resume offset 0) needs only
+  // the file header, whose size field is 16 bits; reading the whole file for it was a third of
+  // compaction's reads.
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  const bool header_only =
+      options.end_offset <= kFileHeaderSize && options.start_offset <= kFileHeaderSize;
+  const uint64_t want = header_only ? std::min<uint64_t>(file_size, 1u << 16) : file_size;
+  // Not zero-filled: pread overwrites it, and the scan sees only the `got` bytes read.
+  std::unique_ptr<char[]> bytes(new char[std::max<uint64_t>(want, 1)]);
+  size_t got = 0;
+  while (got < want) {
+    ssize_t n = ::pread(fd, bytes.get() + got, want - got, static_cast<off_t>(got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return Status::FromErrno("cannot read segment " + path, err);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  StatusOr<SegmentScan> scan =
+      ScanSegmentBytes(path, std::string_view(bytes.get(), got), visitor, options);
+  if (scan.ok() && header_only && got == want) scan->file_size = file_size;
+  return scan;
+}
+
+}  // namespace tracedb::engine

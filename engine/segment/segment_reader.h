@@ -1,0 +1,83 @@
+// ScanSegment: reads one segment file, validates every block (frame, CRC, payload) and hands the
+// decoded contents to a visitor. Corrupt blocks are skipped and counted (the scan resynchronises
+// on the next block magic); an incomplete block at the end of the file is reported as a torn tail
+// and is not an error, so a file still being written, or one whose writer was killed, yields every
+// complete block.
+// Thread safety: none; one scan per thread.
+// Format: docs/segment-format.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/segment/segment_format.h"
+#include "engine/util/status.h"
+
+namespace tracedb::engine {
+
+class SegmentVisitor {
+ public:
+  virtual ~SegmentVisitor() = default;
+  virtual void OnMeta(const SegmentMeta&) {}
+  virtual void OnStrings(uint32_t /*first_id*/, const std::vector<std::string>&) {}
+  virtual void OnThreads(const std::vector<ThreadInfo>&) {}
+  virtual void OnLanes(const std::vector<LaneInfo>&) {}
+  virtual void OnEvents(uint32_t /*thread_index*/, const std::vector<SegmentEvent>&) {}
+  virtual void OnSync(const std::vector<SyncPoint>&) {}
+  virtual void OnAnchors(const std::vector<AnchorPoint>&) {}
+  virtual void OnStats(const std::vector<DropCount>&) {}
+  virtual void OnComms(const std::vector<CommInfo>&) {}
+  virtual void OnStepStats(const std::vector<StepStat>&) {}
+  virtual void OnEnd(const SegmentEnd&) {}
+};
+
+struct SegmentScan {
+  uint16_t version = 0;
+  uint32_t pid = 0;
+  uint32_t seq = 0;
+  uint64_t file_size = 0;
+  uint64_t end_offset = 0;      // just past the last whole block (where a later scan resumes)
+  uint64_t blocks = 0;          // valid blocks handed to the visitor
+  uint64_t events = 0;          // events in those blocks
+  uint64_t corrupt_blocks = 0;  // damaged regions skipped
+  uint64_t corrupt_bytes = 0;
+  uint64_t torn_tail_bytes = 0;       // bytes of an incomplete last block
+  bool closed = false;                // an END block was seen
+  uint64_t anchor_end = 0;            // just past the last ANCHOR or END block (0: none)
+  uint64_t crc_work_bytes = 0;        // bytes checksummed: at most ~3x the file, whatever it holds
+  std::vector<std::string> problems;  // "offset N: reason", at most kMaxProblems
+  static constexpr size_t kMaxProblems = 16;
+};
+
+struct ScanOptions {
+  uint64_t start_offset = 0;         // where to start (0, or a previous scan's end_offset)
+  uint64_t end_offset = UINT64_MAX;  // stop before the block that starts at or after this
+  bool events = true;                // decode EVENTS blocks (else only check their CRC)
+  bool catalog = true;               // decode every other block type
+  // 0: each EVENTS block reaches OnEvents whole, or not at all when it is malformed. N > 0: in
+  // calls of at most N events, decoded just before each call (cache-friendly for large blocks);
+  // a block whose CRC holds but whose payload is malformed may then have handed its leading,
+  // well-formed events on before it is counted corrupt.
+  size_t event_chunk = 0;
+};
+
+// Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or
+// of another version. Every other defect is reported in the result.
+StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor,
+                                  const ScanOptions& options);
+inline StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visitor) {
+  return ScanSegment(path, visitor, ScanOptions());
+}
+
+// Same, over bytes already in memory (`name` is used in messages). Used by the fuzz target.
+StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
+                                       SegmentVisitor* visitor, const ScanOptions& options);
+inline StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view bytes,
+                                              SegmentVisitor* visitor, uint64_t start_offset = 0) {
+  ScanOptions o;
+  o.start_offset = start_offset;
+  return ScanSegmentBytes(name, bytes, visitor, o);
+}
+
+}  // namespace tracedb::engine

@@ -1,0 +1,320 @@
+#include "engine/segment/segment_reader.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/segment/segment_blocks.h"
+#include "engine/segment/segment_writer.h"
+#include "engine/util/coding.h"
+#include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
+#include "tests/test_util.h"
+
+namespace tracedb::engine {
+namespace {
+
+using tracedb::testing::ReadFile;
+using tracedb::testing::TempDir;
+using tracedb::testing::WriteFile;
+
+class CountingVisitor : public SegmentVisitor {
+ public:
+  void OnMeta(const SegmentMeta& m) override { metas++; }
+  void OnStrings(uint32_t, const std::vector<std::string>& s) override { strings += s.size(); }
+  void OnEvents(uint32_t, const std::vector<SegmentEvent>& e) override {
+    blocks++;
+    for (const auto& x : e) ts.push_back(x.ts);
+  }
+  void OnEnd(const SegmentEnd&) override { ends++; }
+  int metas = 0, ends = 0;
+  size_t strings = 0, blocks = 0;
+  std::vector<int64_t> ts;
+};
+
+// Writes a segment with META, STRINGS, `nblocks` EVENTS blocks of 100 events, END.
+// Returns the offsets where each EVENTS block starts.
+std::vector<uint64_t> WriteSample(const std::string& path, int nblocks, bool end = true) {
+  SegmentWriter w;
+  EXPECT_TRUE(w.Open(path, 77, 0).ok());
+  std::string raw;
+  SegmentMeta m;
+  m.host = "h";
+  EncodeMeta(m, &raw);
+  w.AppendBlock(BlockType::kMeta, raw, false);
+  raw.clear();
+  EncodeStrings(1, {"forward", "backward"}, &raw);
+  w.AppendBlock(BlockType::kStrings, raw, true);
+  std::vector<uint64_t> offsets;
+  EventsBlockEncoder enc;
+  for (int b = 0; b < nblocks; ++b) {
+    enc.Reset(1);
+    for (int i = 0; i < 100; ++i) enc.Add(EventKind::kInstant, 0, b * 1000 + i, 1, 0, nullptr);
+    raw.clear();
+    enc.Finish(&raw);
+    offsets.push_back(w.size());
+    w.AppendBlock(BlockType::kEvents, raw, true);
+  }
+  if (end) {
+    raw.clear();
+    EncodeEnd({static_cast<uint64_t>(nblocks) * 100}, &raw);
+    w.AppendBlock(BlockType::kEnd, raw, false);
+  }
+  EXPECT_TRUE(w.Close().ok());
+  return offsets;
+}
+
+// "Writer lock": held from Open() to Close(); a forked child's Abandon() keeps the parent's.
+TEST(SegmentWriterLock, TellsALiveWriterFromAGoneOne) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-1-000000.tds");
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kUnknown);  // no such file
+  SegmentWriter w;
+  ASSERT_TRUE(w.Open(path, 1, 0).ok());
+  ASSERT_TRUE(w.locked());
+  ASSERT_TRUE(w.Flush().ok());
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kAlive);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    w.Abandon();
+    _exit(ProbeSegmentWriter(path) == WriterState::kAlive ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(child, &st, 0), child);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the child's Abandon() unlocked";
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kAlive);
+  ASSERT_TRUE(w.Close().ok());
+  EXPECT_EQ(ProbeSegmentWriter(path), WriterState::kGone);
+
+  // A writer that dies (here: its descriptor closed without END) releases the lock too.
+  const std::string path2 = tmp.Sub("seg-1-000001.tds");
+  SegmentWriter w2;
+  ASSERT_TRUE(w2.Open(path2, 1, 1).ok());
+  ASSERT_TRUE(w2.Flush().ok());
+  EXPECT_EQ(ProbeSegmentWriter(path2), WriterState::kAlive);
+  w2.Abandon();
+  EXPECT_EQ(ProbeSegmentWriter(path2), WriterState::kGone);
+}
+
+TEST(SegmentWriter, RefusesABlockTooLargeForTheFormat) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-1-000000.tds");
+  SegmentWriter w;
+  ASSERT_TRUE(w.Open(path, 1, 0).ok());
+  std::string raw;
+  EncodeEnd({0}, &raw);
+  w.AppendBlock(BlockType::kEnd, std::string(kMaxRawBlockBytes + 1, 'x'), true);
+  w.AppendBlock(BlockType::kEnd, raw, false);
+  const Status s = w.Flush();
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << s.ToString();
+  ASSERT_TRUE(w.Close().ok());
+  // The accepted block was written, the refused one was not.
+  CountingVisitor v;
+  auto scan = ScanSegment(path, &v);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_EQ(scan->blocks, 1u);
+  EXPECT_EQ(v.ends, 1);
+  EXPECT_EQ(scan->corrupt_blocks, 0u);
+}
+
+// A hostile file: 100K "TDBK" candidates, each claiming a payload to the end of the file with a
+// bad CRC, then one valid block. Checking each candidate's CRC directly would sum ~100 GB; the
+// scan must stay linear in the file and still find the valid block at the end.
+TEST(SegmentReader, ResynchronisationIsLinearInTheFileSize) {
+  std::string end_raw;
+  EncodeEnd({0}, &end_raw);
+  std::string valid;
+  FrameBlock(BlockType::kEnd, Codec::kRaw, end_raw, static_cast<uint32_t>(end_raw.size()), &valid);
+  std::string file;
+  EncodeFileHeader(1, 0, &file);
+  const size_t candidates = 100000;
+  const size_t size = file.size() + candidates * kBlockHeaderSize + valid.size();
+  for (size_t i = 0; i < candidates; ++i) {
+    const size_t at = file.size();
+    const uint32_t stored = static_cast<uint32_t>(size - at - kBlockHeaderSize);
+    PutFixed32(&file, kBlockMagic);
+    file.push_back(static_cast<char>(BlockType::kEvents));
+    file.push_back(0);
+    PutFixed16(&file, 0);
+    PutFixed32(&file, std::min<uint32_t>(stored, kMaxStoredBlockBytes));
+    PutFixed32(&file, std::min<uint32_t>(stored, kMaxStoredBlockBytes));
+    PutFixed32(&file, 0xdeadbeef);  // wrong CRC
+  }
+  file += valid;
+  ASSERT_EQ(file.size(), size);
+  CountingVisitor v;
+  auto scan = ScanSegmentBytes("hostile", file, &v);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_EQ(v.ends, 1);
+  EXPECT_TRUE(scan->closed);
+  EXPECT_EQ(scan->corrupt_blocks, 1u);
+  EXPECT_EQ(scan->corrupt_bytes, candidates * kBlockHeaderSize);
+  // Linear: a small multiple of the file (the quadratic scan summed ~size * candidates / 2).
+  EXPECT_LE(scan->crc_work_bytes, 40 * size) << scan->crc_work_bytes;
+  RecordProperty("crc_work_per_byte", static_cast<int>(scan->crc_work_bytes / size));
+}
+
+TEST(SegmentReader, ReadsEveryBlock) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-77-000000.tds");
+  WriteSample(path, 5);
+  CountingVisitor v;
+  auto scan = ScanSegment(path, &v);
+  ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+  EXPECT_EQ(scan->pid, 77u);
+  EXPECT_EQ(v.metas, 1);
+  EXPECT_EQ(v.strings, 2u);
+  EXPECT_EQ(v.ts.size(), 500u);
+  EXPECT_TRUE(scan->closed);
+  EXPECT_EQ(scan->corrupt_blocks, 0u);
+  EXPECT_EQ(scan->torn_tail_bytes, 0u);
+  EXPECT_EQ(scan->end_offset, scan->file_size);
+  EXPECT_EQ(scan->events, 500u);
+}
+
+// ScanOptions::event_chunk hands each block on in calls of at most N events: the same events in
+// the same order as whole blocks, ceil(100 / N) calls per 100-event block.
+TEST(SegmentReader, ChunkedEventsEqualWholeBlocks) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("seg-77-000000.tds");
+  WriteSample(path, 5);
+  CountingVisitor whole;
+  ASSERT_TRUE(ScanSegment(path, &whole).ok());
+  ASSERT_EQ(whole.ts.size(), 500u);
+  EXPECT_EQ(whole.blocks, 5u);
+  for (size_t chunk : {1, 30, 100, 4096}) {
+    CountingVisitor v;
+    ScanOptions o;
+    o.event_chunk = chunk;
+    auto scan = ScanSegment(path, &v, o);
+    ASSERT_TRUE(scan.ok()) << scan.status().ToString();
+    EXPECT_EQ(v.ts, whole.ts) << chunk;
+    EXPECT_EQ(v.blocks, 5 * ((100 + chunk - 1) / chunk)) << chunk;
+    EXPECT_EQ(scan->events, 500u);
+    EXPECT_EQ(scan->corrupt_blocks, 0u);
+  }
+}
+
+TEST(SegmentReader, TornTailAtEveryOffsetKeepsWholeBlocks) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("full.tds");
+  const auto offsets = WriteSample(path, 4, /*end=*/false);
+  const std::string bytes = ReadFile(path);
+  // Cut anywhere inside the last block: the first three blocks survive.
+  for (uint64_t cut = offsets[3] + 1; cut < bytes.size(); ++cut) {
+    CountingVisitor v;
+    auto scan = ScanSegmentBytes("cut", std::string_view(bytes.data(), cut), &v);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(v.ts.size(), 300u) << cut;
+    EXPECT_EQ(scan->torn_tail_bytes, cut - offsets[3]) << cut;
+    EXPECT_EQ(scan->corrupt_blocks, 0u) << cut;
+    EXPECT_EQ(scan->end_offset, offsets[3]) << cut;
+    EXPECT_FALSE(scan->closed);
+  }
+}
+
+TEST(SegmentReader, FlippedByteSkipsOnlyThatBlock) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("flip.tds");
+  const auto offsets = WriteSample(path, 4);
+  const std::string bytes = ReadFile(path);
+  // Flip every byte of block 1 (header and payload) in turn.
+  for (uint64_t pos = offsets[1]; pos < offsets[2]; ++pos) {
+    std::string bad = bytes;
+    bad[pos] ^= 0x40;
+    CountingVisitor v;
+    auto scan = ScanSegmentBytes("flip", bad, &v);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(v.ts.size(), 300u) << pos;
+    EXPECT_EQ(scan->corrupt_blocks, 1u) << pos;
+    EXPECT_TRUE(scan->closed) << pos;
+    ASSERT_FALSE(scan->problems.empty());
+    // Blocks 0, 2 and 3 are intact.
+    EXPECT_EQ(v.ts.front(), 0);
+    EXPECT_EQ(v.ts.back(), 3099);
+  }
+}
+
+TEST(SegmentReader, AnyFlippedByteNeverCrashes) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("any.tds");
+  WriteSample(path, 3);
+  const std::string bytes = ReadFile(path);
+  for (uint64_t pos = 0; pos < bytes.size(); ++pos) {
+    for (int bit : {0, 7}) {
+      std::string bad = bytes;
+      bad[pos] ^= static_cast<char>(1 << bit);
+      CountingVisitor v;
+      auto scan = ScanSegmentBytes("any", bad, &v);
+      if (pos < kFileHeaderSize) {
+        EXPECT_FALSE(scan.ok()) << pos;  // the file header is checked by magic and CRC
+      } else {
+        ASSERT_TRUE(scan.ok());
+        EXPECT_GE(v.ts.size(), 200u) << pos;
+      }
+    }
+  }
+}
+
+TEST(SegmentReader, WrongVersionIsAClearError) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("ver.tds");
+  WriteSample(path, 1);
+  std::string bytes = ReadFile(path);
+  bytes[8] = 2;  // version field
+  EncodeFixed32(&bytes[28], Crc32c(bytes.data(), 28));
+  CountingVisitor v;
+  auto scan = ScanSegmentBytes("ver.tds", bytes, &v);
+  ASSERT_FALSE(scan.ok());
+  EXPECT_TRUE(scan.status().IsCorruption());
+  EXPECT_NE(scan.status().message().find("version 2"), std::string::npos)
+      << scan.status().message();
+  EXPECT_NE(scan.status().message().find("ver.tds"), std::string::npos);
+}
+
+TEST(SegmentReader, NotASegmentIsAClearError) {
+  CountingVisitor v;
+  auto scan = ScanSegmentBytes("x.json", std::string(100, '{'), &v);
+  ASSERT_FALSE(scan.ok());
+  EXPECT_NE(scan.status().message().find("bad magic"), std::string::npos);
+  auto short_scan = ScanSegmentBytes("tiny", "TDB", &v);
+  EXPECT_FALSE(short_scan.ok());
+  auto missing = ScanSegment("/nonexistent/seg.tds", &v);
+  EXPECT_FALSE(missing.ok());
+}
+
+TEST(SegmentReader, ResumesFromEndOffset) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("grow.tds");
+  const auto offsets = WriteSample(path, 4, /*end=*/false);
+  const std::string bytes = ReadFile(path);
+  CountingVisitor first;
+  auto s1 = ScanSegmentBytes("grow", std::string_view(bytes.data(), offsets[2] + 10), &first);
+  ASSERT_TRUE(s1.ok());
+  EXPECT_EQ(first.ts.size(), 200u);
+  CountingVisitor second;
+  auto s2 = ScanSegmentBytes("grow", bytes, &second, s1->end_offset);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(second.ts.size(), 200u);
+  EXPECT_EQ(second.ts.front(), 2000);
+  EXPECT_EQ(second.metas, 0);
+}
+
+TEST(SegmentReader, CorruptLengthFieldResynchronises) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("len.tds");
+  const auto offsets = WriteSample(path, 4);
+  std::string bytes = ReadFile(path);
+  EncodeFixed32(&bytes[offsets[1] + 8], 0x7fffff);  // stored length far past the end
+  CountingVisitor v;
+  auto scan = ScanSegmentBytes("len", bytes, &v);
+  ASSERT_TRUE(scan.ok());
+  EXPECT_EQ(v.ts.size(), 300u);
+  EXPECT_EQ(scan->corrupt_blocks, 1u);
+  EXPECT_EQ(scan->torn_tail_bytes, 0u);
+  EXPECT_TRUE(scan->closed);
+}
+
+}  // namespace
+}  // namespace tracedb::engine

@@ -1,0 +1,304 @@
+#include "engine/util/coding.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "engine/util/crc32c.h"
+#include "engine/util/parse_number.h"
+
+namespace tracedb::engine {
+namespace {
+
+TEST(Coding, VarintRoundTripAtEveryLength) {
+  std::string buf;
+  std::vector<uint64_t> values;
+  for (int bits = 0; bits <= 64; ++bits) {
+    const uint64_t v = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    values.push_back(v);
+    values.push_back(v + 1);
+  }
+  for (uint64_t v : values) PutVarint64(&buf, v);
+  Reader r(buf);
+  for (uint64_t v : values) {
+    uint64_t got;
+    ASSERT_TRUE(r.GetVarint64(&got));
+    EXPECT_EQ(got, v);
+    std::string one;
+    PutVarint64(&one, v);
+    EXPECT_EQ(VarintLength(v), static_cast<int>(one.size()));
+  }
+  EXPECT_TRUE(r.empty());
+}
+
+// The writers and the loop-free reader path (Reader::GetVarint64 with 8 bytes ahead) against a
+// byte-at-a-time LEB128 written here: same bytes, same values, at every length, also
+// non-canonical (padded) encodings and varints that end right at the span's end.
+TEST(Coding, VarintPathsEqualByteAtATimeLeb128) {
+  auto leb = [](uint64_t v) {
+    std::string out;
+    do {
+      unsigned char b = v & 0x7f;
+      v >>= 7;
+      if (v) b |= 0x80;
+      out.push_back(static_cast<char>(b));
+    } while (v);
+    return out;
+  };
+  std::mt19937_64 rng(12);
+  std::vector<uint64_t> values;
+  for (int bits = 0; bits <= 64; ++bits) {
+    for (int i = 0; i < 50; ++i) {
+      const uint64_t v = bits == 0 ? 0 : (rng() >> (64 - bits)) | (1ull << (bits - 1));
+      values.push_back(v);
+    }
+  }
+  std::string expect;
+  ByteBuf wide;
+  for (uint64_t v : values) {
+    expect += leb(v);
+    wide.Reserve(10);
+    wide.PutVarint(v);
+  }
+  ASSERT_EQ(std::string(wide.view()), expect);
+  // Decoding: every value with plenty of bytes after it, then each alone at a span's end.
+  Reader r(expect);
+  for (uint64_t v : values) {
+    uint64_t got = 0;
+    ASSERT_TRUE(r.GetVarint64(&got));
+    ASSERT_EQ(got, v);
+  }
+  EXPECT_TRUE(r.empty());
+  for (uint64_t v : values) {
+    const std::string one = leb(v) + std::string(8, '\x7f');
+    for (size_t tail : {size_t{0}, size_t{1}, size_t{7}, size_t{8}}) {
+      const std::string bytes = one.substr(0, leb(v).size() + tail);
+      Reader rr(bytes);
+      uint64_t got = 0;
+      ASSERT_TRUE(rr.GetVarint64(&got));
+      ASSERT_EQ(got, v);
+      EXPECT_EQ(rr.remaining(), tail);
+    }
+  }
+  // A padded encoding (0x85 0x80 0x00 = 5) reads as its value, with and without bytes after.
+  for (size_t tail : {size_t{0}, size_t{9}}) {
+    std::string padded = std::string("\x85\x80\x00", 3) + std::string(tail, '\x01');
+    Reader rr(padded);
+    uint64_t got = 0;
+    ASSERT_TRUE(rr.GetVarint64(&got));
+    EXPECT_EQ(got, 5u);
+    EXPECT_EQ(rr.remaining(), tail);
+  }
+  // Eight continuation bytes with no end among them: the slow path decides (here: truncated).
+  const std::string no_end(8, '\xff');
+  Reader rr(no_end);
+  uint64_t got;
+  EXPECT_FALSE(rr.GetVarint64(&got));
+}
+
+TEST(Coding, ZigZagRoundTrip) {
+  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{-1}, int64_t{63}, int64_t{-64},
+                    std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
+    EXPECT_EQ(UnZigZag(ZigZag(v)), v);
+  }
+  EXPECT_EQ(ZigZag(-1), 1u);
+  EXPECT_EQ(ZigZag(1), 2u);
+}
+
+TEST(Coding, TruncatedVarintFails) {
+  std::string buf;
+  PutVarint64(&buf, 1ull << 40);
+  for (size_t n = 0; n < buf.size(); ++n) {
+    Reader r(buf.data(), n);
+    uint64_t v;
+    EXPECT_FALSE(r.GetVarint64(&v)) << n;
+  }
+}
+
+TEST(Coding, OverlongVarintFails) {
+  std::string buf(11, '\xff');
+  Reader r(buf);
+  uint64_t v;
+  EXPECT_FALSE(r.GetVarint64(&v));
+  std::string ten(9, '\xff');
+  ten.push_back('\x02');  // bit 64 set
+  Reader r2(ten);
+  EXPECT_FALSE(r2.GetVarint64(&v));
+}
+
+TEST(Coding, LengthPrefixedNeverOverReads) {
+  std::string buf;
+  PutVarint64(&buf, 100);
+  buf += "short";
+  Reader r(buf);
+  std::string_view s;
+  EXPECT_FALSE(r.GetLengthPrefixed(&s));
+}
+
+TEST(Coding, FixedWidthRoundTrip) {
+  std::string buf;
+  PutFixed16(&buf, 0xbeef);
+  PutFixed32(&buf, 0xdeadbeef);
+  PutFixed64(&buf, 0x0123456789abcdefull);
+  Reader r(buf);
+  uint16_t a;
+  uint32_t b;
+  uint64_t c;
+  ASSERT_TRUE(r.GetFixed16(&a) && r.GetFixed32(&b) && r.GetFixed64(&c));
+  EXPECT_EQ(a, 0xbeef);
+  EXPECT_EQ(b, 0xdeadbeefu);
+  EXPECT_EQ(c, 0x0123456789abcdefull);
+  EXPECT_FALSE(r.GetU8(reinterpret_cast<uint8_t*>(&a)));
+}
+
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+  std::mt19937 rng(7);
+  std::string bytes(5000, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  for (size_t split :
+       {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{4999}, size_t{5000}}) {
+    const uint32_t a = Crc32c(bytes.data(), split);
+    const uint32_t b = Crc32c(bytes.data() + split, bytes.size() - split);
+    EXPECT_EQ(Crc32cCombine(a, b, bytes.size() - split), Crc32c(bytes.data(), bytes.size()))
+        << split;
+  }
+}
+
+// SaturatingAdd/Sub use the overflow flag; the reference is the sum in 128 bits, clamped.
+TEST(SaturatingArithmetic, EqualsThe128BitSumClamped) {
+  const int64_t values[] = {INT64_MIN, INT64_MIN + 1,    -(int64_t{1} << 62), -1000,    -1, 0, 1,
+                            1000,      int64_t{1} << 62, INT64_MAX - 1,       INT64_MAX};
+  for (int64_t a : values) {
+    for (int64_t b : values) {
+      EXPECT_EQ(SaturatingAdd(a, b), SaturateInt64(static_cast<__int128>(a) + b)) << a << " " << b;
+      EXPECT_EQ(SaturatingSub(a, b), SaturateInt64(static_cast<__int128>(a) - b)) << a << " " << b;
+    }
+  }
+  EXPECT_EQ(SaturatingSub(0, INT64_MIN), INT64_MAX);
+  EXPECT_EQ(SaturatingAdd(INT64_MIN, -1), INT64_MIN);
+}
+
+TEST(WrapArithmetic, NeverOverflowsAndRoundTrips) {
+  EXPECT_EQ(WrapAdd(INT64_MAX, 1), INT64_MIN);
+  EXPECT_EQ(WrapSub(INT64_MIN, 1), INT64_MAX);
+  EXPECT_EQ(WrapAdd(WrapSub(INT64_MIN, INT64_MAX), INT64_MAX), INT64_MIN);
+  EXPECT_EQ(WrapMul(INT64_MIN, -1), INT64_MIN);
+  EXPECT_EQ(SaturatingAdd(INT64_MAX, 5), INT64_MAX);
+  EXPECT_EQ(SaturatingSub(INT64_MIN, 5), INT64_MIN);
+  EXPECT_EQ(SaturatingAdd(-3, 5), 2);
+  int64_t v = 0;
+  EXPECT_TRUE(DoubleToInt64(-9223372036854775808.0, &v));
+  EXPECT_EQ(v, INT64_MIN);
+  EXPECT_TRUE(DoubleToInt64(-2.9, &v));
+  EXPECT_EQ(v, -2);
+  EXPECT_FALSE(DoubleToInt64(9223372036854775808.0, &v));
+  EXPECT_FALSE(DoubleToInt64(1e300, &v));
+  EXPECT_FALSE(DoubleToInt64(std::nan(""), &v));
+  EXPECT_FALSE(DoubleToInt64(-std::numeric_limits<double>::infinity(), &v));
+}
+
+TEST(Crc32c, KnownVectors) {
+  // RFC 3720 B.4 test vectors.
+  std::string zeros(32, '\0');
+  EXPECT_EQ(Crc32c(zeros.data(), zeros.size()), 0x8a9136aau);
+  std::string ones(32, '\xff');
+  EXPECT_EQ(Crc32c(ones.data(), ones.size()), 0x62a8ab43u);
+  std::string inc(32, 0);
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<char>(i);
+  EXPECT_EQ(Crc32c(inc.data(), inc.size()), 0x46dd794eu);
+  EXPECT_EQ(Crc32c("123456789", 9), 0xe3069283u);
+}
+
+TEST(Crc32c, IncrementalEqualsOneShot) {
+  std::mt19937 rng(1);
+  std::string data(1000, 0);
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t split : {0, 1, 7, 8, 9, 500, 999, 1000}) {
+    uint32_t a = Crc32c(data.data(), split);
+    a = Crc32c(data.data() + split, data.size() - split, a);
+    EXPECT_EQ(a, Crc32c(data.data(), data.size())) << split;
+  }
+}
+
+TEST(Coding, BitFieldsRoundTripAtEveryWidthAndOffset) {
+  // Every width 0..64 after every start offset 0..63, so fields straddle word boundaries.
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<uint64_t, int>> fields;
+  for (int offset = 0; offset < 64; ++offset) {
+    fields.push_back({offset == 0 ? 0 : rng() & (~0ull >> (64 - offset)), offset});
+    for (int bits = 0; bits <= 64; ++bits) {
+      const uint64_t mask = bits == 0 ? 0 : ~0ull >> (64 - bits);
+      fields.push_back({rng() & mask, bits});
+      fields.push_back({mask, bits});
+    }
+  }
+  std::string buf;
+  BitWriter w(&buf);
+  uint64_t total = 0;
+  for (auto [v, bits] : fields) {
+    w.Put(v, bits);
+    total += static_cast<uint64_t>(bits);
+  }
+  w.Finish();
+  ASSERT_EQ(buf.size(), (total + 7) / 8);
+  BitReader r(buf);
+  for (auto [v, bits] : fields) {
+    uint64_t got;
+    ASSERT_TRUE(r.Get(bits, &got));
+    ASSERT_EQ(got, v) << bits;
+  }
+  EXPECT_TRUE(r.at_end());
+  uint64_t x;
+  EXPECT_FALSE(r.Get(8, &x));
+}
+
+TEST(Coding, BitReaderNeverReadsPastItsSpan) {
+  const std::string three("\xff\xff\xff", 3);
+  BitReader r(three);
+  uint64_t v;
+  EXPECT_FALSE(r.Get(25, &v));
+  ASSERT_TRUE(r.Get(20, &v));
+  EXPECT_EQ(v, 0xfffffu);
+  EXPECT_FALSE(r.at_end());  // four set bits remain: not padding
+  EXPECT_FALSE(r.Get(5, &v));
+  ASSERT_TRUE(r.Get(4, &v));
+  EXPECT_TRUE(r.at_end());
+  BitReader empty{std::string_view()};
+  EXPECT_TRUE(empty.Get(0, &v));
+  EXPECT_FALSE(empty.Get(1, &v));
+  EXPECT_TRUE(empty.at_end());
+  EXPECT_EQ(BitLength(0), 0);
+  EXPECT_EQ(BitLength(1), 1);
+  EXPECT_EQ(BitLength(~0ull), 64);
+}
+
+// The one integer policy (engine/util/parse_number.h): whole decimal text within int64, nothing
+// else; the strtoll copies it replaced took " 7" and "+7", and one wrapped on overflow.
+TEST(ParseInt64, WholeDecimalTextOnly) {
+  int64_t v = 42;
+  EXPECT_TRUE(ParseInt64("0", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_TRUE(ParseInt64("-17", &v));
+  EXPECT_EQ(v, -17);
+  EXPECT_TRUE(ParseInt64("9223372036854775807", &v));
+  EXPECT_EQ(v, std::numeric_limits<int64_t>::max());
+  EXPECT_TRUE(ParseInt64("-9223372036854775808", &v));
+  EXPECT_EQ(v, std::numeric_limits<int64_t>::min());
+  v = 5;
+  for (const char* bad : {"", " 7", "7 ", "+7", "0x10", "1e3", "7.0", "--7", "-",
+                          "9223372036854775808", "-9223372036854775809", "12abc"}) {
+    EXPECT_FALSE(ParseInt64(bad, &v)) << "'" << bad << "'";
+    EXPECT_EQ(v, 5) << "'" << bad << "' changed the output";
+  }
+}
+
+// AllDigits (one copy; the importers had three): digits only, no sign, not empty.
+TEST(ParseInt64, AllDigits) {
+  for (const char* yes : {"0", "7", "0012", "99999999999999999999999"}) EXPECT_TRUE(AllDigits(yes));
+  for (const char* no : {"", "-1", "+1", " 1", "1 ", "1a", "x"}) EXPECT_FALSE(AllDigits(no)) << no;
+}
+
+}  // namespace
+}  // namespace tracedb::engine

@@ -1,0 +1,41 @@
+// LZ4 wrappers. See lz4_codec.h.
+#include "engine/util/lz4_codec.h"
+
+#include <lz4.h>
+
+namespace tracedb::engine {
+
+Status Lz4Compress(std::string_view raw, std::string* dst) {
+  if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
+    return Status::InvalidArgument("LZ4: input of " + std::to_string(raw.size()) +
+                                   " bytes exceeds LZ4's limit");
+  }
+  const int bound = LZ4_compressBound(static_cast<int>(raw.size()));
+  const size_t old = dst->size();
+  dst->resize(old + static_cast<size_t>(bound));
+  const int n =
+      LZ4_compress_default(raw.data(), dst->data() + old, static_cast<int>(raw.size()), bound);
+  if (n <= 0 && !raw.empty()) {
+    dst->resize(old);
+    return Status::Internal("LZ4 compression of " + std::to_string(raw.size()) + " bytes failed");
+  }
+  dst->resize(old + static_cast<size_t>(n > 0 ? n : 0));
+  return Status::Ok();
+}
+
+Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst) {
+  if (raw_size > kMaxRawBlockBytes) {
+    return Status::Corruption("declared uncompressed size " + std::to_string(raw_size) +
+                              " exceeds the limit");
+  }
+  dst->resize(raw_size);
+  const int n =
+      LZ4_decompress_safe(compressed.data(), dst->data(), static_cast<int>(compressed.size()),
+                          static_cast<int>(raw_size));
+  if (n < 0 || static_cast<size_t>(n) != raw_size) {
+    return Status::Corruption("LZ4 payload does not decompress to its declared size");
+  }
+  return Status::Ok();
+}
+
+}  // namespace tracedb::engine

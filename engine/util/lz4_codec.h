@@ -1,0 +1,26 @@
+// LZ4 block compression of whole column payloads (the LZ4 "block" API, not the frame API: the
+// segment and DB block headers already carry both sizes and a CRC).
+// Thread safety: pure functions.
+// Format: docs/segment-format.md, section "Compression".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "engine/util/status.h"
+
+namespace tracedb::engine {
+
+// Largest uncompressed block we accept on read (guards allocations driven by file contents).
+inline constexpr size_t kMaxRawBlockBytes = 64u << 20;
+
+// Appends the LZ4 compression of `raw` to `dst`. InvalidArgument when `raw` is larger than LZ4
+// accepts, Internal when LZ4 reports a failure; `dst` is then left as it was, so a
+// caller can never store an empty payload by mistake.
+[[nodiscard]] Status Lz4Compress(std::string_view raw, std::string* dst);
+
+// Decompresses `compressed` into exactly `raw_size` bytes in *dst (replacing its contents).
+// Corruption when the input is malformed or does not expand to exactly raw_size bytes.
+Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst);
+
+}  // namespace tracedb::engine

@@ -1,0 +1,184 @@
+// Tests of report_data.h: the Mann-Whitney U test against values worked out by hand and by the
+// textbook definitions (and scipy.stats.mannwhitneyu's documented results), interval unions,
+// percentiles, and the aggregates of a generated job against the built-in views (plain SQL).
+#include "query/report/report_data.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "query/open/query_db.h"
+#include "tests/test_util.h"
+
+namespace tracedb::query {
+namespace {
+
+TEST(MannWhitneyTest, ExactSeparatedSamples) {
+  // a entirely below b: U_a = 0, U_b = 9. Of the C(6,3) = 20 arrangements, one has U = 0 and
+  // one U = 9: two-sided p = 2/20 (scipy: mannwhitneyu([1,2,3],[4,5,6]).pvalue == 0.1).
+  MannWhitney m = MannWhitneyU({1, 2, 3}, {4, 5, 6});
+  EXPECT_TRUE(m.exact);
+  EXPECT_DOUBLE_EQ(m.u_a, 0);
+  EXPECT_DOUBLE_EQ(m.u_b, 9);
+  EXPECT_NEAR(m.p, 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(m.effect, 1.0);
+}
+
+TEST(MannWhitneyTest, ExactSmallTable) {
+  // n = 4 and 4, U = 1: arrangements with U <= 1 are 2 of C(8,4) = 70 (U = 0 and U = 1 have
+  // one each): p = 2 * 2/70.
+  MannWhitney m = MannWhitneyU({1, 2, 3, 5}, {4, 6, 7, 8});
+  EXPECT_TRUE(m.exact);
+  EXPECT_DOUBLE_EQ(m.u_a, 1);
+  EXPECT_NEAR(m.p, 4.0 / 70.0, 1e-12);
+  // Identical distributions interleaved: U = n_a n_b / 2 gives p = 1.
+  MannWhitney same = MannWhitneyU({1, 4, 5, 8}, {2, 3, 6, 7});
+  EXPECT_DOUBLE_EQ(same.u_a, 8);
+  EXPECT_NEAR(same.p, 1.0, 1e-12);
+}
+
+TEST(MannWhitneyTest, TiesUseTheNormalApproximationWithTieCorrection) {
+  // Pooled 1 2 2 2 3 3: mid-ranks 1, 3, 3, 3, 5.5, 5.5. R_a = 1 + 3 + 3 = 7, U_a = 7 - 6 = 1.
+  // Ties: t = 3 and t = 2, sum(t^3 - t) = 30. var = 3*3/12 * (7 - 30/30) = 4.5.
+  // z = (|1 - 4.5| - 0.5) / sqrt(4.5) = 1.41421; p = 2 * (1 - Phi(1.41421)) = 0.157299.
+  MannWhitney m = MannWhitneyU({1, 2, 2}, {2, 3, 3});
+  EXPECT_FALSE(m.exact);
+  EXPECT_DOUBLE_EQ(m.u_a, 1);
+  EXPECT_DOUBLE_EQ(m.u_b, 8);
+  EXPECT_NEAR(m.z, -1.414214, 1e-6);
+  EXPECT_NEAR(m.p, 0.157299, 1e-6);
+}
+
+TEST(MannWhitneyTest, LargeSamplesDetectAShiftAndNotNoise) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> n(100, 10);
+  std::vector<double> a, b, c;
+  for (int i = 0; i < 200; ++i) {
+    a.push_back(n(rng));
+    b.push_back(n(rng) * 1.1);
+    c.push_back(n(rng));
+  }
+  MannWhitney shifted = MannWhitneyU(a, b);
+  EXPECT_FALSE(shifted.exact);
+  EXPECT_LT(shifted.p, 1e-6);
+  EXPECT_GT(shifted.effect, 0.7);
+  MannWhitney same = MannWhitneyU(a, c);
+  EXPECT_GT(same.p, 0.01);
+  // U_a + U_b = n_a n_b always.
+  EXPECT_DOUBLE_EQ(shifted.u_a + shifted.u_b, 200.0 * 200.0);
+}
+
+TEST(MannWhitneyTest, EmptyOrConstant) {
+  EXPECT_DOUBLE_EQ(MannWhitneyU({}, {1, 2}).p, 1);
+  MannWhitney c = MannWhitneyU(std::vector<double>(30, 5.0), std::vector<double>(30, 5.0));
+  EXPECT_DOUBLE_EQ(c.p, 1);
+}
+
+TEST(ReportDataTest, MergeIntervalsAndPercentile) {
+  std::vector<Interval> v = {{10, 20}, {0, 5}, {15, 30}, {30, 31}, {40, 40}};
+  EXPECT_EQ(MergeIntervals(&v), 5 + 21 + 0);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[1].begin, 10);
+  EXPECT_EQ(v[1].end, 31);
+  std::vector<double> p = {5, 1, 4, 2, 3};
+  EXPECT_DOUBLE_EQ(Percentile(&p, 50), 3);
+  EXPECT_DOUBLE_EQ(Percentile(&p, 99), 5);
+  EXPECT_DOUBLE_EQ(Percentile(&p, 0), 1);
+  // The nearest rank as percentile() computes it: 7 / 100.0 * 100 in doubles is
+  // 7.000000000000001, whose ceil (8) the report's own copy took.
+  std::vector<double> hundred;
+  for (int i = 1; i <= 100; ++i) hundred.push_back(i);
+  EXPECT_DOUBLE_EQ(Percentile(&hundred, 7), 7);
+  EXPECT_DOUBLE_EQ(Percentile(&hundred, 99), 99);
+}
+
+#ifdef REPORT_JOB_GEN_PATH
+// The aggregates of a generated job equal the built-in views' answers (plain SQL over events).
+TEST(ReportDataTest, AggregatesMatchTheViews) {
+  testing::TempDir dir;
+  const std::string db_path = dir.Sub("job.tdb");
+  int rc = -1;
+  testing::RunCommand(std::string(REPORT_JOB_GEN_PATH) + " " + testing::ShellQuote(db_path) +
+                          " 3 40 3 --straggler 1=1.3 --spike 20=4",
+                      &rc);
+  ASSERT_EQ(rc, 0);
+  auto db = OpenQueryDb(db_path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  engine::Db* d = db->get();
+  auto ov = BuildOverview(d, 7);
+  ASSERT_TRUE(ov.ok()) << ov.status().message();
+  ASSERT_EQ(ov->ranks.size(), 3u);
+  for (const auto& r : ov->ranks) {
+    auto q = [&](const std::string& col) {
+      return *d->QueryInt("SELECT " + col +
+                          " FROM rank_time_split WHERE rank = " + std::to_string(r.rank));
+    };
+    EXPECT_EQ(r.compute_ns, q("compute_ns"));
+    EXPECT_EQ(r.comm_ns, q("comm_ns"));
+    EXPECT_EQ(r.wall_ns, q("wall_ns"));
+    int64_t compute = 0, comm = 0;
+    for (int b = 0; b < 7; ++b) {
+      compute += r.compute_bins[b];
+      comm += r.comm_bins[b];
+      EXPECT_LE(r.busy_bins[b], ov->bin_ns);
+    }
+    EXPECT_EQ(compute, r.compute_ns);  // the bins cover the whole trace
+    EXPECT_EQ(comm, r.comm_ns);
+  }
+  auto steps = BuildStepSeries(d);
+  ASSERT_TRUE(steps.ok());
+  ASSERT_EQ(steps->size(), 40u);
+  for (const auto& p : *steps) {
+    const std::string w = " FROM step_summary WHERE step = " + std::to_string(p.step);
+    EXPECT_EQ(p.max_ns, *d->QueryInt("SELECT max_ns" + w));
+    EXPECT_EQ(p.mean_ns, *d->QueryInt("SELECT mean_ns" + w));
+    EXPECT_EQ(p.outlier, p.step == 20) << p.step;
+  }
+  auto names = BuildNameStats(d);
+  ASSERT_TRUE(names.ok());
+  ASSERT_EQ(names->size(), 5u);
+  for (const auto& n : *names) {
+    const std::string w = " FROM name_stats_all WHERE name = '" + n.name + "'";
+    EXPECT_EQ(static_cast<int64_t>(n.count), *d->QueryInt("SELECT count" + w));
+    EXPECT_EQ(n.total_ns, *d->QueryInt("SELECT total_ns" + w));
+    EXPECT_EQ(n.p50_ns, *d->QueryInt("SELECT p50_ns" + w));
+    EXPECT_EQ(n.p99_ns, *d->QueryInt("SELECT p99_ns" + w));
+    EXPECT_EQ(n.per_step.size(), 40u);
+    EXPECT_EQ(n.routine, n.name == "MPI_Allreduce");
+    // The per-step values average over the ranks: their sum times the ranks is the total.
+    double sum = 0;
+    for (double v : n.per_step) sum += v;
+    EXPECT_NEAR(sum * 3, static_cast<double>(n.total_ns), 1.0 * n.per_step.size());
+  }
+  // Collectives in one pass equal the window-function views.
+  auto cd = BuildCollectives(d);
+  ASSERT_TRUE(cd.ok()) << cd.status().message();
+  EXPECT_EQ(static_cast<int64_t>(cd->collectives.size()),
+            *d->QueryInt("SELECT count(*) FROM collectives"));
+  int64_t max_skew = 0;
+  for (const auto& c : cd->collectives) max_skew = std::max(max_skew, c.skew_ns);
+  EXPECT_EQ(max_skew, *d->QueryInt("SELECT max(skew_ns) FROM collectives"));
+  ASSERT_EQ(cd->ranks.size(), 3u);
+  for (const auto& r : cd->ranks) {
+    const std::string w = " WHERE rank = " + std::to_string(r.rank);
+    EXPECT_EQ(r.waited_ns, *d->QueryInt("SELECT waited_ns FROM collective_wait" + w));
+    EXPECT_EQ(r.late_ns, *d->QueryInt("SELECT late_ns FROM collective_wait" + w));
+    EXPECT_EQ(static_cast<int64_t>(r.collectives),
+              *d->QueryInt("SELECT collectives FROM collective_wait" + w));
+    EXPECT_EQ(static_cast<int64_t>(r.times_last),
+              *d->QueryInt("SELECT times_last FROM stragglers" + w, 0));
+    EXPECT_EQ(r.caused_wait_ns, *d->QueryInt("SELECT caused_wait_ns FROM stragglers" + w, 0));
+    EXPECT_EQ(r.max_skew_ns, *d->QueryInt("SELECT max_skew_ns FROM stragglers" + w, 0));
+  }
+  std::string basis;
+  auto s = FindStragglers(d, 3, &basis);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(basis, "collectives");
+  ASSERT_FALSE(s->empty());
+  EXPECT_EQ((*s)[0], 1);
+}
+#endif
+
+}  // namespace
+}  // namespace tracedb::query

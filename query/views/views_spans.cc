@@ -1,0 +1,359 @@
+// Span statistics over decoded block columns. See views_spans.h; the SQL these tables replace
+// is ViewsReferenceSql() in query/views/views.cc.
+#include "query/views/views_spans.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/db/event_block.h"
+#include "engine/db/sqlite.h"
+#include "query/sql/events_internal.h"
+#include "query/sql/percentile_rank.h"
+#include "query/sql/vtab_module.h"
+
+namespace tracedb::query {
+namespace {
+
+using engine::DecodedBlock;
+using engine::RowKind;
+
+enum class Mode { kPerRank, kPerName };  // span_stats, name_stats_all
+
+const char* TableName(Mode m) {
+  return m == Mode::kPerRank ? "tracedb_span_stats" : "tracedb_name_stats_all";
+}
+
+// One group (a row of the result).
+struct Group {
+  int64_t rank = 0;   // kPerRank
+  int32_t name = -1;  // index into Table::names; -1 = NULL
+  int64_t sum = 0;    // exact, as sum() (overflow: an error)
+  bool overflow = false;
+  double rsum = 0;  // as avg() adds them up
+  int64_t max = INT64_MIN;
+  std::vector<int64_t> durs;
+  std::vector<int64_t> ranks;  // kPerName: the ranks seen (sorted and made unique at the end)
+  int64_t seen_in = -1;        // kPerName: the last block index that added to `ranks`
+  // Results.
+  int64_t mean = 0, p50 = 0, p95 = 0, p99 = 0, nranks = 0;
+};
+
+struct Table {
+  std::vector<Group> rows;
+  std::vector<std::string_view> names;  // views into the catalog's strings
+  events::DbCatalog catalog;            // owns the strings `names` points into
+};
+
+std::string Where(Mode m) { return std::string(TableName(m)) + ": "; }
+
+// CAST(r AS INTEGER) for a real, as SQLite converts it: truncation, saturating at the ends.
+int64_t CastToInteger(double r) {
+  if (r <= static_cast<double>(INT64_MIN)) return INT64_MIN;
+  if (r >= static_cast<double>(INT64_MAX)) return INT64_MAX;
+  return static_cast<int64_t>(r);
+}
+
+// The p50, p95 and p99 of `v` (not empty) as percentile() picks them; reorders v.
+void Percentiles(std::vector<int64_t>* v, Group* g) {
+  const size_t n = v->size();
+  const size_t k50 = NearestRankPercent(50, n) - 1;
+  const size_t k95 = NearestRankPercent(95, n) - 1;
+  const size_t k99 = NearestRankPercent(99, n) - 1;
+  auto b = v->begin();
+  // Each selection leaves the larger values after its position: the next one searches there.
+  std::nth_element(b, b + static_cast<long>(k50), v->end());
+  g->p50 = (*v)[k50];
+  if (k95 > k50)
+    std::nth_element(b + static_cast<long>(k50) + 1, b + static_cast<long>(k95), v->end());
+  g->p95 = (*v)[k95];
+  if (k99 > k95)
+    std::nth_element(b + static_cast<long>(k95) + 1, b + static_cast<long>(k99), v->end());
+  g->p99 = (*v)[k99];
+}
+
+Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Table* out) {
+  out->rows.clear();
+  out->names.clear();
+  // The names as the events table reads them: a name id the catalog has no string for is NULL.
+  events::DbCatalog& cat = out->catalog;
+  cat.Refresh(db);
+  const size_t nstrings = cat.strings.size();
+  // Per string id, its group name (ids with the same text share one), -2 until first seen.
+  std::vector<int32_t> canon(nstrings, -2);
+  std::unordered_map<std::string_view, int32_t> by_text;
+  auto name_of = [&](uint32_t id) -> int32_t {
+    if (id >= nstrings) return -1;
+    int32_t& c = canon[id];
+    if (c == -2) {
+      const std::string_view s = cat.strings[id];
+      auto [it, fresh] = by_text.try_emplace(s, static_cast<int32_t>(out->names.size()));
+      if (fresh) out->names.push_back(s);
+      c = it->second;
+    }
+    return c;
+  };
+  // Per rank (one for kPerName): the group of each string id (slot `nstrings` for every id
+  // beyond the strings, the NULL name), -1 until looked up; and the group of each name.
+  struct RankGroups {
+    std::vector<int32_t> by_id;
+    std::unordered_map<int32_t, int32_t> by_name;
+  };
+  std::unordered_map<int64_t, RankGroups> groups_of_rank;
+  std::vector<Group>& groups = out->rows;
+
+  // Every block (of the rank), decoded in one pass by the block store, which checks each
+  // one's zone map and row count.
+  engine::BlockStore store(db, db->path(), "main");
+  engine::BlockSelection sel;
+  if (only_rank) sel.ranks = {*only_rank};
+  sel.order = engine::BlockSelection::Order::kBlock;
+  constexpr uint32_t kWant = engine::kColKind | engine::kColName | engine::kColDur;
+  constexpr uint8_t kSpan = static_cast<uint8_t>(RowKind::kSpan);
+  int64_t block_index = -1;
+  auto per_block = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
+    ++block_index;
+    const int64_t rank = z.rank;
+    RankGroups& rg = groups_of_rank[mode == Mode::kPerRank ? rank : 0];
+    if (rg.by_id.empty()) rg.by_id.assign(nstrings + 1, -1);
+    for (size_t i = 0; i < b.n; ++i) {
+      if (b.kind[i] != kSpan) continue;
+      const uint32_t id = b.name[i];
+      int32_t& slot = rg.by_id[id < nstrings ? id : nstrings];
+      if (slot < 0) {
+        // Ids with the same text (or no text) share a group.
+        const int32_t name = name_of(id);
+        auto [it, fresh] = rg.by_name.try_emplace(name, static_cast<int32_t>(groups.size()));
+        if (fresh) {
+          Group g;
+          g.rank = rank;
+          g.name = name;
+          groups.push_back(std::move(g));
+        }
+        slot = it->second;
+      }
+      Group& g = groups[static_cast<size_t>(slot)];
+      const int64_t d = b.dur[i];
+      g.durs.push_back(d);
+      g.overflow |= __builtin_add_overflow(g.sum, d, &g.sum);
+      g.rsum += static_cast<double>(d);
+      g.max = std::max(g.max, d);
+      if (mode == Mode::kPerName && g.seen_in != block_index) {
+        g.seen_in = block_index;
+        g.ranks.push_back(rank);
+      }
+    }
+    return Status::Ok();
+  };
+  if (Status s = store.ForEachDecoded(sel, kWant, per_block); !s.ok()) {
+    return Status::Corruption(Where(mode) + s.message());
+  }
+  for (Group& g : groups) {
+    if (g.overflow) return Status::InvalidArgument("integer overflow");  // as sum() says
+    const size_t n = g.durs.size();
+    g.mean = CastToInteger(g.rsum / static_cast<double>(n));
+    Percentiles(&g.durs, &g);
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.nranks = std::unique(g.ranks.begin(), g.ranks.end()) - g.ranks.begin();
+  }
+  // GROUP BY's order: rank, then the name (NULL first, then text by bytes, BINARY).
+  const std::vector<std::string_view>& names = out->names;
+  std::sort(groups.begin(), groups.end(), [&](const Group& x, const Group& y) {
+    if (mode == Mode::kPerRank && x.rank != y.rank) return x.rank < y.rank;
+    if (x.name < 0 || y.name < 0) return x.name < 0 && y.name >= 0;
+    return names[static_cast<size_t>(x.name)] < names[static_cast<size_t>(y.name)];
+  });
+  return Status::Ok();
+}
+
+// ---- the virtual tables ----
+
+// Columns read from events keep their declared types; CAST(avg(dur) AS INTEGER) has INTEGER
+// affinity; the other aggregates have none, as in SQL.
+constexpr const char* kPerRankSchema =
+    "CREATE TABLE x(rank INTEGER, name TEXT, count, total_ns, mean_ns INTEGER, p50_ns, p95_ns, "
+    "p99_ns, max_ns)";
+constexpr const char* kPerNameSchema =
+    "CREATE TABLE x(name TEXT, count, ranks, total_ns, mean_ns INTEGER, p50_ns, p95_ns, p99_ns, "
+    "max_ns)";
+enum Col { kRank, kName, kCount, kRanks, kTotal, kMean, kP50, kP95, kP99, kMax };
+// The columns of each schema, in order.
+constexpr Col kPerRankCols[] = {kRank, kName, kCount, kTotal, kMean, kP50, kP95, kP99, kMax};
+constexpr Col kPerNameCols[] = {kName, kCount, kRanks, kTotal, kMean, kP50, kP95, kP99, kMax};
+
+struct Vtab {
+  sqlite3_vtab base;  // must be first
+  std::unique_ptr<engine::Db> db;
+  Mode mode = Mode::kPerRank;
+};
+
+struct Cursor {
+  sqlite3_vtab_cursor base;  // must be first
+  Vtab* vtab = nullptr;
+  std::unique_ptr<Table> table;  // computed by xFilter, kept while its argument is the same
+  std::optional<int64_t> table_rank;
+  bool table_none = false;  // the argument matches no rank (no rows)
+  size_t row = 0;
+};
+
+int Connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char**) {
+  const Mode mode = aux != nullptr ? Mode::kPerName : Mode::kPerRank;
+  return NewVtab<Vtab>(db, mode == Mode::kPerRank ? kPerRankSchema : kPerNameSchema,
+                       TableName(mode), out, [mode](Vtab* v) { v->mode = mode; });
+}
+
+int BestIndex(sqlite3_vtab* tab, sqlite3_index_info* info) {
+  const Mode mode = reinterpret_cast<Vtab*>(tab)->mode;
+  // The whole table is computed, once per statement and argument. On tracedb_span_stats,
+  // `rank = x` limits it to that rank's blocks (SQLite checks it again: omit stays 0).
+  info->estimatedCost = 1e9;
+  info->estimatedRows = 1000;
+  if (mode == Mode::kPerRank) {
+    for (int i = 0; i < info->nConstraint; ++i) {
+      const auto& c = info->aConstraint[i];
+      if (c.usable && c.iColumn == 0 && c.op == SQLITE_INDEX_CONSTRAINT_EQ) {
+        info->aConstraintUsage[i].argvIndex = 1;
+        info->idxNum = 1;
+        info->estimatedCost = 1e8;
+        info->estimatedRows = 100;
+        break;
+      }
+    }
+  }
+  // Rows come sorted by (rank, name) or name, ascending, names compared by bytes.
+  // (SQLite shows no ORDER BY term under another collation than the column's, BINARY.)
+  const bool ordered =
+      mode == Mode::kPerRank ? OrderedPrefix(info, {0, 1}) : OrderedPrefix(info, {0});
+  if (ordered) info->orderByConsumed = 1;
+  return SQLITE_OK;
+}
+
+int Filter(sqlite3_vtab_cursor* cur, int idx_num, const char*, int argc, sqlite3_value** argv) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  c->row = 0;
+  std::optional<int64_t> rank;
+  bool none = false;
+  if (idx_num == 1 && argc >= 1) {
+    // `rank = x` as SQLite compares an INTEGER column: a numeric text as its number, an integral
+    // real as that integer; anything else equals no rank.
+    sqlite3_value* v = argv[0];
+    const int t = sqlite3_value_numeric_type(v);
+    if (t == SQLITE_INTEGER) {
+      rank = sqlite3_value_int64(v);
+    } else if (t == SQLITE_FLOAT) {
+      const double d = sqlite3_value_double(v);
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+          static_cast<double>(static_cast<int64_t>(d)) == d)
+        rank = static_cast<int64_t>(d);
+      else
+        none = true;
+    } else {
+      none = true;
+    }
+  }
+  c->table_none = none;
+  if (none) return SQLITE_OK;
+  if (c->table && c->table_rank == rank) return SQLITE_OK;  // the same rows
+  auto t = std::make_unique<Table>();
+  Status s;
+  try {
+    s = Compute(c->vtab->db.get(), c->vtab->mode, rank, t.get());
+  } catch (const std::bad_alloc&) {
+    return SQLITE_NOMEM;
+  }
+  if (!s.ok()) {
+    sqlite3_free(c->vtab->base.zErrMsg);
+    c->vtab->base.zErrMsg = sqlite3_mprintf("%s", s.message().c_str());
+    c->table.reset();
+    return SQLITE_ERROR;
+  }
+  c->table = std::move(t);
+  c->table_rank = rank;
+  return SQLITE_OK;
+}
+
+int Next(sqlite3_vtab_cursor* cur) {
+  reinterpret_cast<Cursor*>(cur)->row++;
+  return SQLITE_OK;
+}
+
+int Eof(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  return c->table_none || !c->table || c->row >= c->table->rows.size() ? 1 : 0;
+}
+
+int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  const Group& g = c->table->rows[c->row];
+  if (col < 0 || col >= 9) {
+    sqlite3_result_null(ctx);
+    return SQLITE_OK;
+  }
+  switch (c->vtab->mode == Mode::kPerRank ? kPerRankCols[col] : kPerNameCols[col]) {
+    case kRank:
+      sqlite3_result_int64(ctx, g.rank);
+      break;
+    case kName:
+      if (g.name < 0) {
+        sqlite3_result_null(ctx);
+      } else {
+        const std::string_view s = c->table->names[static_cast<size_t>(g.name)];
+        sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
+      }
+      break;
+    case kCount:
+      sqlite3_result_int64(ctx, static_cast<int64_t>(g.durs.size()));
+      break;
+    case kRanks:
+      sqlite3_result_int64(ctx, g.nranks);
+      break;
+    case kTotal:
+      sqlite3_result_int64(ctx, g.sum);
+      break;
+    case kMean:
+      sqlite3_result_int64(ctx, g.mean);
+      break;
+    case kP50:
+      sqlite3_result_int64(ctx, g.p50);
+      break;
+    case kP95:
+      sqlite3_result_int64(ctx, g.p95);
+      break;
+    case kP99:
+      sqlite3_result_int64(ctx, g.p99);
+      break;
+    case kMax:
+      sqlite3_result_int64(ctx, g.max);
+      break;
+  }
+  return SQLITE_OK;
+}
+
+int Rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
+  *out = static_cast<sqlite3_int64>(reinterpret_cast<Cursor*>(cur)->row);
+  return SQLITE_OK;
+}
+
+sqlite3_module MakeModule() {
+  return EponymousModule<Connect, BestIndex, DeleteVtab<Vtab>, OpenCursor<Cursor>,
+                         CloseCursor<Cursor>, Filter, Next, Eof, Column, Rowid>();
+}
+
+}  // namespace
+
+int RegisterSpanStatsModules(sqlite3* db) {
+  static const sqlite3_module module = MakeModule();
+  static int per_name_tag = 0;  // any non-null pointer selects name_stats_all
+  int rc = sqlite3_create_module_v2(db, TableName(Mode::kPerRank), &module, nullptr, nullptr);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_module_v2(db, TableName(Mode::kPerName), &module, &per_name_tag, nullptr);
+  return rc;
+}
+
+}  // namespace tracedb::query
