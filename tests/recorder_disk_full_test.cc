@@ -66,13 +66,14 @@ class SmallFilesystem {
 
 TEST(RecorderDiskFull, RunsOnWarnsOnceCountsDropsAndWhatWasWrittenCompacts) {
   TempDir tmp;
-  SmallFilesystem fs(tmp.Sub("small"), "1m");
+  SmallFilesystem fs(tmp.Sub("small"), "3m");
   if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here: " << fs.error();
   const std::string dir = tmp.Sub("small") + "/trace";
   const std::string err = tmp.Sub("stderr.txt");
-  // 4 threads x 1,000,000 events at a steady pace: several MB of segments for a 1 MiB
+  // 4 threads x 1,000,000 events at a steady pace: about 8 MB of segments for a 3 MiB
   // filesystem. A short flush interval, so that writing starts (and fails) while the threads
-  // still record.
+  // still record. (With 1 MiB, a flusher held back some 70 ms on a loaded machine wrote more than
+  // the whole filesystem in its first write: nothing written, and the test's premise gone.)
   constexpr long kThreads = 4, kPerThread = 1000000;
   int rc = -1;
   auto run = [&](const std::string& into, double* seconds) {
