@@ -76,6 +76,10 @@ struct BlockSelection {
   // Names and categories (string ids): blocks with a block_names row whose name is in `names`
   // and whose cat is in `cats` (an empty list: any). Each block is listed once.
   std::vector<int64_t> names, cats;
+  // Categories OR'ed with the above: blocks with a block_names row whose cat is in `any_cats`
+  // are selected too, whatever their names (a block_names row matches when it matches either
+  // condition). Empty: no such alternative (with names and cats empty too, no name condition).
+  std::vector<int64_t> any_cats;
   enum class Order {
     kBlock,       // block id
     kRankTime,    // rank, min_ts, block
