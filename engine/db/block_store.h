@@ -8,8 +8,9 @@
 //     row count (1..kMaxBlockRows), its rank (a 32-bit integer), that the block still exists,
 //     that it decodes, and that it holds exactly the rows its zone map declares. Each failure is
 //     a Corruption naming the database and the block id.
-// The `events` table, the Chrome exporter, the view's level of detail and the Python reader go
-// through it (docs/database-format.md, "Reading blocks").
+// The `events` table, the Chrome exporter, the view's level of detail, the Python reader and the
+// collective and negotiation views go through it; `tracedb verify` and the shard merge's block
+// copy do not (docs/database-format.md, "Reading blocks", says why).
 // Thread safety: a BlockStore is used by one thread at a time, over the caller's Db; readers that
 // decode in parallel give each thread its own Db and its own BlockStore.
 #pragma once
