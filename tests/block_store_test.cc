@@ -5,6 +5,8 @@
 //   - hostile values put by hand into a real file (counts of 0, -1, 65537 and 2^62, a rank of
 //     2^40, a count that lies, a payload that is not a block, a string id of 4e12): each is
 //     refused with a Corruption naming the file and the block, the other blocks still read;
+//   - names OR categories (any_cats) against plain SQL on a file where a category lies in some
+//     blocks only;
 //   - the cache (a block decoded once, dropped when the file's version changes) and meta.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -306,6 +308,151 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
   ASSERT_TRUE(store.LoadMeta(&meta).ok());
   EXPECT_EQ(meta["store.test"], "yes");
   EXPECT_EQ(static_cast<int64_t>(meta.size()), PlainColumn(path, "SELECT count(*) FROM meta")[0]);
+}
+
+// Names OR categories (BlockSelection::any_cats, as the collective views select): a file where a
+// category lies in some blocks only, against plain SQL over blocks/block_names (a block_names
+// row matching either alternative) and against the rows the test wrote.
+TEST(BlockStore, NamesOrCategoriesMatchPlainSql) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("or.tdb");
+  struct W {
+    int32_t rank;
+    std::string name, cat;
+    int64_t dur;
+  };
+  std::vector<W> rows;
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    int64_t ts = 1000;
+    // 3 ranks x 5 batches, a block each: "nccl" only in blocks with (batch + rank) % 3 == 0,
+    // "gpu" only in batch 4, the names rotate with the batch and the rank.
+    for (int batch = 0; batch < 5; ++batch) {
+      ASSERT_TRUE((*w)->BeginBatch().ok());
+      for (int32_t rank = 0; rank < 3; ++rank) {
+        engine::TrackSpec spec;
+        spec.rank = rank;
+        spec.tid = 200 + rank;
+        spec.pid = 20 + rank;
+        const uint32_t track = (*w)->Track(spec);
+        for (int i = 0; i < 12; ++i) {
+          engine::Row r;
+          r.track = track;
+          r.k = (*w)->TakeK(track);
+          r.ts = ts + i * 50;
+          r.dur = 5 + batch * 100 + i;
+          W x{rank, kNames[(batch + rank + i % 2) % 5], "cpu", r.dur};
+          if (i == 3 && (batch + rank) % 3 == 0) x.cat = "nccl";
+          if (i == 7 && batch == 4) x.cat = "gpu";
+          r.name = (*w)->Intern(x.name);
+          r.cat = (*w)->Intern(x.cat);
+          rows.push_back(x);
+          ASSERT_TRUE((*w)->AddRow(rank, std::move(r)).ok());
+        }
+      }
+      ASSERT_TRUE((*w)->CommitBatch().ok());
+      ts += 1000;
+    }
+  }
+  auto db = engine::Db::Open(path, engine::Db::Mode::kReadOnly);
+  ASSERT_TRUE(db.ok());
+  BlockStore store(db->get(), path);
+  std::map<std::string, int64_t> id;
+  for (const char* s : {"compute", "MPI_Send", "io", "step", "cpu", "nccl", "gpu"}) {
+    id[s] = StringId(path, s);
+    ASSERT_GE(id[s], 0) << s;
+  }
+  struct Case {
+    std::vector<int64_t> ranks, names, cats, any_cats;
+    int64_t min_dur;
+    BlockSelection::Order order;
+  };
+  const auto kBlock = BlockSelection::Order::kBlock;
+  const std::vector<Case> cases = {
+      {{}, {}, {}, {id["nccl"]}, INT64_MIN, kBlock},
+      {{}, {id["compute"]}, {}, {id["nccl"]}, INT64_MIN, kBlock},
+      {{},
+       {id["io"], id["step"]},
+       {},
+       {id["nccl"], id["gpu"]},
+       INT64_MIN,
+       BlockSelection::Order::kRankTime},
+      {{1, 2}, {id["MPI_Send"]}, {id["cpu"]}, {id["nccl"]}, INT64_MIN, kBlock},
+      {{}, {id["compute"]}, {}, {id["gpu"]}, 300, BlockSelection::Order::kMaxDurDesc},
+      {{0}, {}, {}, {id["gpu"], id["nccl"]}, INT64_MIN, BlockSelection::Order::kTimeDesc},
+  };
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    SCOPED_TRACE("case " + std::to_string(ci));
+    BlockSelection sel;
+    sel.ranks = c.ranks;
+    sel.names = c.names;
+    sel.cats = c.cats;
+    sel.any_cats = c.any_cats;
+    sel.min_dur = c.min_dur;
+    sel.order = c.order;
+    auto got = store.Select(sel);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+
+    // The reference: a block_names row matching (name AND cat) OR an any_cats category.
+    std::string alt = "(1";
+    if (!c.names.empty()) alt += " AND n.name IN (" + List(c.names) + ")";
+    if (!c.cats.empty()) alt += " AND n.cat IN (" + List(c.cats) + ")";
+    alt += ")";
+    const bool first = !c.names.empty() || !c.cats.empty();
+    std::string match =
+        "(" + (first ? alt + " OR " : std::string()) + "n.cat IN (" + List(c.any_cats) + "))";
+    std::string dur =
+        c.min_dur == INT64_MIN ? "" : " AND n.max_dur >= " + std::to_string(c.min_dur);
+    std::string where =
+        "EXISTS (SELECT 1 FROM block_names n WHERE n.block = b.block AND " + match + dur + ")";
+    if (!c.ranks.empty()) where += " AND b.rank IN (" + List(c.ranks) + ")";
+    std::string order = "b.block";
+    if (c.order == BlockSelection::Order::kRankTime) order = "b.rank, b.min_ts, b.block";
+    if (c.order == BlockSelection::Order::kTimeDesc) order = "b.min_ts DESC";
+    if (c.order == BlockSelection::Order::kMaxDurDesc) {
+      order = "(SELECT max(n.max_dur) FROM block_names n WHERE n.block = b.block AND " + match +
+              dur + ") DESC, b.block";
+    }
+    const std::vector<int64_t> want =
+        PlainColumn(path, "SELECT b.block FROM blocks b WHERE " + where + " ORDER BY " + order);
+    ASSERT_FALSE(want.empty());
+    EXPECT_LT(want.size(), 15u);  // each case leaves blocks out
+    EXPECT_EQ(List(Ids(*got)), List(want));
+
+    // Every written row meeting the conditions is in a selected block: counted by the walk.
+    auto in = [](const std::vector<int64_t>& v, int64_t x) {
+      return v.empty() || std::count(v.begin(), v.end(), x) > 0;
+    };
+    auto row_matches = [&](int64_t rank, int64_t name, int64_t cat, int64_t d) {
+      if (!in(c.ranks, rank)) return false;
+      if (c.min_dur != INT64_MIN && d < c.min_dur) return false;
+      const bool by_any = std::count(c.any_cats.begin(), c.any_cats.end(), cat) > 0;
+      return by_any || (first && in(c.names, name) && in(c.cats, cat));
+    };
+    uint64_t expect = 0;
+    for (const W& w : rows) expect += row_matches(w.rank, id[w.name], id[w.cat], w.dur) ? 1 : 0;
+    ASSERT_GT(expect, 0u);
+    uint64_t found = 0;
+    std::vector<int64_t> walked;
+    ASSERT_TRUE(store
+                    .ForEachDecoded(sel, engine::kColName | engine::kColCat | engine::kColDur,
+                                    [&](const BlockZoneRow& z, engine::DecodedBlock& d) {
+                                      walked.push_back(z.block);
+                                      for (size_t i = 0; i < d.n; ++i) {
+                                        found += row_matches(z.rank, d.name[i], d.cat[i], d.dur[i])
+                                                     ? 1
+                                                     : 0;
+                                      }
+                                      return Status::Ok();
+                                    })
+                    .ok());
+    EXPECT_EQ(found, expect);
+    if (c.min_dur == INT64_MIN && c.order != BlockSelection::Order::kMaxDurDesc) {
+      EXPECT_EQ(List(walked), List(Ids(*got)));  // (min_dur applies to the block's max_dur)
+    }
+  }
 }
 
 // One hostile value per case, put into a real file by plain SQL; the store must refuse exactly

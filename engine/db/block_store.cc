@@ -41,24 +41,51 @@ StatusOr<Stmt*> BlockStore::Statement(const std::string& sql) {
 
 namespace {
 
-// Appends " AND col IN (?n, ...)" (or "= ?n" for one value: the form the planner handles
-// best), binding the values later in the same order.
+// "col IN (?n, ...)" (or "col = ?n" for one value: the form the planner handles best), binding
+// the values later in the same order.
+std::string InList(const char* col, const std::vector<int64_t>& v, int* param,
+                   std::vector<int64_t>* binds) {
+  std::string sql = col;
+  if (v.size() == 1) {
+    sql += " = ?" + std::to_string(++*param);
+    binds->push_back(v[0]);
+    return sql;
+  }
+  sql += " IN (";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) sql += ',';
+    sql += '?' + std::to_string(++*param);
+    binds->push_back(v[i]);
+  }
+  sql += ')';
+  return sql;
+}
+
+// Appends " AND col IN (?n, ...)" when v is not empty.
 void AppendIn(std::string* sql, const char* col, const std::vector<int64_t>& v, int* param,
               std::vector<int64_t>* binds) {
   if (v.empty()) return;
   *sql += " AND ";
-  *sql += col;
-  if (v.size() == 1) {
-    *sql += " = ?" + std::to_string(++*param);
-    binds->push_back(v[0]);
+  *sql += InList(col, v, param, binds);
+}
+
+// Appends the condition on a block_names row `bn` of sel (its names and cats, OR its any_cats),
+// parenthesized so that the conditions appended after it apply to either alternative.
+void AppendNames(std::string* sql, const BlockSelection& sel, int* param,
+                 std::vector<int64_t>* binds) {
+  if (sel.any_cats.empty()) {
+    AppendIn(sql, "bn.name", sel.names, param, binds);
+    AppendIn(sql, "bn.cat", sel.cats, param, binds);
     return;
   }
-  *sql += " IN (";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) *sql += ',';
-    *sql += '?' + std::to_string(++*param);
-    binds->push_back(v[i]);
+  *sql += " AND (";
+  if (!sel.names.empty() || !sel.cats.empty()) {
+    *sql += "(1";
+    AppendIn(sql, "bn.name", sel.names, param, binds);
+    AppendIn(sql, "bn.cat", sel.cats, param, binds);
+    *sql += ") OR ";
   }
+  *sql += InList("bn.cat", sel.any_cats, param, binds);
   *sql += ')';
 }
 
@@ -74,7 +101,7 @@ void AppendCmp(std::string* sql, const char* cond, int64_t v, int* param,
 
 std::string BlockStore::SelectionSql(const BlockSelection& sel, bool with_data,
                                      std::vector<int64_t>* binds) const {
-  const bool by_name = !sel.names.empty() || !sel.cats.empty();
+  const bool by_name = !sel.names.empty() || !sel.cats.empty() || !sel.any_cats.empty();
   // Grouping by block with the data column would sort the payloads: the decoded walk selects
   // by name with a subquery instead (and reports the block's own max_dur).
   const bool grouped = by_name && !with_data;
@@ -87,15 +114,13 @@ std::string BlockStore::SelectionSql(const BlockSelection& sel, bool with_data,
   if (grouped) {
     sql = "SELECT b.block, b.rank, b.min_ts, b.max_end, max(bn.max_dur), b.count FROM " + names +
           " bn JOIN " + blocks + " b ON b.block = bn.block WHERE 1";
-    AppendIn(&sql, "bn.name", sel.names, &param, binds);
-    AppendIn(&sql, "bn.cat", sel.cats, &param, binds);
+    AppendNames(&sql, sel, &param, binds);
   } else {
     sql = std::string("SELECT b.block, b.rank, b.min_ts, b.max_end, b.max_dur, b.count") + data +
           " FROM " + blocks + " b WHERE 1";
     if (by_name) {
       std::string sub = "SELECT bn.block FROM " + names + " bn WHERE 1";
-      AppendIn(&sub, "bn.name", sel.names, &param, binds);
-      AppendIn(&sub, "bn.cat", sel.cats, &param, binds);
+      AppendNames(&sub, sel, &param, binds);
       sql += " AND b.block IN (" + sub + ")";
     }
   }

@@ -8,8 +8,9 @@
 //     row count (1..kMaxBlockRows), its rank (a 32-bit integer), that the block still exists,
 //     that it decodes, and that it holds exactly the rows its zone map declares. Each failure is
 //     a Corruption naming the database and the block id.
-// The `events` table, the Chrome exporter, the view's level of detail and the Python reader go
-// through it (docs/database-format.md, "Reading blocks").
+// The `events` table, the Chrome exporter, the view's level of detail, the Python reader and the
+// collective and negotiation views go through it; `tracedb verify` and the shard merge's block
+// copy do not (docs/database-format.md, "Reading blocks", says why).
 // Thread safety: a BlockStore is used by one thread at a time, over the caller's Db; readers that
 // decode in parallel give each thread its own Db and its own BlockStore.
 #pragma once
@@ -76,6 +77,10 @@ struct BlockSelection {
   // Names and categories (string ids): blocks with a block_names row whose name is in `names`
   // and whose cat is in `cats` (an empty list: any). Each block is listed once.
   std::vector<int64_t> names, cats;
+  // Categories OR'ed with the above: blocks with a block_names row whose cat is in `any_cats`
+  // are selected too, whatever their names (a block_names row matches when it matches either
+  // condition). Empty: no such alternative (with names and cats empty too, no name condition).
+  std::vector<int64_t> any_cats;
   enum class Order {
     kBlock,       // block id
     kRankTime,    // rank, min_ts, block

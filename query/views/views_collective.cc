@@ -8,11 +8,12 @@
 #include <new>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "engine/db/block_check.h"
+#include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "query/sql/vtab_module.h"
@@ -51,30 +52,22 @@ Status Compute(engine::Db* db, Table* out) {
   // strings has no unique key on the text: every id of a category counts (id 0 is no category).
   std::unordered_set<uint32_t> cat_mpi, cat_comm, cat_nccl;
   std::unordered_set<uint32_t> ready, negotiations;
-  {
-    // Indexed by id, sized by the row count: an id past DenseIdLimit names no event we read
-    // (engine/db/block_check.h), whatever a hostile file claims.
-    auto nstrings = db->QueryInt("SELECT count(*) FROM main.strings", 0);
-    if (!nstrings.ok()) return Status::Corruption(Where() + nstrings.status().message());
-    auto st = db->Prepare("SELECT id, s FROM main.strings");
-    if (!st.ok()) return Status::Corruption(Where() + st.status().message());
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) return Status::Corruption(Where() + row.status().message());
-      if (!*row) break;
-      const int64_t id = st->Int(0);
-      if (!engine::DenseIdOk(id, *nstrings) || id > UINT32_MAX) continue;
-      const auto u = static_cast<uint32_t>(id);
-      std::string s(st->Text(1));
-      if (u != 0 && s == "mpi") cat_mpi.insert(u);
-      if (u != 0 && s == "comm") cat_comm.insert(u);
-      if (u != 0 && s == "nccl") cat_nccl.insert(u);
-      if (s == "RANK_READY") ready.insert(u);
-      if (negotiation::IsNegotiationName(s)) negotiations.insert(u);
-      if (strings.size() <= u) strings.resize(u + 1);
-      strings[u] = std::move(s);
-    }
-  }
+  // The store reads the dictionary as the events table does: an id past DenseIdLimit names no
+  // event we read (engine/db/block_check.h), whatever a hostile file claims.
+  engine::BlockStore store(db, {}, "main");
+  auto last_id = store.ForEachString(-1, [&](int64_t id, std::string_view text) {
+    if (id > UINT32_MAX) return;
+    const auto u = static_cast<uint32_t>(id);
+    std::string s(text);
+    if (u != 0 && s == "mpi") cat_mpi.insert(u);
+    if (u != 0 && s == "comm") cat_comm.insert(u);
+    if (u != 0 && s == "nccl") cat_nccl.insert(u);
+    if (s == "RANK_READY") ready.insert(u);
+    if (negotiation::IsNegotiationName(s)) negotiations.insert(u);
+    if (strings.size() <= u) strings.resize(u + 1);
+    strings[u] = std::move(s);
+  });
+  if (!last_id.ok()) return Status::Corruption(Where() + last_id.status().message());
   // As the events table: a name id without a string reads NULL, category 0 or "" reads NULL.
   // Per string id, what it is (a lookup per decoded row, no hashing).
   enum : uint8_t { kMpiOrComm = 1, kNccl = 2, kReady = 4, kNegotiation = 8 };
@@ -85,21 +78,14 @@ Status Compute(engine::Db* db, Table* out) {
   for (uint32_t n : ready) what[n] |= kReady;
   for (uint32_t n : negotiations) what[n] |= kNegotiation;
   auto what_of = [&](uint32_t id) -> uint8_t { return id < what.size() ? what[id] : 0; };
-  std::string cats, names;
+  // The blocks holding an event of these categories or with these names, in block order.
+  engine::BlockSelection sel;
+  sel.order = engine::BlockSelection::Order::kBlock;
   for (const auto* set : {&cat_mpi, &cat_comm, &cat_nccl})
-    for (uint32_t c : *set) cats += (cats.empty() ? "" : ", ") + std::to_string(c);
+    for (uint32_t c : *set) sel.any_cats.push_back(c);
   for (const auto* set : {&ready, &negotiations})
-    for (uint32_t n : *set) names += (names.empty() ? "" : ", ") + std::to_string(n);
-  if (cats.empty() && ready.empty()) return Status::Ok();
-  std::string filter;
-  if (!cats.empty()) filter += "cat IN (" + cats + ")";
-  if (!names.empty())
-    filter += std::string(filter.empty() ? "" : " OR ") + "name IN (" + names + ")";
-  auto st = db->Prepare(
-      "SELECT b.block, b.rank, b.count, b.data FROM main.blocks b WHERE b.block IN "
-      "(SELECT block FROM main.block_names WHERE " +
-      filter + ") ORDER BY b.block");
-  if (!st.ok()) return Status::Corruption(Where() + st.status().message());
+    for (uint32_t n : *set) sel.names.push_back(n);
+  if (sel.any_cats.empty() && ready.empty()) return Status::Ok();
 
   // Index of a name in out->names, one entry per distinct string.
   std::unordered_map<std::string, int32_t> name_index;
@@ -117,23 +103,13 @@ Status Compute(engine::Db* db, Table* out) {
   };
   std::vector<negotiation::Tick> ticks;
   std::unordered_map<int64_t, int32_t> negotiation_name;  // span id -> name after NEGOTIATE_
-  DecodedBlock b;
   constexpr uint32_t kWant = engine::kColTrack | engine::kColK | engine::kColParent |
                              engine::kColKind | engine::kColName | engine::kColCat |
                              engine::kColTs | engine::kColDur | engine::kColArgs;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return Status::Corruption(Where() + row.status().message());
-    if (!*row) break;
-    const int64_t block = st->Int(0);
-    const int64_t rank = st->Int(1);
-    Status s = engine::DecodeBlock(st->Blob(3), block, &b, kWant);
-    if (!s.ok()) return Status::Corruption(Where() + s.message());
-    if (b.n != static_cast<size_t>(st->Int(2))) {
-      return Status::Corruption(Where() + "block " + std::to_string(block) + " holds " +
-                                std::to_string(b.n) + " rows, its zone map says " +
-                                std::to_string(st->Int(2)));
-    }
+  // The store checks each block's zone map, that it decodes and that it holds the rows its zone
+  // map declares.
+  auto visit = [&](const engine::BlockZoneRow& z, DecodedBlock& b) {
+    const int64_t rank = z.rank;
     for (size_t i = 0; i < b.n; ++i) {
       const uint32_t mask = b.arg_mask[i];
       const int64_t id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
@@ -164,7 +140,10 @@ Status Compute(engine::Db* db, Table* out) {
       if (kind == RowKind::kSpan && (name_what & kNegotiation))
         negotiation_name.emplace(id, intern(strings[b.name[i]].substr(10)));
     }
-  }
+    return Status::Ok();
+  };
+  Status walk = store.ForEachDecoded(sel, kWant, visit);
+  if (!walk.ok()) return Status::Corruption(Where() + walk.message());
   // Horovod ticks: one arrival of rank `peer` at the negotiation (comm 0, seq = its id).
   for (const negotiation::Tick& t : ticks) {
     auto it = negotiation_name.find(t.parent);

@@ -4,10 +4,10 @@
 // arrivals are four window functions over (comm, seq), which SQLite evaluates by writing every
 // row into ephemeral b-trees (74% of the CPU at 10M events, docs/bench-db.md); here the blocks
 // that can hold a collective call (block_names: cat mpi, comm or nccl, RANK_READY ticks,
-// NEGOTIATE_* spans) are decoded once, the calls are sorted by (comm, seq, ts DESC, rank) and
-// each partition's min/max/count/last rank is computed in one pass. Rows, columns and NULLs are
-// those of the plain SQL (ViewsReferenceSql() in query/views/views.h), which
-// tests/events_differential_test.cc checks.
+// NEGOTIATE_* spans) are selected and decoded once by the block store (engine/db/block_store.h),
+// the calls are sorted by (comm, seq, ts DESC, rank) and each partition's min/max/count/last rank
+// is computed in one pass. Rows, columns and NULLs are those of the plain SQL (ViewsReferenceSql()
+// in query/views/views.h), which tests/events_differential_test.cc checks.
 //   tracedb_collective_arrivals  rank, name, comm, seq, id, ts, dur, end_ts, late_ns, wait_ns,
 //                                ranks, last_rank
 // Rows come ordered by (comm, seq) (NULL comm first, as SQLite sorts), and xBestIndex says so

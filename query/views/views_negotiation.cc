@@ -7,10 +7,11 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "engine/db/block_check.h"
+#include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "query/sql/vtab_module.h"
@@ -22,6 +23,9 @@ namespace {
 using engine::DecodedBlock;
 using engine::RowKind;
 using negotiation::Tick;
+
+// The most ranks the block selection names as query parameters (engine::BlockSelection::ranks).
+constexpr size_t kMaxRanksInQuery = 512;
 
 enum class Which { kTicks, kNegotiations };
 
@@ -90,52 +94,52 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
   // counts. Per string id, what it is (a lookup per decoded row, no hashing).
   enum : uint8_t { kReady = 1, kNegotiation = 2 };
   std::vector<uint8_t> what;
-  std::string ready_ids, names;
-  {
-    // Indexed by id, sized by the row count: an id past DenseIdLimit names no event we read
-    // (engine/db/block_check.h), whatever a hostile file claims.
-    auto nstrings = db->QueryInt("SELECT count(*) FROM main.strings", 0);
-    if (!nstrings.ok()) return Status::Corruption(Where(table) + nstrings.status().message());
-    auto st = db->Prepare("SELECT id, s FROM main.strings");
-    if (!st.ok()) return Status::Corruption(Where(table) + st.status().message());
-    for (;;) {
-      auto row = st->Step();
-      if (!row.ok()) return Status::Corruption(Where(table) + row.status().message());
-      if (!*row) break;
-      const int64_t id = st->Int(0);
-      if (!engine::DenseIdOk(id, *nstrings) || id > UINT32_MAX) continue;
-      const auto u = static_cast<uint32_t>(id);
-      const std::string_view s = st->Text(1);
-      uint8_t w = 0;
-      if (s == "RANK_READY") w = kReady;
-      if (spans_too && negotiation::IsNegotiationName(s)) w = kNegotiation;
-      if (w == 0) continue;
-      if (what.size() <= u) what.resize(u + 1, 0);
-      what[u] = w;
-      std::string& list = w == kReady ? ready_ids : names;
-      list += (list.empty() ? "" : ", ") + std::to_string(u);
-      if (spans_too) {
-        if (out->strings.size() <= u) out->strings.resize(u + 1);
-        out->strings[u] = std::string(s);
-      }
+  std::vector<int64_t> ready_ids, names;
+  // The store reads the dictionary as the events table does: an id past DenseIdLimit names no
+  // event we read (engine/db/block_check.h), whatever a hostile file claims.
+  engine::BlockStore store(db, {}, "main");
+  auto last_id = store.ForEachString(-1, [&](int64_t id, std::string_view s) {
+    if (id > UINT32_MAX) return;
+    const auto u = static_cast<uint32_t>(id);
+    uint8_t w = 0;
+    if (s == "RANK_READY") w = kReady;
+    if (spans_too && negotiation::IsNegotiationName(s)) w = kNegotiation;
+    if (w == 0) return;
+    if (what.size() <= u) what.resize(u + 1, 0);
+    what[u] = w;
+    (w == kReady ? ready_ids : names).push_back(u);
+    if (spans_too) {
+      if (out->strings.size() <= u) out->strings.resize(u + 1);
+      out->strings[u] = std::string(s);
     }
-  }
+  });
+  if (!last_id.ok()) return Status::Corruption(Where(table) + last_id.status().message());
   if (ready_ids.empty()) return Status::Ok();  // no tick, no row in either table
   // Every block holding a tick; for negotiations also those holding a NEGOTIATE_* name on a rank
   // that has ticks (a tick's parent is on the tick's own track: a span on another rank has none,
-  // and Horovod timelines tick on rank 0 only).
-  const std::string ready_blocks =
-      "SELECT block FROM main.block_names WHERE name IN (" + ready_ids + ")";
-  std::string sql =
-      "SELECT b.block, b.rank, b.count, b.data FROM main.blocks b WHERE b.block IN (" +
-      ready_blocks + ")";
+  // and Horovod timelines tick on rank 0 only). A block with a tick is on a rank with ticks, so
+  // that is: the blocks with either name on the ranks of the blocks with ticks.
+  engine::BlockSelection sel;
+  sel.order = engine::BlockSelection::Order::kBlock;
+  sel.names = ready_ids;
+  std::vector<int64_t> tick_ranks;  // ascending, distinct; empty: every rank
   if (!names.empty()) {
-    sql += " OR (b.block IN (SELECT block FROM main.block_names WHERE name IN (" + names +
-           ")) AND b.rank IN (SELECT r.rank FROM main.blocks r WHERE r.block IN (" + ready_blocks +
-           ")))";
+    Status s = store.ForEach(sel, [&](const engine::BlockZoneRow& z) {
+      tick_ranks.push_back(z.rank);
+      return Status::Ok();
+    });
+    if (!s.ok()) return Status::Corruption(Where(table) + s.message());
+    std::sort(tick_ranks.begin(), tick_ranks.end());
+    tick_ranks.erase(std::unique(tick_ranks.begin(), tick_ranks.end()), tick_ranks.end());
+    sel.names.insert(sel.names.end(), names.begin(), names.end());
+    // The ranks go into the query as parameters; beyond a few hundred (a damaged file) the
+    // blocks of other ranks are skipped as they come instead.
+    if (tick_ranks.size() <= kMaxRanksInQuery) sel.ranks = tick_ranks;
   }
-  auto st = db->Prepare(sql + " ORDER BY b.block");
-  if (!st.ok()) return Status::Corruption(Where(table) + st.status().message());
+  // No block with a tick: no rank has ticks, no block is read.
+  const bool none = !names.empty() && tick_ranks.empty();
+  // The blocks of ranks without ticks, when the query could not leave them out.
+  const bool skip_ranks = !names.empty() && sel.ranks.empty();
 
   std::vector<Tick> ticks;
   std::vector<Span> spans;
@@ -143,36 +147,29 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
     // As many ticks as the zone maps count RANK_READY rows (some may lack a parent), so the
     // vector is not regrown and copied while it fills; capped, since a damaged zone map may
     // claim any count (the blocks' own row counts are checked as they are decoded).
-    auto n = db->QueryInt(
-        "SELECT sum(count) FROM main.block_names WHERE name IN (" + ready_ids + ")", 0);
+    std::string list;
+    for (int64_t id : ready_ids) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    auto n =
+        db->QueryInt("SELECT sum(count) FROM main.block_names WHERE name IN (" + list + ")", 0);
     if (n.ok() && *n > 0) ticks.reserve(static_cast<size_t>(std::min<int64_t>(*n, 1 << 22)));
   }
-  DecodedBlock b;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return Status::Corruption(Where(table) + row.status().message());
-    if (!*row) break;
-    const int64_t block = st->Int(0);
-    const int64_t rank = st->Int(1);
-    // The names first: only a block with a tick needs the parents and the arguments decoded.
-    Status s = engine::DecodeBlock(st->Blob(3), block, &b, engine::kColName);
-    if (!s.ok()) return Status::Corruption(Where(table) + s.message());
-    if (b.n != static_cast<size_t>(st->Int(2))) {
-      return Status::Corruption(Where(table) + "block " + std::to_string(block) + " holds " +
-                                std::to_string(b.n) + " rows, its zone map says " +
-                                std::to_string(st->Int(2)));
+  // The store checks each block's zone map, that it decodes and that it holds the rows its zone
+  // map declares. The names first: only a block with a tick needs the parents and the arguments.
+  auto visit = [&](const engine::BlockZoneRow& z, DecodedBlock& b) {
+    const int64_t rank = z.rank;
+    if (skip_ranks && !std::binary_search(tick_ranks.begin(), tick_ranks.end(), rank)) {
+      return Status::Ok();
     }
     uint8_t in_block = 0;
     for (size_t i = 0; i < b.n; ++i) {
       const uint32_t name = b.name[i];
       in_block |= name < what.size() ? what[name] : 0;
     }
-    if (in_block == 0) continue;
+    if (in_block == 0) return Status::Ok();
     uint32_t want = engine::kColK | engine::kColTs;
     if (in_block & kReady) want |= engine::kColParent | engine::kColArgs;
     if (in_block & kNegotiation) want |= engine::kColKind;
-    s = b.Need(want);
-    if (!s.ok()) return Status::Corruption(Where(table) + s.message());
+    TRACEDB_RETURN_IF_ERROR(b.Need(want));
     for (size_t i = 0; i < b.n; ++i) {
       const uint32_t name = b.name[i];
       const uint8_t w = name < what.size() ? what[name] : 0;
@@ -184,7 +181,10 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
         spans.push_back(Span{negotiation::IdAt(b, i), rank, b.ts[i], b.dur[i], name, -1});
       }
     }
-  }
+    return Status::Ok();
+  };
+  Status walk = none ? Status::Ok() : store.ForEachDecoded(sel, engine::kColName, visit);
+  if (!walk.ok()) return Status::Corruption(Where(table) + walk.message());
 
   // Partitions by parent, in parent order. Ticks arrive in (track, k) order within a block and
   // a negotiation's ticks come after it, mostly together: runs of one parent are found in one

@@ -4,11 +4,12 @@
 // by writing every tick into an ephemeral b-tree, and negotiations joins its first rows to the
 // NEGOTIATE_* spans (4.2x and 5.8x DuckDB's CPU at 10M events, docs/bench-db.md). Here the blocks
 // whose zone maps (block_names) hold a RANK_READY name (and, for negotiations, a NEGOTIATE_*
-// name) are decoded once, the ticks are sorted by (negotiation, ts DESC, peer) and numbered, and
-// each negotiation's first tick meets its span in a merge over span ids. What a tick and a
-// negotiation are is shared with the collective table (query/views/negotiation_rows.h). Rows,
-// columns, NULLs and column affinities are those of the plain SQL (ViewsReferenceSql() in
-// query/views/views.h), which tests/events_differential_test.cc checks.
+// name) are selected and decoded once by the block store (engine/db/block_store.h), the ticks are
+// sorted by (negotiation, ts DESC, peer) and numbered, and each negotiation's first tick meets its
+// span in a merge over span ids. What a tick and a negotiation are is shared with the collective
+// table (query/views/negotiation_rows.h). Rows, columns, NULLs and column affinities are those of
+// the plain SQL (ViewsReferenceSql() in query/views/views.h), which
+// tests/events_differential_test.cc checks.
 //   tracedb_negotiation_ticks  negotiation, ready_rank, ts, from_last
 //   tracedb_negotiations       id, rank, name, tensor, ts, dur, last_rank, last_ready_after_ns
 // Rows come ordered by negotiation (then from_last), and by id, and xBestIndex says so for an
