@@ -2,7 +2,7 @@
 // function under the collective_calls and collective_arrivals views (query/views/views.cc), and
 // through them collectives, stragglers, collective_wait and `tracedb report stragglers`. In SQL the
 // arrivals are four window functions over (comm, seq), which SQLite evaluates by writing every
-// row into ephemeral b-trees (74% of the CPU at 10M events, docs/bench-db.md); here the blocks
+// row into ephemeral b-trees (the figures: docs/bench-db.md); here the blocks
 // that can hold a collective call (block_names: cat mpi, comm or nccl, RANK_READY ticks,
 // NEGOTIATE_* spans) are selected and decoded once by the block store (engine/db/block_store.h),
 // the calls are sorted by (comm, seq, ts DESC, rank) and each partition's min/max/count/last rank

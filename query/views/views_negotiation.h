@@ -2,7 +2,7 @@
 // functions under the negotiation_ticks and negotiations views (query/views/views.cc). In SQL,
 // negotiation_ticks is a row_number() window over the RANK_READY ticks, which SQLite evaluates
 // by writing every tick into an ephemeral b-tree, and negotiations joins its first rows to the
-// NEGOTIATE_* spans (4.2x and 5.8x DuckDB's CPU at 10M events, docs/bench-db.md). Here the blocks
+// NEGOTIATE_* spans (the figures: docs/bench-db.md). Here the blocks
 // whose zone maps (block_names) hold a RANK_READY name (and, for negotiations, a NEGOTIATE_*
 // name) are selected and decoded once by the block store (engine/db/block_store.h), the ticks are
 // sorted by (negotiation, ts DESC, peer) and numbered, and each negotiation's first tick meets its

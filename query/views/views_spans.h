@@ -2,7 +2,7 @@
 // table-valued functions under span_stats and name_stats_all (query/views/views.cc). In SQL they
 // are a GROUP BY over `events WHERE kind = 'span'` with count, sum, avg, max, count(DISTINCT rank)
 // and three percentile() aggregates, which SQLite evaluates row by row (a value per aggregate
-// per row through the row engine: about 4x DuckDB's CPU at 10M events, docs/bench-db.md).
+// per row through the row engine; the figures: docs/bench-db.md).
 // Here the blocks are decoded once (kind, name, dur), the spans' durations are gathered per
 // group and each percentile is a selection in place. Rows, columns, types and order are those
 // of the plain SQL (ViewsReferenceSql() in query/views/views.h), which

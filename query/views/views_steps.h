@@ -1,7 +1,7 @@
 // Per-rank step times computed in C++ over main.steps: the eponymous table-valued function under
 // the step_times view (query/views/views.cc). In SQL the view is a lead() window over the steps of
 // each rank and a correlated max(blocks.max_end) for each rank's last step; SQLite's window
-// machinery costs ~0.6 us a row (2.3x DuckDB at 10M events, docs/bench-db.md). Here the steps are
+// machinery is slow per row (the figures: docs/bench-db.md). Here the steps are
 // read once in their key order (rank, ts), each step lasts until the next one of its rank, and the
 // last one of a rank until the end of the rank's last block (NULL when the rank has no block).
 // Rows, columns, types and NULLs are those of the plain SQL definition (ViewsReferenceSql() in
