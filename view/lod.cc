@@ -11,7 +11,7 @@
 
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 namespace tracedb::view {
 namespace {
@@ -422,7 +422,7 @@ void AppendDouble(std::string* s, double v) {
     return;
   }
   char buf[40];
-  char* e = query::json::WriteDouble(buf, v);
+  char* e = engine::json::WriteDouble(buf, v);
   s->append(buf, e);
 }
 
@@ -618,7 +618,7 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
     s += '"';
     AppendInt(&s, id);
     s += "\":";
-    query::json::AppendString(&s, name_of(id));
+    engine::json::AppendString(&s, name_of(id));
   }
   s += "}}";
   return s;

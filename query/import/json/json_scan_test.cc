@@ -1,6 +1,6 @@
 #include "query/import/json/json_scan.h"
 
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -123,7 +123,7 @@ TEST(JsonText, CompactJson) {
   }
 }
 
-// One policy on invalid UTF-8 for every JSON the project writes (query/export/json_text.h):
+// One policy on invalid UTF-8 for every JSON the project writes (engine/util/json_text.h):
 // the importers' re-writer used to keep it byte for byte, the exporter replaced it; a stored
 // argument object is now valid UTF-8 whatever the file held, each maximal ill-formed subpart one
 // U+FFFD, as AppendString writes the same bytes.
