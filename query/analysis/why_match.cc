@@ -33,14 +33,7 @@ void MatchCollectives(MatchInput* in, Model* m) {
                                [](const auto& x, int64_t v) { return x.first < v; });
     if (it == in->negotiations.end() || it->first != t.parent) continue;
     Arrival a{};
-    a.rank = t.peer;
-    a.name = it->second;
-    a.has_comm = true;
-    a.comm = 0;
-    a.seq = t.parent;
-    a.id = t.id;
-    a.ts = t.ts;
-    a.has_dur = false;
+    cm::SetTickArrival(&a, t.peer, it->second, t.parent, t.id, t.ts);
     a.end_ts = a.ts;  // no duration: the model's end is the entry
     a.has_peer = t.is_comm;
     a.peer = t.peer;

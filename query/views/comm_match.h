@@ -236,6 +236,22 @@ void JoinMessages(const std::vector<Send>& sends, const std::vector<Recv>& recvs
   }
 }
 
+// Sets the columns every arrival of a Horovod RANK_READY tick shares: rank `peer` arrives at the
+// negotiation (comm 0, seq = the negotiation span's id `parent`) at `ts`, with no duration. The
+// caller sets the columns of its own rows (end_ts, ...).
+template <typename Arrival>
+void SetTickArrival(Arrival* a, int64_t peer, int32_t name, int64_t parent, int64_t id,
+                    int64_t ts) {
+  a->rank = peer;
+  a->name = name;
+  a->has_comm = true;
+  a->comm = 0;
+  a->seq = parent;
+  a->id = id;
+  a->ts = ts;
+  a->has_dur = false;
+}
+
 // Sorts collective arrivals by (comm, seq), NULL comm first, each partition latest first (ts
 // DESC, then rank, id), and calls on_partition(lo, hi) for each partition [lo, hi) of *rows:
 // (*rows)[lo] is the last to arrive, (*rows)[hi - 1] the first. Arrival: a struct with has_comm,

@@ -150,14 +150,7 @@ Status Compute(engine::Db* db, Table* out) {
     auto it = negotiation_name.find(t.parent);
     if (it == negotiation_name.end()) continue;
     Arrival a;
-    a.rank = t.peer;
-    a.name = it->second;
-    a.has_comm = true;
-    a.comm = 0;
-    a.seq = t.parent;
-    a.id = t.id;
-    a.ts = t.ts;
-    a.has_dur = false;
+    comm_match::SetTickArrival(&a, t.peer, it->second, t.parent, t.id, t.ts);
     a.dur = a.end_ts = 0;
     out->rows.push_back(a);
   }
