@@ -136,7 +136,7 @@ TEST(JsonText, CompactJsonReplacesInvalidUtf8) {
   EXPECT_EQ(out, "{\"k" + fffd + "\":\"a\xc3\xa9" + fffd + " " + fffd + fffd + fffd +
                      " \xf0\x9f\x98\x80\"}");
   std::string writer;  // the one writer's string literal of the same bytes
-  AppendString(&writer, value);
+  engine::json::AppendString(&writer, value);
   EXPECT_EQ(out.substr(out.find(':') + 1, writer.size()), writer);
 }
 
