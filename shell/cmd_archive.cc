@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/compact/archive.h"
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 #include "shell/commands.h"
 #include "shell/export_args.h"
 #include "shell/format.h"
@@ -47,10 +47,10 @@ std::string ReportJson(const engine::ArchiveReport& r) {
   std::string j = "{";
   auto field = [&](const char* k, int64_t v) {
     if (j.size() > 1) j += ",";
-    query::json::AppendString(&j, k);
+    engine::json::AppendString(&j, k);
     j += ":";
     char buf[24];
-    j.append(buf, query::json::WriteInt(buf, v));
+    j.append(buf, engine::json::WriteInt(buf, v));
   };
   field("events_before", static_cast<int64_t>(r.events_before));
   field("events_after", static_cast<int64_t>(r.events_after));

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/util/json_text.h"
 #include "query/check/regression_check.h"
 #include "query/check/run_catalog.h"
-#include "query/export/json_text.h"
 #include "query/export/output_file.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -39,37 +39,37 @@ std::string Pct(double x) { return Fmt("%+.1f%%", 100 * x); }
 std::string NameJson(const chk::CheckedName& c) {
   const bool tested = c.verdict == chk::Verdict::kOk || c.verdict == chk::Verdict::kSlower ||
                       c.verdict == chk::Verdict::kFaster;
-  return "{\"name\":" + query::json::String(c.name) + ",\"cat\":" + query::json::String(c.cat) +
-         ",\"kind\":" + query::json::String(c.kind) +
-         ",\"verdict\":" + query::json::String(chk::VerdictName(c.verdict)) +
+  return "{\"name\":" + engine::json::String(c.name) + ",\"cat\":" + engine::json::String(c.cat) +
+         ",\"kind\":" + engine::json::String(c.kind) +
+         ",\"verdict\":" + engine::json::String(chk::VerdictName(c.verdict)) +
          ",\"failed\":" + (c.failed ? "true" : "false") + ",\"baseline_ns\":" +
-         (c.verdict == chk::Verdict::kNew ? "null" : query::json::Number(c.baseline_ns)) +
+         (c.verdict == chk::Verdict::kNew ? "null" : engine::json::Number(c.baseline_ns)) +
          ",\"run_ns\":" +
-         (c.verdict == chk::Verdict::kVanished ? "null" : query::json::Number(c.run_ns)) +
-         ",\"change\":" + (tested ? query::json::Number(c.change) : "null") +
+         (c.verdict == chk::Verdict::kVanished ? "null" : engine::json::Number(c.run_ns)) +
+         ",\"change\":" + (tested ? engine::json::Number(c.change) : "null") +
          ",\"abs_change_ns\":" +
-         (tested || c.verdict == chk::Verdict::kNew ? query::json::Number(c.abs_change_ns)
+         (tested || c.verdict == chk::Verdict::kNew ? engine::json::Number(c.abs_change_ns)
                                                     : "null") +
-         ",\"p\":" + (c.has_test ? query::json::Number(c.p) : "null") +
-         ",\"threshold\":" + query::json::Number(c.threshold) +
-         ",\"between_cv\":" + query::json::Number(c.between_cv) +
+         ",\"p\":" + (c.has_test ? engine::json::Number(c.p) : "null") +
+         ",\"threshold\":" + engine::json::Number(c.threshold) +
+         ",\"between_cv\":" + engine::json::Number(c.between_cv) +
          ",\"baseline_runs\":" + std::to_string(c.baseline_runs) +
          ",\"baseline_values\":" + std::to_string(c.baseline_values) +
          ",\"run_values\":" + std::to_string(c.run_values) +
-         ",\"reason\":" + query::json::String(c.reason) + "}";
+         ",\"reason\":" + engine::json::String(c.reason) + "}";
 }
 
 std::string RenderJson(const chk::CheckResult& r, const CheckCmdOptions& o,
                        const std::vector<std::string>& baselines) {
-  std::string out = "{\"run\":" + query::json::String(o.run) + ",\"baselines\":[";
+  std::string out = "{\"run\":" + engine::json::String(o.run) + ",\"baselines\":[";
   for (size_t i = 0; i < baselines.size(); ++i) {
-    out += (i ? "," : "") + query::json::String(baselines[i]);
+    out += (i ? "," : "") + engine::json::String(baselines[i]);
   }
   const auto& t = o.check;
-  out += "],\"thresholds\":{\"alpha\":" + query::json::Number(t.alpha) +
-         ",\"min_change\":" + query::json::Number(t.min_change) +
-         ",\"min_abs_ns\":" + query::json::Number(t.min_abs_ns) +
-         ",\"between_factor\":" + query::json::Number(t.between_factor) +
+  out += "],\"thresholds\":{\"alpha\":" + engine::json::Number(t.alpha) +
+         ",\"min_change\":" + engine::json::Number(t.min_change) +
+         ",\"min_abs_ns\":" + engine::json::Number(t.min_abs_ns) +
+         ",\"between_factor\":" + engine::json::Number(t.between_factor) +
          ",\"warmup_steps\":" + std::to_string(t.warmup_steps) +
          ",\"min_steps\":" + std::to_string(t.min_steps) + "}";
   out += std::string(",\"passed\":") + (r.passed() ? "true" : "false");

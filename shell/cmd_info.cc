@@ -12,7 +12,7 @@
 #include "engine/compact/shard_compact.h"
 #include "engine/db/db_schema.h"
 #include "engine/segment/segment_dir.h"
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 #include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -29,7 +29,7 @@ struct InfoOptions {
 
 void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   std::string out = "{";
-  out += "\"path\": " + query::json::String(path);
+  out += "\"path\": " + engine::json::String(path);
   out += ", \"kind\": \"segments\"";
   out += ", \"ranks\": " + std::to_string(s.ranks);
   out += ", \"events\": " + std::to_string(s.events);
@@ -47,7 +47,7 @@ void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   for (const auto& [rank, r] : s.per_rank) {
     if (!first) out += ", ";
     first = false;
-    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + query::json::String(r.host) +
+    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + engine::json::String(r.host) +
            ", \"files\": " + std::to_string(r.files) + ", \"events\": " + std::to_string(r.events) +
            ", \"dropped\": " + std::to_string(r.dropped) +
            ", \"bytes\": " + std::to_string(r.bytes) +
@@ -57,7 +57,7 @@ void PrintDirJson(const std::string& path, const engine::DirSummary& s) {
   out += "], \"problems\": [";
   for (size_t i = 0; i < s.problems.size(); ++i) {
     if (i) out += ", ";
-    out += query::json::String(s.problems[i]);
+    out += engine::json::String(s.problems[i]);
   }
   out += "]}\n";
   std::fputs(out.c_str(), stdout);
@@ -176,7 +176,7 @@ StatusOr<DbInfo> ReadDbInfo(const std::string& given) {
 }
 
 void PrintDbJson(const std::string& path, const DbInfo& d) {
-  std::string out = "{\"path\": " + query::json::String(path) + ", \"kind\": \"database\"";
+  std::string out = "{\"path\": " + engine::json::String(path) + ", \"kind\": \"database\"";
   out += ", \"ranks\": " + std::to_string(d.ranks.size());
   out += ", \"events\": " + std::to_string(d.events);
   out += ", \"start_ns\": " + std::to_string(d.min_ts);
@@ -195,18 +195,18 @@ void PrintDbJson(const std::string& path, const DbInfo& d) {
   for (const auto& [k, v] : d.stats) {
     if (!first) out += ", ";
     first = false;
-    out += query::json::String(k) + ": " + std::to_string(v);
+    out += engine::json::String(k) + ": " + std::to_string(v);
   }
   out += "}, \"per_rank\": [";
   first = true;
   for (const auto& [rank, r] : d.ranks) {
     if (!first) out += ", ";
     first = false;
-    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + query::json::String(r.host) +
+    out += "{\"rank\": " + std::to_string(rank) + ", \"host\": " + engine::json::String(r.host) +
            ", \"events\": " + std::to_string(r.events) +
            ", \"start_ns\": " + std::to_string(r.min_ts) +
            ", \"end_ns\": " + std::to_string(r.max_end) +
-           ", \"clock\": " + query::json::String(r.method) + ", \"uncertainty_ns\": " +
+           ", \"clock\": " + engine::json::String(r.method) + ", \"uncertainty_ns\": " +
            (r.uncertainty >= 0 ? std::to_string(r.uncertainty) : "null") + "}";
   }
   out += "]}\n";

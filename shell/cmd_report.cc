@@ -22,8 +22,8 @@
 
 #include "engine/compact/compactor.h"
 #include "engine/db/trace_writer.h"
+#include "engine/util/json_text.h"
 #include "query/export/csv_text.h"
-#include "query/export/json_text.h"
 #include "query/hang/hang_report.h"
 #include "query/open/query_db.h"
 #include "query/report/mpi_report.h"
@@ -206,12 +206,12 @@ std::string RenderCsv(const query::MpiReport& r) {
 // A double as an exact JSON number (null when not finite).
 std::string JsonNumber(double v) {
   std::string s;
-  query::json::AppendNumber(&s, v);
+  engine::json::AppendNumber(&s, v);
   return s;
 }
 
 std::string RenderJson(const query::MpiReport& r) {
-  std::string out = "{\"source\": " + query::json::String(r.source) +
+  std::string out = "{\"source\": " + engine::json::String(r.source) +
                     ", \"world_size\": " + std::to_string(r.world_size) +
                     ", \"ranks_with_calls\": " + std::to_string(r.ranks_with_calls);
   // The minimum, median and maximum communication time (null when unknown).
@@ -231,7 +231,7 @@ std::string RenderJson(const query::MpiReport& r) {
         Fmt("{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld, "
             "\"ranks\": %d, \"mean_ns\": %s, \"min_ns\": %s, \"min_rank\": %d, "
             "\"max_ns\": %s, \"max_rank\": %d, \"cov\": %s}",
-            query::json::String(s.routine).c_str(), static_cast<unsigned long long>(s.calls),
+            engine::json::String(s.routine).c_str(), static_cast<unsigned long long>(s.calls),
             JsonNumber(s.bytes).c_str(), static_cast<long long>(s.time_ns), s.ranks,
             JsonNumber(s.mean_ns).c_str(), JsonNumber(s.min_ns).c_str(), s.min_rank,
             JsonNumber(s.max_ns).c_str(), s.max_rank, JsonNumber(s.cov).c_str());
@@ -244,12 +244,12 @@ std::string RenderJson(const query::MpiReport& r) {
     out +=
         Fmt("{\"rank\": %d, \"host\": %s, \"has_calls\": %s, \"comm_ns\": %lld, "
             "\"elapsed_ns\": %lld, \"routines\": [",
-            x.rank, query::json::String(x.host).c_str(), x.has_calls ? "true" : "false",
+            x.rank, engine::json::String(x.host).c_str(), x.has_calls ? "true" : "false",
             static_cast<long long>(x.comm_ns), static_cast<long long>(x.elapsed_ns));
     for (size_t i = 0; i < x.routines.size(); ++i) {
       const auto& s = x.routines[i];
       out += Fmt("%s{\"routine\": %s, \"calls\": %llu, \"bytes\": %s, \"time_ns\": %lld}",
-                 i ? ", " : "", query::json::String(s.routine).c_str(),
+                 i ? ", " : "", engine::json::String(s.routine).c_str(),
                  static_cast<unsigned long long>(s.calls), JsonNumber(s.bytes).c_str(),
                  static_cast<long long>(s.time_ns));
     }
@@ -259,7 +259,7 @@ std::string RenderJson(const query::MpiReport& r) {
       out +=
           Fmt("%s{\"routine\": %s, \"min_bytes\": %lld, \"max_bytes\": %lld, \"calls\": %llu, "
               "\"bytes\": %s, \"time_ns\": %lld}",
-              i ? ", " : "", query::json::String(b.routine).c_str(),
+              i ? ", " : "", engine::json::String(b.routine).c_str(),
               static_cast<long long>(b.min_bytes), static_cast<long long>(b.max_bytes),
               static_cast<unsigned long long>(b.calls), JsonNumber(b.bytes).c_str(),
               static_cast<long long>(b.time_ns));

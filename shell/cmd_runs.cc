@@ -10,9 +10,9 @@
 #include <system_error>
 #include <vector>
 
+#include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
 #include "query/check/run_catalog.h"
-#include "query/export/json_text.h"
 #include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -100,7 +100,7 @@ int RunsList(const RunsOptions& o) {
   }
   std::string out;
   if (o.format == "json") {
-    namespace json = query::json;
+    namespace json = engine::json;
     out = "[";
     for (size_t i = 0; i < runs->size(); ++i) {
       const auto& e = (*runs)[i];

@@ -1,5 +1,5 @@
 // Human-readable numbers for the shell's text output: the one definition is
-// query/sql/human_units.h, shared with the SQL functions human_duration() and human_bytes().
+// engine/util/human_units.h, shared with the SQL functions human_duration() and human_bytes().
 #pragma once
 
 #include <chrono>
@@ -7,14 +7,14 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/util/human_units.h"
 #include "engine/util/str_format.h"
-#include "query/sql/human_units.h"
 
 namespace tracedb::shell {
 
-using query::HumanBytes;
-using query::HumanDuration;
-using query::WithCommas;
+using engine::HumanBytes;
+using engine::HumanDuration;
+using engine::WithCommas;
 
 // printf into a std::string (any length): engine/util/str_format.h.
 using engine::Fmt;

@@ -8,7 +8,7 @@
 #include <map>
 #include <string_view>
 
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 extern char** environ;
 
@@ -90,7 +90,7 @@ Status WriteRecordMeta(engine::TraceWriter* writer, const std::vector<std::strin
   }
   std::string env = "{";
   for (const auto& [k, v] : vars) {
-    env += (env.size() > 1 ? "," : "") + query::json::String(k) + ":" + query::json::String(v);
+    env += (env.size() > 1 ? "," : "") + engine::json::String(k) + ":" + engine::json::String(v);
   }
   return writer->SetMeta("record.env", env + "}");
 }

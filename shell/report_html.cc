@@ -16,11 +16,11 @@
 
 #include "engine/util/atomic_file.h"
 #include "engine/util/interrupt_cleanup.h"
+#include "engine/util/json_text.h"
 #include "engine/util/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
 #include "query/export/json_rows.h"
-#include "query/export/json_text.h"
 #include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -46,7 +46,7 @@ struct HtmlOptions {
 };
 
 // Exact (shortest round-trip) numbers, null for NaN and infinities: the project's JSON writer.
-std::string Num(double v) { return query::json::Number(v); }
+std::string Num(double v) { return engine::json::Number(v); }
 std::string Num(int64_t v) { return std::to_string(v); }
 
 template <typename T>
@@ -68,7 +68,7 @@ std::string NameStatsJson(const query::NameStats* s) {
 }
 
 std::string RunJson(const query::RunSummary& r, double step_mean) {
-  std::string out = "{\"path\":" + query::json::String(r.path) +
+  std::string out = "{\"path\":" + engine::json::String(r.path) +
                     ",\"ranks\":" + Num(int64_t{r.ranks}) +
                     ",\"events\":" + Num(static_cast<int64_t>(r.events)) +
                     ",\"steps\":" + Num(static_cast<int64_t>(r.step_ns.size())) +
@@ -77,7 +77,7 @@ std::string RunJson(const query::RunSummary& r, double step_mean) {
   for (size_t i = 0; i < r.stragglers.size(); ++i) {
     out += (i ? "," : "") + Num(int64_t{r.stragglers[i]});
   }
-  return out + "],\"straggler_basis\":" + query::json::String(r.straggler_basis) + "}";
+  return out + "],\"straggler_basis\":" + engine::json::String(r.straggler_basis) + "}";
 }
 
 // The straggler ranks' caused wait in A and B (query::CompareStragglerWait).
@@ -116,9 +116,9 @@ class PageData {
     std::tm tm{};
     gmtime_r(&now, &tm);
     std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-    out_ = "{\"db\":" + query::json::String(path) +
-           ",\"version\":" + query::json::String(engine::kTracedbVersion) +
-           ",\"generated\":" + query::json::String(when) + ",\"events\":" + Num(events) +
+    out_ = "{\"db\":" + engine::json::String(path) +
+           ",\"version\":" + engine::json::String(engine::kTracedbVersion) +
+           ",\"generated\":" + engine::json::String(when) + ",\"events\":" + Num(events) +
            ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) +
            ",\"duration_ns\":" + Num(ov.ranks.empty() ? int64_t{0} : ov.t1 - ov.t0);
     Overview(ov);
@@ -162,8 +162,8 @@ class PageData {
     for (size_t i = 0; i < names.size() && i < 50; ++i) {
       const auto& n = names[i];
       out_ += (i ? "," : "");
-      out_ += "{\"name\":" + query::json::String(n.name) +
-              ",\"cat\":" + query::json::String(n.cat) +
+      out_ += "{\"name\":" + engine::json::String(n.name) +
+              ",\"cat\":" + engine::json::String(n.cat) +
               ",\"routine\":" + (n.routine ? "true" : "false") +
               ",\"count\":" + Num(static_cast<int64_t>(n.count)) +
               ",\"total_ns\":" + Num(n.total_ns) + ",\"mean_ns\":" + Num(n.mean_ns) +
@@ -184,8 +184,8 @@ class PageData {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       out_ += (first ? "" : ",");
-      out_ += "{\"rank\":" + Num(st.Int(0)) + ",\"name\":" + query::json::String(st.Text(1)) +
-              ",\"cat\":" + query::json::String(st.Text(2)) + ",\"ts\":" + Num(st.Int(3)) +
+      out_ += "{\"rank\":" + Num(st.Int(0)) + ",\"name\":" + engine::json::String(st.Text(1)) +
+              ",\"cat\":" + engine::json::String(st.Text(2)) + ",\"ts\":" + Num(st.Int(3)) +
               ",\"dur\":" + Num(st.Int(4)) +
               ",\"step\":" + (st.IsNull(5) ? std::string("null") : Num(st.Int(5))) + "}";
     }
@@ -274,7 +274,7 @@ class PageData {
     out_ += ",\"msgsize\":[";
     for (size_t i = 0; i < with.size(); ++i) {
       out_ += (i ? "," : "");
-      out_ += "{\"routine\":" + query::json::String(with[i]->name) + ",\"buckets\":[";
+      out_ += "{\"routine\":" + engine::json::String(with[i]->name) + ",\"buckets\":[";
       for (size_t k = 0; k < with[i]->size_buckets.size(); ++k) {
         const auto& [bucket, n] = with[i]->size_buckets[k];
         out_ += (k ? ",[" : "[") + Num(int64_t{bucket}) + "," + Num(static_cast<int64_t>(n)) + "]";
@@ -334,7 +334,7 @@ class PageData {
       basis.clear();
     }
     out_ += ",\"startup\":{\"end_ns\":" + (end < 0 ? std::string("null") : Num(end - ov.t0)) +
-            ",\"basis\":" + query::json::String(basis) + ",\"names\":{";
+            ",\"basis\":" + engine::json::String(basis) + ",\"names\":{";
     // Each span name's time inside start-up (spans that start before it ends): the page keeps
     // names spent mostly there (MPI_Init, init_process_group) from setting the scale of the
     // slowest-phases chart. Only start-up's blocks are read (ts < end is pushed down).
@@ -347,7 +347,7 @@ class PageData {
       for (bool first = true;; first = false) {
         TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
         if (!row) break;
-        out_ += (first ? "" : ",") + query::json::String(st.Text(0)) + ":" + Num(st.Int(1));
+        out_ += (first ? "" : ",") + engine::json::String(st.Text(0)) + ":" + Num(st.Int(1));
       }
     }
     out_ += "}}";
@@ -362,7 +362,7 @@ class PageData {
     namespace wa = query::analysis;
     if (events > max_events) {
       out_ += ",\"why\":{\"skipped\":" +
-              query::json::String(
+              engine::json::String(
                   max_events <= 0
                       ? std::string("left out (--why-max-events 0)")
                       : WithCommas(static_cast<uint64_t>(events)) + " events, more than " +
@@ -383,7 +383,7 @@ class PageData {
                       0));
     auto a = wa::Analyze(db_);
     if (!a.ok()) {
-      out_ += ",\"why\":{\"error\":" + query::json::String(a.status().message()) + "}";
+      out_ += ",\"why\":{\"error\":" + engine::json::String(a.status().message()) + "}";
       return Status::Ok();
     }
     std::string why = wa::WhySummaryJson(*a, wa::Summarize(*a, wa::StepRange{}, 10));
@@ -402,7 +402,7 @@ class PageData {
       if (!row) break;
       out_ += first ? "{" : ",{";
       for (int c = 0; c < st.ColumnCount(); ++c) {
-        out_ += (c ? "," : "") + query::json::String(st.ColumnName(c)) + ":";
+        out_ += (c ? "," : "") + engine::json::String(st.ColumnName(c)) + ":";
         query::json::AppendColumn(&out_, st, c);
       }
       out_ += "}";
@@ -504,7 +504,7 @@ std::string DiffJson(const query::RunDiff& d, double alpha) {
   for (size_t i = 0; i < d.names.size(); ++i) {
     const auto& n = d.names[i];
     out += (i ? "," : "");
-    out += "{\"name\":" + query::json::String(n.name) + ",\"cat\":" + query::json::String(n.cat) +
+    out += "{\"name\":" + engine::json::String(n.name) + ",\"cat\":" + engine::json::String(n.cat) +
            ",\"kind\":" + (n.routine ? "\"routine\"" : "\"phase\"") + ",\"status\":" +
            (n.a == nullptr   ? "\"new\""
             : n.b == nullptr ? "\"vanished\""

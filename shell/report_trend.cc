@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/util/json_text.h"
 #include "query/check/regression_check.h"
-#include "query/export/json_text.h"
 #include "shell/report_html.h"
 
 namespace tracedb::shell {
@@ -43,11 +43,11 @@ std::string TrendJson(const std::vector<query::RunSummary>& runs) {
     std::vector<double> steps = AfterFirstStep(r.step_ns, r.step_ids, FirstStep(r));
     std::vector<double> p10 = steps, p90 = steps;
     out += (i ? "," : "");
-    out += "{\"path\":" + query::json::String(r.path) +
+    out += "{\"path\":" + engine::json::String(r.path) +
            ",\"steps\":" + std::to_string(r.step_ns.size()) +
-           ",\"step_median_ns\":" + query::json::Number(query::check::Median(steps)) +
-           ",\"step_p10_ns\":" + query::json::Number(query::Percentile(&p10, 10)) +
-           ",\"step_p90_ns\":" + query::json::Number(query::Percentile(&p90, 90)) + "}";
+           ",\"step_median_ns\":" + engine::json::Number(query::check::Median(steps)) +
+           ",\"step_p10_ns\":" + engine::json::Number(query::Percentile(&p10, 10)) +
+           ",\"step_p90_ns\":" + engine::json::Number(query::Percentile(&p90, 90)) + "}";
   }
   // The top names: the last run's largest by total time, then the baselines' (vanished names);
   // only names in at least 3 steps (not start-up or shutdown calls such as MPI_Init).
@@ -74,11 +74,11 @@ std::string TrendJson(const std::vector<query::RunSummary>& runs) {
       medians += (i ? "," : "");
       medians += s == nullptr || s->per_step.empty()
                      ? std::string("null")
-                     : query::json::Number(query::check::Median(
+                     : engine::json::Number(query::check::Median(
                            AfterFirstStep(s->per_step, s->per_step_ids, FirstStep(runs[i]))));
     }
-    out += "{\"name\":" + query::json::String(top[k].first) +
-           ",\"cat\":" + query::json::String(top[k].second) +
+    out += "{\"name\":" + engine::json::String(top[k].first) +
+           ",\"cat\":" + engine::json::String(top[k].second) +
            ",\"routine\":" + (routine ? "true" : "false") + ",\"median_ns\":" + medians + "]}";
   }
   return out + "]}";

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/util/json_text.h"
 #include "query/export/csv_text.h"
 #include "query/export/json_rows.h"
-#include "query/export/json_text.h"
 
 namespace tracedb::shell {
 namespace {
@@ -22,7 +22,7 @@ std::string CellText(const engine::Stmt& st, int col, const std::string& null_va
     case SQLITE_INTEGER:
       return std::to_string(st.Int(col));
     case SQLITE_FLOAT:  // exact: the shortest form that reads back to the same double
-      return query::json::DoubleText(st.Double(col));
+      return engine::json::DoubleText(st.Double(col));
     case SQLITE_BLOB:
       return "<blob " + std::to_string(st.Blob(col).size()) + " bytes>";
     default:
@@ -111,7 +111,7 @@ StatusOr<uint64_t> PrintRows(engine::Stmt* st, const PrintOptions& options, FILE
         std::string obj = rows ? ",\n{" : "\n{";
         for (int i = 0; i < ncol; ++i) {
           if (i) obj += ", ";
-          query::json::AppendString(&obj, names[i]);
+          engine::json::AppendString(&obj, names[i]);
           obj += ": ";
           query::json::AppendColumn(&obj, *st, i);
         }

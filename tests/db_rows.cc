@@ -11,8 +11,8 @@
 
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
+#include "engine/util/json_text.h"
 #include "query/export/csv_text.h"
-#include "query/export/json_text.h"
 #include "query/open/query_db.h"
 #include "tests/test_util.h"
 
@@ -22,7 +22,7 @@ namespace {
 std::string CsvField(const std::string& s) { return query::csv::Field(s); }
 
 // Counter values exactly (the shortest form that reads back to the same double).
-std::string Num(double v) { return query::json::DoubleText(v); }
+std::string Num(double v) { return engine::json::DoubleText(v); }
 
 }  // namespace
 

@@ -90,7 +90,7 @@ def run_measured(cmd, nofile):
 
 
 def human_ns(text):
-    """'437.14 ms' (query/sql/human_units.h) in ns."""
+    """'437.14 ms' (engine/util/human_units.h) in ns."""
     units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9, "h": 3600e9}
     value, _, unit = text.strip().partition(" ")
     if unit not in units:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The web pages' human units (view/web/units.js) against the SQL functions human_duration() and
-human_bytes() (query/sql/human_units.cc), which the terminal output uses: the same text for every
+human_bytes() (engine/util/human_units.cc), which the terminal output uses: the same text for every
 value, exact printf ties (1125 ns -> "1.12 us", half to even), negatives, unit boundaries and
 random values included. node runs the JavaScript; the stock sqlite3 with the loadable extension
 runs the C++. Exit 77 (skipped) when node or sqlite3 is missing, except under CI=true."""

@@ -384,5 +384,27 @@ TEST_F(ViewLodTest, BlockCacheGivesTheSameAnswer) {
   EXPECT_EQ(cache.Find(8, 5, 3), nullptr);
 }
 
+// Counter values go out through the one JSON writer (engine::json::AppendNumber): whole numbers
+// in integer digits, others in their shortest exact form, NaN and infinities as null (the view
+// wrote 1e6 as "1e+06" with a writer of its own before issue 20).
+TEST(ViewLodJson, CountersAreWrittenByTheOneJsonWriter) {
+  WindowResult r;
+  view::TrackLod t;
+  t.track = 7;
+  t.rank = 1;
+  t.events = 3;
+  t.counters.push_back({5, 3, 1e6, 0.1, std::nan("")});
+  t.counters.push_back({5, 4, -2.5, 1e300, -INFINITY});
+  r.tracks.push_back(t);
+  WindowRequest req;
+  req.t0 = 0;
+  req.t1 = 100;
+  const std::string json =
+      view::WindowJson(r, req, [](uint32_t id) { return "n" + std::to_string(id); });
+  EXPECT_NE(json.find("\"counters\":[[5,3,1000000,0.1,null],[5,4,-2.5,1e+300,null]]"),
+            std::string::npos)
+      << json;
+}
+
 }  // namespace
 }  // namespace tracedb::testing

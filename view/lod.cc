@@ -11,7 +11,7 @@
 
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 namespace tracedb::view {
 namespace {
@@ -416,16 +416,6 @@ void WindowBuilder::Finish() {
 
 void AppendInt(std::string* s, int64_t v) { s->append(std::to_string(v)); }
 
-void AppendDouble(std::string* s, double v) {
-  if (!std::isfinite(v)) {
-    s->append("null");
-    return;
-  }
-  char buf[40];
-  char* e = query::json::WriteDouble(buf, v);
-  s->append(buf, e);
-}
-
 }  // namespace
 
 size_t LodBlock::Bytes() const {
@@ -575,11 +565,11 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
       s += ',';
       AppendInt(&s, c.x);
       s += ',';
-      AppendDouble(&s, c.min);
+      engine::json::AppendNumber(&s, c.min);
       s += ',';
-      AppendDouble(&s, c.max);
+      engine::json::AppendNumber(&s, c.max);
       s += ',';
-      AppendDouble(&s, c.last);
+      engine::json::AppendNumber(&s, c.last);
       s += ']';
       names[c.name] = true;
     }
@@ -606,7 +596,7 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
     const std::vector<float>& d = r.ranks[i].events_per_px;
     for (size_t x = 0; x < d.size(); ++x) {
       if (x) s += ',';
-      AppendDouble(&s, std::round(d[x] * 100) / 100);
+      engine::json::AppendNumber(&s, std::round(d[x] * 100) / 100);
     }
     s += "]}";
   }
@@ -618,7 +608,7 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
     s += '"';
     AppendInt(&s, id);
     s += "\":";
-    query::json::AppendString(&s, name_of(id));
+    engine::json::AppendString(&s, name_of(id));
   }
   s += "}}";
   return s;

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "engine/util/coding.h"
+#include "engine/util/json_text.h"
 #include "query/export/json_rows.h"
-#include "query/export/json_text.h"
 #include "view/sql_guard.h"
 #include "view/view_params.h"
 #include "view/view_server_impl.h"
@@ -122,7 +122,7 @@ void ViewServer::Impl::Flows(const httplib::Request& req, httplib::Response& res
     }
     if (n++) s->push_back(',');
     s->push_back('[');
-    query::json::AppendString(s, flow_labels[it->label]);
+    engine::json::AppendString(s, flow_labels[it->label]);
     s->push_back(',');
     id(s, it->a_id);
     s->append("," + std::to_string(it->a_ts - origin) + ",");

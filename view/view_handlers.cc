@@ -7,8 +7,8 @@
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "engine/util/coding.h"
+#include "engine/util/json_text.h"
 #include "query/export/json_rows.h"
-#include "query/export/json_text.h"
 #include "view/sql_guard.h"
 #include "view/view_params.h"
 #include "view/view_server_impl.h"
@@ -166,7 +166,7 @@ Status ViewServer::Impl::EventJson(Db* db, int64_t id, int64_t ts, std::string* 
   for (int c = 0; c < sqlite3_column_count(st.raw()); ++c) {
     if (c) *out += ',';
     const std::string name = st.ColumnName(c);
-    query::json::AppendString(out, name);
+    engine::json::AppendString(out, name);
     *out += ':';
     query::json::AppendColumn(out, st, c, query::json::BigInts::kString);
     if (name == "parent" && !st.IsNull(c)) *parent = st.Int(c);
@@ -242,7 +242,7 @@ Status ViewServer::Impl::RunSql(Db* db, const std::string& sql,
   *out = "{\"columns\":[";
   for (int c = 0; c < cols; ++c) {
     if (c) *out += ',';
-    query::json::AppendString(out, st.ColumnName(c));
+    engine::json::AppendString(out, st.ColumnName(c));
   }
   *out += "],\"rows\":[";
   size_t n = 0;

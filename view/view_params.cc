@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
+#include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
-#include "query/export/json_text.h"
 
 namespace tracedb::view {
 
@@ -35,7 +35,7 @@ bool SameToken(const std::string& a, const std::string& b) {
 
 std::string Quote(std::string_view s) {
   std::string out;
-  query::json::AppendString(&out, s);
+  engine::json::AppendString(&out, s);
   return out;
 }
 

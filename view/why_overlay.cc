@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "engine/util/coding.h"
+#include "engine/util/json_text.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
-#include "query/export/json_text.h"
 
 namespace tracedb::view {
 namespace {
@@ -84,7 +84,7 @@ Status WhyOverlay::Build(engine::Db* db, int64_t max_events) {
 }
 
 std::string WhyOverlay::WindowJson(int64_t lo, int64_t hi, int64_t origin, size_t max_rows) const {
-  namespace json = query::json;
+  namespace json = engine::json;
   auto name = [this](int32_t n) -> const std::string& {
     static const std::string unknown = "?";
     return n < 0 || static_cast<size_t>(n) >= names_.size() ? unknown

@@ -2,7 +2,7 @@
 // characters escaped, ill-formed UTF-8 replaced by U+FFFD (one per maximal ill-formed subpart, as
 // the WHATWG and Python decoders do), so every JSON the project writes is valid UTF-8. Header-only
 // and in the engine's util layer so that the engine (step statistics' top names) and the query
-// layer's JSON writer (query/export/json_text.h: AppendString, numbers, objects) share it.
+// layer's JSON writer (engine/util/json_text.h: AppendString, numbers, objects) share it.
 // Thread safety: pure functions.
 #pragma once
 

@@ -93,7 +93,7 @@ struct MatchInput {
     CommEvent ev;
   };
   std::vector<Mpi> mpi;           // in block order
-  std::vector<uint8_t> p2p_name;  // per string id: 1 send, 2 blocking receive, 4 posting
+  std::vector<uint8_t> p2p_name;  // per string id: comm_match::Role bits
   // Collective arrivals, in block order: the events with a seq, then the Horovod ticks (joined
   // to their negotiation spans by MatchCollectives).
   std::vector<Arrival> arrivals;

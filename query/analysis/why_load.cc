@@ -9,6 +9,7 @@
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "query/analysis/why_internal.h"
+#include "query/views/comm_match.h"
 #include "query/views/negotiation_rows.h"
 
 namespace tracedb::query::analysis::internal {
@@ -159,9 +160,6 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     if (!nstrings.ok()) return Err("strings", nstrings.status());
     auto st = db->Prepare("SELECT id, s FROM main.strings");
     if (!st.ok()) return Err("strings", st.status());
-    static const char* const kSends[] = {
-        "MPI_Send",   "MPI_Ssend",  "MPI_Bsend",  "MPI_Rsend",    "MPI_Isend",
-        "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
     for (;;) {
       auto row = st->Step();
       if (!row.ok()) return Err("strings", row.status());
@@ -188,12 +186,7 @@ StatusOr<Model> LoadModel(engine::Db* db) {
         if (negotiation::IsNegotiationName(s)) w |= kNegotiation;
       }
       what[u] = w;
-      uint8_t p = 0;
-      for (const char* x : kSends)
-        if (s == x) p |= 1;
-      if (s == "MPI_Recv" || s == "MPI_Mrecv") p |= 2;
-      if (s == "MPI_Irecv" || s == "MPI_Imrecv") p |= 4;
-      in.p2p_name[u] = p;
+      in.p2p_name[u] = comm_match::RoleOfName(s);
     }
   }
   auto name_at = [&](uint32_t id) { return id < name_of.size() ? name_of[id] : -1; };
@@ -312,7 +305,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
           if (wc & kP2pMpi) {
             const uint8_t p = b.name[i] < in.p2p_name.size() ? in.p2p_name[b.name[i]] : 0;
             const bool peer = (mask & EventArgs::kPeer) && b.peer[i] >= 0;
-            if ((peer && (p & 3)) || ((mask & EventArgs::kFlow) && (peer || (p & 4)))) {
+            if ((peer && (p & (comm_match::kSend | comm_match::kRecv))) ||
+                ((mask & EventArgs::kFlow) && (peer || (p & comm_match::kPost)))) {
               in.mpi.push_back(MatchInput::Mpi{
                   id, ts,
                   static_cast<int64_t>(static_cast<uint64_t>(ts) + static_cast<uint64_t>(b.dur[i])),

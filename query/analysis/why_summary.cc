@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <map>
 
+#include "engine/util/human_units.h"
+#include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
 #include "engine/util/str_format.h"
-#include "query/export/json_text.h"
-#include "query/sql/human_units.h"
 
 namespace tracedb::query::analysis {
 namespace {
@@ -47,19 +47,20 @@ std::string DescribeCause(const Analysis& a, const Cause& c) {
   std::string out = c.has_step ? "step " + std::to_string(c.step) + ": " : std::string();
   const std::string what = WhyName(a, c.name);
   out += "rank " + std::to_string(c.rank) + " spent " +
-         HumanDuration(static_cast<double>(std::max<int64_t>(0, c.excess_ns))) + " more " +
+         engine::HumanDuration(static_cast<double>(std::max<int64_t>(0, c.excess_ns))) + " more " +
          (what == kNoSpan ? std::string("outside any span") : "in " + what) +
          " than the median rank";
   if (!c.waiting_ranks.empty()) {
     out += c.waiting_ranks.size() == 1 ? "; rank " : "; ranks ";
     for (size_t i = 0; i < c.waiting_ranks.size(); ++i)
       out += (i ? ", " : "") + std::to_string(c.waiting_ranks[i]);
-    out += " waited " + HumanDuration(std::round(c.direct_ns));
+    out += " waited " + engine::HumanDuration(std::round(c.direct_ns));
     if (c.call >= 0) out += " in " + WhyName(a, c.call);
     out += " for it";
   }
   if (c.indirect_ns >= 1)
-    out += ", and " + HumanDuration(std::round(c.indirect_ns)) + " more in waits it propagated";
+    out += ", and " + engine::HumanDuration(std::round(c.indirect_ns)) +
+           " more in waits it propagated";
   return out;
 }
 
@@ -107,23 +108,24 @@ std::string WhySummaryText(const Analysis& a, const WhySummary& s, const std::st
   int i = 0;
   for (const Cause* c : s.causes)
     out += Fmt("  %d. %s  [cost %s, noise z %.1f]\n", ++i, DescribeCause(a, *c).c_str(),
-               HumanDuration(std::round(c->cost_ns)).c_str(),
+               engine::HumanDuration(std::round(c->cost_ns)).c_str(),
                std::isfinite(c->noise_z) ? c->noise_z : 999.0);
   if (s.unreported > 0)
-    out += Fmt("  (%lld smaller delays within the noise, %s of wait in all, not listed)\n",
-               static_cast<long long>(s.unreported), HumanDuration(s.unreported_cost).c_str());
+    out +=
+        Fmt("  (%lld smaller delays within the noise, %s of wait in all, not listed)\n",
+            static_cast<long long>(s.unreported), engine::HumanDuration(s.unreported_cost).c_str());
   out += "\nWait states:\n";
   if (s.patterns.empty()) out += "  no waits\n";
   for (const WhySummary::Pattern& p : s.patterns)
     out += Fmt("  %-15s %8lld waits  %12s\n", p.pattern.c_str(), static_cast<long long>(p.waits),
-               HumanDuration(static_cast<double>(p.wait_ns)).c_str());
+               engine::HumanDuration(static_cast<double>(p.wait_ns)).c_str());
   out += "\nCritical path:\n";
   if (s.path.empty()) out += "  no steps or events\n";
   for (const auto& [name, ns] : s.path)
     out +=
         Fmt("  %-30s %6.1f%%  %12s\n", name.c_str(),
             s.path_ns > 0 ? 100.0 * static_cast<double>(ns) / static_cast<double>(s.path_ns) : 0.0,
-            HumanDuration(static_cast<double>(ns)).c_str());
+            engine::HumanDuration(static_cast<double>(ns)).c_str());
   return out;
 }
 
@@ -135,7 +137,7 @@ std::string WhySummaryJson(const Analysis& a, const WhySummary& s) {
     first = false;
     out += "{\"step\":" + (c->has_step ? std::to_string(c->step) : std::string("null"));
     out += ",\"rank\":" + std::to_string(c->rank);
-    out += ",\"name\":" + json::String(WhyName(a, c->name));
+    out += ",\"name\":" + engine::json::String(WhyName(a, c->name));
     out += Fmt(",\"cost_ns\":%lld,\"direct_ns\":%lld,\"indirect_ns\":%lld,\"excess_ns\":%lld",
                static_cast<long long>(std::llround(c->cost_ns)),
                static_cast<long long>(std::llround(c->direct_ns)),
@@ -145,8 +147,9 @@ std::string WhySummaryJson(const Analysis& a, const WhySummary& s) {
     out += ",\"waiting_ranks\":[";
     for (size_t i = 0; i < c->waiting_ranks.size(); ++i)
       out += (i ? "," : "") + std::to_string(c->waiting_ranks[i]);
-    out += "],\"call\":" + (c->call >= 0 ? json::String(WhyName(a, c->call)) : std::string("null"));
-    out += ",\"text\":" + json::String(DescribeCause(a, *c)) + "}";
+    out += "],\"call\":" +
+           (c->call >= 0 ? engine::json::String(WhyName(a, c->call)) : std::string("null"));
+    out += ",\"text\":" + engine::json::String(DescribeCause(a, *c)) + "}";
   }
   out += Fmt("],\"unreported\":%lld,\"wait_states\":[", static_cast<long long>(s.unreported));
   first = true;
@@ -161,7 +164,8 @@ std::string WhySummaryJson(const Analysis& a, const WhySummary& s) {
   for (const auto& [name, ns] : s.path) {
     out += first ? "" : ",";
     first = false;
-    out += "{\"name\":" + json::String(name) + Fmt(",\"ns\":%lld}", static_cast<long long>(ns));
+    out += "{\"name\":" + engine::json::String(name) +
+           Fmt(",\"ns\":%lld}", static_cast<long long>(ns));
   }
   out += "]}";
   return out;

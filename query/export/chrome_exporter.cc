@@ -17,9 +17,9 @@
 #include "engine/db/db_schema.h"
 #include "engine/db/event_block.h"
 #include "engine/util/coding.h"
+#include "engine/util/json_text.h"
 #include "engine/util/version.h"
 #include "query/export/chrome_writer.h"
-#include "query/export/json_text.h"
 
 namespace tracedb::query {
 namespace {
@@ -321,10 +321,10 @@ Status ChromeExporter::SelectBlocksByName() {
 // The members of otherData common to every file.
 std::string ChromeExporter::OtherData() {
   std::string d = "\"tracedb\":true,\"tool\":\"tracedb\",\"tool_version\":";
-  json::AppendString(&d, engine::kTracedbVersion);
+  engine::json::AppendString(&d, engine::kTracedbVersion);
   d += ",\"schema_version\":" + std::to_string(engine::kSchemaVersion);
   d += ",\"source_db\":";
-  json::AppendString(&d, o_.source_label.empty() ? db_->path() : o_.source_label);
+  engine::json::AppendString(&d, o_.source_label.empty() ? db_->path() : o_.source_label);
   d += ",\"job_start_ns\":" + std::to_string(stats_->job_start_ns);
   d += ",\"ts_unit\":\"us\",\"ts_origin_ns\":" + std::to_string(origin_);
   d += ",\"ranks\":[";
@@ -344,7 +344,7 @@ std::string ChromeExporter::OtherData() {
         if (hi != lo) text.append(1, '-').append(std::to_string(hi));
       }
     }
-    json::AppendString(&d, text);
+    engine::json::AppendString(&d, text);
   }
   for (const auto& [key, b] : {std::pair{"from", &o_.from}, std::pair{"to", &o_.to}}) {
     d += ",\"";
@@ -353,7 +353,7 @@ std::string ChromeExporter::OtherData() {
     if (b->kind == ChromeTimeBound::Kind::kNone) {
       d += "null";
     } else {
-      json::AppendString(&d, BoundText(*b));
+      engine::json::AppendString(&d, BoundText(*b));
     }
   }
   if (!per_rank_window_) {
@@ -369,7 +369,7 @@ std::string ChromeExporter::OtherData() {
     d += "\":[";
     for (size_t i = 0; i < list->size(); ++i) {
       if (i) d += ',';
-      json::AppendString(&d, (*list)[i]);
+      engine::json::AppendString(&d, (*list)[i]);
     }
     d += ']';
   }
@@ -382,9 +382,9 @@ std::string ChromeExporter::OtherData() {
     for (const auto& [key, value] : meta) {
       if (!first) d += ',';
       first = false;
-      json::AppendString(&d, key);
+      engine::json::AppendString(&d, key);
       d += ':';
-      json::AppendString(&d, value);
+      engine::json::AppendString(&d, value);
     }
   }
   d += '}';

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 namespace tracedb::query {
 namespace {
@@ -49,7 +49,7 @@ const StringCache::Entry& StringCache::Load(uint32_t id) {
     e.text = std::string(st_.Text(0));
   }
   st_.Reset();
-  json::AppendString(&e.literal, e.text);
+  engine::json::AppendString(&e.literal, e.text);
   entries_.push_back(std::move(e));
   if (id >= slot_.size()) slot_.resize(std::max<size_t>(id + 1, slot_.size() * 2), 0);
   slot_[id] = static_cast<uint32_t>(entries_.size());
@@ -59,7 +59,7 @@ const StringCache::Entry& StringCache::Load(uint32_t id) {
 ChromeTraceWriter::ChromeTraceWriter(ChromeWriterOptions o, StringCache* strings,
                                      ChromeExportStats* stats)
     : o_(std::move(o)), strings_(strings), stats_(stats) {
-  json::AppendString(&extra_name_literal_, o_.extra_flow_name);
+  engine::json::AppendString(&extra_name_literal_, o_.extra_flow_name);
   extra_pairs_.resize(o_.extra_flows.size());
   for (size_t i = 0; i < o_.extra_flows.size(); ++i) {
     const auto [from, to] = o_.extra_flows[i];
@@ -84,7 +84,7 @@ void ChromeTraceWriter::AddRank(int32_t rank, std::string_view host) {
   r->name_literal.clear();
   std::string name = "rank " + std::to_string(rank);
   if (!host.empty()) name += " (" + std::string(host) + ")";
-  json::AppendString(&r->name_literal, name);
+  engine::json::AppendString(&r->name_literal, name);
 }
 
 ChromeTraceWriter::RankOut* ChromeTraceWriter::Rank(int32_t rank) {
@@ -93,7 +93,7 @@ ChromeTraceWriter::RankOut* ChromeTraceWriter::Rank(int32_t rank) {
     slot = std::make_unique<RankOut>();
     slot->rank = rank;
     slot->pid = "\"pid\":" + std::to_string(rank);
-    json::AppendString(&slot->name_literal, "rank " + std::to_string(rank));
+    engine::json::AppendString(&slot->name_literal, "rank " + std::to_string(rank));
   }
   return slot.get();
 }
@@ -107,8 +107,8 @@ void ChromeTraceWriter::AddTrack(uint32_t track, int32_t rank, std::string_view 
   t.global = kind == "global";
   t.extra = extra_tracks_.count(track) != 0;
   t.prefix = "\"pid\":" + std::to_string(rank) + ",\"tid\":" + std::to_string(track);
-  json::AppendString(&t.name_literal, name);
-  if (kind != "thread") json::AppendString(&t.kind_literal, kind);
+  engine::json::AppendString(&t.name_literal, name);
+  if (kind != "thread") engine::json::AppendString(&t.kind_literal, kind);
   for (const auto& [key, v] :
        {std::pair{",\"tracedb_tid\":", ids.tid}, std::pair{",\"tracedb_pid\":", ids.pid},
         std::pair{",\"tracedb_local_id\":", ids.local_id}}) {
@@ -295,7 +295,7 @@ char* ChromeTraceWriter::WriteMeta(char* p, TrackOut* t) {
     p = Put(p, "{\"ph\":\"M\",");
     p = Put(p, r.pid);
     p = Put(p, ",\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":");
-    p = json::WriteInt(p, r.rank);
+    p = engine::json::WriteInt(p, r.rank);
     p = Put(p, "}}");
   }
   if (plan_.track_meta) {
@@ -315,7 +315,7 @@ char* ChromeTraceWriter::WriteMeta(char* p, TrackOut* t) {
     p = Put(p, "{\"ph\":\"M\",");
     p = Put(p, t->prefix);
     p = Put(p, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
-    p = json::WriteInt(p, t->sort_index);
+    p = engine::json::WriteInt(p, t->sort_index);
     p = Put(p, "}}");
   }
   return p;
@@ -327,21 +327,21 @@ char* ChromeTraceWriter::WriteFlowPair(char* p, uint64_t id, const TrackOut& fro
                                        const std::string& name_literal) {
   p = Sep(p);
   p = Put(p, "{\"ph\":\"s\",\"id\":");
-  p = json::WriteUint(p, id);
+  p = engine::json::WriteUint(p, id);
   *p++ = ',';
   p = Put(p, from.prefix);
   p = Put(p, ",\"ts\":");
-  p = json::WriteMicros(p, engine::SaturatingAdd(from_ts, -o_.origin_ns));
+  p = engine::json::WriteMicros(p, engine::SaturatingAdd(from_ts, -o_.origin_ns));
   p = Put(p, ",\"name\":");
   p = Put(p, name_literal);
   p = Put(p, ",\"cat\":\"flow\"}");
   p = Sep(p);
   p = Put(p, "{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-  p = json::WriteUint(p, id);
+  p = engine::json::WriteUint(p, id);
   *p++ = ',';
   p = Put(p, to.prefix);
   p = Put(p, ",\"ts\":");
-  p = json::WriteMicros(p, engine::SaturatingAdd(to_ts, -o_.origin_ns));
+  p = engine::json::WriteMicros(p, engine::SaturatingAdd(to_ts, -o_.origin_ns));
   p = Put(p, ",\"name\":");
   p = Put(p, name_literal);
   p = Put(p, ",\"cat\":\"flow\"}");
@@ -365,18 +365,19 @@ char* ChromeTraceWriter::WriteArgs(char* p, const DecodedBlock& b, size_t i, uin
     for (const char* k :
          {"\"bytes\":", "\"peer\":", "\"tag\":", "\"comm\":", "\"seq\":", "\"flow\":"}) {
       if (args_json_.rfind(k, 0) == 0) {
-        p = json::WriteUint(key(p, "\"tracedb_typed\":", 16),
-                            static_cast<uint64_t>(std::popcount(mask & EventArgs::kAllFields)));
+        p = engine::json::WriteUint(
+            key(p, "\"tracedb_typed\":", 16),
+            static_cast<uint64_t>(std::popcount(mask & EventArgs::kAllFields)));
         break;
       }
     }
   }
-  if (mask & EventArgs::kBytes) p = json::WriteUint(key(p, "\"bytes\":", 8), b.bytes[i]);
-  if (mask & EventArgs::kPeer) p = json::WriteInt(key(p, "\"peer\":", 7), b.peer[i]);
-  if (mask & EventArgs::kTag) p = json::WriteInt(key(p, "\"tag\":", 6), b.tag[i]);
-  if (mask & EventArgs::kComm) p = json::WriteUint(key(p, "\"comm\":", 7), b.comm[i]);
-  if (mask & EventArgs::kSeq) p = json::WriteUint(key(p, "\"seq\":", 6), b.seq[i]);
-  if (mask & EventArgs::kFlow) p = json::WriteUint(key(p, "\"flow\":", 7), b.flow[i]);
+  if (mask & EventArgs::kBytes) p = engine::json::WriteUint(key(p, "\"bytes\":", 8), b.bytes[i]);
+  if (mask & EventArgs::kPeer) p = engine::json::WriteInt(key(p, "\"peer\":", 7), b.peer[i]);
+  if (mask & EventArgs::kTag) p = engine::json::WriteInt(key(p, "\"tag\":", 6), b.tag[i]);
+  if (mask & EventArgs::kComm) p = engine::json::WriteUint(key(p, "\"comm\":", 7), b.comm[i]);
+  if (mask & EventArgs::kSeq) p = engine::json::WriteUint(key(p, "\"seq\":", 6), b.seq[i]);
+  if (mask & EventArgs::kFlow) p = engine::json::WriteUint(key(p, "\"flow\":", 7), b.flow[i]);
   if (json_members) {
     if (p != open) *p++ = ',';
     p = Put(p, args_json_);
@@ -401,10 +402,10 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
   size_t json_members = 0;
   args_json_.clear();
   if (!counter && (mask & DecodedBlock::kHasJson)) {
-    if (!json::AppendObjectMembers(&args_json_, b.json[i], &json_members)) {
+    if (!engine::json::AppendObjectMembers(&args_json_, b.json[i], &json_members)) {
       stats_->bad_json_args++;
       args_json_ = "\"args_text\":";
-      json::AppendString(&args_json_, b.json[i]);
+      engine::json::AppendString(&args_json_, b.json[i]);
       json_members = 1;
     }
   }
@@ -434,7 +435,7 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
       flow_name = plan.partner.ts <= ts ? &strings_->Literal(plan.partner.name) : &name;
     }
     size_t bound = 640 + name.size() + (cat ? cat->size() : 0) + args_json_.size() +
-                   t->prefix.size() + json::kMaxDouble;
+                   t->prefix.size() + engine::json::kMaxDouble;
     if (plan.rank_meta) bound += 256 + t->rank->name_literal.size();
     if (plan.track_meta) {
       bound += 256 + t->name_literal.size() + t->kind_literal.size() + t->ids_members.size() +
@@ -456,10 +457,10 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
     }
     p = Put(p, t->prefix);
     p = Put(p, ",\"ts\":");
-    p = json::WriteMicros(p, engine::SaturatingAdd(ts, -o_.origin_ns));
+    p = engine::json::WriteMicros(p, engine::SaturatingAdd(ts, -o_.origin_ns));
     if (kind == static_cast<uint8_t>(RowKind::kSpan)) {
       p = Put(p, ",\"dur\":");
-      p = json::WriteMicros(p, b.dur[i]);
+      p = engine::json::WriteMicros(p, b.dur[i]);
     }
     p = Put(p, ",\"name\":");
     p = Put(p, name);
@@ -471,7 +472,7 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
       p = Put(p, ",\"args\":{");
       p = Put(p, name);
       *p++ = ':';
-      p = json::WriteDouble(p, b.value[i]);
+      p = engine::json::WriteDouble(p, b.value[i]);
       *p++ = '}';
     } else {
       p = WriteArgs(p, b, i, mask, json_members);

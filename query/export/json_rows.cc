@@ -1,7 +1,7 @@
 // SQLite values as JSON. See json_rows.h.
 #include "query/export/json_rows.h"
 
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 namespace tracedb::query::json {
 
@@ -10,7 +10,7 @@ void AppendInt(std::string* out, int64_t v, BigInts big) {
   const bool quote = big == BigInts::kString && (v > kExact || v < -kExact);
   char buf[24];
   if (quote) out->push_back('"');
-  out->append(buf, WriteInt(buf, v));
+  out->append(buf, engine::json::WriteInt(buf, v));
   if (quote) out->push_back('"');
 }
 
@@ -23,13 +23,13 @@ void AppendColumn(std::string* out, const engine::Stmt& st, int col, BigInts big
       AppendInt(out, st.Int(col), big);
       break;
     case SQLITE_FLOAT:
-      AppendNumber(out, st.Double(col));
+      engine::json::AppendNumber(out, st.Double(col));
       break;
     case SQLITE_BLOB:
       out->append("\"<blob " + std::to_string(st.Blob(col).size()) + " bytes>\"");
       break;
     default:
-      AppendString(out, st.Text(col));
+      engine::json::AppendString(out, st.Text(col));
   }
 }
 

@@ -1,7 +1,7 @@
 // Rows of SQL as JSON: the one place a SQLite value becomes a JSON value, for the shell's
 // `--format json`, the data of `tracedb report html` and the viewer's /api/sql, /api/search and
-// event fields. Strings go through the one writer (json_text.h: invalid UTF-8 replaced by
-// U+FFFD), reals in their shortest exact form (null for NaN and infinities), blobs as the text
+// event fields. Strings go through the one writer (engine/util/json_text.h: invalid UTF-8 replaced
+// by U+FFFD), reals in their shortest exact form (null for NaN and infinities), blobs as the text
 // "<blob N bytes>". Integers are numbers; a caller whose reader is JavaScript (the viewer) asks
 // for those beyond ±2^53, which a double cannot hold, as decimal strings instead.
 // Thread safety: pure functions (the statement belongs to the caller's thread).

@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
+#include "engine/util/human_units.h"
+#include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
-#include "query/export/json_text.h"
-#include "query/sql/human_units.h"
 
 namespace tracedb::query::hang {
 namespace {
@@ -294,7 +294,7 @@ StatusOr<HangReport> BuildHangReport(engine::Db* db) {
 namespace {
 
 void Key(std::string* out, const char* k) {
-  json::AppendString(out, k);
+  engine::json::AppendString(out, k);
   *out += ':';
 }
 void Int(std::string* out, const char* k, int64_t v) {
@@ -307,7 +307,7 @@ void OptInt(std::string* out, const char* k, const std::optional<int64_t>& v) {
 }
 void Str(std::string* out, const char* k, const std::string& v) {
   Key(out, k);
-  json::AppendString(out, v);
+  engine::json::AppendString(out, v);
 }
 
 const char* State(const RankState& r) {
@@ -330,7 +330,7 @@ std::string HangReportJson(const HangReport& rep) {
     o += ',';
     Key(&o, "blocked_in");
     if (b) {
-      json::AppendString(&o, b->name);
+      engine::json::AppendString(&o, b->name);
     } else {
       o += "null";
     }
@@ -440,12 +440,13 @@ std::string HangReportText(const HangReport& rep) {
     o += "  rank " + std::to_string(r.rank) + ": ";
     if (r.blocked) {
       const OpenSpan& s = r.open_spans[*r.blocked];
-      o += "blocked in " + Describe(r) + " for " + HumanDuration(static_cast<double>(s.end - s.ts));
+      o += "blocked in " + Describe(r) + " for " +
+           engine::HumanDuration(static_cast<double>(s.end - s.ts));
     } else {
       o += Describe(r);
     }
     if (end != INT64_MIN && r.last_seen != INT64_MIN && r.last_seen < end) {
-      o += "; last seen " + HumanDuration(static_cast<double>(end - r.last_seen)) +
+      o += "; last seen " + engine::HumanDuration(static_cast<double>(end - r.last_seen)) +
            " before the others";
     }
     o += "\n";

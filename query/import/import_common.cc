@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
-#include "query/export/json_text.h"
 #include "query/import/json/json_scan.h"
 
 namespace tracedb::query {
@@ -121,7 +121,7 @@ void AddJsonMember(std::string* object, std::string_view key, std::string_view v
     object->pop_back();  // the closing brace
     object->push_back(',');
   }
-  json::AppendString(object, key);
+  engine::json::AppendString(object, key);
   object->push_back(':');
   object->append(value_json);
   object->push_back('}');
@@ -142,7 +142,7 @@ void AppendArgsJson(std::string_view raw_args, std::string* out) {
   std::string value;
   if (!json::AppendCompactJson(raw_args, &value)) {
     value.clear();
-    json::AppendString(&value, raw_args);
+    engine::json::AppendString(&value, raw_args);
   }
   std::string obj;
   AddJsonMember(&obj, "args", value);

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "engine/util/percentile_rank.h"
 #include "query/sql/functions.h"
-#include "query/sql/percentile_rank.h"
 
 namespace tracedb::query {
 namespace {
@@ -517,7 +517,7 @@ std::vector<StragglerWait> CompareStragglerWait(const RunSummary& a, const RunSu
 
 double Percentile(std::vector<double>* v, double p) {
   if (v->empty()) return 0;
-  const size_t rank = NearestRank(p, v->size());
+  const size_t rank = engine::NearestRank(p, v->size());
   std::nth_element(v->begin(), v->begin() + static_cast<long>(rank - 1), v->end());
   return (*v)[rank - 1];
 }

@@ -1,9 +1,9 @@
 // SQL functions. See functions.h.
 #include "query/sql/functions.h"
-#include "query/sql/percentile_rank.h"
+#include "engine/util/percentile_rank.h"
 
 #include "engine/db/sqlite_guard.h"
-#include "query/sql/human_units.h"
+#include "engine/util/human_units.h"
 
 #include <algorithm>
 #include <bit>
@@ -208,7 +208,7 @@ void PercentileFinal(sqlite3_context* ctx) {
     ReleasePercentile(ctx);
     return;
   }
-  const size_t k = NearestRank(s->p, n) - 1;
+  const size_t k = engine::NearestRank(s->p, n) - 1;
   if (s->all_int) {
     sqlite3_result_int64(ctx, SelectInt(&s->ints, k, s->lo, s->hi));
   } else {
@@ -306,13 +306,13 @@ void Log2Bucket(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, x < 1 ? 0 : static_cast<sqlite3_int64>(std::floor(std::log2(x))));
 }
 
-// human_duration(ns) and human_bytes(n): query/sql/human_units.h, as the shell prints them.
+// human_duration(ns) and human_bytes(n): engine/util/human_units.h, as the shell prints them.
 void HumanDurationFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) {
     sqlite3_result_null(ctx);
     return;
   }
-  const std::string s = HumanDuration(sqlite3_value_double(argv[0]));
+  const std::string s = engine::HumanDuration(sqlite3_value_double(argv[0]));
   sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
 
@@ -321,7 +321,7 @@ void HumanBytesFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
     sqlite3_result_null(ctx);
     return;
   }
-  const std::string s = HumanBytes(sqlite3_value_double(argv[0]));
+  const std::string s = engine::HumanBytes(sqlite3_value_double(argv[0]));
   sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
 }
 

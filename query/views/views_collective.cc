@@ -17,6 +17,7 @@
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "query/sql/vtab_module.h"
+#include "query/views/comm_match.h"
 #include "query/views/negotiation_rows.h"
 
 namespace tracedb::query {
@@ -149,32 +150,14 @@ Status Compute(engine::Db* db, Table* out) {
     auto it = negotiation_name.find(t.parent);
     if (it == negotiation_name.end()) continue;
     Arrival a;
-    a.rank = t.peer;
-    a.name = it->second;
-    a.has_comm = true;
-    a.comm = 0;
-    a.seq = t.parent;
-    a.id = t.id;
-    a.ts = t.ts;
-    a.has_dur = false;
+    comm_match::SetTickArrival(&a, t.peer, it->second, t.parent, t.id, t.ts);
     a.dur = a.end_ts = 0;
     out->rows.push_back(a);
   }
-  // Partitions by (comm, seq), NULL comm first; each by ts DESC, rank (first_value's order).
+  // Partitions by (comm, seq), NULL comm first; each by ts DESC, rank (first_value's order):
+  // the one matcher's (comm_match.h).
   std::vector<Arrival>& r = out->rows;
-  std::sort(r.begin(), r.end(), [](const Arrival& x, const Arrival& y) {
-    if (x.has_comm != y.has_comm) return !x.has_comm;
-    if (x.has_comm && x.comm != y.comm) return x.comm < y.comm;
-    if (x.seq != y.seq) return x.seq < y.seq;
-    if (x.ts != y.ts) return x.ts > y.ts;
-    if (x.rank != y.rank) return x.rank < y.rank;
-    return x.id < y.id;
-  });
-  for (size_t lo = 0; lo < r.size();) {
-    size_t hi = lo + 1;
-    while (hi < r.size() && r[hi].has_comm == r[lo].has_comm &&
-           (!r[lo].has_comm || r[hi].comm == r[lo].comm) && r[hi].seq == r[lo].seq)
-      ++hi;
+  comm_match::PartitionArrivals(&r, [&](size_t lo, size_t hi) {
     const int64_t max_ts = r[lo].ts, min_ts = r[hi - 1].ts, last = r[lo].rank;
     for (size_t i = lo; i < hi; ++i) {
       r[i].late = r[i].ts - min_ts;
@@ -182,8 +165,7 @@ Status Compute(engine::Db* db, Table* out) {
       r[i].ranks = static_cast<int64_t>(hi - lo);
       r[i].last_rank = last;
     }
-    lo = hi;
-  }
+  });
   return Status::Ok();
 }
 

@@ -1,14 +1,13 @@
 // Point-to-point message matching over decoded block columns. See views_p2p.h; the SQL these
-// tables replace is ViewsReferenceSql() in query/views/views.cc.
+// tables replace is ViewsReferenceSql() in query/views/views.cc. The matching is the one matcher
+// of comm_match.h (the why model's too); this file reads its inputs and writes the tables.
 #include "query/views/views_p2p.h"
 
 #include <algorithm>
-#include <compare>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <new>
-#include <numeric>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,12 +17,14 @@
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "query/sql/vtab_module.h"
+#include "query/views/comm_match.h"
 
 namespace tracedb::query {
 namespace {
 
 using engine::DecodedBlock;
 using engine::EventArgs;
+namespace cm = comm_match;
 
 enum class Which { kSends, kReceives, kMessages };
 
@@ -39,41 +40,8 @@ struct Table {
   }
 };
 
-// A nullable integer (a typed argument the event may lack).
-struct Opt {
-  int64_t v = 0;
-  bool has = false;
-  bool operator==(const Opt& o) const { return has == o.has && (!has || v == o.v); }
-  bool operator<(const Opt& o) const {  // NULL first, as SQLite sorts
-    return has != o.has ? !has : has && v < o.v;
-  }
-};
-
-struct Send {
-  int64_t id;
-  int32_t src;
-  Opt comm;
-  int64_t src_in_comm;
-  int64_t dst_in_comm;  // the peer
-  int64_t tag;
-  int64_t ts, end_ts;
-  Opt bytes;
-  int64_t n = 0;
-};
-
-struct Recv {
-  int64_t id;
-  int32_t dst;
-  Opt comm;
-  int64_t dst_in_comm;
-  int64_t src_in_comm;  // the peer
-  Opt tag;
-  int64_t posted_ts, end_ts;
-  Opt bytes;
-  int64_t n = 0;
-};
-
-// An MPI event the matching reads (cat 'mpi').
+// An MPI event the matching reads (cat 'mpi'): what comm_match.h reads of one, and the
+// columns of the tables.
 struct MpiEvent {
   int64_t id;
   int32_t rank;
@@ -81,14 +49,27 @@ struct MpiEvent {
   uint32_t mask;
   int64_t ts, end_ts;
   int64_t peer, tag, comm, bytes, flow;
-  Opt Arg(uint32_t bit, int64_t v) const { return (mask & bit) ? Opt{v, true} : Opt{}; }
 };
 
 struct Inputs {
   std::vector<MpiEvent> events;
-  std::unordered_set<uint32_t> send_names, recv_names, irecv_names;
+  std::unordered_map<uint32_t, uint8_t> roles;  // string id -> comm_match::Role bits
   std::map<std::pair<int64_t, int64_t>, int64_t> rank_in_comm;  // (rank, comm) -> rank in comm
+  uint8_t Role(uint32_t name) const {
+    auto it = roles.find(name);
+    return it == roles.end() ? 0 : it->second;
+  }
+  int64_t RankInComm(int32_t rank, const cm::Opt& comm) const {
+    if (!comm.has) return rank;
+    auto it = rank_in_comm.find({rank, comm.v});
+    return it == rank_in_comm.end() ? rank : it->second;
+  }
 };
+
+// A typed argument as a nullable value.
+cm::Opt Arg(const MpiEvent& e, uint32_t bit, int64_t v) {
+  return (e.mask & bit) ? cm::Opt{v, true} : cm::Opt{};
+}
 
 std::string Where(const char* table) { return std::string(table) + ": "; }
 
@@ -96,15 +77,6 @@ std::string Where(const char* table) { return std::string(table) + ": "; }
 // comms table. `table` names the caller in messages.
 Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
   const bool want_sends = which != Which::kReceives, want_recvs = which != Which::kSends;
-  static const char* const kSends[] = {
-      "MPI_Send",   "MPI_Ssend",  "MPI_Bsend",  "MPI_Rsend",    "MPI_Isend",
-      "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
-  static const char* const kRecvs[] = {"MPI_Recv", "MPI_Mrecv"};
-  static const char* const kIrecvs[] = {"MPI_Irecv", "MPI_Imrecv"};
-  std::unordered_map<std::string, std::unordered_set<uint32_t>*> wanted;
-  for (const char* s : kSends) wanted[s] = &in->send_names;
-  for (const char* s : kRecvs) wanted[s] = &in->recv_names;
-  for (const char* s : kIrecvs) wanted[s] = &in->irecv_names;
   std::unordered_set<uint32_t> mpi_cats;
   {
     auto st = db->Prepare("SELECT id, s FROM main.strings");
@@ -116,8 +88,7 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       const std::string s(st->Text(1));
       const auto id = static_cast<uint32_t>(st->Int(0));
       if (s == "mpi") mpi_cats.insert(id);
-      auto it = wanted.find(s);
-      if (it != wanted.end()) it->second->insert(id);
+      if (const uint8_t role = cm::RoleOfName(s)) in->roles[id] |= role;
     }
   }
   if (mpi_cats.empty()) return Status::Ok();
@@ -148,11 +119,11 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       // Only what Sends() or Receives() may use is kept (they check again).
       const uint32_t mask = b.arg_mask[i];
       const bool peer = (mask & EventArgs::kPeer) && b.peer[i] >= 0;
+      const uint8_t role = in->Role(b.name[i]);
       const bool use =
-          (want_sends && peer && in->send_names.count(b.name[i])) ||
-          (want_recvs &&
-           ((peer && in->recv_names.count(b.name[i])) ||
-            ((mask & EventArgs::kFlow) && (peer || in->irecv_names.count(b.name[i])))));
+          (want_sends && peer && (role & cm::kSend)) ||
+          (want_recvs && ((peer && (role & cm::kRecv)) ||
+                          ((mask & EventArgs::kFlow) && (peer || (role & cm::kPost)))));
       if (!use) continue;
       MpiEvent e;
       e.id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
@@ -178,115 +149,18 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
   return Status::Ok();
 }
 
-int64_t RankInComm(const Inputs& in, int32_t rank, const Opt& comm) {
-  if (!comm.has) return rank;
-  auto it = in.rank_in_comm.find({rank, comm.v});
-  return it == in.rank_in_comm.end() ? rank : it->second;
-}
-
-// Numbers each partition's rows 1, 2, ... in order of (ts, id), as row_number() does.
-template <typename Row, typename Part, typename Ts>
-void Number(std::vector<Row>* rows, Part part, Ts ts) {
-  std::vector<uint32_t> order(rows->size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const Row& x = (*rows)[a];
-    const Row& y = (*rows)[b];
-    const auto px = part(x), py = part(y);
-    if (px != py) return px < py;
-    if (ts(x) != ts(y)) return ts(x) < ts(y);
-    return x.id < y.id;
-  });
-  int64_t n = 0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    Row& r = (*rows)[order[i]];
-    n = i > 0 && part((*rows)[order[i - 1]]) == part(r) ? n + 1 : 1;
-    r.n = n;
-  }
-}
-
-std::vector<Send> Sends(const Inputs& in) {
-  std::vector<Send> out;
-  for (const MpiEvent& e : in.events) {
-    if (!in.send_names.count(e.name)) continue;
-    if (!(e.mask & EventArgs::kPeer) || e.peer < 0 || !(e.mask & EventArgs::kTag)) continue;
-    const Opt comm = e.Arg(EventArgs::kComm, e.comm);
-    out.push_back(Send{e.id, e.rank, comm, RankInComm(in, e.rank, comm), e.peer, e.tag, e.ts,
-                       e.end_ts, e.Arg(EventArgs::kBytes, e.bytes)});
-  }
-  Number(
-      &out, [](const Send& s) { return std::make_tuple(s.src, s.comm, s.dst_in_comm, s.tag); },
-      [](const Send& s) { return s.ts; });
-  return out;
-}
-
-std::vector<Recv> Receives(const Inputs& in) {
-  std::vector<Recv> out;
-  // Blocking receives carry their source and tag.
-  for (const MpiEvent& e : in.events) {
-    if (!in.recv_names.count(e.name) || !(e.mask & EventArgs::kPeer) || e.peer < 0) continue;
-    const Opt comm = e.Arg(EventArgs::kComm, e.comm);
-    out.push_back(Recv{e.id, e.rank, comm, RankInComm(in, e.rank, comm), e.peer,
-                       e.Arg(EventArgs::kTag, e.tag), e.ts, e.end_ts,
-                       e.Arg(EventArgs::kBytes, e.bytes)});
-  }
-  // Nonblocking ones: the posting call (MPI_Irecv) and every other MPI event of its rank with
-  // its flow and a source (the completion), joined on (rank, flow).
-  struct PairHash {
-    size_t operator()(const std::pair<int32_t, int64_t>& k) const {
-      return std::hash<int64_t>()(k.second * 1000003 + k.first);
-    }
-  };
-  // The postings of each (rank, flow): the first in `posted`, the others chained through `next`
-  // (no allocation per key).
-  std::unordered_map<std::pair<int32_t, int64_t>, uint32_t, PairHash> posted;
-  std::vector<uint32_t> next;
-  constexpr uint32_t kNone = UINT32_MAX;
-  for (uint32_t i = 0; i < in.events.size(); ++i) {
-    const MpiEvent& e = in.events[i];
-    if (!in.irecv_names.count(e.name) || !(e.mask & EventArgs::kFlow)) continue;
-    if (next.empty()) next.assign(in.events.size(), kNone);
-    auto [it, fresh] = posted.try_emplace({e.rank, e.flow}, i);
-    if (!fresh) {  // append, keeping the postings in event order
-      uint32_t last = it->second;
-      while (next[last] != kNone) last = next[last];
-      next[last] = i;
-    }
-  }
-  if (!posted.empty()) {
-    for (const MpiEvent& d : in.events) {
-      if (!(d.mask & EventArgs::kFlow) || !(d.mask & EventArgs::kPeer) || d.peer < 0) continue;
-      auto it = posted.find({d.rank, d.flow});
-      if (it == posted.end()) continue;
-      for (uint32_t si = it->second; si != kNone; si = next[si]) {
-        const MpiEvent& s = in.events[si];
-        if (s.id == d.id) continue;
-        const Opt comm = s.Arg(EventArgs::kComm, s.comm);
-        out.push_back(Recv{d.id, s.rank, comm, RankInComm(in, s.rank, comm), d.peer,
-                           d.Arg(EventArgs::kTag, d.tag), s.ts, d.end_ts,
-                           d.Arg(EventArgs::kBytes, d.bytes)});
-      }
-    }
-  }
-  Number(
-      &out, [](const Recv& r) { return std::make_tuple(r.dst, r.comm, r.src_in_comm, r.tag); },
-      [](const Recv& r) { return r.posted_ts; });
-  return out;
-}
-
-struct MatchKey {
-  int64_t comm, dst, src, tag, n;
-  auto operator<=>(const MatchKey&) const = default;
-};
-
 Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
   Inputs in;
   TRACEDB_RETURN_IF_ERROR(ReadInputs(db, which, table, &in));
   out->vals.clear();
   out->null.clear();
   out->cols = 10;
+  auto role = [&](uint32_t name) { return in.Role(name); };
+  auto in_comm = [&](int32_t rank, const cm::Opt& comm) { return in.RankInComm(rank, comm); };
   if (which == Which::kSends) {
-    for (const Send& s : Sends(in)) {
+    for (const cm::Send& s : cm::Sends(in.events, role, in_comm)) {
+      const MpiEvent& e = in.events[s.ev];
+      const cm::Opt bytes = Arg(e, EventArgs::kBytes, e.bytes);
       out->Add(s.id);
       out->Add(s.src);
       out->Add(s.comm.v, !s.comm.has);
@@ -294,15 +168,18 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
       out->Add(s.dst_in_comm);
       out->Add(s.tag);
       out->Add(s.ts);
-      out->Add(s.end_ts);
-      out->Add(s.bytes.v, !s.bytes.has);
+      out->Add(e.end_ts);
+      out->Add(bytes.v, !bytes.has);
       out->Add(s.n);
     }
     return Status::Ok();
   }
-  const std::vector<Recv> recvs = Receives(in);
+  const std::vector<cm::Recv> recvs = cm::Receives(in.events, role, in_comm);
   if (which == Which::kReceives) {
-    for (const Recv& r : recvs) {
+    for (const cm::Recv& r : recvs) {
+      // The columns of the event that carries the source (the completion of a nonblocking one).
+      const MpiEvent& e = in.events[r.ev];
+      const cm::Opt bytes = Arg(e, EventArgs::kBytes, e.bytes);
       out->Add(r.id);
       out->Add(r.dst);
       out->Add(r.comm.v, !r.comm.has);
@@ -310,67 +187,30 @@ Status Compute(engine::Db* db, Which which, const char* table, Table* out) {
       out->Add(r.src_in_comm);
       out->Add(r.tag.v, !r.tag.has);
       out->Add(r.posted_ts);
-      out->Add(r.end_ts);
-      out->Add(r.bytes.v, !r.bytes.has);
+      out->Add(e.end_ts);
+      out->Add(bytes.v, !bytes.has);
       out->Add(r.n);
     }
     return Status::Ok();
   }
-  // Messages: sends meet receives on (comm, dst_in_comm, src_in_comm, tag, n); a NULL comm or
-  // tag matches nothing (SQL's `=`). A sort-merge join: both sides sorted by that key, every
-  // pair of rows with equal keys emitted.
-  const std::vector<Send> sends = Sends(in);
-  auto recv_key = [&](uint32_t i) {
-    const Recv& r = recvs[i];
-    return MatchKey{r.comm.v, r.dst_in_comm, r.src_in_comm, r.tag.v, r.n};
-  };
-  auto send_key = [&](uint32_t i) {
-    const Send& x = sends[i];
-    return MatchKey{x.comm.v, x.dst_in_comm, x.src_in_comm, x.tag, x.n};
-  };
-  std::vector<uint32_t> ri, si;
-  for (uint32_t i = 0; i < recvs.size(); ++i)
-    if (recvs[i].comm.has && recvs[i].tag.has) ri.push_back(i);
-  for (uint32_t i = 0; i < sends.size(); ++i)
-    if (sends[i].comm.has) si.push_back(i);
-  std::stable_sort(ri.begin(), ri.end(),
-                   [&](uint32_t a, uint32_t b) { return recv_key(a) < recv_key(b); });
-  std::stable_sort(si.begin(), si.end(),
-                   [&](uint32_t a, uint32_t b) { return send_key(a) < send_key(b); });
-  size_t a = 0, b = 0;
-  while (a < si.size() && b < ri.size()) {
-    const MatchKey ks = send_key(si[a]), kr = recv_key(ri[b]);
-    if (ks < kr) {
-      ++a;
-      continue;
-    }
-    if (kr < ks) {
-      ++b;
-      continue;
-    }
-    size_t a_end = a + 1, b_end = b + 1;
-    while (a_end < si.size() && send_key(si[a_end]) == ks) ++a_end;
-    while (b_end < ri.size() && recv_key(ri[b_end]) == ks) ++b_end;
-    for (size_t x = a; x < a_end; ++x) {
-      for (size_t y = b; y < b_end; ++y) {
-        const Send& s = sends[si[x]];
-        const Recv& r = recvs[ri[y]];
-        out->Add(s.id);
-        out->Add(r.id);
-        out->Add(s.src);
-        out->Add(r.dst);
-        out->Add(s.comm.v);
-        out->Add(s.tag);
-        out->Add(s.bytes.v, !s.bytes.has);
-        out->Add(s.ts);
-        out->Add(r.end_ts);
-        out->Add(
-            static_cast<int64_t>(static_cast<uint64_t>(r.end_ts) - static_cast<uint64_t>(s.ts)));
-      }
-    }
-    a = a_end;
-    b = b_end;
-  }
+  // Messages: the one matcher's sort-merge join (comm_match.h).
+  const std::vector<cm::Send> sends = cm::Sends(in.events, role, in_comm);
+  cm::JoinMessages(sends, recvs, [&](const cm::Send& s, const cm::Recv& r) {
+    const MpiEvent& se = in.events[s.ev];
+    const int64_t recv_end_ts = in.events[r.ev].end_ts;
+    const cm::Opt bytes = Arg(se, EventArgs::kBytes, se.bytes);
+    out->Add(s.id);
+    out->Add(r.id);
+    out->Add(s.src);
+    out->Add(r.dst);
+    out->Add(s.comm.v);
+    out->Add(s.tag);
+    out->Add(bytes.v, !bytes.has);
+    out->Add(s.ts);
+    out->Add(recv_end_ts);
+    out->Add(
+        static_cast<int64_t>(static_cast<uint64_t>(recv_end_ts) - static_cast<uint64_t>(s.ts)));
+  });
   return Status::Ok();
 }
 

@@ -14,8 +14,8 @@
 
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
+#include "engine/util/percentile_rank.h"
 #include "query/sql/events_internal.h"
-#include "query/sql/percentile_rank.h"
 #include "query/sql/vtab_module.h"
 
 namespace tracedb::query {
@@ -63,9 +63,9 @@ int64_t CastToInteger(double r) {
 // The p50, p95 and p99 of `v` (not empty) as percentile() picks them; reorders v.
 void Percentiles(std::vector<int64_t>* v, Group* g) {
   const size_t n = v->size();
-  const size_t k50 = NearestRankPercent(50, n) - 1;
-  const size_t k95 = NearestRankPercent(95, n) - 1;
-  const size_t k99 = NearestRankPercent(99, n) - 1;
+  const size_t k50 = engine::NearestRankPercent(50, n) - 1;
+  const size_t k95 = engine::NearestRankPercent(95, n) - 1;
+  const size_t k99 = engine::NearestRankPercent(99, n) - 1;
   auto b = v->begin();
   // Each selection leaves the larger values after its position: the next one searches there.
   std::nth_element(b, b + static_cast<long>(k50), v->end());

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 #include "query/import/builder_pipe.h"
 #include "query/import/event_sorter.h"
 #include "query/import/json/json_scan.h"
@@ -230,7 +230,7 @@ class ChromeFile {
         AddJsonMember(&json_, "flow_phase", phase);
         if (!ev.bp.empty()) {
           std::string bp;
-          json::AppendString(&bp, ev.bp);
+          engine::json::AppendString(&bp, ev.bp);
           AddJsonMember(&json_, "bp", bp);
         }
         break;
@@ -624,7 +624,7 @@ class ChromeFile {
       }
       leading = false;
       members.push_back(members.empty() ? '{' : ',');
-      json::AppendString(&members, key);
+      engine::json::AppendString(&members, key);
       members.push_back(':');
       members.append(v);
       return true;

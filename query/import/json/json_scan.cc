@@ -1,7 +1,7 @@
 // JSON text helpers. See json_scan.h.
 #include "query/import/json/json_scan.h"
+#include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
-#include "query/export/json_text.h"
 
 #include <charconv>
 #include <cstring>
@@ -92,7 +92,8 @@ Scan WalkKey(const char** pp, const char* end, std::string* out) {
   if (s != Scan::kOk) return s;
   if constexpr (kEmit) {
     out->push_back('"');
-    AppendLiteralBody(out, std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
+    engine::json::AppendLiteralBody(out,
+                                    std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
     out->append("\":");
   }
   p = SkipSpace(close + 1, end);
@@ -119,7 +120,8 @@ Scan Walk(const char* p, const char* end, const char** after, std::string* out) 
       if (s != Scan::kOk) return s;
       if constexpr (kEmit) {
         out->push_back('"');
-        AppendLiteralBody(out, std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
+        engine::json::AppendLiteralBody(
+            out, std::string_view(p + 1, static_cast<size_t>(close - p - 1)));
         out->push_back('"');
       }
       p = close + 1;

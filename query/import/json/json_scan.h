@@ -3,7 +3,7 @@
 // the span ends first), decoding string escapes (\uXXXX with surrogate pairs), converting a
 // decimal number of microseconds to integer nanoseconds exactly, looking up members of an object
 // text, and re-writing a value as compact, valid JSON. (Reading JSON: this file. Writing JSON:
-// query/export/json_text.h, the one writer, whose policy on invalid UTF-8 this re-writer follows.)
+// engine/util/json_text.h, the one writer, whose policy on invalid UTF-8 this re-writer follows.)
 //
 // Tolerance (what trace writers really produce): raw control characters inside strings are
 // accepted as they are (Horovod inserts tensor names without escaping); an unknown escape is
@@ -72,9 +72,9 @@ bool ForEachElement(std::string_view array, const std::function<bool(std::string
 std::optional<std::string_view> FindMember(std::string_view object, std::string_view key);
 
 // Appends `value` to *out as compact valid JSON: no space outside strings, strings re-escaped by
-// json::AppendLiteralBody (control characters escaped, ill-formed UTF-8 replaced by U+FFFD: the
-// one policy of every JSON the project writes). False (and *out unspecified) when `value` is not
-// a well-formed JSON value.
+// engine::json::AppendLiteralBody (control characters escaped, ill-formed UTF-8 replaced by U+FFFD:
+// the one policy of every JSON the project writes). False (and *out unspecified) when `value` is
+// not a well-formed JSON value.
 bool AppendCompactJson(std::string_view value, std::string* out);
 
 }  // namespace tracedb::query::json

@@ -1,6 +1,6 @@
 #include "query/import/json/json_scan.h"
 
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -123,7 +123,7 @@ TEST(JsonText, CompactJson) {
   }
 }
 
-// One policy on invalid UTF-8 for every JSON the project writes (query/export/json_text.h):
+// One policy on invalid UTF-8 for every JSON the project writes (engine/util/json_text.h):
 // the importers' re-writer used to keep it byte for byte, the exporter replaced it; a stored
 // argument object is now valid UTF-8 whatever the file held, each maximal ill-formed subpart one
 // U+FFFD, as AppendString writes the same bytes.
@@ -136,7 +136,7 @@ TEST(JsonText, CompactJsonReplacesInvalidUtf8) {
   EXPECT_EQ(out, "{\"k" + fffd + "\":\"a\xc3\xa9" + fffd + " " + fffd + fffd + fffd +
                      " \xf0\x9f\x98\x80\"}");
   std::string writer;  // the one writer's string literal of the same bytes
-  AppendString(&writer, value);
+  engine::json::AppendString(&writer, value);
   EXPECT_EQ(out.substr(out.find(':') + 1, writer.size()), writer);
 }
 

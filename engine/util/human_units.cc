@@ -1,10 +1,10 @@
 // Human-readable numbers. See human_units.h.
-#include "query/sql/human_units.h"
+#include "engine/util/human_units.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace tracedb::query {
+namespace tracedb::engine {
 
 std::string WithCommas(uint64_t v) {
   const std::string digits = std::to_string(v);
@@ -44,4 +44,4 @@ std::string HumanDuration(double ns) {
   return buf;
 }
 
-}  // namespace tracedb::query
+}  // namespace tracedb::engine

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace tracedb::query {
+namespace tracedb::engine {
 
 // The 1-based nearest rank of the p-th percentile (p a double, 0 <= p <= 100) of n >= 1
 // values, exactly.
@@ -34,4 +34,4 @@ inline size_t NearestRank(double p, size_t n) {
 // The same for p in whole percent (the span views' p50, p95, p99).
 inline size_t NearestRankPercent(int p, size_t n) { return NearestRank(static_cast<double>(p), n); }
 
-}  // namespace tracedb::query
+}  // namespace tracedb::engine

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <string>
 
-namespace tracedb::query {
+namespace tracedb::engine {
 
 std::string WithCommas(uint64_t v);
 std::string HumanBytes(double bytes);
 std::string HumanDuration(double ns);
 
-}  // namespace tracedb::query
+}  // namespace tracedb::engine

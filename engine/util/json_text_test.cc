@@ -1,8 +1,6 @@
 // JSON text helpers: exact microseconds, integers, doubles, string escaping with UTF-8 repair,
 // and the re-writer of stored JSON argument objects.
-#include "query/export/json_text.h"
-
-#include "query/export/csv_text.h"
+#include "engine/util/json_text.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +11,7 @@
 #include <random>
 #include <string>
 
-namespace tracedb::query::json {
+namespace tracedb::engine::json {
 namespace {
 
 std::string Micros(int64_t ns) {
@@ -307,14 +305,5 @@ TEST(JsonNumber, ExactShortestAndNonFinite) {
   }
 }
 
-TEST(CsvField, QuotesOnlyWhatNeedsIt) {
-  EXPECT_EQ(csv::Field("plain"), "plain");
-  EXPECT_EQ(csv::Field("a,b"), "\"a,b\"");
-  EXPECT_EQ(csv::Field("say \"hi\""), "\"say \"\"hi\"\"\"");
-  EXPECT_EQ(csv::Field("two\nlines"), "\"two\nlines\"");
-  EXPECT_EQ(csv::Field("cr\r"), "\"cr\r\"");
-  EXPECT_EQ(csv::Field(""), "");
-}
-
 }  // namespace
-}  // namespace tracedb::query::json
+}  // namespace tracedb::engine::json

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace tracedb::query::json {
+namespace tracedb::engine::json {
 
 // Bytes a JSON string literal of `s` can take at most (quotes included): every byte may become
 // a six-byte \u00XX escape or a three-byte U+FFFD.
@@ -66,4 +66,4 @@ void AppendNumber(std::string* out, double v);
 // "nan", "inf", "-inf" for the others.
 std::string DoubleText(double v);
 
-}  // namespace tracedb::query::json
+}  // namespace tracedb::engine::json

@@ -1,6 +1,6 @@
 // Fast JSON text. See json_text.h.
 // Thread safety: pure functions over caller-owned buffers; the tables are constant.
-#include "query/export/json_text.h"
+#include "engine/util/json_text.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "engine/util/json_string.h"
 
-namespace tracedb::query::json {
+namespace tracedb::engine::json {
 namespace {
 
 constexpr char kDigitPairs[] =
@@ -353,4 +353,4 @@ bool AppendObjectMembers(std::string* out, std::string_view text, size_t* member
   return true;
 }
 
-}  // namespace tracedb::query::json
+}  // namespace tracedb::engine::json
