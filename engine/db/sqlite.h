@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "engine/util/hash.h"
 #include "engine/util/status.h"
 
 namespace tracedb::engine {
@@ -76,14 +77,10 @@ class Db {
   sqlite3* db_;
   std::string path_;
   bool owned_ = true;
-  // Looks SQL text up without copying it into a std::string first.
-  struct SqlHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
-  // SQL text -> its idle statement, or nullptr while it is on loan. Entries are never erased
-  // before the destructor (a lent Stmt points at its entry's value).
-  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
+  // SQL text -> its idle statement, or nullptr while it is on loan, looked up without copying
+  // the text into a std::string first. Entries are never erased before the destructor (a lent
+  // Stmt points at its entry's value).
+  std::unordered_map<std::string, sqlite3_stmt*, StringViewHash, std::equal_to<>> cache_;
 };
 
 // A prepared statement. Bind parameters are 1-based, columns 0-based (as in SQLite).

@@ -60,6 +60,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/util/hash.h"
 #include "tracedb/recorder.h"
 
 namespace {
@@ -114,12 +115,10 @@ uint32_t ThreadToken() {
 }
 
 // Interned names, per thread (tracedb_intern takes a lock); looked up without building a string.
-struct NameHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-};
 uint32_t Name(const char* s) {
-  thread_local std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> cache;
+  thread_local std::unordered_map<std::string, uint32_t, tracedb::engine::StringViewHash,
+                                  std::equal_to<>>
+      cache;
   auto it = cache.find(std::string_view(s));
   if (it != cache.end()) return it->second;
   const uint32_t id = tracedb_intern(s);

@@ -27,6 +27,7 @@
 #include "engine/db/event_block.h"
 #include "engine/db/trace_builder.h"
 #include "engine/db/trace_writer.h"
+#include "engine/util/hash.h"
 #include "engine/util/status.h"
 
 namespace tracedb::query {
@@ -91,10 +92,6 @@ class BuilderPipe {
     std::string text;
     std::vector<engine::TrackSpec> tracks;
   };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
 
   Cmd& Add(Op op, std::string_view text);
   void Send();  // hands the current batch to the writer thread
@@ -102,7 +99,7 @@ class BuilderPipe {
   Status Apply(const Batch& b);
 
   engine::TraceWriter* w_;
-  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> names_;
+  std::unordered_map<std::string, uint32_t, engine::StringViewHash, std::equal_to<>> names_;
   uint32_t next_track_ = 1;
   std::unique_ptr<Batch> cur_;
 
