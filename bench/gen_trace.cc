@@ -13,8 +13,14 @@
 // with fractional-µs ts/dur and Kineto's args (External id, Input Dims, correlation…) on two CPU
 // threads and two GPU streams, ProfilerStep#N spans, NCCL kernels with the collective args, and
 // the M records at the end, as Kineto writes them; events are not in start order across threads.
+// --kineto --flows adds Kineto's "ac2g" flow pairs: an "s" at each cudaLaunchKernel and an "f"
+// (bp "e") at its kernel, with the correlation id as the flow id (two more rows per CPU op).
 //
-// Usage: gen_trace OUT.json [EVENTS=2000000] [--old | --kineto]
+// Prints "N records, R rows": R is the rows an importer should write, counted here as the file
+// is written (a B/E pair is one span, an X, an instant or a flow end-point one row, an M record
+// none), so that a benchmark can check an import against the generator's own count.
+//
+// Usage: gen_trace OUT.json [EVENTS=2000000] [--old | --kineto [--flows]]
 // Deterministic (fixed seed). Thread safety: a program.
 #include <cstdint>
 #include <cstdio>
@@ -35,12 +41,17 @@ class Writer {
  public:
   Writer(FILE* f, bool old_framing) : f_(f), old_(old_framing) {}
   // One event record (events are written back to back in the new framing).
-  void Event(const std::string& rec) { Put(rec, /*metadata=*/false); }
+  // `row`: the record is a row of its own (B, X, i); an E closes its B's row.
+  void Event(const std::string& rec, bool row = true) {
+    Put(rec, /*metadata=*/false);
+    rows_ += row ? 1 : 0;
+  }
   void Meta(const std::string& rec) { Put(rec, /*metadata=*/true); }
   void Finish() {
     if (!old_ && !first_) std::fputs("]", f_);
   }
   uint64_t events() const { return events_; }
+  uint64_t rows() const { return rows_; }
 
  private:
   void Put(const std::string& rec, bool metadata) {
@@ -60,10 +71,12 @@ class Writer {
   bool first_ = true;
   bool last_meta_ = false;
   uint64_t events_ = 0;
+  uint64_t rows_ = 0;
 };
 
 // The kineto trace (see the file comment); returns the number of events written.
-uint64_t WriteKineto(FILE* f, uint64_t target) {
+// *rows gets the rows the trace holds (every X and flow record).
+uint64_t WriteKineto(FILE* f, uint64_t target, bool flows, uint64_t* rows) {
   std::mt19937_64 rng(7);
   std::fputs(
       "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA "
@@ -97,15 +110,30 @@ uint64_t WriteKineto(FILE* f, uint64_t target) {
                     tid, t + 1.001, 2.5, static_cast<unsigned long long>(n),
                     static_cast<unsigned long long>(n));
       emit(buf);
+      if (flows) {
+        std::snprintf(buf, sizeof(buf),
+                      "{\"ph\": \"s\", \"id\": %llu, \"pid\": 100, \"tid\": %d, \"ts\": %.3f, "
+                      "\"cat\": \"ac2g\", \"name\": \"ac2g\"}",
+                      static_cast<unsigned long long>(n - 1), tid, t + 1.001);
+        emit(buf);
+      }
+      const unsigned long long corr = flows ? n - 2 : n;
+      const double kernel_ts = t + 4.25 + static_cast<double>(op);
       std::snprintf(
           buf, sizeof(buf),
           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void gemm_kernel<%d>(float*, "
           "float const*)\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f, \"dur\": %.3f, \"args\": "
           "{\"device\": 0, \"stream\": 7, \"correlation\": %llu, \"grid\": [%d, 1, 1], "
           "\"block\": [256, 1, 1]}}",
-          op % 9, t + 4.25 + static_cast<double>(op), dur / 2, static_cast<unsigned long long>(n),
-          1 + op % 80);
+          op % 9, kernel_ts, dur / 2, corr, 1 + op % 80);
       emit(buf);
+      if (flows) {
+        std::snprintf(buf, sizeof(buf),
+                      "{\"ph\": \"f\", \"id\": %llu, \"pid\": 0, \"tid\": 7, \"ts\": %.3f, "
+                      "\"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}",
+                      corr, kernel_ts);
+        emit(buf);
+      }
       if (op % 50 == 49) {
         std::snprintf(
             buf, sizeof(buf),
@@ -136,6 +164,7 @@ uint64_t WriteKineto(FILE* f, uint64_t target) {
       "\"tid\": 101, \"args\": {\"name\": \"thread 101 (python)\"}}\n  ],\n  "
       "\"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1700000000000000000\n}\n",
       f);
+  *rows = n;  // every record above is an X or a flow end-point
   return n + 2;
 }
 
@@ -143,17 +172,21 @@ uint64_t WriteKineto(FILE* f, uint64_t target) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT.json [EVENTS=2000000] [--old | --kineto]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.json [EVENTS=2000000] [--old | --kineto [--flows]]\n",
+                 argv[0]);
     return 2;
   }
   uint64_t target = 2000000;
   bool old_framing = false;
   bool kineto = false;
+  bool flows = false;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--old") == 0) {
       old_framing = true;
     } else if (std::strcmp(argv[i], "--kineto") == 0) {
       kineto = true;
+    } else if (std::strcmp(argv[i], "--flows") == 0) {
+      flows = true;
     } else {
       target = std::strtoull(argv[i], nullptr, 10);
     }
@@ -165,12 +198,14 @@ int main(int argc, char** argv) {
   }
   std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
   if (kineto) {
-    const uint64_t n = WriteKineto(f, target);
+    uint64_t rows = 0;
+    const uint64_t n = WriteKineto(f, target, flows, &rows);
     if (std::fclose(f) != 0) {
       std::perror(argv[1]);
       return 1;
     }
-    std::printf("%llu records\n", static_cast<unsigned long long>(n));
+    std::printf("%llu records, %llu rows\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(rows));
     return 0;
   }
   std::mt19937_64 rng(42);
@@ -222,7 +257,7 @@ int main(int argc, char** argv) {
     ts += 1 + static_cast<int64_t>(rng() % 5);
     std::snprintf(buf, sizeof(buf), "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d}",
                   static_cast<long long>(ts), pid);
-    w.Event(buf);
+    w.Event(buf, /*row=*/false);
     std::snprintf(buf, sizeof(buf),
                   "{\"ph\": \"B\", \"name\": \"ALLREDUCE\", \"ts\": %lld, \"pid\": %d}",
                   static_cast<long long>(++ts), pid);
@@ -235,19 +270,20 @@ int main(int argc, char** argv) {
       ts += 1 + static_cast<int64_t>(rng() % 300);
       std::snprintf(buf, sizeof(buf), "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d}",
                     static_cast<long long>(ts), pid);
-      w.Event(buf);
+      w.Event(buf, /*row=*/false);
     }
     std::snprintf(buf, sizeof(buf),
                   "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d, \"args\": {\"dtype\": \"float32\", "
                   "\"shape\": \"[%d, %d]\"}}",
                   static_cast<long long>(++ts), pid, 64 * (1 + pid % 7), 3 * (1 + pid % 5));
-    w.Event(buf);
+    w.Event(buf, /*row=*/false);
   }
   w.Finish();
   if (std::fclose(f) != 0) {
     std::perror(argv[1]);
     return 1;
   }
-  std::printf("%llu records\n", static_cast<unsigned long long>(w.events()));
+  std::printf("%llu records, %llu rows\n", static_cast<unsigned long long>(w.events()),
+              static_cast<unsigned long long>(w.rows()));
   return 0;
 }
