@@ -16,12 +16,21 @@
 // --kineto --flows adds Kineto's "ac2g" flow pairs: an "s" at each cudaLaunchKernel and an "f"
 // (bp "e") at its kernel, with the correlation id as the flow id (two more rows per CPU op).
 //
+// --chrome: a generic Chrome trace with arguments (the array form, no metadata, ~140 bytes per
+// event), as a tool other than tracedb writes one: 8 ranks (pid), each with a compute thread
+// (forward/backward spans) and a communication thread where each ALLREDUCE span holds
+// NEGOTIATE_ALLREDUCE, QUEUE, MEMCPY_IN_FUSION_BUFFER, COMMUNICATE and MEMCPY_OUT_FUSION_BUFFER
+// (the names of bench/db_bench_gen), log-uniform durations from 1 µs to 20 ms with ns digits,
+// args {"bytes", "peer", "tag"} on each event; ranks interleaved in the file.
+//
 // Prints "N records, R rows": R is the rows an importer should write, counted here as the file
 // is written (a B/E pair is one span, an X, an instant or a flow end-point one row, an M record
 // none), so that a benchmark can check an import against the generator's own count.
 //
-// Usage: gen_trace OUT.json [EVENTS=2000000] [--old | --kineto [--flows]]
+// Usage: gen_trace OUT.json [EVENTS=2000000] [--old | --kineto [--flows] | --chrome]
 // Deterministic (fixed seed). Thread safety: a program.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -168,11 +177,69 @@ uint64_t WriteKineto(FILE* f, uint64_t target, bool flows, uint64_t* rows) {
   return n + 2;
 }
 
+// The generic trace (see the file comment); returns the number of events written (all rows).
+uint64_t WriteChrome(FILE* f, uint64_t target) {
+  std::mt19937_64 rng(11);
+  // Log-uniform in [1 µs, 20 ms], in ns.
+  auto dur = [&]() {
+    const double u = static_cast<double>(rng() >> 11) / 9007199254740992.0;
+    return static_cast<int64_t>(1000.0 * std::exp(u * std::log(20000.0)));
+  };
+  constexpr int kChromeRanks = 8;
+  int64_t t[kChromeRanks];
+  for (int r = 0; r < kChromeRanks; ++r) t[r] = 1000000 + r * 137;
+  uint64_t n = 0;
+  char buf[512];
+  auto us = [](int64_t ns, char* out) {
+    std::snprintf(out, 32, "%lld.%03lld", static_cast<long long>(ns / 1000),
+                  static_cast<long long>(ns % 1000));
+  };
+  auto emit = [&](int rank, int tid, const char* name, const char* cat, int64_t ts, int64_t d,
+                  long long bytes, int peer, int tag) {
+    char a[32], b[32];
+    us(ts, a);
+    us(d, b);
+    std::snprintf(buf, sizeof(buf),
+                  "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%s,\"dur\":%s,\"name\":\"%s\","
+                  "\"cat\":\"%s\",\"args\":{\"bytes\":%lld,\"peer\":%d,\"tag\":%d}}",
+                  n ? ",\n" : "[\n", rank, tid, a, b, name, cat, bytes, peer, tag);
+    std::fputs(buf, f);
+    ++n;
+  };
+  const char* const kComm[] = {"NEGOTIATE_ALLREDUCE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER",
+                               "COMMUNICATE", "MEMCPY_OUT_FUSION_BUFFER"};
+  for (uint64_t it = 0; n < target; ++it) {
+    for (int r = 0; r < kChromeRanks && n < target; ++r) {
+      const long long bytes = 1LL << (10 + static_cast<int>(rng() % 14));
+      const int peer = static_cast<int>((static_cast<uint64_t>(r) + 1 + it) % kChromeRanks);
+      const int tag = static_cast<int>(it % 64);
+      // The compute thread: forward then backward.
+      const int64_t fwd = dur(), bwd = dur();
+      emit(r, 1, "forward", "compute", t[r], fwd, 0, -1, tag);
+      emit(r, 1, "backward", "compute", t[r] + fwd + 10, bwd, 0, -1, tag);
+      // The communication thread: ALLREDUCE holding its five phases back to back.
+      int64_t parts[5], total = 0;
+      for (int64_t& p : parts) total += (p = dur());
+      const int64_t start = t[r] + fwd;
+      emit(r, 2, "ALLREDUCE", "comm", start, total + 6 * 50, bytes, peer, tag);
+      int64_t at = start + 50;
+      for (int k = 0; k < 5; ++k) {
+        emit(r, 2, kComm[k], "comm", at, parts[k], bytes, peer, tag);
+        at += parts[k] + 50;
+      }
+      t[r] = std::max(t[r] + fwd + bwd + 20, start + total + 400);
+    }
+  }
+  std::fputs("\n]\n", f);
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT.json [EVENTS=2000000] [--old | --kineto [--flows]]\n",
+    std::fprintf(stderr,
+                 "usage: %s OUT.json [EVENTS=2000000] [--old | --kineto [--flows] | --chrome]\n",
                  argv[0]);
     return 2;
   }
@@ -180,11 +247,14 @@ int main(int argc, char** argv) {
   bool old_framing = false;
   bool kineto = false;
   bool flows = false;
+  bool chrome = false;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--old") == 0) {
       old_framing = true;
     } else if (std::strcmp(argv[i], "--kineto") == 0) {
       kineto = true;
+    } else if (std::strcmp(argv[i], "--chrome") == 0) {
+      chrome = true;
     } else if (std::strcmp(argv[i], "--flows") == 0) {
       flows = true;
     } else {
@@ -197,6 +267,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
+  if (chrome) {
+    const uint64_t n = WriteChrome(f, target);
+    if (std::fclose(f) != 0) {
+      std::perror(argv[1]);
+      return 1;
+    }
+    std::printf("%llu records, %llu rows\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(n));
+    return 0;
+  }
   if (kineto) {
     uint64_t rows = 0;
     const uint64_t n = WriteKineto(f, target, flows, &rows);

@@ -4,8 +4,8 @@
 // the larger import grew by less than a quarter of the extra input bytes (a reader that kept the
 // file, its events or their args would grow by more than that), and that every row arrived
 // (counted with plain SQL against the count written). No absolute time or memory bounds.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -97,19 +97,21 @@ class Out {
 // A Horovod timeline (new framing) of `ops` allreduces on 16 tensors: per op a B/E ALLREDUCE
 // holding two X ticks, its E carrying args. Returns the rows it holds (a B/E pair is one row).
 int64_t Horovod(Out* o, int ops) {
-  o->Put("[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
-         "{\"start_time_since_epoch_in_micros\":1633449303945695}},\n");
+  o->Put(
+      "[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": "
+      "{\"start_time_since_epoch_in_micros\":1633449303945695}},\n");
   int64_t ts = 1000, rows = 0;
   for (int op = 0; op < ops; ++op) {
     const int pid = 1 + op % 16;
-    o->Put("{\"ph\": \"B\", \"name\": \"ALLREDUCE\", \"ts\": %lld, \"pid\": %d},"
-           "{\"ph\": \"X\", \"name\": \"%d\", \"ts\": %lld, \"pid\": %d, \"dur\": 0},"
-           "{\"ph\": \"X\", \"name\": \"%d\", \"ts\": %lld, \"pid\": %d, \"dur\": 0},"
-           "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d, \"args\": {\"dtype\": \"float32\", "
-           "\"shape\": \"[%d, 3]\"}}%s",
-           static_cast<long long>(ts), pid, op % 8, static_cast<long long>(ts + 1), pid,
-           (op + 1) % 8, static_cast<long long>(ts + 2), pid, static_cast<long long>(ts + 5), pid,
-           op % 100, op + 1 < ops ? "," : "\n]\n");
+    o->Put(
+        "{\"ph\": \"B\", \"name\": \"ALLREDUCE\", \"ts\": %lld, \"pid\": %d},"
+        "{\"ph\": \"X\", \"name\": \"%d\", \"ts\": %lld, \"pid\": %d, \"dur\": 0},"
+        "{\"ph\": \"X\", \"name\": \"%d\", \"ts\": %lld, \"pid\": %d, \"dur\": 0},"
+        "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d, \"args\": {\"dtype\": \"float32\", "
+        "\"shape\": \"[%d, 3]\"}}%s",
+        static_cast<long long>(ts), pid, op % 8, static_cast<long long>(ts + 1), pid, (op + 1) % 8,
+        static_cast<long long>(ts + 2), pid, static_cast<long long>(ts + 5), pid, op % 100,
+        op + 1 < ops ? "," : "\n]\n");
     ts += 7;
     rows += 3;
   }
@@ -120,16 +122,18 @@ int64_t Horovod(Out* o, int ops) {
 // order (written in blocks of 64 in reverse), so the import takes the sorted path; args on every
 // event. Returns the rows it holds (one per X).
 int64_t Kineto(Out* o, int events) {
-  o->Put("{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, "
-         "\"world_size\": 1}, \"traceEvents\": [\n");
+  o->Put(
+      "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, "
+      "\"world_size\": 1}, \"traceEvents\": [\n");
   for (int i = 0; i < events; ++i) {
     const int k = (i / 64) * 64 + (63 - i % 64);
     const int tid = k % 3 == 2 ? 7 : 101 + k % 2;
-    o->Put("%s{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"op%d\", \"pid\": %d, "
-           "\"tid\": %d, \"ts\": %lld.250, \"dur\": 3.5, \"args\": {\"External id\": %d, "
-           "\"correlation\": %d, \"Input Dims\": [[%d, 64], [64]]}}",
-           i ? ",\n" : "", tid == 7 ? "kernel" : "cpu_op", k % 17, tid == 7 ? 0 : 100, tid,
-           static_cast<long long>(10 * k), k, k, k % 128);
+    o->Put(
+        "%s{\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"op%d\", \"pid\": %d, "
+        "\"tid\": %d, \"ts\": %lld.250, \"dur\": 3.5, \"args\": {\"External id\": %d, "
+        "\"correlation\": %d, \"Input Dims\": [[%d, 64], [64]]}}",
+        i ? ",\n" : "", tid == 7 ? "kernel" : "cpu_op", k % 17, tid == 7 ? 0 : 100, tid,
+        static_cast<long long>(10 * k), k, k, k % 128);
   }
   o->Put("\n], \"baseTimeNanoseconds\": 1700000000000000000}\n");
   return events;
@@ -175,10 +179,8 @@ void ExpectBounded(const Measured& small, const Measured& big) {
 TEST(ImportMemory, HorovodStreamsWhateverTheFileSize) {
   TempDir dir;
   const int n = 60000;  // 240K records, ~16 MB; 8N: ~130 MB
-  const Measured small = Import(
-      dir, "small", [&](Out* o) { return Horovod(o, n); }, "horovod", {});
-  const Measured big = Import(
-      dir, "big", [&](Out* o) { return Horovod(o, 8 * n); }, "horovod", {});
+  const Measured small = Import(dir, "small", [&](Out* o) { return Horovod(o, n); }, "horovod", {});
+  const Measured big = Import(dir, "big", [&](Out* o) { return Horovod(o, 8 * n); }, "horovod", {});
   ExpectBounded(small, big);
 }
 
