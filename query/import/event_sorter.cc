@@ -28,8 +28,9 @@ enum : uint8_t { kOrderZero = 0, kOrderBeginEnd = 1, kOrderMinusDur = 2, kOrderE
 constexpr size_t kHeadBytes = 1 + 1 + 4 + 8 + 8 + 4 + 4 + 4;
 
 template <typename T>
-void Put(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+void Put(char** p, const T& v) {
+  std::memcpy(*p, &v, sizeof(T));
+  *p += sizeof(T);
 }
 template <typename T>
 void Take(const char** p, T* v) {
@@ -51,19 +52,26 @@ void Encode(const PendingEvent& e, std::string_view json, std::string* out) {
   const uint8_t flags =
       static_cast<uint8_t>((e.dur != 0 ? kHasDur : 0) | (value_bits != 0 ? kHasValue : 0) |
                            (e.args.mask != 0 ? kHasArgs : 0) | (order_kind << kOrderShift));
-  Put(out, flags);
-  Put(out, static_cast<uint8_t>(e.op));
-  Put(out, e.track);
-  Put(out, e.ts);
-  Put(out, e.seq);
-  Put(out, e.name);
-  Put(out, e.cat);
-  Put(out, static_cast<uint32_t>(json.size()));
-  if (flags & kHasDur) Put(out, e.dur);
-  if (flags & kHasValue) Put(out, e.value);
-  if (flags & kHasArgs) Put(out, e.args);
-  if (order_kind == kOrderExplicit) Put(out, e.order);
-  out->append(json);
+  const size_t size = kHeadBytes + ((flags & kHasDur) ? sizeof(e.dur) : 0) +
+                      ((flags & kHasValue) ? sizeof(e.value) : 0) +
+                      ((flags & kHasArgs) ? sizeof(e.args) : 0) +
+                      (order_kind == kOrderExplicit ? sizeof(e.order) : 0) + json.size();
+  const size_t at = out->size();
+  out->resize(at + size);
+  char* p = out->data() + at;
+  Put(&p, flags);
+  Put(&p, static_cast<uint8_t>(e.op));
+  Put(&p, e.track);
+  Put(&p, e.ts);
+  Put(&p, e.seq);
+  Put(&p, e.name);
+  Put(&p, e.cat);
+  Put(&p, static_cast<uint32_t>(json.size()));
+  if (flags & kHasDur) Put(&p, e.dur);
+  if (flags & kHasValue) Put(&p, e.value);
+  if (flags & kHasArgs) Put(&p, e.args);
+  if (order_kind == kOrderExplicit) Put(&p, e.order);
+  if (!json.empty()) std::memcpy(p, json.data(), json.size());
 }
 
 }  // namespace
@@ -234,6 +242,7 @@ Status EventSorter::Spill() {
   if (run->file == nullptr) return Status::FromErrno("import sort: temporary file", errno);
   std::setvbuf(run->file, nullptr, _IONBF, 0);  // written in batches of kIoBytes and more
   out_.clear();
+  out_.reserve(2 * kIoBytes);
   for (uint32_t i : order_) {
     const Item& it = items_[i];
     Encode(it.e, std::string_view(arena_.data() + it.json_off, it.json_len), &out_);
