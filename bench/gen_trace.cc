@@ -100,7 +100,9 @@ uint64_t WriteKineto(FILE* f, uint64_t target, bool flows, uint64_t* rows) {
     std::fputs(rec, f);
     ++n;
   };
-  for (int64_t step = 1; n < target; ++step) {
+  // (n grows in emit(): a condition clang's loop analysis cannot see change, hence the break.)
+  for (int64_t step = 1;; ++step) {
+    if (n >= target) break;
     const double step_start = t;
     // One step: ops on the main thread, their kernels on stream 7, an allreduce on stream 20.
     for (int op = 0; op < 200 && n < target; ++op) {
@@ -208,7 +210,8 @@ uint64_t WriteChrome(FILE* f, uint64_t target) {
   };
   const char* const kComm[] = {"NEGOTIATE_ALLREDUCE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER",
                                "COMMUNICATE", "MEMCPY_OUT_FUSION_BUFFER"};
-  for (uint64_t it = 0; n < target; ++it) {
+  for (uint64_t it = 0;; ++it) {
+    if (n >= target) break;  // n grows in emit()
     for (int r = 0; r < kChromeRanks && n < target; ++r) {
       const long long bytes = 1LL << (10 + static_cast<int>(rng() % 14));
       const int peer = static_cast<int>((static_cast<uint64_t>(r) + 1 + it) % kChromeRanks);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,10 @@ class Out {
  public:
   explicit Out(const std::string& path) : f_(std::fopen(path.c_str(), "w")) {}
   ~Out() { Close(); }
+  void Put(const char* text) {
+    std::fputs(text, f_);
+    bytes_ += std::strlen(text);
+  }
   template <typename... A>
   void Put(const char* fmt, A... a) {
     bytes_ += static_cast<size_t>(std::fprintf(f_, fmt, a...));
