@@ -13,9 +13,24 @@
 // with fractional-µs ts/dur and Kineto's args (External id, Input Dims, correlation…) on two CPU
 // threads and two GPU streams, ProfilerStep#N spans, NCCL kernels with the collective args, and
 // the M records at the end, as Kineto writes them; events are not in start order across threads.
+// --kineto --flows adds Kineto's "ac2g" flow pairs: an "s" at each cudaLaunchKernel and an "f"
+// (bp "e") at its kernel, with the correlation id as the flow id (two more rows per CPU op).
 //
-// Usage: gen_trace OUT.json [EVENTS=2000000] [--old | --kineto]
+// --chrome: a generic Chrome trace with arguments (the array form, no metadata, ~140 bytes per
+// event), as a tool other than tracedb writes one: 8 ranks (pid), each with a compute thread
+// (forward/backward spans) and a communication thread where each ALLREDUCE span holds
+// NEGOTIATE_ALLREDUCE, QUEUE, MEMCPY_IN_FUSION_BUFFER, COMMUNICATE and MEMCPY_OUT_FUSION_BUFFER
+// (the names of bench/db_bench_gen), log-uniform durations from 1 µs to 20 ms with ns digits,
+// args {"bytes", "peer", "tag"} on each event; ranks interleaved in the file.
+//
+// Prints "N records, R rows": R is the rows an importer should write, counted here as the file
+// is written (a B/E pair is one span, an X, an instant or a flow end-point one row, an M record
+// none), so that a benchmark can check an import against the generator's own count.
+//
+// Usage: gen_trace OUT.json [EVENTS=2000000] [--old | --kineto [--flows] | --chrome]
 // Deterministic (fixed seed). Thread safety: a program.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -35,12 +50,17 @@ class Writer {
  public:
   Writer(FILE* f, bool old_framing) : f_(f), old_(old_framing) {}
   // One event record (events are written back to back in the new framing).
-  void Event(const std::string& rec) { Put(rec, /*metadata=*/false); }
+  // `row`: the record is a row of its own (B, X, i); an E closes its B's row.
+  void Event(const std::string& rec, bool row = true) {
+    Put(rec, /*metadata=*/false);
+    rows_ += row ? 1 : 0;
+  }
   void Meta(const std::string& rec) { Put(rec, /*metadata=*/true); }
   void Finish() {
     if (!old_ && !first_) std::fputs("]", f_);
   }
   uint64_t events() const { return events_; }
+  uint64_t rows() const { return rows_; }
 
  private:
   void Put(const std::string& rec, bool metadata) {
@@ -60,10 +80,12 @@ class Writer {
   bool first_ = true;
   bool last_meta_ = false;
   uint64_t events_ = 0;
+  uint64_t rows_ = 0;
 };
 
 // The kineto trace (see the file comment); returns the number of events written.
-uint64_t WriteKineto(FILE* f, uint64_t target) {
+// *rows gets the rows the trace holds (every X and flow record).
+uint64_t WriteKineto(FILE* f, uint64_t target, bool flows, uint64_t* rows) {
   std::mt19937_64 rng(7);
   std::fputs(
       "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA "
@@ -78,7 +100,9 @@ uint64_t WriteKineto(FILE* f, uint64_t target) {
     std::fputs(rec, f);
     ++n;
   };
-  for (int64_t step = 1; n < target; ++step) {
+  // (n grows in emit(): a condition clang's loop analysis cannot see change, hence the break.)
+  for (int64_t step = 1;; ++step) {
+    if (n >= target) break;
     const double step_start = t;
     // One step: ops on the main thread, their kernels on stream 7, an allreduce on stream 20.
     for (int op = 0; op < 200 && n < target; ++op) {
@@ -97,15 +121,30 @@ uint64_t WriteKineto(FILE* f, uint64_t target) {
                     tid, t + 1.001, 2.5, static_cast<unsigned long long>(n),
                     static_cast<unsigned long long>(n));
       emit(buf);
+      if (flows) {
+        std::snprintf(buf, sizeof(buf),
+                      "{\"ph\": \"s\", \"id\": %llu, \"pid\": 100, \"tid\": %d, \"ts\": %.3f, "
+                      "\"cat\": \"ac2g\", \"name\": \"ac2g\"}",
+                      static_cast<unsigned long long>(n - 1), tid, t + 1.001);
+        emit(buf);
+      }
+      const unsigned long long corr = flows ? n - 2 : n;
+      const double kernel_ts = t + 4.25 + static_cast<double>(op);
       std::snprintf(
           buf, sizeof(buf),
           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void gemm_kernel<%d>(float*, "
           "float const*)\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f, \"dur\": %.3f, \"args\": "
           "{\"device\": 0, \"stream\": 7, \"correlation\": %llu, \"grid\": [%d, 1, 1], "
           "\"block\": [256, 1, 1]}}",
-          op % 9, t + 4.25 + static_cast<double>(op), dur / 2, static_cast<unsigned long long>(n),
-          1 + op % 80);
+          op % 9, kernel_ts, dur / 2, corr, 1 + op % 80);
       emit(buf);
+      if (flows) {
+        std::snprintf(buf, sizeof(buf),
+                      "{\"ph\": \"f\", \"id\": %llu, \"pid\": 0, \"tid\": 7, \"ts\": %.3f, "
+                      "\"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}",
+                      corr, kernel_ts);
+        emit(buf);
+      }
       if (op % 50 == 49) {
         std::snprintf(
             buf, sizeof(buf),
@@ -136,24 +175,91 @@ uint64_t WriteKineto(FILE* f, uint64_t target) {
       "\"tid\": 101, \"args\": {\"name\": \"thread 101 (python)\"}}\n  ],\n  "
       "\"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1700000000000000000\n}\n",
       f);
+  *rows = n;  // every record above is an X or a flow end-point
   return n + 2;
+}
+
+// The generic trace (see the file comment); returns the number of events written (all rows).
+uint64_t WriteChrome(FILE* f, uint64_t target) {
+  std::mt19937_64 rng(11);
+  // Log-uniform in [1 µs, 20 ms], in ns.
+  auto dur = [&]() {
+    const double u = static_cast<double>(rng() >> 11) / 9007199254740992.0;
+    return static_cast<int64_t>(1000.0 * std::exp(u * std::log(20000.0)));
+  };
+  constexpr int kChromeRanks = 8;
+  int64_t t[kChromeRanks];
+  for (int r = 0; r < kChromeRanks; ++r) t[r] = 1000000 + r * 137;
+  uint64_t n = 0;
+  char buf[512];
+  auto us = [](int64_t ns, char* out) {
+    std::snprintf(out, 32, "%lld.%03lld", static_cast<long long>(ns / 1000),
+                  static_cast<long long>(ns % 1000));
+  };
+  auto emit = [&](int rank, int tid, const char* name, const char* cat, int64_t ts, int64_t d,
+                  long long bytes, int peer, int tag) {
+    char a[32], b[32];
+    us(ts, a);
+    us(d, b);
+    std::snprintf(buf, sizeof(buf),
+                  "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%s,\"dur\":%s,\"name\":\"%s\","
+                  "\"cat\":\"%s\",\"args\":{\"bytes\":%lld,\"peer\":%d,\"tag\":%d}}",
+                  n ? ",\n" : "[\n", rank, tid, a, b, name, cat, bytes, peer, tag);
+    std::fputs(buf, f);
+    ++n;
+  };
+  const char* const kComm[] = {"NEGOTIATE_ALLREDUCE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER",
+                               "COMMUNICATE", "MEMCPY_OUT_FUSION_BUFFER"};
+  for (uint64_t it = 0;; ++it) {
+    if (n >= target) break;  // n grows in emit()
+    for (int r = 0; r < kChromeRanks && n < target; ++r) {
+      const long long bytes = 1LL << (10 + static_cast<int>(rng() % 14));
+      const int peer = static_cast<int>((static_cast<uint64_t>(r) + 1 + it) % kChromeRanks);
+      const int tag = static_cast<int>(it % 64);
+      // The compute thread: forward then backward.
+      const int64_t fwd = dur(), bwd = dur();
+      emit(r, 1, "forward", "compute", t[r], fwd, 0, -1, tag);
+      emit(r, 1, "backward", "compute", t[r] + fwd + 10, bwd, 0, -1, tag);
+      // The communication thread: ALLREDUCE holding its five phases back to back.
+      int64_t parts[5], total = 0;
+      for (int64_t& p : parts) total += (p = dur());
+      const int64_t start = t[r] + fwd;
+      emit(r, 2, "ALLREDUCE", "comm", start, total + 6 * 50, bytes, peer, tag);
+      int64_t at = start + 50;
+      for (int k = 0; k < 5; ++k) {
+        emit(r, 2, kComm[k], "comm", at, parts[k], bytes, peer, tag);
+        at += parts[k] + 50;
+      }
+      t[r] = std::max(t[r] + fwd + bwd + 20, start + total + 400);
+    }
+  }
+  std::fputs("\n]\n", f);
+  return n;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT.json [EVENTS=2000000] [--old | --kineto]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s OUT.json [EVENTS=2000000] [--old | --kineto [--flows] | --chrome]\n",
+                 argv[0]);
     return 2;
   }
   uint64_t target = 2000000;
   bool old_framing = false;
   bool kineto = false;
+  bool flows = false;
+  bool chrome = false;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--old") == 0) {
       old_framing = true;
     } else if (std::strcmp(argv[i], "--kineto") == 0) {
       kineto = true;
+    } else if (std::strcmp(argv[i], "--chrome") == 0) {
+      chrome = true;
+    } else if (std::strcmp(argv[i], "--flows") == 0) {
+      flows = true;
     } else {
       target = std::strtoull(argv[i], nullptr, 10);
     }
@@ -164,13 +270,25 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
-  if (kineto) {
-    const uint64_t n = WriteKineto(f, target);
+  if (chrome) {
+    const uint64_t n = WriteChrome(f, target);
     if (std::fclose(f) != 0) {
       std::perror(argv[1]);
       return 1;
     }
-    std::printf("%llu records\n", static_cast<unsigned long long>(n));
+    std::printf("%llu records, %llu rows\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(n));
+    return 0;
+  }
+  if (kineto) {
+    uint64_t rows = 0;
+    const uint64_t n = WriteKineto(f, target, flows, &rows);
+    if (std::fclose(f) != 0) {
+      std::perror(argv[1]);
+      return 1;
+    }
+    std::printf("%llu records, %llu rows\n", static_cast<unsigned long long>(n),
+                static_cast<unsigned long long>(rows));
     return 0;
   }
   std::mt19937_64 rng(42);
@@ -222,7 +340,7 @@ int main(int argc, char** argv) {
     ts += 1 + static_cast<int64_t>(rng() % 5);
     std::snprintf(buf, sizeof(buf), "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d}",
                   static_cast<long long>(ts), pid);
-    w.Event(buf);
+    w.Event(buf, /*row=*/false);
     std::snprintf(buf, sizeof(buf),
                   "{\"ph\": \"B\", \"name\": \"ALLREDUCE\", \"ts\": %lld, \"pid\": %d}",
                   static_cast<long long>(++ts), pid);
@@ -235,19 +353,20 @@ int main(int argc, char** argv) {
       ts += 1 + static_cast<int64_t>(rng() % 300);
       std::snprintf(buf, sizeof(buf), "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d}",
                     static_cast<long long>(ts), pid);
-      w.Event(buf);
+      w.Event(buf, /*row=*/false);
     }
     std::snprintf(buf, sizeof(buf),
                   "{\"ph\": \"E\", \"ts\": %lld, \"pid\": %d, \"args\": {\"dtype\": \"float32\", "
                   "\"shape\": \"[%d, %d]\"}}",
                   static_cast<long long>(++ts), pid, 64 * (1 + pid % 7), 3 * (1 + pid % 5));
-    w.Event(buf);
+    w.Event(buf, /*row=*/false);
   }
   w.Finish();
   if (std::fclose(f) != 0) {
     std::perror(argv[1]);
     return 1;
   }
-  std::printf("%llu records\n", static_cast<unsigned long long>(w.events()));
+  std::printf("%llu records, %llu rows\n", static_cast<unsigned long long>(w.events()),
+              static_cast<unsigned long long>(w.rows()));
   return 0;
 }

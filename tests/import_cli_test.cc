@@ -166,6 +166,42 @@ TEST(ImportCli, SkippedRecordsAreWarnedAbout) {
       << out;
 }
 
+TEST(ImportCli, HostileArgsAreSkippedWithFileAndOffsetOrKeptExactly) {
+  // Compact args (the fast path of the args re-writer): nesting past the reader's depth limit is
+  // a skipped record named by file and byte offset; huge numbers are kept as written; a trailing
+  // comma and NaN are compacted; a record cut at the end of the file is counted as truncated.
+  TempDir dir;
+  std::string deep;
+  for (int i = 0; i < 600; ++i) deep += "[";
+  for (int i = 0; i < 600; ++i) deep += "]";
+  const std::string first =
+      "[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":2,\"pid\":1,\"tid\":1,"
+      "\"args\":{\"n\":1e999999,\"m\":-123456789012345678901234567890,\"t\":[1,],\"x\":NaN}},\n";
+  const std::string second =
+      "{\"ph\":\"X\",\"name\":\"deep\",\"ts\":3,\"dur\":1,\"pid\":1,\"tid\":1,\"args\":{\"d\":" +
+      deep + "}},\n";
+  const std::string data = first + second +
+                           "{\"ph\":\"X\",\"name\":\"b\",\"ts\":5,\"dur\":1,\"pid\":1,\"tid\":1},\n"
+                           "{\"ph\":\"X\",\"name\":\"cut\",\"ts\":7,\"args\":{\"k\":[1,2";
+  WriteFile(dir.Sub("h.json"), data);
+  std::string out;
+  const std::string db = dir.Sub("h.tdb");
+  ASSERT_EQ(Import("--input-format chrome " + dir.Sub("h.json") + " -o " + db, &out), 0) << out;
+  // The offset of the bad value, in the file.
+  const size_t at = first.size() + second.find("{\"d\"");
+  EXPECT_NE(out.find(dir.Sub("h.json") + ": byte offset " + std::to_string(at) + ": bad \"args\""),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(dir.Sub("h.json") + ": the last 46 bytes hold an incomplete record"),
+            std::string::npos)
+      << out;
+  const std::vector<DbRow> rows = ReadDbRows(db);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  EXPECT_EQ(rows[0].name, "a");
+  EXPECT_EQ(rows[0].json, R"({"n":1e999999,"m":-123456789012345678901234567890,"t":[1],"x":null})");
+  EXPECT_EQ(rows[1].name, "b");
+}
+
 TEST(ImportCli, AFailedFileKeepsTheOthers) {
   TempDir dir;
   WriteFile(dir.Sub("a0.json"), kChrome);

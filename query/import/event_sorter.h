@@ -2,7 +2,10 @@
 // start time) with bounded memory: events are buffered up to a budget, then each full buffer is
 // sorted and spilled to an anonymous temporary file as one run; Drain() merges the runs. A file
 // of any size is therefore imported with at most `memory_budget` bytes of buffered events (half
-// for the events, half for their JSON args; plus one read buffer per spilled run).
+// for the events, half for their JSON args; plus one read buffer per spilled run). A buffer is
+// sorted as a permutation: a stable counting sort by track, then each track's run sorted only
+// when it is not in order already (most writers write a thread's events in order); a spilled
+// event is written compactly (fields that are zero or follow from others left out).
 //
 // Order: by (track, ts, order, seq). `order` breaks ties at equal ts: complete events use -dur
 // (the longer one encloses the shorter), begin/end events use kBeginEndOrder (before any complete
@@ -69,11 +72,15 @@ class EventSorter {
   struct Run;
   static bool Less(const PendingEvent& a, const PendingEvent& b);
   Status Spill();
+  // Fills order_ with the indices of items_ in sorted order (the items stay where they are).
   void SortBuffer();
 
   size_t budget_;
   std::vector<Item> items_;
-  std::string arena_;  // JSON args of the buffered items
+  std::vector<uint32_t> order_;   // SortBuffer's permutation of items_
+  std::vector<uint32_t> bucket_;  // SortBuffer's per-track counts
+  std::string arena_;             // JSON args of the buffered items
+  std::string out_;               // Spill's encoding buffer
   std::vector<std::unique_ptr<Run>> runs_;
   uint64_t count_ = 0;
 };

@@ -1,7 +1,9 @@
 // The generic Chrome trace-event mapping. See chrome_core.h; conventions in docs/importers.md.
 #include "query/import/chrome/chrome_core.h"
 #include "engine/util/hash.h"
+#include "engine/util/parse_number.h"
 
+#include <cstdlib>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -83,10 +85,21 @@ bool TypedArgKey(std::string_view key, int64_t v, engine::EventArgs* a) {
   return true;
 }
 
+// The sort's memory budget: 64 MB, or TRACEDB_IMPORT_SORT_MB (a whole number of MiB, at least
+// 1) where set, which lets a test cross the budget with a small file.
+size_t SortBudgetBytes() {
+  const char* env = std::getenv("TRACEDB_IMPORT_SORT_MB");
+  int64_t mb = 0;
+  if (env != nullptr && engine::ParseInt64(env, &mb) && mb >= 1 && mb <= (1 << 20)) {
+    return static_cast<size_t>(mb) << 20;
+  }
+  return size_t{64} << 20;
+}
+
 class ChromeFile {
  public:
   ChromeFile(const ChromeFlavor& flavor, const ChromeOptions& options, engine::TraceWriter* w)
-      : flavor_(flavor), options_(options), w_(w), pipe_(w) {}
+      : flavor_(flavor), options_(options), w_(w), pipe_(w), sorter_(SortBudgetBytes()) {}
 
   Status Run(const std::string& path, FileOutcome* out, std::vector<std::string>* warnings) {
     TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<json::EventReader> reader,

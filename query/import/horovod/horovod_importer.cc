@@ -222,16 +222,18 @@ class HorovodImporter : public Importer {
     const size_t first = head.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos || head[first] != '[') return 0;
     if (head.find("\"start_time_since_epoch_in_micros\"") != std::string_view::npos) return 100;
+    // Horovod writes neither tid nor cat (Bluefog, from the same code, adds tid); a file with
+    // both is a generic Chrome trace, whatever its names (e.g. one that has NEGOTIATE_ALLREDUCE
+    // spans on (pid, tid) threads).
+    const bool tid = head.find("\"tid\"") != std::string_view::npos;
+    const bool cat = head.find("\"cat\"") != std::string_view::npos;
+    if (tid && cat) return 0;
     const bool markers = head.find("\"NEGOTIATE_") != std::string_view::npos ||
                          head.find("\"name\": \"CYCLE_START\"") != std::string_view::npos;
     if (markers) return 90;
-    // Without markers: Horovod's own metadata layout, and no tid or cat anywhere (Horovod writes
-    // neither; Bluefog, from the same code, adds tid; generic Chrome files have them).
+    // Without markers: Horovod's own metadata layout, and no tid or cat anywhere.
     const size_t meta = head.find(kMetaPrefix);
-    if (meta == std::string_view::npos || head.find("\"tid\"") != std::string_view::npos ||
-        head.find("\"cat\"") != std::string_view::npos) {
-      return 0;
-    }
+    if (meta == std::string_view::npos || tid || cat) return 0;
     size_t p = meta + kMetaPrefix.size();
     while (p < head.size() && head[p] >= '0' && head[p] <= '9') ++p;
     return head.substr(p, 10) == ", \"args\": " ? 70 : 0;

@@ -508,10 +508,54 @@ std::optional<std::string_view> FindMember(std::string_view object, std::string_
   return found;
 }
 
+namespace {
+
+// True when `v` (a container) is already in the compact form AppendCompactJson writes, as far as
+// its bytes tell: no whitespace, control or non-ASCII byte (which strings may need re-escaped), no
+// backslash (escapes are re-checked), no 'N' or 'I' (NaN, Infinity) and no ",}" or ",]" (a
+// trailing comma). Such text, once validated, is copied as it is. Other text may still be
+// compact: it takes the re-writing walk.
+bool PlainCompact(std::string_view v) {
+  const char* p = v.data();
+  const char* end = p + v.size();
+#if defined(__SSE2__)
+  const __m128i low = _mm_set1_epi8(0x21);  // signed: controls, space and bytes >= 0x80
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i cap_n = _mm_set1_epi8('N');
+  const __m128i cap_i = _mm_set1_epi8('I');
+  for (; end - p >= 16; p += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i bad =
+        _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(x, low), _mm_cmpeq_epi8(x, backslash)),
+                     _mm_or_si128(_mm_cmpeq_epi8(x, cap_n), _mm_cmpeq_epi8(x, cap_i)));
+    if (_mm_movemask_epi8(bad) != 0) return false;
+  }
+#endif
+  for (; p < end; ++p) {
+    const unsigned char c = static_cast<unsigned char>(*p);
+    if (c < 0x21 || c >= 0x80 || c == '\\' || c == 'N' || c == 'I') return false;
+  }
+  for (const char* c = v.data(); c + 1 < end; ++c) {
+    c = static_cast<const char*>(std::memchr(c, ',', static_cast<size_t>(end - c - 1)));
+    if (c == nullptr) break;
+    if (c[1] == '}' || c[1] == ']') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool AppendCompactJson(std::string_view value, std::string* out) {
   const char* end = value.data() + value.size();
   const char* p = SkipSpace(value.data(), end);
   if (p >= end) return false;
+  if ((*p == '{' || *p == '[') && PlainCompact(value)) {
+    // Already compact: validate, then copy in one piece.
+    const char* after;
+    if (Walk<false>(p, end, &after, nullptr) != Scan::kOk || after != end) return false;
+    out->append(value);
+    return true;
+  }
   if (*p != '{' && *p != '[' && *p != '"') {
     // A bare scalar: it runs to the end of the span (less trailing space).
     const char* q = p;

@@ -123,6 +123,39 @@ TEST(JsonText, CompactJson) {
   }
 }
 
+// Text already compact is validated and copied whole (the fast path); anything it cannot vouch
+// for by its bytes (trailing commas, NaN, escapes, non-ASCII, whitespace) takes the re-writing
+// walk, and invalid text is refused by both alike.
+TEST(JsonText, CompactJsonFastPathAgreesWithTheWalk) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"bytes":131072,"peer":1,"tag":0})", R"({"bytes":131072,"peer":1,"tag":0})"},
+      {R"({"a":[1,[2,{}],[]],"b":{"c":null,"d":true}})",
+       R"({"a":[1,[2,{}],[]],"b":{"c":null,"d":true}})"},
+      {R"({"a":1,})", R"({"a":1})"},
+      {R"({"a":[1,2,],"b":"x,}"})", R"({"a":[1,2],"b":"x,}"})"},
+      {R"({"x":NaN,"y":-Infinity})", R"({"x":null,"y":null})"},
+      {R"({"s":"\u0041\q"})", R"({"s":"\u0041\\q"})"},
+      {R"({"n":1e999999,"m":-123456789012345678901234567890})",
+       R"({"n":1e999999,"m":-123456789012345678901234567890})"},
+  };
+  for (const auto& [in, want] : cases) {
+    std::string out = "prefix";
+    ASSERT_TRUE(AppendCompactJson(in, &out)) << in;
+    EXPECT_EQ(out, "prefix" + std::string(want)) << in;
+  }
+  std::string deep;  // deeper than kMaxDepth
+  for (int i = 0; i < 600; ++i) deep += "[";
+  deep += "1";
+  for (int i = 0; i < 600; ++i) deep += "]";
+  for (const std::string& bad :
+       {std::string(R"({"a":1)"), std::string(R"({"a":tru})"), std::string(R"({"a":1}x)"),
+        std::string(R"({"a":1}})"), std::string(R"({"a":-})"), std::string(R"({"a":"open})"),
+        std::string(R"({"a",1})"), deep}) {
+    std::string out;
+    EXPECT_FALSE(AppendCompactJson(bad, &out)) << bad;
+  }
+}
+
 // One policy on invalid UTF-8 for every JSON the project writes (engine/util/json_text.h):
 // the importers' re-writer used to keep it byte for byte, the exporter replaced it; a stored
 // argument object is now valid UTF-8 whatever the file held, each maximal ill-formed subpart one
