@@ -126,6 +126,8 @@ res[stragglers]=$(timed "$heavy" "$tdb" report stragglers "$tmp/job.tdb")
 res[mpi]=$(timed "$heavy" "$tdb" report mpi "$tmp/job.tdb")
 res[export]=$(timed "$heavy" "$tdb" export --chrome "$tmp/job.tdb" -o "$tmp/step.json" -q \
   --from "${from_ms}ms" --to +400ms)
+res[export_nm]=$(timed "$heavy" "$tdb" export --chrome "$tmp/job.tdb" -o "$tmp/step.json" -q \
+  --from "${from_ms}ms" --to +400ms --no-messages)
 exported=$(python3 -c "import json,sys; print(sum(1 for e in json.load(open(sys.argv[1]))['traceEvents'] if e.get('ph') == 'X'))" "$tmp/step.json" 2>/dev/null \
   || python3 -c "import json,sys; print(sum(1 for e in json.load(open(sys.argv[1])) if e.get('ph') == 'X'))" "$tmp/step.json")
 [ "$exported" -gt 0 ] || fail "the step window export holds no span"
@@ -142,7 +144,7 @@ echo "| DB | $(python3 -c "print(f'{$db_bytes / 1e9:.2f} GB, {$db_bytes / $n:.2f
 echo
 echo "| query (fresh process; top-10: median of $reps runs, others: of $heavy) | wall s | CPU s | peak RSS MiB |"
 echo "|---|---:|---:|---:|"
-for q in top10 span_stats stragglers mpi export; do
+for q in top10 span_stats stragglers mpi export export_nm; do
   read -r w c m <<< "${res[$q]}"
   case $q in
     top10) label="top-10 slowest COMMUNICATE (\`tracedb query\`)" ;;
@@ -150,6 +152,7 @@ for q in top10 span_stats stragglers mpi export; do
     stragglers) label="\`tracedb report stragglers\`" ;;
     mpi) label="\`tracedb report mpi\`" ;;
     export) label="\`tracedb export\` of step $step (400 ms window, $exported spans)" ;;
+    export_nm) label="the same with \`--no-messages\` (no MPI message matching)" ;;
   esac
   echo "| $label | $w | $c | $m |"
 done
@@ -158,6 +161,18 @@ echo "load average after the queries: $(loadavg)"
 if [ "${VIEW:-1}" = 1 ]; then
   echo
   echo "tracedb view (bench/run_view_bench.sh, DB=$tmp/job.tdb PEER=0):"
-  DB="$tmp/job.tdb" PEER=0 bench/run_view_bench.sh "$build" "$tmp/view" 2>&1 | tee "$tmp/view.jsonl"
+  DB="$tmp/job.tdb" PEER=0 bench/run_view_bench.sh "$build" "$tmp/view" > "$tmp/view.jsonl"
+  python3 - "$tmp/view.jsonl" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        d = json.loads(line)
+        if d.get("errors"):
+            sys.exit(f"the view bench reported errors: {d['errors']}")
+        print(f"| first paint | zoom/pan p50 | zoom/pan p95 | server p95 | browser PSS | load (1 min) |")
+        print("|---:|---:|---:|---:|---:|---|")
+        print(f"| {d['first_paint_ms']} ms | {d['zoom_pan_p50_ms']} ms | {d['zoom_pan_p95_ms']} ms | "
+              f"{d['server_p95_ms']} ms | {d['browser_pss_mb']} MB | {d['load_avg_1min']} |")
+EOF
 fi
 [ "${KEEP:-0}" = 1 ] || rm -rf "$tmp/job.tdb" "$tmp/step.json"
