@@ -197,8 +197,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const uint64_t u_ranks = static_cast<uint64_t>(ranks);
-  const uint64_t events =
-      total / u_ranks + (static_cast<uint64_t>(rank) < total % u_ranks ? 1 : 0);
+  const uint64_t events = total / u_ranks + (static_cast<uint64_t>(rank) < total % u_ranks ? 1 : 0);
   tracedb_comm_define(1, ranks, rank, nullptr);
   // Every rank's step count from the same formula, so the injected steps agree across ranks.
   const int64_t steps_total = static_cast<int64_t>(total / u_ranks / kEventsPerStep) + 1;
