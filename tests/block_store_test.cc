@@ -177,6 +177,32 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
        INT64_MIN,
        INT64_MIN,
        BlockSelection::Order::kMaxDurDesc},
+      // By name, longest first: block_names rows read in key order, a block listed once at
+      // its largest matching max_dur (a name appears under two categories per block).
+      {{},
+       {compute},
+       {mpi},
+       INT64_MIN,
+       INT64_MAX,
+       2000,
+       INT64_MIN,
+       BlockSelection::Order::kMaxDurDesc},
+      {{1, 3},
+       {send},
+       {},
+       mid_lo,
+       INT64_MAX,
+       INT64_MIN,
+       INT64_MIN,
+       BlockSelection::Order::kMaxDurDesc},
+      {{},
+       {compute, send},
+       {},
+       INT64_MIN,
+       INT64_MAX,
+       INT64_MIN,
+       INT64_MIN,
+       BlockSelection::Order::kMaxDurDesc},
       {{3}, {}, {}, INT64_MIN, mid_hi, INT64_MIN, INT64_MIN, BlockSelection::Order::kTimeDesc},
       {{}, {}, {}, 5, 4},  // an empty window
   };
@@ -229,6 +255,7 @@ TEST(BlockStore, SelectionMatchesPlainSqlAndHoldsEveryMatchingRow) {
             by_name
                 ? "(SELECT max(n.max_dur) FROM block_names n WHERE n.block = b.block" +
                       std::string(c.names.empty() ? "" : " AND n.name IN (" + List(c.names) + ")") +
+                      std::string(c.cats.empty() ? "" : " AND n.cat IN (" + List(c.cats) + ")") +
                       ") DESC, b.block"
                 : "b.max_dur DESC, b.block";
         break;

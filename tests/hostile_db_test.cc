@@ -4,6 +4,7 @@
 // result or a described error. Known answers are injected: what each damage must produce (an
 // error that names it, a `verify` problem that names it), checked against the damage itself.
 // Then seeded random mutations (the libFuzzer target's entry point, as an ordinary test).
+// And a top-n search that must stop before a damaged block it does not need.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/db/trace_writer.h"
 #include "engine/verify/verify.h"
 #include "query/fuzz/db_fuzz.h"
 #include "query/open/query_db.h"
@@ -121,6 +123,58 @@ TEST(HostileDb, CountsFromDiskAreCheckedBeforeTheyAreUsed) {
   EXPECT_TRUE(AnyMessageHas(r, "python events()", "its zone map says")) << Messages(r);
   EXPECT_TRUE(AnyMessageHas(r, "query SELECT * FROM events LIMIT 300", "its zone map says"))
       << Messages(r);
+}
+
+// The top-n search walks a name's blocks longest first and stops once no later block can
+// enter: a damaged block (count -1) holding the name's shortest durations is never reached by
+// `ORDER BY dur DESC LIMIT 2`, which answers the two longest (written by the test), while a
+// query that must read every block of the name reports the damage, naming the block.
+TEST(HostileDb, TheTopNStopsBeforeADamagedBlockItDoesNotNeed) {
+  TempDir tmp;
+  const std::string db = tmp.Sub("topn.tdb");
+  {
+    // One rank, 4 batches, a block each, every row named "phase": block b's longest is
+    // 40,000 - 10,000 b ns, so the walk longest first meets blocks 1, 2, 3, 4 in that order.
+    auto w = engine::TraceWriter::Open(db);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    int64_t ts = 1000;
+    for (int batch = 0; batch < 4; ++batch) {
+      ASSERT_TRUE((*w)->BeginBatch().ok());
+      engine::TrackSpec spec;
+      spec.rank = 0;
+      spec.tid = 1;
+      spec.pid = 1;
+      const uint32_t track = (*w)->Track(spec);
+      for (int i = 0; i < 20; ++i) {
+        engine::Row r;
+        r.track = track;
+        r.k = (*w)->TakeK(track);
+        r.ts = ts;
+        r.dur = (4 - batch) * 10000 - i * 7;
+        ts += r.dur + 10;
+        r.name = (*w)->Intern("phase");
+        r.cat = (*w)->Intern("cpu");
+        ASSERT_TRUE((*w)->AddRow(0, std::move(r)).ok());
+      }
+      ASSERT_TRUE((*w)->CommitBatch().ok());
+    }
+  }
+  ASSERT_EQ(PlainInt(db, "SELECT count(*) FROM blocks"), 4);
+  const int64_t victim = PlainInt(db, "SELECT block FROM blocks ORDER BY max_dur LIMIT 1");
+  const int64_t longest = PlainInt(db, "SELECT max(max_dur) FROM blocks");
+  ASSERT_EQ(longest, 40000);
+  sqlite3* d = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &d), SQLITE_OK);
+  const std::string damage = "UPDATE blocks SET count = -1 WHERE block = " + std::to_string(victim);
+  EXPECT_EQ(sqlite3_exec(d, damage.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close_v2(d);
+  // The top-2 decodes the first block (it holds both) and stops at the second's zone map.
+  EXPECT_EQ(QueryOne(db,
+                     "SELECT sum(dur) FROM (SELECT dur FROM events WHERE name = 'phase' "
+                     "ORDER BY dur DESC LIMIT 2)"),
+            std::to_string(40000 + 39993));
+  const std::string all = QueryOne(db, "SELECT max(dur + 0) FROM events WHERE name = 'phase'");
+  EXPECT_NE(all.find("block " + std::to_string(victim)), std::string::npos) << all;
 }
 
 TEST(HostileDb, HugeIdsDoNotSizeAllocations) {

@@ -3,6 +3,7 @@
 #include "engine/db/block_store.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "engine/db/block_check.h"
 
@@ -99,19 +100,43 @@ void AppendCmp(std::string* sql, const char* cond, int64_t v, int* param,
 
 }  // namespace
 
+namespace {
+
+bool ByName(const BlockSelection& sel) {
+  return !sel.names.empty() || !sel.cats.empty() || !sel.any_cats.empty();
+}
+
+// The zone-map walk by name in max_dur order reads block_names rows as they come, longest
+// first, without grouping them by block: block_names' key (name, max_dur, block, cat) gives
+// that order for one name without sorting, so a top-n search that stops after a few blocks
+// reads a few rows, not every block of the name (the grouped form sorted all of them first:
+// O(blocks) before the first decode). A block can then come more than once (one row per
+// (name, cat)); ForEach lists it at its first row, whose max_dur is its largest matching one.
+bool StreamsNameRows(const BlockSelection& sel, bool with_data) {
+  return ByName(sel) && !with_data && sel.order == BlockSelection::Order::kMaxDurDesc;
+}
+
+}  // namespace
+
 std::string BlockStore::SelectionSql(const BlockSelection& sel, bool with_data,
                                      std::vector<int64_t>* binds) const {
-  const bool by_name = !sel.names.empty() || !sel.cats.empty() || !sel.any_cats.empty();
+  const bool by_name = ByName(sel);
+  const bool streamed = StreamsNameRows(sel, with_data);
   // Grouping by block with the data column would sort the payloads: the decoded walk selects
   // by name with a subquery instead (and reports the block's own max_dur).
-  const bool grouped = by_name && !with_data;
+  const bool grouped = by_name && !with_data && !streamed;
   std::string sql;
   int param = 0;
   const std::string blocks = prefix_ + "blocks", names = prefix_ + "block_names";
   const char* data = with_data ? ", b.data" : "";
   // block_names has a row per (name, cat, kind) of a block: one block can match several times,
-  // so the blocks are grouped (each listed once, with the largest matching duration).
-  if (grouped) {
+  // so the blocks are grouped (each listed once, with the largest matching duration), or, in
+  // max_dur order, listed at their first row (StreamsNameRows).
+  if (streamed) {
+    sql = "SELECT b.block, b.rank, b.min_ts, b.max_end, bn.max_dur, b.count FROM " + names +
+          " bn JOIN " + blocks + " b ON b.block = bn.block WHERE 1";
+    AppendNames(&sql, sel, &param, binds);
+  } else if (grouped) {
     sql = "SELECT b.block, b.rank, b.min_ts, b.max_end, max(bn.max_dur), b.count FROM " + names +
           " bn JOIN " + blocks + " b ON b.block = bn.block WHERE 1";
     AppendNames(&sql, sel, &param, binds);
@@ -130,7 +155,8 @@ std::string BlockStore::SelectionSql(const BlockSelection& sel, bool with_data,
   if (sel.ts_lo != INT64_MIN) AppendCmp(&sql, "b.max_end >=", sel.ts_lo, &param, binds);
   if (sel.after_block != INT64_MIN) AppendCmp(&sql, "b.block >", sel.after_block, &param, binds);
   if (sel.min_dur != INT64_MIN) {
-    AppendCmp(&sql, grouped ? "bn.max_dur >=" : "b.max_dur >=", sel.min_dur, &param, binds);
+    AppendCmp(&sql, grouped || streamed ? "bn.max_dur >=" : "b.max_dur >=", sel.min_dur, &param,
+              binds);
   }
   if (grouped) sql += " GROUP BY b.block";
   switch (sel.order) {
@@ -141,7 +167,9 @@ std::string BlockStore::SelectionSql(const BlockSelection& sel, bool with_data,
       sql += " ORDER BY 2, 3, 1";
       break;
     case BlockSelection::Order::kMaxDurDesc:
-      sql += " ORDER BY 5 DESC, 1";
+      // Streamed: bn.max_dur, so that block_names' key gives the order (the block id only
+      // sorts the rows of equal max_dur among themselves).
+      sql += streamed ? " ORDER BY bn.max_dur DESC, bn.block" : " ORDER BY 5 DESC, 1";
       break;
     case BlockSelection::Order::kTimeDesc:
       sql += " ORDER BY 3 DESC";
@@ -176,6 +204,8 @@ Status BlockStore::ForEach(const BlockSelection& sel,
   std::vector<int64_t> binds;
   TRACEDB_ASSIGN_OR_RETURN(Stmt * st, Statement(SelectionSql(sel, false, &binds)));
   for (size_t i = 0; i < binds.size(); ++i) st->Bind(static_cast<int>(i + 1), binds[i]);
+  const bool dedupe = StreamsNameRows(sel, false);
+  std::unordered_set<int64_t> seen;  // with dedupe: the blocks listed so far
   BlockZoneRow z;
   Status s;
   for (;;) {
@@ -185,6 +215,7 @@ Status BlockStore::ForEach(const BlockSelection& sel,
       break;
     }
     if (!*row) break;
+    if (dedupe && !seen.insert(st->Int(0)).second) continue;
     ZoneFrom(*st, &z);
     s = fn(z);
     if (!s.ok()) break;

@@ -310,6 +310,8 @@ void Select(const Constraints& f, const RowChecks& k, const engine::DecodedBlock
             const DbCatalog& cat, std::vector<uint32_t>* sel);
 // Reads and decodes block `ref` (the column groups in `want`) into `out`.
 int LoadBlock(EventsCursor* c, const BlockRef& ref, engine::DecodedBlock* out, uint32_t want);
+// Lists the blocks the constraints select into c->blocks; for the top-n search none (RunTopN
+// walks them longest first and stops early, listing those it read).
 int CollectBlocks(EventsCursor* c);
 int StartScan(EventsCursor* c);
 int NextScan(EventsCursor* c);

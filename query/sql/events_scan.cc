@@ -3,6 +3,7 @@
 // are served without decoding what nobody reads), the decoded-block cache, the id index, and
 // ORDER BY dur DESC LIMIT n. The grouped scan is in events_group.cc. See events_internal.h.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -392,21 +393,39 @@ int UpdateBlockKinds(EventsCursor* c) {
 
 }  // namespace
 
-int CollectBlocks(EventsCursor* c) {
-  const Constraints& f = c->f;
+namespace {
+
+// The zone-map selection of the scan's constraints (the blocks that may hold a match).
+engine::BlockSelection SelectionFor(const Constraints& f) {
   engine::BlockSelection sel;
   if (f.name) sel.names.push_back(*f.name);
   if (f.cat) sel.cats.push_back(*f.cat);
   if (!f.name && !f.cat && f.rank.lo == f.rank.hi) sel.ranks.push_back(f.rank.lo);
   sel.order = f.top_by_dur ? engine::BlockSelection::Order::kMaxDurDesc
                            : engine::BlockSelection::Order::kBlock;
+  return sel;
+}
+
+// Walks the blocks the constraints select, in the selection's order, calling fn with each
+// block that may hold a match (zone map, kinds, id index). fn returns false to stop the walk.
+// The kinds and the id index are brought up to date first.
+int WalkBlocks(EventsCursor* c, const std::function<int(const BlockRef&, bool* more)>& fn) {
+  const Constraints& f = c->f;
   if (f.kind) {
     int rc = UpdateBlockKinds(c);
     if (rc != SQLITE_OK) return rc;
   }
+  const bool by_k = (f.id.set && f.id.lo == f.id.hi && f.id.lo >= 0) ||
+                    (f.parent.set && f.parent.lo == f.parent.hi && f.parent.lo >= 0);
+  if (by_k) {
+    int rc = UpdateKIndex(c);
+    if (rc != SQLITE_OK) return rc;
+  }
   const auto& kinds = c->vtab->block_kinds;
-  c->blocks.clear();
-  tracedb::Status s = c->vtab->store->ForEach(sel, [&](const engine::BlockZoneRow& z) {
+  const KIndex& x = c->vtab->k_index;
+  int rc = SQLITE_OK;
+  bool stopped = false;
+  tracedb::Status s = c->vtab->store->ForEach(SelectionFor(f), [&](const engine::BlockZoneRow& z) {
     // count(*) trusts the count without decoding: 1..65536 or an error (the store's checks).
     if (!z.ok) return tracedb::Status::Corruption(z.error);
     BlockRef ref{z.block, z.rank, z.max_dur, z.min_ts, z.max_end, static_cast<int64_t>(z.count)};
@@ -415,18 +434,31 @@ int CollectBlocks(EventsCursor* c) {
       auto it = kinds.find(ref.block);
       if (it != kinds.end()) ref.kinds = it->second;
     }
-    if (BlockMayMatch(f, ref)) c->blocks.push_back(ref);
+    if (!BlockMayMatch(f, ref)) return tracedb::Status::Ok();
+    if (by_k && !KIndexMayMatch(f, x, ref.block)) return tracedb::Status::Ok();
+    bool more = true;
+    rc = fn(ref, &more);
+    if (rc != SQLITE_OK || !more) {
+      stopped = true;
+      return tracedb::Status::Aborted("the walk stopped");  // not an error: see below
+    }
     return tracedb::Status::Ok();
   });
-  if (!s.ok()) return Fail(&c->vtab->base, s.message());
-  if ((f.id.set && f.id.lo == f.id.hi && f.id.lo >= 0) ||
-      (f.parent.set && f.parent.lo == f.parent.hi && f.parent.lo >= 0)) {
-    int rc = UpdateKIndex(c);
-    if (rc != SQLITE_OK) return rc;
-    const KIndex& x = c->vtab->k_index;
-    std::erase_if(c->blocks, [&](const BlockRef& b) { return !KIndexMayMatch(f, x, b.block); });
-  }
+  if (rc != SQLITE_OK) return rc;
+  if (!s.ok() && !stopped) return Fail(&c->vtab->base, s.message());
   return SQLITE_OK;
+}
+
+}  // namespace
+
+int CollectBlocks(EventsCursor* c) {
+  c->blocks.clear();
+  // The top-n search walks the blocks itself, longest first, and stops early (RunTopN).
+  if (c->f.top_by_dur) return SQLITE_OK;
+  return WalkBlocks(c, [&](const BlockRef& ref, bool*) {
+    c->blocks.push_back(ref);
+    return SQLITE_OK;
+  });
 }
 
 int StartScan(EventsCursor* c) {
@@ -479,13 +511,18 @@ int RunTopN(EventsCursor* c) {
     kept.clear();
   };
   int64_t seq = 0;
-  for (const BlockRef& ref : c->blocks) {
-    if (static_cast<int64_t>(heap.size()) >= want && ref.max_dur < heap.front().dur) break;
-    int rc = LoadBlock(c, ref, &blk, c->f.filter_cols | engine::kColDur);
-    if (rc != SQLITE_OK) {
-      give_back();
-      return rc;
+  // Blocks come longest first (their largest matching duration): once the heap holds `want`
+  // rows and a block's longest is shorter than the heap's shortest, no later block can enter.
+  // The walk stops there, so only the blocks read so far are listed (c->blocks: the winners'
+  // blocks are found there below).
+  int rc = WalkBlocks(c, [&](const BlockRef& ref, bool* more) {
+    if (static_cast<int64_t>(heap.size()) >= want && ref.max_dur < heap.front().dur) {
+      *more = false;
+      return SQLITE_OK;
     }
+    c->blocks.push_back(ref);
+    int lrc = LoadBlock(c, ref, &blk, c->f.filter_cols | engine::kColDur);
+    if (lrc != SQLITE_OK) return lrc;
     bool entered = false;
     for (size_t i = 0; i < blk.n; ++i) {
       if (static_cast<int64_t>(heap.size()) >= want && blk.dur[i] <= heap.front().dur) continue;
@@ -498,7 +535,7 @@ int RunTopN(EventsCursor* c) {
       }
       entered = true;
     }
-    if (!entered) continue;
+    if (!entered) return SQLITE_OK;
     if (kept.size() >= kMaxKeptBlocks) {
       // Give back the kept blocks whose rows have all left the heap since.
       std::vector<int64_t> live;
@@ -517,6 +554,11 @@ int RunTopN(EventsCursor* c) {
       kept.emplace(ref.block, std::move(blk));
       blk = scratch.TakeBlock();
     }
+    return SQLITE_OK;
+  });
+  if (rc != SQLITE_OK) {
+    give_back();
+    return rc;
   }
   std::sort_heap(heap.begin(), heap.end());  // largest first (ties in discovery order)
   c->top = std::move(heap);
@@ -533,7 +575,6 @@ int RunTopN(EventsCursor* c) {
     }
   }
   const uint32_t cols = c->f.used_cols | c->f.filter_cols | engine::kColK | engine::kColDur;
-  int rc = SQLITE_OK;
   for (auto& [block, rows] : by_block) {
     DecodedBlock* b = &blk;
     auto it = kept.find(block);
