@@ -451,6 +451,48 @@ TEST(EventBlock, ParentDurationsAgainstChildrenRoundTrip) {
   EXPECT_GT(b.size(), a.size() + parents * 2);
 }
 
+// A block of top-level rows only (the decoder then skips the residual pass) and the same block
+// with a single parent at its end (the pass runs): durations as recorded, asked for alone, with
+// ts, and after ts.
+TEST(EventBlock, FlatBlocksAndALoneParentKeepTheirDurations) {
+  std::mt19937_64 rng(33);
+  std::vector<Row> rows;
+  int64_t ts = 5000;
+  for (uint64_t k = 0; k < 3000; ++k) {
+    Row r;
+    r.track = 1 + static_cast<uint32_t>(k / 1000);
+    r.k = k;
+    r.ts = ts;
+    r.dur = static_cast<int64_t>(rng() % 1000000);
+    r.name = 1 + static_cast<uint32_t>(rng() % 8);
+    ts += r.dur + static_cast<int64_t>(rng() % 1024);
+    rows.push_back(r);
+  }
+  for (int with_parent = 0; with_parent < 2; ++with_parent) {
+    if (with_parent) {
+      Row& p = rows[rows.size() - 2];  // the last row becomes its child
+      rows.back().depth = 1;
+      rows.back().parent_k = p.k + 1;
+      rows.back().ts = p.ts + 10;
+      rows.back().dur = p.dur / 2;
+    }
+    std::string blob;
+    BlockZone zone;
+    EncodeBlock(rows, &blob, &zone);
+    for (uint32_t want : {uint32_t{kColDur}, uint32_t{kColTs}}) {
+      DecodedBlock d;
+      ASSERT_TRUE(DecodeBlock(blob, 1, &d, want).ok());
+      ASSERT_EQ(d.n, rows.size());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        ASSERT_EQ(d.dur[i], rows[i].dur) << with_parent << " " << i;
+        if (want == kColTs) ASSERT_EQ(d.ts[i], rows[i].ts) << with_parent << " " << i;
+      }
+      ASSERT_TRUE(d.Need(kColTs).ok());
+      for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(d.ts[i], rows[i].ts) << i;
+    }
+  }
+}
+
 // DurationsToResiduals and ResidualsToDurations are inverses for any input, hostile depths and
 // wrap-around sums included.
 TEST(EventBlock, DurationResidualsInvertOnArbitraryInput) {
