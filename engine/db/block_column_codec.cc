@@ -285,7 +285,8 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
 namespace {
 
 // The decoder of one entropy-coded bit-length column: its header read and checked, a decoding
-// table built, then values taken one at a time. Two columns of a block (ts and dur) are decoded
+// table built, then values taken two per 8-byte read where both fit (FastPair), else one at a
+// time. Two columns of a block (ts and dur) are decoded
 // side by side (GetHuffmanBitLengthColumns): each value's position in its stream depends on the
 // one before (a load, a table lookup, an add), so one stream alone waits on that chain, and two
 // interleaved keep the core busy.
