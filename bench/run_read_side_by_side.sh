@@ -6,12 +6,14 @@
 #   python_read_bench --numpy-only           (db.events(rank, ts, dur) -> NumPy, 2 threads)
 #   tracedb view                             (a fresh server, 40 GET /api/window: 5 zoom levels
 #                                             from 1/16 to 1/4096 of the job, 8 positions each)
-# Usage: bench/run_read_side_by_side.sh BEFORE_BUILD AFTER_BUILD DB [ROUNDS]
+# Usage: bench/run_read_side_by_side.sh BEFORE_BUILD AFTER_BUILD DB [ROUNDS] [AFTER_DB]
 #   A build directory holds tracedb, bench/db_bench (or db_bench) and python/ (the package).
+#   AFTER_DB: the after side reads this database instead (the same events written in another
+#   block format, e.g. a format 2 build against a format 3 one); default DB.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -ge 3 ] || { echo "usage: $0 BEFORE_BUILD AFTER_BUILD DB [ROUNDS]" >&2; exit 2; }
-before=$1 after=$2 db=$3 rounds=${4:-3}
+[ $# -ge 3 ] || { echo "usage: $0 BEFORE_BUILD AFTER_BUILD DB [ROUNDS] [AFTER_DB]" >&2; exit 2; }
+before=$1 after=$2 before_db=$3 rounds=${4:-3} after_db=${5:-$3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cpu() {
@@ -40,8 +42,8 @@ view_cpu() {  # the view server's CPU over 40 windows
 }
 for r in $(seq "$rounds"); do
   for side in before after; do
-    build=$before
-    [ $side = after ] && build=$after
+    build=$before db=$before_db
+    [ $side = after ] && build=$after db=$after_db
     bench=$build/bench/db_bench
     [ -x "$bench" ] || bench=$build/db_bench
     echo "== round $r $side"

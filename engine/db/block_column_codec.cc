@@ -285,7 +285,8 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
 namespace {
 
 // The decoder of one entropy-coded bit-length column: its header read and checked, a decoding
-// table built, then values taken one at a time. Two columns of a block (ts and dur) are decoded
+// table built, then values taken two per 8-byte read where both fit (FastPair), else one at a
+// time. Two columns of a block (ts and dur) are decoded
 // side by side (GetHuffmanBitLengthColumns): each value's position in its stream depends on the
 // one before (a load, a table lookup, an add), so one stream alone waits on that chain, and two
 // interleaved keep the core busy.
@@ -319,6 +320,32 @@ class HuffmanColumnDecoder {
         (DecodeFixed64(p_ + (pos_ >> 3)) >> (pos_ & 7)) & (~0ull >> (64 - (mb - 32)));
     pos_ += mb - 32;
     return base_[s] | lo | (hi << 32);
+  }
+  // The next two values from one 8-byte read when both fit in it (the usual case: each value
+  // takes at most 57 - the other's bits), else the next one. Returns how many it wrote to out.
+  // The serial chain (a read, a table lookup, an add to the position) then runs once per two
+  // values. REQUIRES: fast(pos), and room for two values at out.
+  size_t FastPair(uint64_t& pos_, uint64_t* out) const {
+    const uint64_t w = DecodeFixed64(p_ + (pos_ >> 3)) >> (pos_ & 7);
+    const uint32_t e1 = table_[w & mask_];
+    const unsigned t1 = e1 & 0xff, l1 = (e1 >> 8) & 0xff, s1 = e1 >> 16;
+    if (t1 > 57) [[unlikely]] {
+      out[0] = Fast(pos_);
+      return 1;
+    }
+    out[0] = base_[s1] | ((w >> l1) & mmask_[s1]);
+    // The bits after the first value: 57 - t1 of them are read (the shifts above leave zeros
+    // beyond), and the lookup's entry is only used when the whole second value lies in them.
+    const uint64_t w2 = w >> t1;
+    const uint32_t e2 = table_[w2 & mask_];
+    const unsigned t2 = e2 & 0xff, l2 = (e2 >> 8) & 0xff, s2 = e2 >> 16;
+    if (t1 + t2 <= 57) [[likely]] {
+      out[1] = base_[s2] | ((w2 >> l2) & mmask_[s2]);
+      pos_ += t1 + t2;
+      return 2;
+    }
+    pos_ += t1;
+    return 1;
   }
   // The next value, bounds-checked (the stream's last bytes); false past the stream's end.
   bool Checked(uint64_t* v) {
@@ -439,7 +466,7 @@ bool GetHuffmanBitLengthColumn(std::string_view col, size_t n, uint64_t* out) {
   if (!d.Init(col, n)) return false;
   size_t i = 0;
   uint64_t pos = d.pos();
-  for (; i < n && d.fast(pos); ++i) out[i] = d.Fast(pos);
+  while (i + 1 < n && d.fast(pos)) i += d.FastPair(pos, out + i);
   d.Sync(pos);
   for (; i < n; ++i) {
     if (!d.Next(&out[i])) return false;
@@ -451,19 +478,20 @@ bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, 
                                 uint64_t* out_a, uint64_t* out_b) {
   HuffmanColumnDecoder a, b;
   if (!a.Init(col_a, n) || !b.Init(col_b, n)) return false;
-  size_t i = 0;
+  // Each stream at its own row (a pair step may take one value or two).
+  size_t ia = 0, ib = 0;
   uint64_t pa = a.pos(), pb = b.pos();
-  for (; i < n && a.fast(pa) && b.fast(pb); ++i) {
-    out_a[i] = a.Fast(pa);
-    out_b[i] = b.Fast(pb);
+  while (ia + 1 < n && ib + 1 < n && a.fast(pa) && b.fast(pb)) {
+    ia += a.FastPair(pa, out_a + ia);
+    ib += b.FastPair(pb, out_b + ib);
   }
   a.Sync(pa);
   b.Sync(pb);
-  for (size_t j = i; j < n; ++j) {
-    if (!a.Next(&out_a[j])) return false;
+  for (; ia < n; ++ia) {
+    if (!a.Next(&out_a[ia])) return false;
   }
-  for (size_t j = i; j < n; ++j) {
-    if (!b.Next(&out_b[j])) return false;
+  for (; ib < n; ++ib) {
+    if (!b.Next(&out_b[ib])) return false;
   }
   return a.at_end() && b.at_end();
 }

@@ -233,14 +233,18 @@ Status DecodedBlock::Need(uint32_t want) {
     depth.resize(n);
     if (OneByteVarints(cols_[3], n, depth.data(), &max_byte)) {
       if (max_byte >= 0x80) return bad("depth");
+      max_depth_ = max_byte;
     } else {
       Reader c(cols_[3]);
+      uint32_t m = 0;
       for (size_t i = 0; i < n; ++i) {
         uint64_t d;
         if (!c.GetVarint64(&d) || d > UINT32_MAX) return bad("depth");
         depth[i] = static_cast<uint32_t>(d);
+        m = std::max(m, depth[i]);
       }
       if (!c.empty()) return bad("depth");
+      max_depth_ = m;
     }
   }
   if (want & kColKind) {
@@ -309,8 +313,9 @@ Status DecodedBlock::Need(uint32_t want) {
         } else if (!GetHuffmanBitLengthColumn(cols_[8], n, u)) {
           return bad("dur");
         }
-        // (Depth is decoded: Need() asked for it above, and it comes before dur here.)
-        ResidualsToDurations(u, depth.data(), track.data(), n);
+        // (Depth is decoded: Need() asked for it above, and it comes before dur here.) In a
+        // block of top-level rows only, no row has children: every value is its duration.
+        if (max_depth_ > 0) ResidualsToDurations(u, depth.data(), track.data(), n);
       }
       // Without a branch per row (so that the loop vectorizes): the check is of all of them.
       bool over = false;

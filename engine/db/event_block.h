@@ -136,6 +136,7 @@ class DecodedBlock {
   std::vector<uint32_t> names_, cats_;
   std::string_view cols_[13];
   uint32_t decoded_ = 0;
+  uint32_t max_depth_ = 0;  // the depth column's largest value, once decoded
 };
 
 // Decompresses and checks a block, then decodes the column groups in `want` (more can follow

@@ -304,6 +304,37 @@ TEST(HuffmanBitLengthColumn, TwoColumnsSideBySideMatchOneAtATime) {
   }
 }
 
+// The decoders take two values from one read when both fit in its 57 bits: values of 20 to 40
+// bits put the pairs' sums on both sides of that bound (a pair taken, a pair refused, then the
+// streams at different rows), mixed with 50-bit values (a single value past the bound) and runs
+// of zeros; odd and even counts; each value as written.
+TEST(HuffmanBitLengthColumn, PairsAroundTheReadBoundDecodeAsWritten) {
+  std::mt19937_64 rng(57);
+  for (int round = 0; round < 12; ++round) {
+    const size_t n = 3000 + static_cast<size_t>(round);  // odd and even
+    std::vector<uint64_t> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int bits = 20 + static_cast<int>(rng() % 21);
+      a[i] = (uint64_t{1} << (bits - 1)) | (rng() & ((uint64_t{1} << (bits - 1)) - 1));
+      if (i % 97 == 0) a[i] = (uint64_t{1} << 49) | (rng() >> 15);
+      b[i] = round % 3 == 0 ? 0 : (i % 5 == 0 ? rng() >> (14 + rng() % 50) : i % 7);
+    }
+    std::string ca, cb;
+    PutHuffmanBitLengthColumn(a.data(), n, &ca);
+    PutHuffmanBitLengthColumn(b.data(), n, &cb);
+    std::vector<uint64_t> ga(n), gb(n);
+    ASSERT_TRUE(GetHuffmanBitLengthColumn(ca, n, ga.data())) << round;
+    EXPECT_EQ(ga, a) << round;
+    std::fill(ga.begin(), ga.end(), 0);
+    ASSERT_TRUE(GetHuffmanBitLengthColumns(ca, cb, n, ga.data(), gb.data())) << round;
+    EXPECT_EQ(ga, a) << round;
+    EXPECT_EQ(gb, b) << round;
+    ASSERT_TRUE(GetHuffmanBitLengthColumns(cb, ca, n, gb.data(), ga.data())) << round;
+    EXPECT_EQ(ga, a) << round;
+    EXPECT_EQ(gb, b) << round;
+  }
+}
+
 // The symbols' counts come from the bit lengths' counts less the frequent values' estimated
 // occurrences (sampled votes, scaled): a value of the same bit length as a frequent one must
 // keep a code however few of them there are, whether the statistics were gathered by the
@@ -449,6 +480,50 @@ TEST(EventBlock, ParentDurationsAgainstChildrenRoundTrip) {
   EncodeBlock(rows.data(), std::min<size_t>(rows.size(), 65536), &a, &zone);
   EncodeBlock(random.data(), std::min<size_t>(random.size(), 65536), &b, &zone);
   EXPECT_GT(b.size(), a.size() + parents * 2);
+}
+
+// A block of top-level rows only (the decoder then skips the residual pass) and the same block
+// with a single parent at its end (the pass runs): durations as recorded, asked for alone, with
+// ts, and after ts.
+TEST(EventBlock, FlatBlocksAndALoneParentKeepTheirDurations) {
+  std::mt19937_64 rng(33);
+  std::vector<Row> rows;
+  int64_t ts = 5000;
+  for (uint64_t k = 0; k < 3000; ++k) {
+    Row r;
+    r.track = 1 + static_cast<uint32_t>(k / 1000);
+    r.k = k;
+    r.ts = ts;
+    r.dur = static_cast<int64_t>(rng() % 1000000);
+    r.name = 1 + static_cast<uint32_t>(rng() % 8);
+    ts += r.dur + static_cast<int64_t>(rng() % 1024);
+    rows.push_back(r);
+  }
+  for (int with_parent = 0; with_parent < 2; ++with_parent) {
+    if (with_parent) {
+      Row& p = rows[rows.size() - 2];  // the last row becomes its child
+      rows.back().depth = 1;
+      rows.back().parent_k = p.k + 1;
+      rows.back().ts = p.ts + 10;
+      rows.back().dur = p.dur / 2;
+    }
+    std::string blob;
+    BlockZone zone;
+    EncodeBlock(rows, &blob, &zone);
+    for (uint32_t want : {uint32_t{kColDur}, uint32_t{kColTs}}) {
+      DecodedBlock d;
+      ASSERT_TRUE(DecodeBlock(blob, 1, &d, want).ok());
+      ASSERT_EQ(d.n, rows.size());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        ASSERT_EQ(d.dur[i], rows[i].dur) << with_parent << " " << i;
+        if (want == kColTs) {
+          ASSERT_EQ(d.ts[i], rows[i].ts) << with_parent << " " << i;
+        }
+      }
+      ASSERT_TRUE(d.Need(kColTs).ok());
+      for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(d.ts[i], rows[i].ts) << i;
+    }
+  }
 }
 
 // DurationsToResiduals and ResidualsToDurations are inverses for any input, hostile depths and

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <numeric>
 #include <thread>
 #include <type_traits>
 
@@ -220,6 +221,12 @@ void Scan(const Query& q, ScanResult* r) {
     if (first_error.empty()) first_error = message;
     failed = true;
   };
+  // Columns written row by row through the selection (the others are copied whole when every
+  // row of a block is kept).
+  bool per_row_cols = false;
+  for (int c : {kTid, kLane, kId, kEndTs, kBytes, kPeer, kTag, kComm, kSeq, kFlow, kValue}) {
+    per_row_cols |= q.want[c];
+  }
   auto work_blocks = [&] {
     auto conn = Db::Open(q.path, Db::Mode::kReadOnly);
     if (!conn.ok()) return fail(conn.status().message());
@@ -246,7 +253,10 @@ void Scan(const Query& q, ScanResult* r) {
       sel.clear();
       step_of.clear();
       step_null.clear();
-      for (size_t i = 0; i < d.n; ++i) {
+      // Without a filter or steps every row is kept: no per-row pass (the columns are then
+      // copied whole below; those written row by row get the identity as their selection).
+      const bool keep_all = !row_filter && !need_steps;
+      for (size_t i = 0; i < (keep_all ? 0 : d.n); ++i) {
         if (row_filter) {
           if (!q.names.empty() && !In(q.names, d.name[i])) continue;
           if (!q.cats.empty() && !In(q.cats, d.cat[i])) continue;
@@ -263,8 +273,12 @@ void Scan(const Query& q, ScanResult* r) {
         }
         sel.push_back(static_cast<uint32_t>(i));
       }
-      const size_t m = sel.size();
+      const size_t m = keep_all ? d.n : sel.size();
       const bool all = m == d.n;
+      if (keep_all && per_row_cols) {  // the per-row columns below index through sel
+        sel.resize(m);
+        std::iota(sel.begin(), sel.end(), 0u);
+      }
       const uint64_t o = blocks[bi].offset;
       auto& C = r->cols;
       // 2. Column by column: a copy when every row is kept, a gather otherwise.
