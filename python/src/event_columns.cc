@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -18,6 +19,7 @@
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "engine/segment/segment_format.h"
+#include "engine/util/parse_number.h"
 
 namespace tracedb::python {
 
@@ -375,8 +377,11 @@ void Scan(const Query& q, ScanResult* r) {
     }
   };
   size_t threads = std::thread::hardware_concurrency();
-  if (const char* v = std::getenv("TRACEDB_READ_THREADS"); v != nullptr && std::atoi(v) > 0) {
-    threads = static_cast<size_t>(std::atoi(v));
+  // A whole positive number, else the default (engine/util/parse_number.h's policy: "4x" or
+  // " 4" is not 4).
+  const char* env = std::getenv("TRACEDB_READ_THREADS");
+  if (int64_t v = 0; env != nullptr && engine::ParseInt64(env, &v) && v > 0) {
+    threads = static_cast<size_t>(std::min<int64_t>(v, 8));
   }
   threads = std::max<size_t>(1, std::min<size_t>({threads, 8, blocks.size()}));
   if (threads == 1) {

@@ -2,7 +2,10 @@
 #include "recorder/mpi/clock_sync.h"
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
+
+#include "engine/util/parse_number.h"
 
 namespace tracedb::mpi {
 namespace {
@@ -52,8 +55,8 @@ void Serve(MPI_Comm comm, int client) {
 int SyncGroupFromEnv() {
   const char* v = std::getenv("TRACEDB_MPI_SYNC_GROUP");
   if (v == nullptr || *v == '\0') return 0;
-  const long n = std::strtol(v, nullptr, 10);
-  return n > 0 && n < INT_MAX ? static_cast<int>(n) : 0;
+  int64_t n = 0;  // a whole number or none (engine/util/parse_number.h's policy)
+  return engine::ParseInt64(v, &n) && n > 0 && n < INT_MAX ? static_cast<int>(n) : 0;
 }
 
 }  // namespace

@@ -349,9 +349,13 @@ void ExpectClockSync(const std::map<int, RankTrace>& traces) {
         EXPECT_EQ(p.uncertainty_ns, 0);
       } else {
         EXPECT_GT(p.uncertainty_ns, 0) << "rank " << rank;
-        EXPECT_LT(p.uncertainty_ns, 1000000) << "rank " << rank;  // < 1 ms on one host
-        // One host, one clock: the measured offset is calibration error only.
-        EXPECT_LT(std::abs(p.offset_ns), 1000000) << "rank " << rank;
+        // One host, one clock: the measured offset is calibration error only, and a min-RTT
+        // ping-pong bounds it by half the round trip, which is the stored uncertainty (composed
+        // through a node leader, the sum of both). That holds whatever the load; the round trip
+        // itself does not (ranks busy-polling on two busy cores took up to 12 ms), so its
+        // bound is only a sanity bound.
+        EXPECT_LE(std::abs(p.offset_ns), p.uncertainty_ns) << "rank " << rank;
+        EXPECT_LT(p.uncertainty_ns, 1000000000) << "rank " << rank;
       }
     }
     int64_t first = INT64_MAX, last = INT64_MIN;
