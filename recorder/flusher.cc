@@ -38,9 +38,11 @@ using engine::BlockType;
 using engine::EventKind;
 
 constexpr size_t kMaxEventsPerBlock = 65536;
-constexpr int64_t kAnchorIntervalNs = 1000000000;       // with events: at most every second
-constexpr int64_t kIdleAnchorIntervalNs = 60000000000;  // without: every minute
-uint64_t g_nobuf_reported = 0;                          // flusher-owned
+// An anchor at most every second, with events or without: it is also when the process was last
+// seen, where its open spans end if it never closes its file (a hung rank killed by SIGKILL),
+// so a rank blocked in a call keeps writing one (about 20 bytes a second) while it waits.
+constexpr int64_t kAnchorIntervalNs = 1000000000;
+uint64_t g_nobuf_reported = 0;  // flusher-owned
 
 // Wake-up of the flusher (one per process at a time). Producers bump g_full_chunks when they
 // seal a chunk and wake the flusher only when it sleeps (a Dekker pair, seq_cst on both sides);
@@ -466,8 +468,7 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
     writer_.AppendBlock(BlockType::kSync, block_scratch_, false);
   }
   const int64_t now = NowNs();
-  if (final || (staged_events_total_ > 0 && now - last_anchor_ns_ >= kAnchorIntervalNs) ||
-      now - last_anchor_ns_ >= kIdleAnchorIntervalNs) {
+  if (final || now - last_anchor_ns_ >= kAnchorIntervalNs) {
     block_scratch_.clear();
     const engine::AnchorPoint a = ReadAnchor();
     engine::EncodeAnchors({a}, &block_scratch_);

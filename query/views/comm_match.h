@@ -46,12 +46,12 @@ enum Role : uint8_t { kSend = 1, kRecv = 2, kPost = 4 };
 
 // The role of the MPI call named `name`: a send, a blocking receive (with its source and tag),
 // or the posting of a nonblocking receive (joined to its completion by flow); 0 for others.
+inline constexpr std::string_view kSendNames[] = {
+    "MPI_Send",   "MPI_Ssend",  "MPI_Bsend",  "MPI_Rsend",    "MPI_Isend",
+    "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
 inline uint8_t RoleOfName(std::string_view name) {
-  static constexpr std::string_view kSends[] = {
-      "MPI_Send",   "MPI_Ssend",  "MPI_Bsend",  "MPI_Rsend",    "MPI_Isend",
-      "MPI_Issend", "MPI_Ibsend", "MPI_Irsend", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
   uint8_t r = 0;
-  for (std::string_view x : kSends)
+  for (std::string_view x : kSendNames)
     if (name == x) r |= kSend;
   if (name == "MPI_Recv" || name == "MPI_Mrecv") r |= kRecv;
   if (name == "MPI_Irecv" || name == "MPI_Imrecv") r |= kPost;
