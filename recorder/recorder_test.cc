@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -260,6 +262,37 @@ TEST_F(RecorderTest, KilledProcessKeepsEverythingFlushed) {
   EXPECT_EQ(OfName(c, "before-kill").size(), 12345u);
   EXPECT_EQ(c.closed_files, 0u);
   EXPECT_EQ(c.corrupt_blocks, 0u);
+}
+
+// A process that blocks in a call and is then killed (a hung rank, SIGKILLed by its launcher)
+// never closes its file: its open spans end when it was last seen, its last anchor. The flusher
+// writes one every second while idle too, so that time follows the wait, not the call's start.
+TEST_F(RecorderTest, IdleProcessKeepsWritingWhenItWasLastSeen) {
+  TempDir tmp;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("TRACEDB_FLUSH_MS", "100", 1);
+    if (tracedb_start(tmp.path().c_str()) != TRACEDB_OK) _exit(3);
+    tracedb_begin(tracedb_intern("blocked"));  // never ended
+    if (tracedb_flush() != TRACEDB_OK) _exit(4);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    raise(SIGKILL);
+    _exit(5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  Collected c = CollectDir(tmp.path());
+  const std::vector<ReadEvent> begins = OfName(c, "blocked");
+  ASSERT_EQ(begins.size(), 1u);
+  ASSERT_FALSE(c.anchors.empty());
+  int64_t last = INT64_MIN;
+  for (const engine::AnchorPoint& a : c.anchors) last = std::max(last, a.clock_ns);
+  // At least one idle anchor 1 s after the one at start; half a second of slack for a slow
+  // flusher (sanitizers, a busy machine), still far from the call's start.
+  EXPECT_GE(last - begins[0].e.ts, 500000000)
+      << "last anchor " << last << ", call at " << begins[0].e.ts;
 }
 
 TEST_F(RecorderTest, StepWindowRecordsOnlyInside) {
