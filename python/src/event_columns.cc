@@ -258,22 +258,24 @@ void Scan(const Query& q, ScanResult* r) {
       // Without a filter or steps every row is kept: no per-row pass (the columns are then
       // copied whole below; those written row by row get the identity as their selection).
       const bool keep_all = !row_filter && !need_steps;
-      for (size_t i = 0; i < (keep_all ? 0 : d.n); ++i) {
-        if (row_filter) {
-          if (!q.names.empty() && !In(q.names, d.name[i])) continue;
-          if (!q.cats.empty() && !In(q.cats, d.cat[i])) continue;
-          if (!q.kinds.empty() && !In(q.kinds, d.kind[i])) continue;
-          if (!q.ts.all() && !q.ts.has(d.ts[i])) continue;
-          if (!q.dur.all() && !q.dur.has(d.dur[i])) continue;
+      if (!keep_all) {
+        for (size_t i = 0; i < d.n; ++i) {
+          if (row_filter) {
+            if (!q.names.empty() && !In(q.names, d.name[i])) continue;
+            if (!q.cats.empty() && !In(q.cats, d.cat[i])) continue;
+            if (!q.kinds.empty() && !In(q.kinds, d.kind[i])) continue;
+            if (!q.ts.all() && !q.ts.has(d.ts[i])) continue;
+            if (!q.dur.all() && !q.dur.has(d.dur[i])) continue;
+          }
+          if (need_steps) {
+            int64_t step = 0;
+            const bool has_step = StepAt(rank_steps, d.ts[i], &step);
+            if (!q.step.all() && !(has_step && q.step.has(step))) continue;
+            step_of.push_back(step);
+            step_null.push_back(!has_step);
+          }
+          sel.push_back(static_cast<uint32_t>(i));
         }
-        if (need_steps) {
-          int64_t step = 0;
-          const bool has_step = StepAt(rank_steps, d.ts[i], &step);
-          if (!q.step.all() && !(has_step && q.step.has(step))) continue;
-          step_of.push_back(step);
-          step_null.push_back(!has_step);
-        }
-        sel.push_back(static_cast<uint32_t>(i));
       }
       const size_t m = keep_all ? d.n : sel.size();
       const bool all = m == d.n;
@@ -381,7 +383,7 @@ void Scan(const Query& q, ScanResult* r) {
   // " 4" is not 4).
   const char* env = std::getenv("TRACEDB_READ_THREADS");
   if (int64_t v = 0; env != nullptr && engine::ParseInt64(env, &v) && v > 0) {
-    threads = static_cast<size_t>(std::min<int64_t>(v, 8));
+    threads = static_cast<size_t>(v);
   }
   threads = std::max<size_t>(1, std::min<size_t>({threads, 8, blocks.size()}));
   if (threads == 1) {
