@@ -329,9 +329,13 @@ def test_hang(args, work):
           "inside fetch_batch" in text and "(a deadlock)" in text, "hang text report:\n" + text)
 
     # Flight-recorder mode: nothing is written until the watchdog fires (1 s after the calls
-    # block); its ring names rank 2 on the running job's segments before any signal.
+    # block); its ring names rank 2 on the running job's segments before any signal. The
+    # slow-step trigger is off (--slow-step 0), as in hang_test.py: on a loaded machine a step
+    # stretched past twice the median wrote the rings early, with a slow_step trigger per rank
+    # and the open spans of that step (seen once, load average 4); slow_step_test.py tests it.
     db, rc, err, exp, live = run_hang(args, work, "flight", FLIGHT_HANG_STEP,
-                                      ["--flight", "300ms", "--hang-timeout", "1s"])
+                                      ["--flight", "300ms", "--hang-timeout", "1s",
+                                       "--slow-step", "0"])
     check(live is not None, "flight: the watchdog's ring did not name rank 2 before SIGTERM")
     check_hang_db(args, "flight", db, rc, err, exp, FLIGHT_HANG_STEP)
     trig = query(args, db, "SELECT rank, reason FROM triggers ORDER BY rank")
