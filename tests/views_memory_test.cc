@@ -3,11 +3,11 @@
 // not take ~8x the memory. Each case writes a job of N and of 8N events (8 ranks; per step and
 // rank three spans of random duration and one MPI allreduce on one communicator, seq = the
 // step), runs the query in a child process on each, reads the child's peak RSS (wait4's rusage)
-// and checks that the larger run grew by less than a quarter (a half for span_stats) of what holding the larger job's
-// extra durations (8 bytes a span) or its extra collective arrivals (the 104-byte rows the
-// whole-table matcher keeps) would cost. The output of each child is checked too: span_stats
-// against the same statistics in plain SQL over `events`, the stragglers' rows against plain
-// SQL over the arrivals. No absolute time or memory bounds.
+// and checks that the larger run grew by less than a quarter (a half for span_stats) of what
+// holding the larger job's extra durations (8 bytes a span) or its extra collective arrivals (the
+// 104-byte rows the whole-table matcher keeps) would cost. The output of each child is checked too:
+// span_stats against the same statistics in plain SQL over `events`, the stragglers' rows against
+// plain SQL over the arrivals. No absolute time or memory bounds.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -148,9 +148,9 @@ void ExpectBounded(const std::vector<std::string>& args, double extra_kb, double
   const double grew_kb = static_cast<double>(peak[1] - peak[0]);
   std::printf("peak RSS %ld KB (N), %ld KB (8N); holding the extra items: %.0f KB\n", peak[0],
               peak[1], extra_kb);
-  EXPECT_LT(grew_kb, extra_kb * fraction) << "peak " << peak[0] << " KB on the small job, " << peak[1]
-                                   << " KB on the 8x job; holding the extra items: " << extra_kb
-                                   << " KB";
+  EXPECT_LT(grew_kb, extra_kb * fraction)
+      << "peak " << peak[0] << " KB on the small job, " << peak[1]
+      << " KB on the 8x job; holding the extra items: " << extra_kb << " KB";
 }
 
 // The output of `tracedb query -f csv DB SQL` in a child, for the reference.

@@ -89,9 +89,9 @@ class ExactSelect {
     uint64_t n = 0;     // values counted in [lo, hi] before this pass
     uint64_t seen = 0;  // values fed in [lo, hi] this pass
     bool collect = false;
-    uint64_t width = 1;            // !collect: the sub-range width
-    std::vector<int64_t> values;   // collect: the values in [lo, hi]
-    std::vector<uint64_t> sub;     // !collect: counts per sub-range
+    uint64_t width = 1;           // !collect: the sub-range width
+    std::vector<int64_t> values;  // collect: the values in [lo, hi]
+    std::vector<uint64_t> sub;    // !collect: counts per sub-range
   };
   void SpillToHistogram();
   // Sets t's range; done when the range holds one value.
