@@ -179,10 +179,11 @@ void WriteCallsJob(const std::string& path, bool back) {
         ASSERT_TRUE(b.Complete(track[t], at, 40, which == 2 ? bcast : allreduce,
                                which == 1 ? comm : mpi, &a)
                         .ok());
-        if (rng() % 100 == 0)  // the same seq again on this rank
+        if (rng() % 100 == 0) {  // the same seq again on this rank
           ASSERT_TRUE(b.Complete(track[t], at + 50, 10, which == 1 ? c10d : allreduce,
                                  which == 1 ? comm : mpi, &a)
                           .ok());
+        }
       }
       ts = at + 100;
     }
@@ -211,8 +212,9 @@ void ExpectArrivalsAsPlainSql(const std::string& path, bool back) {
   EXPECT_EQ(got.size(), want.size());
   size_t bad = 0;
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
-    if (got[i] != want[i] && bad++ < 5)
+    if (got[i] != want[i] && bad++ < 5) {
       ADD_FAILURE() << "row " << i << ": " << got[i] << " vs " << want[i];
+    }
   }
   EXPECT_EQ(bad, 0u);
   // Several blocks per rank (the writer's blocks hold 16384 rows).
