@@ -266,7 +266,9 @@ class Stream {
       if (!blk.comms.empty()) blocks_.push_back(std::move(blk));
       return Status::Ok();
     };
-    Status walk = store_.ForEachDecoded(sel, kWant, visit);
+    // The check needs the kind, category and args (seq, comm) only.
+    constexpr uint32_t kCheck = engine::kColKind | engine::kColCat | engine::kColArgs;
+    Status walk = store_.ForEachDecoded(sel, kCheck, visit);
     if (!*ok) return Status::Ok();
     if (!walk.ok()) return Status::Corruption(Where() + walk.message());
     // The communicators in output order, and each block's as indexes into that order.
