@@ -381,6 +381,10 @@ TEST(SpanViews, ExactSelectAgainstSort) {
       bool more = sel.Want(ks, 3);
       int passes = 1;
       while (more) {
+        // Odd k0 keep every range whole when the budget allows; even ones refine past 4096.
+        std::vector<uint64_t> sizes;
+        sel.AddRangeSizes(&sizes);
+        sel.Plan(k0 % 2 ? query::ExactSelect::CollectLimit(sizes, 100000) : 0);
         for (size_t i = c.size(); i-- > 0;) sel.Feed(c[i]);  // any order
         auto r = sel.EndPass();
         ASSERT_TRUE(r.ok()) << r.status().message();
@@ -396,6 +400,7 @@ TEST(SpanViews, ExactSelectAgainstSort) {
   for (int i = 0; i < 5000; ++i) sel.Add(i);
   const uint64_t k[1] = {2500};
   ASSERT_TRUE(sel.Want(k, 1));
+  sel.Plan(0);
   for (int i = 0; i < 4999; ++i) sel.Feed(i);
   EXPECT_FALSE(sel.EndPass().ok());
 }

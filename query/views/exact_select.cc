@@ -103,11 +103,38 @@ bool ExactSelect::Want(const uint64_t* ranks, size_t n) {
     }
   }
   std::vector<uint64_t>().swap(hist_);
-  MakeProbes();
-  return pending();
+  return Unresolved();
 }
 
-void ExactSelect::MakeProbes() {
+bool ExactSelect::Unresolved() const {
+  for (size_t i = 0; i < ntargets_; ++i)
+    if (!targets_[i].done) return true;
+  return false;
+}
+
+void ExactSelect::AddRangeSizes(std::vector<uint64_t>* sizes) const {
+  for (size_t i = 0; i < ntargets_; ++i) {
+    const Target& t = targets_[i];
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j)
+      seen |= !targets_[j].done && targets_[j].lo == t.lo && targets_[j].hi == t.hi;
+    if (!t.done && !seen) sizes->push_back(t.n);
+  }
+}
+
+uint64_t ExactSelect::CollectLimit(std::vector<uint64_t> sizes, uint64_t budget) {
+  std::sort(sizes.begin(), sizes.end());
+  uint64_t total = 0, limit = 0;
+  for (uint64_t n : sizes) {
+    if (n > budget - total) break;
+    total += n;
+    limit = n;
+  }
+  return limit;
+}
+
+void ExactSelect::Plan(uint64_t collect_up_to) {
+  const uint64_t keep = std::max(kCollect, collect_up_to);
   probes_.clear();
   for (size_t i = 0; i < ntargets_; ++i) {
     const Target& t = targets_[i];
@@ -120,7 +147,7 @@ void ExactSelect::MakeProbes() {
     p.lo = t.lo;
     p.hi = t.hi;
     p.n = t.n;
-    p.collect = t.n <= kCollect;
+    p.collect = t.n <= keep;
     if (p.collect) {
       p.values.reserve(static_cast<size_t>(t.n));
     } else {
@@ -172,8 +199,8 @@ StatusOr<bool> ExactSelect::EndPass() {
       below += p->sub[s];
     }
   }
-  MakeProbes();
-  return pending();
+  probes_.clear();
+  return Unresolved();
 }
 
 }  // namespace tracedb::query

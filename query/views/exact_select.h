@@ -11,11 +11,12 @@
 // them) or, when it holds more, counts them in kSub equal sub-ranges and locates the rank again.
 // Each refining pass divides the range by kSub, so a group needs at most 6 passes whatever the
 // distribution, and a group holds at most max(kHeld, kBuckets) values or counts in pass 1 and
-// at most 3 * max(kCollect, kSub) in a later pass. Ties are counted, not collapsed: the result
-// is the value a sort would put at rank k.
-// EndPass checks that the pass fed as many values as pass 1 (and as many in each probed range
-// as counted before): a difference means the values changed between passes, an error.
-// Thread safety: none (one object per group).
+// at most 3 * max(kCollect, kSub) in a later pass, plus what the caller lets it keep (Plan: a
+// budget shared by all groups, so that most ranges are kept whole in the second pass). Ties are
+// counted, not collapsed: the result is the value a sort would put at rank k. EndPass checks that
+// the pass fed as many values as pass 1 (and as many in each probed range as counted before): a
+// difference means the values changed between passes, an error. Thread safety: none (one object per
+// group).
 #pragma once
 
 #include <cstddef>
@@ -47,10 +48,16 @@ class ExactSelect {
   uint64_t count() const { return count_; }
 
   // After pass 1: the 0-based ranks wanted, each below count() (at most kMaxWanted, ascending).
-  // Returns whether another pass is needed (Feed every value again, then EndPass).
+  // Returns whether another pass is needed: then Plan, Feed every value again, EndPass.
   bool Want(const uint64_t* ranks, size_t n);
-  // True while a pass is needed and this group has a value range to probe.
-  bool pending() const { return !probes_.empty(); }
+  // The values in each distinct range still to probe (appended to *sizes).
+  void AddRangeSizes(std::vector<uint64_t>* sizes) const;
+  // Before a later pass: a range of at most max(kCollect, collect_up_to) values is kept whole
+  // this pass, a larger one counted in kSub sub-ranges.
+  void Plan(uint64_t collect_up_to);
+  // The largest collect_up_to for Plan that keeps at most `budget` values in all (the ranges of
+  // every group, `sizes`, kept smallest first).
+  static uint64_t CollectLimit(std::vector<uint64_t> sizes, uint64_t budget);
   // A later pass: one value (the same values as pass 1, in any order).
   void Feed(int64_t v) {
     ++fed_;
@@ -64,8 +71,8 @@ class ExactSelect {
       return;  // the probes' ranges are disjoint
     }
   }
-  // The end of a later pass. Returns whether yet another pass is needed, or an error when the
-  // pass did not see the values pass 1 saw.
+  // The end of a later pass. Returns whether yet another pass is needed (Plan again), or an
+  // error when the pass did not see the values pass 1 saw.
   StatusOr<bool> EndPass();
   // The value at the i-th wanted rank, once no pass is pending.
   int64_t result(size_t i) const { return targets_[i].value; }
@@ -96,7 +103,7 @@ class ExactSelect {
   void SpillToHistogram();
   // Sets t's range; done when the range holds one value.
   static void Locate(Target* t, int64_t lo, int64_t hi, uint64_t in_range, uint64_t n);
-  void MakeProbes();
+  bool Unresolved() const;
 
   uint64_t count_ = 0;
   uint64_t fed_ = 0;

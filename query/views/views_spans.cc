@@ -61,6 +61,9 @@ int64_t CastToInteger(double r) {
   return static_cast<int64_t>(r);
 }
 
+// The durations all groups together may keep in a later pass (8 bytes each: 32 MiB).
+constexpr uint64_t kCollectBudget = uint64_t{1} << 22;
+
 Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Table* out) {
   out->rows.clear();
   out->names.clear();
@@ -167,7 +170,13 @@ Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Tabl
     g.nranks = static_cast<int64_t>(g.ranks.size());
   }
   while (!pending.empty()) {
-    // Only the rows of pending groups are fed; `fed` counts every span of the pass.
+    // The ranges that fit a budget shared by all groups are kept whole this pass (most of them,
+    // so that a typical job takes two passes); the larger ones are counted finer.
+    std::vector<uint64_t> sizes;
+    for (size_t gi : pending) groups[gi].durs.AddRangeSizes(&sizes);
+    const uint64_t limit = ExactSelect::CollectLimit(std::move(sizes), kCollectBudget);
+    for (size_t gi : pending) groups[gi].durs.Plan(limit);
+    // Only the rows of pending groups are fed.
     std::vector<uint8_t> wants(groups.size(), 0);
     for (size_t gi : pending) wants[gi] = 1;
     auto again = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
