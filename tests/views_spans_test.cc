@@ -290,7 +290,7 @@ std::string ExpectedRow(const std::string& head, const std::vector<int64_t>& v) 
 // (query/views/exact_select.h), against the sorted durations the test generated: nearly all
 // values in one log2 bucket (and in one bucket of the first pass), three values tied thousands
 // of times each, a spread over 30 powers of two, and groups at the size where the first pass
-// stops holding values (496 held, 497 and 498 not).
+// stops holding values (976 held, 977 and 978 not).
 TEST(SpanViews, PercentilesOfLargeGroupsAreExact) {
   TempDir tmp;
   const std::string path = tmp.Sub("large.tdb");
@@ -306,8 +306,8 @@ TEST(SpanViews, PercentilesOfLargeGroupsAreExact) {
       // 7 x 5000, 1000 x 20000, 10^9 x 5000 (shuffled below).
       durs[r][4].push_back(i < 5000 ? 7 : i < 25000 ? 1000 : 1000000000);
     }
-    for (int i = 0; i < 496; ++i) durs[r][0].push_back(static_cast<int64_t>(rng() % 5000));
-    for (size_t i = 0; i < 497 + r; ++i) durs[r][2].push_back(static_cast<int64_t>(rng() % 5000));
+    for (int i = 0; i < 976; ++i) durs[r][0].push_back(static_cast<int64_t>(rng() % 5000));
+    for (size_t i = 0; i < 977 + r; ++i) durs[r][2].push_back(static_cast<int64_t>(rng() % 5000));
     std::shuffle(durs[r][4].begin(), durs[r][4].end(), rng);
   }
   Write(path, 2, [&](Trace& t) {
@@ -381,7 +381,7 @@ TEST(SpanViews, ExactSelectAgainstSort) {
       bool more = sel.Want(ks, 3);
       int passes = 1;
       while (more) {
-        // Odd k0 keep every range whole when the budget allows; even ones refine past 4096.
+        // Odd k0 keep every range whole when the budget allows; even ones refine past 2048.
         std::vector<uint64_t> sizes;
         sel.AddRangeSizes(&sizes);
         sel.Plan(k0 % 2 ? query::ExactSelect::CollectLimit(sizes, 100000) : 0);

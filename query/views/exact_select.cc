@@ -7,26 +7,29 @@
 namespace tracedb::query {
 namespace {
 
-// Non-negative x: 0..3 exactly, then 4 buckets per power of two (the two bits after the
-// leading one). x < 2^63 gives 0..247.
+// Non-negative x: 0..kSubs-1 exactly, then kSubs buckets per power of two (the kMantissa bits
+// after the leading one). x < 2^63 gives 0..kHalf-1.
+constexpr int kMantissa = 3;
+constexpr uint64_t kSubs = uint64_t{1} << kMantissa;
 constexpr size_t kHalf = ExactSelect::kBuckets / 2;
+static_assert(kHalf == kSubs * (64 - kMantissa), "kBuckets matches kMantissa");
 
 size_t LogLinear(uint64_t x) {
-  if (x < 4) return static_cast<size_t>(x);
-  const int e = 63 - __builtin_clzll(x);  // 2..62
-  const auto m = static_cast<size_t>((x >> (e - 2)) & 3);
-  return 4 + static_cast<size_t>(e - 2) * 4 + m;
+  if (x < kSubs) return static_cast<size_t>(x);
+  const int e = 63 - __builtin_clzll(x);  // kMantissa..62
+  const uint64_t m = (x >> (e - kMantissa)) & (kSubs - 1);
+  return static_cast<size_t>(kSubs + static_cast<uint64_t>(e - kMantissa) * kSubs + m);
 }
 
 void LogLinearRange(size_t b, uint64_t* lo, uint64_t* hi) {
-  if (b < 4) {
+  if (b < kSubs) {
     *lo = *hi = b;
     return;
   }
-  const int e = static_cast<int>((b - 4) / 4) + 2;
-  const uint64_t m = (b - 4) % 4;
-  *lo = (4 + m) << (e - 2);
-  *hi = *lo + (uint64_t{1} << (e - 2)) - 1;
+  const int e = static_cast<int>((b - kSubs) / kSubs) + kMantissa;
+  const uint64_t m = (b - kSubs) % kSubs;
+  *lo = (kSubs + m) << (e - kMantissa);
+  *hi = *lo + ((uint64_t{1} << (e - kMantissa)) - 1);
 }
 
 }  // namespace

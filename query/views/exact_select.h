@@ -4,12 +4,12 @@
 // (rank, name) group from decoded blocks.
 //
 // Pass 1 (Add): a group keeps its first kHeld values; past that it keeps instead a histogram of
-// kBuckets log-linear buckets (4 per power of two, negative values mirrored) and drops them.
+// kBuckets log-linear buckets (8 per power of two, negative values mirrored) and drops them.
 // Want(): a group that kept its values selects in place (no further pass); otherwise each wanted
 // rank is located in its bucket, and while a located range holds more than one distinct value,
 // another pass (Feed, then EndPass) either keeps the values of that range (at most kCollect of
 // them) or, when it holds more, counts them in kSub equal sub-ranges and locates the rank again.
-// Each refining pass divides the range by kSub, so a group needs at most 6 passes whatever the
+// Each refining pass divides the range by kSub, so a group needs at most 7 passes whatever the
 // distribution, and a group holds at most max(kHeld, kBuckets) values or counts in pass 1 and
 // at most 3 * max(kCollect, kSub) in a later pass, plus what the caller lets it keep (Plan: a
 // budget shared by all groups, so that most ranges are kept whole in the second pass). Ties are
@@ -29,10 +29,10 @@ namespace tracedb::query {
 
 class ExactSelect {
  public:
-  static constexpr size_t kBuckets = 496;  // 248 for negatives, 248 for the rest
+  static constexpr size_t kBuckets = 976;  // 488 for negatives, 488 for the rest
   static constexpr size_t kHeld = kBuckets;
-  static constexpr uint64_t kCollect = 4096;
-  static constexpr uint64_t kSub = 4096;
+  static constexpr uint64_t kCollect = 2048;
+  static constexpr uint64_t kSub = 2048;
   static constexpr size_t kMaxWanted = 3;
 
   // Pass 1: one value.

@@ -238,11 +238,14 @@ class Stream {
     done_ = true;
     *ok = true;
     if (dict_.none) return Status::Ok();
+    // Pass 1 in block order (the store streams the blocks as stored, no sort of their bytes):
+    // per block, the first and last seq of each communicator's calls, checked non-decreasing
+    // within the block; then across each rank's blocks in (min_ts, block) order, the order the
+    // merge reads them in.
     engine::BlockSelection sel = dict_.sel;
-    sel.order = engine::BlockSelection::Order::kRankTime;
+    sel.order = engine::BlockSelection::Order::kBlock;
     std::map<std::pair<bool, int64_t>, size_t> comm_index;  // ordered: NULL (false) first
     std::vector<std::pair<bool, int64_t>> comms;
-    std::unordered_map<int64_t, std::vector<int64_t>> last_seq;  // rank -> per comm index
     auto visit = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
       Block blk{z, {}};
       for (size_t i = 0; i < b.n; ++i) {
@@ -252,18 +255,19 @@ class Stream {
         auto [it, fresh] = comm_index.try_emplace({has_comm, comm}, comms.size());
         if (fresh) comms.emplace_back(has_comm, comm);
         const size_t c = it->second;
-        std::vector<int64_t>& last = last_seq[z.rank];
-        if (last.size() <= c) last.resize(c + 1, INT64_MIN);
         const auto seq = static_cast<int64_t>(b.seq[i]);
-        if (seq < last[c]) {
+        auto span = std::find_if(blk.spans.begin(), blk.spans.end(),
+                                 [c](const CommSpan& x) { return x.comm == c; });
+        if (span == blk.spans.end()) {
+          blk.spans.push_back(CommSpan{c, seq, seq});
+        } else if (seq < span->last) {
           *ok = false;  // out of order: the whole table
           return Status::Aborted("out of order");
+        } else {
+          span->last = seq;
         }
-        last[c] = seq;
-        if (std::find(blk.comms.begin(), blk.comms.end(), c) == blk.comms.end())
-          blk.comms.push_back(c);
       }
-      if (!blk.comms.empty()) blocks_.push_back(std::move(blk));
+      if (!blk.spans.empty()) blocks_.push_back(std::move(blk));
       return Status::Ok();
     };
     // The check needs the kind, category and args (seq, comm) only.
@@ -271,6 +275,23 @@ class Stream {
     Status walk = store_.ForEachDecoded(sel, kCheck, visit);
     if (!*ok) return Status::Ok();
     if (!walk.ok()) return Status::Corruption(Where() + walk.message());
+    std::sort(blocks_.begin(), blocks_.end(), [](const Block& x, const Block& y) {
+      if (x.z.rank != y.z.rank) return x.z.rank < y.z.rank;
+      if (x.z.min_ts != y.z.min_ts) return x.z.min_ts < y.z.min_ts;
+      return x.z.block < y.z.block;
+    });
+    std::vector<int64_t> last(comms.size(), INT64_MIN);  // per comm, on the current rank
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (i > 0 && blocks_[i].z.rank != blocks_[i - 1].z.rank)
+        std::fill(last.begin(), last.end(), INT64_MIN);
+      for (const CommSpan& sp : blocks_[i].spans) {
+        if (sp.first < last[sp.comm]) {
+          *ok = false;
+          return Status::Ok();
+        }
+        last[sp.comm] = sp.last;
+      }
+    }
     // The communicators in output order, and each block's as indexes into that order.
     std::vector<size_t> order_of(comms.size());
     for (auto& [key, idx] : comm_index) {
@@ -278,7 +299,7 @@ class Stream {
       comms_.push_back(key);
     }
     for (Block& blk : blocks_)
-      for (size_t& c : blk.comms) c = order_of[c];
+      for (CommSpan& sp : blk.spans) sp.comm = order_of[sp.comm];
     done_ = false;
     next_comm_ = 0;
     return Next();
@@ -306,9 +327,14 @@ class Stream {
   }
 
  private:
+  // A communicator's calls in one block: the first and last seq, in row order.
+  struct CommSpan {
+    size_t comm;
+    int64_t first, last;
+  };
   struct Block {
     engine::BlockZoneRow z;
-    std::vector<size_t> comms;  // the communicators it holds calls of
+    std::vector<CommSpan> spans;  // one per communicator it holds calls of
   };
   struct RankCursor {
     int64_t rank = 0;
@@ -325,7 +351,9 @@ class Stream {
     heap_.clear();
     for (size_t bi = 0; bi < blocks_.size(); ++bi) {
       const Block& blk = blocks_[bi];
-      if (std::find(blk.comms.begin(), blk.comms.end(), c) == blk.comms.end()) continue;
+      if (std::none_of(blk.spans.begin(), blk.spans.end(),
+                       [c](const CommSpan& x) { return x.comm == c; }))
+        continue;
       if (cursors_.empty() || cursors_.back().rank != blk.z.rank) {
         cursors_.emplace_back();
         cursors_.back().rank = blk.z.rank;
