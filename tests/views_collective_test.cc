@@ -7,6 +7,8 @@
 // tests/events_differential_test.cc compares the same views with their plain SQL on random traces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -126,6 +128,115 @@ TEST(CollectiveViews, HandBuiltTraceGivesHandDerivedRows) {
   // rank, collectives, waited_ns, late_ns, times_last
   EXPECT_EQ(SqlRows(q, "SELECT * FROM collective_wait ORDER BY rank"),
             (std::vector<std::string>{"0|3|40|0|1", "1|3|10|70|2", "2|5|60|80|3"}));
+}
+
+// A job without Horovod ticks, whose collective_arrivals rows the table streams one partition at
+// a time (merging the ranks' calls per communicator in seq order): 5 ranks, several blocks per
+// rank, MPI calls on a NULL communicator and on communicators 1 and 7, PyTorch calls (cat comm),
+// NCCL issue instants and NCCL spans (not arrivals), ranks missing from collectives, a rank
+// calling one seq twice, arrival ties. `back` makes one rank's seq go back once, which the table
+// must notice and compute whole. Both against the window functions of the plain SQL.
+void WriteCallsJob(const std::string& path, bool back) {
+  auto w = engine::TraceWriter::Open(path);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  engine::TraceWriter* tw = w->get();
+  engine::TraceBuilder b(tw);
+  ASSERT_TRUE(tw->BeginBatch().ok());
+  const int ranks = 5;
+  std::vector<uint32_t> track;
+  for (int r = 0; r < ranks; ++r) track.push_back(AddRankTrack(tw, r, ranks, "stream-test"));
+  const uint32_t allreduce = tw->Intern("MPI_Allreduce"), bcast = tw->Intern("MPI_Bcast");
+  const uint32_t mpi = tw->Intern("mpi"), comm = tw->Intern("comm"), nccl = tw->Intern("nccl");
+  const uint32_t nccl_name = tw->Intern("ncclAllReduce"), c10d = tw->Intern("c10d::allreduce_");
+  const uint32_t compute = tw->Intern("compute");
+  std::mt19937_64 rng(back ? 11 : 10);
+  for (int r = 0; r < ranks; ++r) {
+    int64_t ts = 0;
+    uint64_t seq[4] = {0, 0, 0, 0};  // per (NULL, 1, 7, nccl 3)
+    bool went_back = false;
+    for (int step = 0; step < 20000; ++step) {
+      const int64_t base = static_cast<int64_t>(step) * 100000;
+      ts = std::max(ts, base);
+      ASSERT_TRUE(b.Complete(track[static_cast<size_t>(r)], ts, 500, compute, 0, nullptr).ok());
+      ts += 600;
+      const int which = static_cast<int>(rng() % 4);
+      if (rng() % 10 == 0) continue;  // this rank skips the collective: a partition without it
+      EventArgs a;
+      a.mask = EventArgs::kSeq | (which == 0 ? 0u : uint32_t{EventArgs::kComm});
+      a.comm = which == 1 ? 1 : which == 2 ? 7 : 3;
+      a.seq = seq[which] + static_cast<uint64_t>(step / 4);  // non-decreasing per comm
+      if (rng() % 50 == 0) seq[which] += 1;                  // and sometimes a gap
+      if (back && r == 2 && step >= 10000 && !went_back) {
+        a.seq = 1;
+        went_back = true;
+      }                                                              // back to an old seq
+      const int64_t at = ts + 10 * static_cast<int64_t>(rng() % 4);  // ties across ranks
+      const auto t = static_cast<size_t>(r);
+      if (which == 3) {
+        ASSERT_TRUE(b.Instant(track[t], at, nccl_name, nccl, &a).ok());
+        ASSERT_TRUE(b.Complete(track[t], at + 1, 5, nccl_name, nccl, &a).ok());  // no arrival
+      } else {
+        ASSERT_TRUE(b.Complete(track[t], at, 40, which == 2 ? bcast : allreduce,
+                               which == 1 ? comm : mpi, &a)
+                        .ok());
+        if (rng() % 100 == 0) {  // the same seq again on this rank
+          ASSERT_TRUE(b.Complete(track[t], at + 50, 10, which == 1 ? c10d : allreduce,
+                                 which == 1 ? comm : mpi, &a)
+                          .ok());
+        }
+      }
+      ts = at + 100;
+    }
+  }
+  ASSERT_TRUE(tw->CommitBatch().ok());
+}
+
+void ExpectArrivalsAsPlainSql(const std::string& path, bool back) {
+  auto db = query::OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  engine::Db* q = db->get();
+  // Rank 2 calls seq 1 late in the job only when it went back.
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT count(*) > 0 FROM events WHERE rank = 2 AND seq = 1 AND ts > "
+                    "1000000000"),
+            (std::vector<std::string>{back ? "1" : "0"}));
+  const std::vector<std::string> got = SqlRows(q, "SELECT * FROM collective_arrivals");
+  const std::vector<std::string> want = SqlRows(
+      q,
+      "WITH c AS (SELECT rank, name, comm, seq, id, ts, dur, end_ts FROM events WHERE (cat IN "
+      "('mpi', 'comm') OR (cat = 'nccl' AND kind = 'instant')) AND seq IS NOT NULL) "
+      "SELECT rank, name, comm, seq, id, ts, dur, end_ts, ts - min(ts) OVER w, max(ts) OVER w - "
+      "ts, count(*) OVER w, first_value(rank) OVER (PARTITION BY comm, seq ORDER BY ts DESC, "
+      "rank) FROM c WINDOW w AS (PARTITION BY comm, seq) ORDER BY comm, seq, ts DESC, rank, id");
+  ASSERT_GT(want.size(), 60000u);
+  EXPECT_EQ(got.size(), want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    if (got[i] != want[i] && bad++ < 5) {
+      ADD_FAILURE() << "row " << i << ": " << got[i] << " vs " << want[i];
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+  // Several blocks per rank (the writer's blocks hold 16384 rows).
+  EXPECT_EQ(SqlRows(q, "SELECT count(*) >= 10 FROM blocks"), (std::vector<std::string>{"1"}));
+  // Scanned again within one statement (the inner loop of a join), the table is computed whole
+  // once and kept: three scans give three times the rows.
+  EXPECT_EQ(SqlRows(q,
+                    "SELECT count(*), sum(y.late_ns) FROM (SELECT 1 FROM collective_arrivals "
+                    "LIMIT 3) x, collective_arrivals y"),
+            SqlRows(q, "SELECT 3 * count(*), 3 * sum(late_ns) FROM collective_arrivals"));
+}
+
+TEST(CollectiveViews, StreamedPartitionsAsPlainSql) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(WriteCallsJob(tmp.Sub("in_order.tdb"), false));
+  ExpectArrivalsAsPlainSql(tmp.Sub("in_order.tdb"), false);
+}
+
+TEST(CollectiveViews, SeqGoingBackComputesTheWholeTable) {
+  TempDir tmp;
+  ASSERT_NO_FATAL_FAILURE(WriteCallsJob(tmp.Sub("back.tdb"), true));
+  ExpectArrivalsAsPlainSql(tmp.Sub("back.tdb"), true);
 }
 
 }  // namespace

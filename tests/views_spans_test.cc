@@ -7,12 +7,16 @@
 // plain SQL on random traces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "engine/db/trace_builder.h"
 #include "engine/db/trace_writer.h"
 #include "query/open/query_db.h"
+#include "query/views/exact_select.h"
 #include "query/views/views.h"
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
@@ -258,6 +262,147 @@ TEST(SpanViews, NoSpansNoRows) {
   EXPECT_EQ(Rows(q, "SELECT count(*) FROM span_stats"), (std::vector<std::string>{"0"}));
   EXPECT_EQ(Rows(q, "SELECT count(*) FROM name_stats_all"), (std::vector<std::string>{"0"}));
   EXPECT_EQ(Rows(q, "SELECT count(*) FROM spans"), (std::vector<std::string>{"0"}));
+}
+
+// The nearest-rank percentile of `v` worked out here by a full sort: the smallest r with
+// r >= p/100 * n (1-based), in integers.
+int64_t SortedPercentile(std::vector<int64_t> v, int p) {
+  std::sort(v.begin(), v.end());
+  const size_t r = std::max<size_t>(1, (static_cast<size_t>(p) * v.size() + 99) / 100);
+  return v[r - 1];
+}
+
+// A span_stats row worked out from the durations themselves ("i" fields as Rows() prints them).
+std::string ExpectedRow(const std::string& head, const std::vector<int64_t>& v) {
+  int64_t sum = 0, max = INT64_MIN;
+  for (int64_t d : v) {
+    sum += d;
+    max = std::max(max, d);
+  }
+  // Every sum here is far below 2^53: the mean in doubles is the exact quotient, truncated.
+  return head + "|" + std::to_string(v.size()) + "|" + std::to_string(sum) + "|" +
+         std::to_string(sum / static_cast<int64_t>(v.size())) + "|" +
+         std::to_string(SortedPercentile(v, 50)) + "|" + std::to_string(SortedPercentile(v, 95)) +
+         "|" + std::to_string(SortedPercentile(v, 99)) + "|" + std::to_string(max);
+}
+
+// Groups too large to hold, whose percentiles the views select over further passes
+// (query/views/exact_select.h), against the sorted durations the test generated: nearly all
+// values in one log2 bucket (and in one bucket of the first pass), three values tied thousands
+// of times each, a spread over 30 powers of two, and groups at the size where the first pass
+// stops holding values (976 held, 977 and 978 not).
+TEST(SpanViews, PercentilesOfLargeGroupsAreExact) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("large.tdb");
+  std::mt19937_64 rng(20261128);
+  const std::vector<std::string> names = {"held", "narrow", "spilled", "spread", "ties"};
+  // durs[rank][name], names in byte order as the rows come.
+  std::vector<std::vector<std::vector<int64_t>>> durs(2, std::vector<std::vector<int64_t>>(5));
+  for (size_t r = 0; r < 2; ++r) {
+    for (int i = 0; i < 30000; ++i) {
+      // 1,000,000 .. 1,003,000: all in [917504, 1048575], one bucket of the first pass.
+      durs[r][1].push_back(1000000 + static_cast<int64_t>(rng() % 3001));
+      durs[r][3].push_back(static_cast<int64_t>(rng() % (uint64_t{2} << (rng() % 30))));
+      // 7 x 5000, 1000 x 20000, 10^9 x 5000 (shuffled below).
+      durs[r][4].push_back(i < 5000 ? 7 : i < 25000 ? 1000 : 1000000000);
+    }
+    for (int i = 0; i < 976; ++i) durs[r][0].push_back(static_cast<int64_t>(rng() % 5000));
+    for (size_t i = 0; i < 977 + r; ++i) durs[r][2].push_back(static_cast<int64_t>(rng() % 5000));
+    std::shuffle(durs[r][4].begin(), durs[r][4].end(), rng);
+  }
+  Write(path, 2, [&](Trace& t) {
+    uint32_t ids[5];
+    for (size_t n = 0; n < 5; ++n) ids[n] = t.tw->Intern(names[n]);
+    // Interleaved by name, so that the blocks hold every group; one after the other in time.
+    for (size_t r = 0; r < 2; ++r) {
+      int64_t ts = 1000;
+      for (size_t i = 0; i < 30000; ++i) {
+        for (size_t n = 0; n < 5; ++n) {
+          if (i >= durs[r][n].size()) continue;
+          const int64_t d = durs[r][n][i];
+          ASSERT_TRUE(t.b->Complete(t.track[r], ts, d, ids[n], 0, nullptr).ok());
+          ts += d + 1;
+        }
+      }
+    }
+  });
+  auto db = query::OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  engine::Db* q = db->get();
+  std::vector<std::string> want, want_all;
+  for (size_t r = 0; r < 2; ++r)
+    for (size_t n = 0; n < 5; ++n)
+      want.push_back(ExpectedRow(std::to_string(r) + "|t" + names[n], durs[r][n]));
+  EXPECT_EQ(Rows(q, "SELECT * FROM span_stats"), want);
+  EXPECT_EQ(Rows(q, "SELECT * FROM span_stats WHERE rank = 1"),
+            std::vector<std::string>(want.begin() + 5, want.end()));
+  // name_stats_all: both ranks' durations together (and the column `ranks`, 2).
+  for (size_t n = 0; n < 5; ++n) {
+    std::vector<int64_t> all = durs[0][n];
+    all.insert(all.end(), durs[1][n].begin(), durs[1][n].end());
+    std::string row = ExpectedRow("t" + names[n], all);
+    const size_t bar = row.find('|', row.find('|') + 1);  // after name|count
+    row.insert(bar, "|2");
+    want_all.push_back(row);
+  }
+  EXPECT_EQ(Rows(q, "SELECT * FROM name_stats_all"), want_all);
+}
+
+// The selection alone on values the database cannot hold as durations (negative, both ends of
+// int64) and on adversarial shapes, against a full sort, for every percentile rank of a few.
+TEST(SpanViews, ExactSelectAgainstSort) {
+  std::mt19937_64 rng(7);
+  std::vector<std::vector<int64_t>> cases;
+  cases.push_back({INT64_MIN, INT64_MAX, -1, 0, 1, INT64_MIN + 1, INT64_MAX - 1});
+  std::vector<int64_t> v;
+  for (int i = 0; i < 20000; ++i) v.push_back(i % 3 == 0 ? INT64_MIN : i % 3 == 1 ? -5 : INT64_MAX);
+  cases.push_back(v);
+  v.clear();
+  // Two adjacent values, each tied 10,000 times: a sub-range of width 2 until the last pass.
+  for (int i = 0; i < 20000; ++i) v.push_back(int64_t{1} << 40 | (i & 1));
+  cases.push_back(v);
+  v.clear();
+  for (int i = 0; i < 50000; ++i)
+    v.push_back(static_cast<int64_t>(rng()));  // every power of two, both signs
+  cases.push_back(v);
+  v.clear();
+  // Negative, nearly all in one bucket.
+  for (int i = 0; i < 50000; ++i)
+    v.push_back(-(int64_t{1} << 50) - static_cast<int64_t>(rng() % 100000));
+  cases.push_back(v);
+  for (const std::vector<int64_t>& c : cases) {
+    std::vector<int64_t> sorted = c;
+    std::sort(sorted.begin(), sorted.end());
+    const uint64_t n = c.size();
+    for (uint64_t k0 = 0; k0 < n; k0 += std::max<uint64_t>(1, n / 7)) {
+      const uint64_t ks[3] = {k0, (k0 + n) / 2, n - 1};
+      query::ExactSelect sel;
+      for (int64_t x : c) sel.Add(x);
+      bool more = sel.Want(ks, 3);
+      int passes = 1;
+      while (more) {
+        // Odd k0 keep every range whole when the budget allows; even ones refine past 2048.
+        std::vector<uint64_t> sizes;
+        sel.AddRangeSizes(&sizes);
+        sel.Plan(k0 % 2 ? query::ExactSelect::CollectLimit(sizes, 100000) : 0);
+        for (size_t i = c.size(); i-- > 0;) sel.Feed(c[i]);  // any order
+        auto r = sel.EndPass();
+        ASSERT_TRUE(r.ok()) << r.status().message();
+        more = *r;
+        ++passes;
+      }
+      EXPECT_LE(passes, 7);
+      for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sel.result(i), sorted[ks[i]]) << "rank " << ks[i];
+    }
+  }
+  // A pass that does not see what the first saw is an error, not an answer.
+  query::ExactSelect sel;
+  for (int i = 0; i < 5000; ++i) sel.Add(i);
+  const uint64_t k[1] = {2500};
+  ASSERT_TRUE(sel.Want(k, 1));
+  sel.Plan(0);
+  for (int i = 0; i < 4999; ++i) sel.Feed(i);
+  EXPECT_FALSE(sel.EndPass().ok());
 }
 
 }  // namespace

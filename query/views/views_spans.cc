@@ -17,6 +17,7 @@
 #include "engine/util/percentile_rank.h"
 #include "query/sql/events_internal.h"
 #include "query/sql/vtab_module.h"
+#include "query/views/exact_select.h"
 
 namespace tracedb::query {
 namespace {
@@ -38,8 +39,8 @@ struct Group {
   bool overflow = false;
   double rsum = 0;  // as avg() adds them up
   int64_t max = INT64_MIN;
-  std::vector<int64_t> durs;
-  std::vector<int64_t> ranks;  // kPerName: the ranks seen (sorted and made unique at the end)
+  ExactSelect durs;            // the percentiles, in memory bounded per group (exact_select.h)
+  std::vector<int64_t> ranks;  // kPerName: the distinct ranks seen, sorted
   int64_t seen_in = -1;        // kPerName: the last block index that added to `ranks`
   // Results.
   int64_t mean = 0, p50 = 0, p95 = 0, p99 = 0, nranks = 0;
@@ -60,23 +61,8 @@ int64_t CastToInteger(double r) {
   return static_cast<int64_t>(r);
 }
 
-// The p50, p95 and p99 of `v` (not empty) as percentile() picks them; reorders v.
-void Percentiles(std::vector<int64_t>* v, Group* g) {
-  const size_t n = v->size();
-  const size_t k50 = engine::NearestRankPercent(50, n) - 1;
-  const size_t k95 = engine::NearestRankPercent(95, n) - 1;
-  const size_t k99 = engine::NearestRankPercent(99, n) - 1;
-  auto b = v->begin();
-  // Each selection leaves the larger values after its position: the next one searches there.
-  std::nth_element(b, b + static_cast<long>(k50), v->end());
-  g->p50 = (*v)[k50];
-  if (k95 > k50)
-    std::nth_element(b + static_cast<long>(k50) + 1, b + static_cast<long>(k95), v->end());
-  g->p95 = (*v)[k95];
-  if (k99 > k95)
-    std::nth_element(b + static_cast<long>(k95) + 1, b + static_cast<long>(k99), v->end());
-  g->p99 = (*v)[k99];
-}
+// The durations all groups together may keep in a later pass (8 bytes each: 32 MiB).
+constexpr uint64_t kCollectBudget = uint64_t{1} << 22;
 
 Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Table* out) {
   out->rows.clear();
@@ -140,27 +126,87 @@ Status Compute(engine::Db* db, Mode mode, std::optional<int64_t> only_rank, Tabl
       }
       Group& g = groups[static_cast<size_t>(slot)];
       const int64_t d = b.dur[i];
-      g.durs.push_back(d);
+      g.durs.Add(d);
       g.overflow |= __builtin_add_overflow(g.sum, d, &g.sum);
       g.rsum += static_cast<double>(d);
       g.max = std::max(g.max, d);
       if (mode == Mode::kPerName && g.seen_in != block_index) {
         g.seen_in = block_index;
-        g.ranks.push_back(rank);
+        auto at = std::lower_bound(g.ranks.begin(), g.ranks.end(), rank);
+        if (at == g.ranks.end() || *at != rank) g.ranks.insert(at, rank);
       }
     }
     return Status::Ok();
   };
+  // Every pass reads one snapshot of the database (a read transaction, unless one is open).
+  sqlite3* h = db->raw();
+  const bool own_txn = sqlite3_get_autocommit(h) != 0;
+  if (own_txn) {
+    if (Status s = db->Exec("BEGIN"); !s.ok()) return Status::Corruption(Where(mode) + s.message());
+  }
+  struct EndTxn {
+    engine::Db* db;
+    bool own;
+    ~EndTxn() {
+      if (own) (void)db->Exec("COMMIT");
+    }
+  } end_txn{db, own_txn};
   if (Status s = store.ForEachDecoded(sel, kWant, per_block); !s.ok()) {
     return Status::Corruption(Where(mode) + s.message());
   }
-  for (Group& g : groups) {
+  // The percentiles: a group too large to select in place asks for further passes over its
+  // durations, each keeping only a bounded part of them (exact_select.h).
+  std::vector<size_t> pending;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    Group& g = groups[gi];
     if (g.overflow) return Status::InvalidArgument("integer overflow");  // as sum() says
-    const size_t n = g.durs.size();
+    const uint64_t n = g.durs.count();
     g.mean = CastToInteger(g.rsum / static_cast<double>(n));
-    Percentiles(&g.durs, &g);
-    std::sort(g.ranks.begin(), g.ranks.end());
-    g.nranks = std::unique(g.ranks.begin(), g.ranks.end()) - g.ranks.begin();
+    const auto sn = static_cast<size_t>(n);
+    const uint64_t ks[3] = {engine::NearestRankPercent(50, sn) - 1,
+                            engine::NearestRankPercent(95, sn) - 1,
+                            engine::NearestRankPercent(99, sn) - 1};
+    if (g.durs.Want(ks, 3)) pending.push_back(gi);
+    g.nranks = static_cast<int64_t>(g.ranks.size());
+  }
+  while (!pending.empty()) {
+    // The ranges that fit a budget shared by all groups are kept whole this pass (most of them,
+    // so that a typical job takes two passes); the larger ones are counted finer.
+    std::vector<uint64_t> sizes;
+    for (size_t gi : pending) groups[gi].durs.AddRangeSizes(&sizes);
+    const uint64_t limit = ExactSelect::CollectLimit(std::move(sizes), kCollectBudget);
+    for (size_t gi : pending) groups[gi].durs.Plan(limit);
+    // Only the rows of pending groups are fed.
+    std::vector<uint8_t> wants(groups.size(), 0);
+    for (size_t gi : pending) wants[gi] = 1;
+    auto again = [&](const engine::BlockZoneRow& z, DecodedBlock& b) -> Status {
+      auto it = groups_of_rank.find(mode == Mode::kPerRank ? z.rank : 0);
+      if (it == groups_of_rank.end()) return Status::Ok();  // checked by the counts below
+      const std::vector<int32_t>& by_id = it->second.by_id;
+      for (size_t i = 0; i < b.n; ++i) {
+        if (b.kind[i] != kSpan) continue;
+        const uint32_t id = b.name[i];
+        const int32_t slot = by_id[id < nstrings ? id : nstrings];
+        if (slot >= 0 && wants[static_cast<size_t>(slot)])
+          groups[static_cast<size_t>(slot)].durs.Feed(b.dur[i]);
+      }
+      return Status::Ok();
+    };
+    if (Status s = store.ForEachDecoded(sel, kWant, again); !s.ok()) {
+      return Status::Corruption(Where(mode) + s.message());
+    }
+    std::vector<size_t> next;
+    for (size_t gi : pending) {
+      StatusOr<bool> more = groups[gi].durs.EndPass();
+      if (!more.ok()) return Status::Corruption(Where(mode) + more.status().message());
+      if (*more) next.push_back(gi);
+    }
+    pending.swap(next);
+  }
+  for (Group& g : groups) {
+    g.p50 = g.durs.result(0);
+    g.p95 = g.durs.result(1);
+    g.p99 = g.durs.result(2);
   }
   // GROUP BY's order: rank, then the name (NULL first, then text by bytes, BINARY).
   const std::vector<std::string_view>& names = out->names;
@@ -308,7 +354,7 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
       }
       break;
     case kCount:
-      sqlite3_result_int64(ctx, static_cast<int64_t>(g.durs.size()));
+      sqlite3_result_int64(ctx, static_cast<int64_t>(g.durs.count()));
       break;
     case kRanks:
       sqlite3_result_int64(ctx, g.nranks);

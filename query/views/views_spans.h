@@ -3,9 +3,16 @@
 // are a GROUP BY over `events WHERE kind = 'span'` with count, sum, avg, max, count(DISTINCT rank)
 // and three percentile() aggregates, which SQLite evaluates row by row (a value per aggregate
 // per row through the row engine; the figures: docs/bench-db.md).
-// Here the blocks are decoded once (kind, name, dur), the spans' durations are gathered per
-// group and each percentile is a selection in place. Rows, columns, types and order are those
-// of the plain SQL (ViewsReferenceSql() in query/views/views.h), which
+// Here the blocks are decoded (kind, name, dur) and each group keeps its count, sums, max and
+// either its first durations or, past 976 of them, a log-linear histogram (exact_select.h); a
+// percentile that falls in a bucket of more than one value takes further passes over the blocks,
+// each keeping only the values (at most 2048, or more within a budget shared by all groups) or the
+// finer counts of that bucket. Memory is bounded per group (~8 KB, up to ~50 KB while a large group
+// is being refined) plus 4M durations (32 MiB) shared by all groups, not per span; a job whose
+// groups all hold 976 spans or fewer is read once, a larger one typically twice (at most 7 times,
+// whatever the distribution). All passes read one snapshot of the database (a read transaction),
+// and a pass that does not see the spans the first saw is an error. Rows, columns, types and order
+// are those of the plain SQL (ViewsReferenceSql() in query/views/views.h), which
 // tests/events_differential_test.cc checks:
 //   tracedb_span_stats      rank, name, count, total_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns
 //   tracedb_name_stats_all  name, count, ranks, total_ns, mean_ns, p50_ns, p95_ns, p99_ns, max_ns
