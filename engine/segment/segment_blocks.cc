@@ -108,80 +108,186 @@ Status EventsBlockDecoder::Init(std::string_view payload) {
   return Status::Ok();
 }
 
-Status EventsBlockDecoder::Next(size_t max, std::vector<SegmentEvent>* events) {
+namespace {
+
+// v's first n elements, grown (never shrunk) to hold them: a chunk's arrays are reused.
+template <typename T>
+T* Sized(std::vector<T>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+  return v->data();
+}
+
+// One event's arguments from the args column (docs/segment-format.md "EVENTS block").
+Status GetArgs(Reader* r, EventArgs* a) {
+  uint64_t v;
+  *a = EventArgs();
+  if (!r->GetVarint32(&a->mask) || (a->mask & ~EventArgs::kAllFields)) {
+    return Bad("EVENTS", "bad argument mask");
+  }
+  if ((a->mask & EventArgs::kBytes) && !r->GetVarint64(&a->bytes)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  if (a->mask & EventArgs::kPeer) {
+    if (!r->GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
+      return Bad("EVENTS", "bad peer");
+    }
+    a->peer = static_cast<int32_t>(UnZigZag(v));
+  }
+  if (a->mask & EventArgs::kTag) {
+    if (!r->GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
+      return Bad("EVENTS", "bad tag");
+    }
+    a->tag = static_cast<int32_t>(UnZigZag(v));
+  }
+  if ((a->mask & EventArgs::kComm) && !r->GetVarint32(&a->comm)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  if ((a->mask & EventArgs::kSeq) && !r->GetVarint64(&a->seq)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  if ((a->mask & EventArgs::kFlow) && !r->GetVarint64(&a->flow)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Each column is decoded in a loop of its own into an array, where one loop per event decoded
+// every column and filled an 88-byte SegmentEvent (compaction read it back): the loops keep
+// their reader in registers and run without a switch on the kind.
+Status EventsBlockDecoder::NextColumns(size_t max, EventColumns* cols) {
   const size_t m = static_cast<size_t>(std::min<uint64_t>(max, n_ - done_));
-  events->resize(m);
-  int64_t ts = ts_;
+  cols->n = 0;
+  cols->n_ints = cols->n_values = cols->n_args = 0;
+  // Kinds and categories: one byte per event each, exactly n_ of them (Init). The kinds say
+  // how many entries the sparse columns hold.
+  const auto* kinds = reinterpret_cast<const uint8_t*>(kinds_.data());
+  const auto* cats = reinterpret_cast<const uint8_t*>(cats_.data());
+  uint32_t bad = 0;
+  size_t n_ints = 0, n_steps = 0, n_values = 0, n_args = 0;
   for (size_t i = 0; i < m; ++i) {
-    SegmentEvent& e = (*events)[i];
-    uint8_t k = 0, c = 0;
-    uint64_t delta;
-    kinds_.GetU8(&k);  // both columns hold exactly n_ bytes (Init)
-    cats_.GetU8(&c);
-    if ((k & kKindMask) >= kNumEventKinds || (k & ~(kKindMask | kKindHasArgs)) != 0) {
-      return Bad("EVENTS", "unknown event kind");
+    const uint8_t k = kinds[i];
+    const uint8_t kind = k & kKindMask;
+    bad |= (k & ~(kKindMask | kKindHasArgs)) | (kind >= kNumEventKinds ? 1u : 0u);
+    n_ints += (kind == static_cast<uint8_t>(EventKind::kComplete)) |
+              (kind == static_cast<uint8_t>(EventKind::kStep));
+    n_steps += kind == static_cast<uint8_t>(EventKind::kStep);
+    n_values += kind == static_cast<uint8_t>(EventKind::kCounter);
+    n_args += (k & kKindHasArgs) != 0;
+  }
+  if (bad != 0) return Bad("EVENTS", "unknown event kind");
+  kinds_.Skip(m);
+  cats_.Skip(m);
+
+  // Times (zigzag deltas from the previous event; wrap-around: hostile deltas never overflow),
+  // names and lanes, and the durations and steps when every event has one (runs of complete
+  // events, the common case). One loop: each column's position depends on the length of the
+  // varint before it, so the columns' chains overlap only when decoded side by side.
+  int64_t* ts = Sized(&cols->ts, m);
+  uint32_t* names = Sized(&cols->name, m);
+  uint32_t* lanes = Sized(&cols->lane, m);
+  int64_t* ints = Sized(&cols->ints, n_ints);
+  const bool ints_inline = n_ints == m;
+  uint64_t high = 0;  // the OR of the raw int values: bit 63 set when one is past INT64_MAX
+  {
+    Reader rt = tss_, rn = names_, rl = lanes_, ri = ints_;
+    int64_t t = ts_;
+    for (size_t i = 0; i < m; ++i) {
+      uint64_t delta;
+      if (!rt.GetVarint64(&delta)) return Bad("EVENTS", "truncated ts column");
+      t = WrapAdd(t, UnZigZag(delta));
+      ts[i] = t;
+      if (!GetSmallVarint32(&rn, &names[i])) return Bad("EVENTS", "truncated name column");
+      if (!GetSmallVarint32(&rl, &lanes[i])) return Bad("EVENTS", "truncated lane column");
+      if (ints_inline) {
+        uint64_t d;
+        if (!ri.GetVarint64(&d)) {
+          return Bad("EVENTS",
+                     n_steps ? "truncated duration or step column" : "truncated duration column");
+        }
+        ints[i] = static_cast<int64_t>(d);
+        high |= d;
+      }
     }
-    if (!tss_.GetVarint64(&delta)) return Bad("EVENTS", "truncated ts column");
-    ts = WrapAdd(ts, UnZigZag(delta));  // wrap-around: hostile deltas never overflow
-    e.ts = ts;
-    e.kind = static_cast<EventKind>(k & kKindMask);
-    e.cat = c;
-    if (!GetSmallVarint32(&names_, &e.name)) return Bad("EVENTS", "truncated name column");
-    if (!GetSmallVarint32(&lanes_, &e.lane)) return Bad("EVENTS", "truncated lane column");
-    e.ival = 0;
-    e.value = 0;
-    if (e.kind == EventKind::kComplete) {
+    tss_ = rt;
+    names_ = rn;
+    lanes_ = rl;
+    ints_ = ri;
+    ts_ = t;
+  }
+  // Durations (kComplete: a varint, at most INT64_MAX) and steps (kStep: zigzag), in event order.
+  if (!ints_inline) {
+    Reader r = ints_;
+    for (size_t j = 0; j < n_ints; ++j) {
       uint64_t d;
-      if (!ints_.GetVarint64(&d) || d > static_cast<uint64_t>(INT64_MAX)) {
-        return Bad("EVENTS", "truncated duration column");
+      if (!r.GetVarint64(&d)) {
+        return Bad("EVENTS",
+                   n_steps ? "truncated duration or step column" : "truncated duration column");
       }
-      e.ival = static_cast<int64_t>(d);
-    } else if (e.kind == EventKind::kStep) {
-      if (!ints_.GetVarsigned(&e.ival)) return Bad("EVENTS", "truncated step column");
-    } else if (e.kind == EventKind::kCounter) {
-      uint64_t bits;
-      if (!values_.GetFixed64(&bits)) return Bad("EVENTS", "truncated value column");
-      std::memcpy(&e.value, &bits, 8);
+      ints[j] = static_cast<int64_t>(d);
+      high |= d;
     }
-    e.has_args = (k & kKindHasArgs) != 0;
-    e.args = EventArgs();
-    if (e.has_args) {
-      EventArgs& a = e.args;
-      uint64_t v;
-      if (!args_.GetVarint32(&a.mask) || (a.mask & ~EventArgs::kAllFields)) {
-        return Bad("EVENTS", "bad argument mask");
-      }
-      if ((a.mask & EventArgs::kBytes) && !args_.GetVarint64(&a.bytes)) {
-        return Bad("EVENTS", "truncated args column");
-      }
-      if (a.mask & EventArgs::kPeer) {
-        if (!args_.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
-          return Bad("EVENTS", "bad peer");
-        }
-        a.peer = static_cast<int32_t>(UnZigZag(v));
-      }
-      if (a.mask & EventArgs::kTag) {
-        if (!args_.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
-          return Bad("EVENTS", "bad tag");
-        }
-        a.tag = static_cast<int32_t>(UnZigZag(v));
-      }
-      if ((a.mask & EventArgs::kComm) && !args_.GetVarint32(&a.comm)) {
-        return Bad("EVENTS", "truncated args column");
-      }
-      if ((a.mask & EventArgs::kSeq) && !args_.GetVarint64(&a.seq)) {
-        return Bad("EVENTS", "truncated args column");
-      }
-      if ((a.mask & EventArgs::kFlow) && !args_.GetVarint64(&a.flow)) {
-        return Bad("EVENTS", "truncated args column");
+    ints_ = r;
+  }
+  if (n_steps != 0) {
+    // Steps are zigzag: undo it, and check the durations one by one.
+    high = 0;
+    for (size_t i = 0, j = 0; i < m; ++i) {
+      const uint8_t kind = kinds[i] & kKindMask;
+      if (kind == static_cast<uint8_t>(EventKind::kComplete)) {
+        high |= static_cast<uint64_t>(ints[j++]);
+      } else if (kind == static_cast<uint8_t>(EventKind::kStep)) {
+        ints[j] = UnZigZag(static_cast<uint64_t>(ints[j]));
+        ++j;
       }
     }
   }
-  ts_ = ts;
+  if (high > static_cast<uint64_t>(INT64_MAX)) return Bad("EVENTS", "duration out of range");
+  double* values = Sized(&cols->values, n_values);
+  for (size_t j = 0; j < n_values; ++j) {
+    uint64_t bits;
+    if (!values_.GetFixed64(&bits)) return Bad("EVENTS", "truncated value column");
+    std::memcpy(&values[j], &bits, 8);
+  }
+  EventArgs* args = Sized(&cols->args, n_args);
+  for (size_t j = 0; j < n_args; ++j) TRACEDB_RETURN_IF_ERROR(GetArgs(&args_, &args[j]));
+
   done_ += m;
   if (done_ == n_ && (!tss_.empty() || !names_.empty() || !lanes_.empty() || !ints_.empty() ||
                       !values_.empty() || !args_.empty())) {
     return Bad("EVENTS", "columns hold more values than events");
+  }
+  cols->n = m;
+  cols->kind = kinds;
+  cols->cat = cats;
+  cols->n_ints = n_ints;
+  cols->n_values = n_values;
+  cols->n_args = n_args;
+  return Status::Ok();
+}
+
+Status EventsBlockDecoder::Next(size_t max, std::vector<SegmentEvent>* events) {
+  TRACEDB_RETURN_IF_ERROR(NextColumns(max, &cols_));
+  const EventColumns& c = cols_;
+  events->resize(c.n);
+  size_t ii = 0, vi = 0, ai = 0;
+  for (size_t i = 0; i < c.n; ++i) {
+    SegmentEvent& e = (*events)[i];
+    e.ts = c.ts[i];
+    e.kind = static_cast<EventKind>(c.kind[i] & kKindMask);
+    e.cat = c.cat[i];
+    e.name = c.name[i];
+    e.lane = c.lane[i];
+    e.ival = 0;
+    e.value = 0;
+    if (e.kind == EventKind::kComplete || e.kind == EventKind::kStep) {
+      e.ival = c.ints[ii++];
+    } else if (e.kind == EventKind::kCounter) {
+      e.value = c.values[vi++];
+    }
+    e.has_args = (c.kind[i] & kKindHasArgs) != 0;
+    e.args = e.has_args ? c.args[ai++] : EventArgs();
   }
   return Status::Ok();
 }
