@@ -207,23 +207,39 @@ class EventsVisitor : public SegmentVisitor {
         const uint8_t seg_cat = cats[i];
         const uint32_t track = lane == 0 ? thread_track : LaneTrack(lane);
         const uint32_t cat = cats_[seg_cat < kNumCategories ? seg_cat : 0];
-        // The run's extent first (bytes and ids only), then its events without tests.
-        size_t end = i + 1;
+        // The run's events, with their times mapped by the clock's offset at the first one
+        // (the common case: a clock of rate 1 over the run). The run's local time range is
+        // checked after (durations are >= 0: the decoder checks them): when one offset does not
+        // map all of it, the run is mapped again with Map, event by event.
+        int64_t off = 0;
+        const bool by_offset = model_->OffsetOver(tss[i], tss[i], &off);
         const size_t limit = std::min(c.n, i + kRunEvents);
-        while (end < limit && (kinds[end] & kKindMask) == kCompleteKind && lanes[end] == lane &&
-               cats[end] == seg_cat) {
-          ++end;
-        }
-        const size_t n = end - i;
-        for (size_t j = 0; j < n; ++j) {
-          const int64_t t0 = tss[i + j];
-          const int64_t ts = model_->Map(t0);
-          TraceBuilder::RunEvent& r = run_[j];
-          r.ts = ts;
-          r.dur = SaturatingSub(model_->Map(SaturatingAdd(t0, ints[ii + j])), ts);
-          r.name = Name(names[i + j]);
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        size_t end = i;
+        do {
+          const int64_t t0 = tss[end];
+          const int64_t t1 = SaturatingAdd(t0, ints[ii + (end - i)]);
+          lo = std::min(lo, t0);
+          hi = std::max(hi, t1);
+          TraceBuilder::RunEvent& r = run_[end - i];
+          r.ts = t0 + static_cast<int64_t>(static_cast<uint64_t>(off));  // checked below
+          r.dur = t1 - t0;
+          r.name = Name(names[end]);
           r.args = nullptr;
-          if (kinds[i + j] & kKindHasArgs) r.args = &c.args[ai++];
+          if (kinds[end] & kKindHasArgs) r.args = &c.args[ai++];
+          ++end;
+        } while (end < limit && (kinds[end] & kKindMask) == kCompleteKind && lanes[end] == lane &&
+                 cats[end] == seg_cat);
+        const size_t n = end - i;
+        int64_t range_off;
+        if (!by_offset || !model_->OffsetOver(lo, hi, &range_off) || range_off != off) {
+          for (size_t j = 0; j < n; ++j) {  // names and arguments are set already
+            const int64_t t0 = tss[i + j];
+            const int64_t ts = model_->Map(t0);
+            TraceBuilder::RunEvent& r = run_[j];
+            r.ts = ts;
+            r.dur = SaturatingSub(model_->Map(SaturatingAdd(t0, ints[ii + j])), ts);
+          }
         }
         ii += n;
         i = end;
