@@ -222,7 +222,9 @@ class EventsVisitor : public SegmentVisitor {
           lo = std::min(lo, t0);
           hi = std::max(hi, t1);
           TraceBuilder::RunEvent& r = run_[end - i];
-          r.ts = t0 + static_cast<int64_t>(static_cast<uint64_t>(off));  // checked below
+          // Wrapping (unsigned) addition: when the offset does not hold for the run (checked
+          // below), these times are replaced, and a hostile t0 must not overflow meanwhile.
+          r.ts = static_cast<int64_t>(static_cast<uint64_t>(t0) + static_cast<uint64_t>(off));
           r.dur = t1 - t0;
           r.name = Name(names[end]);
           r.args = nullptr;
