@@ -34,17 +34,6 @@ bool GetString(Reader* r, std::string* s) {
   return true;
 }
 
-// A varint that is most often one byte (a name id, a lane: small numbers), read without the
-// general 8-byte gather when it is.
-inline bool GetSmallVarint32(Reader* r, uint32_t* v) {
-  if (!r->empty() && static_cast<unsigned char>(*r->data()) < 0x80) {
-    *v = static_cast<unsigned char>(*r->data());
-    r->Skip(1);
-    return true;
-  }
-  return r->GetVarint32(v);
-}
-
 // Every list block starts with a count; a count larger than the bytes left cannot be honest
 // (each entry takes at least one byte), which bounds the allocation.
 bool GetCount(Reader* r, uint64_t* n) { return r->GetVarint64(n) && *n <= r->remaining(); }
