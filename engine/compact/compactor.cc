@@ -35,9 +35,9 @@ using compaction::StoreRankClocks;
 constexpr const char* kStateKey = "compaction.open_spans";
 // Instants named so are flight-recorder triggers (recorder.h tracedb_trigger).
 constexpr const char* kTriggerPrefix = "tracedb.trigger:";
-// Segment events are decoded and compacted this many at a time: 1,024 SegmentEvents (88 KB) stay
-// in the core's cache between the decoder and the builder, where a whole 64K-event block (5.8 MB)
-// went through memory.
+// Segment events are decoded and compacted this many at a time: the columns of 1,024 events
+// (about 26 KB) stay in the core's cache between the decoder and the builder, where a whole
+// 64K-event block went through memory.
 constexpr size_t kEventChunk = 1024;
 
 struct SourceState {
@@ -181,33 +181,70 @@ class EventsVisitor : public SegmentVisitor {
   void OnStepStats(const std::vector<StepStat>& rows) override {
     if (status_.ok()) status_ = InsertStepStats(w_->db(), rank_, rows, *model_, strings_);
   }
-  void OnEvents(uint32_t thread, const std::vector<SegmentEvent>& events) override {
-    if (!status_.ok()) return;
+  // The events of a block, as the decoder's columns (ScanOptions::event_columns): runs of
+  // complete events are read from the arrays straight into the builder's RunEvents.
+  void OnEventColumns(uint32_t thread, const EventColumns& c) override {
+    if (!status_.ok() || c.n == 0) return;
     // The process was seen at its last event's start (a thread's events come in start order).
-    if (!events.empty()) last_seen = std::max(last_seen, model_->Map(events.back().ts));
+    last_seen = std::max(last_seen, model_->Map(c.ts[c.n - 1]));
     const uint32_t thread_track = ThreadTrack(thread);
-    const SegmentEvent* e = events.data();
-    const SegmentEvent* const last = e + events.size();
-    while (e != last) {
-      if (e->kind == EventKind::kComplete) {
+    constexpr uint8_t kCompleteKind = static_cast<uint8_t>(EventKind::kComplete);
+    const uint8_t* const kinds = c.kind;
+    const uint8_t* const cats = c.cat;
+    const int64_t* const tss = c.ts.data();
+    const uint32_t* const names = c.name.data();
+    const uint32_t* const lanes = c.lane.data();
+    const int64_t* const ints = c.ints.data();
+    size_t ii = 0, vi = 0, ai = 0;  // the next entry of the sparse columns
+    size_t i = 0;
+    while (i < c.n) {
+      const uint8_t k = kinds[i];
+      if ((k & kKindMask) == kCompleteKind) {
         // A run of complete events of one track and category goes to the builder in one call
         // (TraceBuilder::CompleteRun): a call and a Status per event cost about a tenth of
         // compaction. The clock and names are mapped in the same order as one by one.
-        const uint32_t lane = e->lane;
-        const uint8_t seg_cat = e->cat;
+        const uint32_t lane = lanes[i];
+        const uint8_t seg_cat = cats[i];
         const uint32_t track = lane == 0 ? thread_track : LaneTrack(lane);
         const uint32_t cat = cats_[seg_cat < kNumCategories ? seg_cat : 0];
-        size_t n = 0;
+        // The run's events, with their times mapped by the clock's offset at the first one
+        // (the common case: a clock of rate 1 over the run). The run's local time range is
+        // checked after (durations are >= 0: the decoder checks them): when one offset does not
+        // map all of it, the run is mapped again with Map, event by event.
+        int64_t off = 0;
+        const bool by_offset = model_->OffsetOver(tss[i], tss[i], &off);
+        const size_t limit = std::min(c.n, i + kRunEvents);
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        size_t end = i;
         do {
-          const int64_t ts = model_->Map(e->ts);
-          TraceBuilder::RunEvent& r = run_[n++];
-          r.ts = ts;
-          r.dur = SaturatingSub(model_->Map(SaturatingAdd(e->ts, e->ival)), ts);
-          r.name = Name(e->name);
-          r.args = e->has_args ? &e->args : nullptr;
-          ++e;
-        } while (e != last && n < kRunEvents && e->kind == EventKind::kComplete &&
-                 e->lane == lane && e->cat == seg_cat);
+          const int64_t t0 = tss[end];
+          const int64_t t1 = SaturatingAdd(t0, ints[ii + (end - i)]);
+          lo = std::min(lo, t0);
+          hi = std::max(hi, t1);
+          TraceBuilder::RunEvent& r = run_[end - i];
+          // Wrapping (unsigned) addition: when the offset does not hold for the run (checked
+          // below), these times are replaced, and a hostile t0 must not overflow meanwhile.
+          r.ts = static_cast<int64_t>(static_cast<uint64_t>(t0) + static_cast<uint64_t>(off));
+          r.dur = t1 - t0;
+          r.name = Name(names[end]);
+          r.args = nullptr;
+          if (kinds[end] & kKindHasArgs) r.args = &c.args[ai++];
+          ++end;
+        } while (end < limit && (kinds[end] & kKindMask) == kCompleteKind && lanes[end] == lane &&
+                 cats[end] == seg_cat);
+        const size_t n = end - i;
+        int64_t range_off;
+        if (!by_offset || !model_->OffsetOver(lo, hi, &range_off) || range_off != off) {
+          for (size_t j = 0; j < n; ++j) {  // names and arguments are set already
+            const int64_t t0 = tss[i + j];
+            const int64_t ts = model_->Map(t0);
+            TraceBuilder::RunEvent& r = run_[j];
+            r.ts = ts;
+            r.dur = SaturatingSub(model_->Map(SaturatingAdd(t0, ints[ii + j])), ts);
+          }
+        }
+        ii += n;
+        i = end;
         count.events += n;
         const Status s = b_->CompleteRun(track, cat, run_, n);
         if (!s.ok()) {
@@ -216,21 +253,25 @@ class EventsVisitor : public SegmentVisitor {
         }
         continue;
       }
-      count.Add(*e);
-      const uint32_t track = e->lane == 0 ? thread_track : LaneTrack(e->lane);
-      const int64_t ts = model_->Map(e->ts);
-      const uint32_t cat = cats_[e->cat < kNumCategories ? e->cat : 0];
-      const EventArgs* args = e->has_args ? &e->args : nullptr;
+      const auto kind = static_cast<EventKind>(k & kKindMask);
+      const uint32_t lane = lanes[i];
+      const uint32_t track = lane == 0 ? thread_track : LaneTrack(lane);
+      const int64_t ts = model_->Map(tss[i]);
+      const uint32_t cat = cats_[cats[i] < kNumCategories ? cats[i] : 0];
+      const EventArgs* args = (k & kKindHasArgs) ? &c.args[ai++] : nullptr;
       Status s;
-      switch (e->kind) {
+      switch (kind) {
         case EventKind::kBegin:
-          s = b_->Begin(track, ts, Name(e->name), cat, args);
+          ++count.events;
+          s = b_->Begin(track, ts, Name(names[i]), cat, args);
           break;
         case EventKind::kEnd:
+          ++count.ends;
           s = b_->End(track, ts, args);
           break;
         case EventKind::kInstant: {
-          const uint32_t name = Name(e->name);
+          ++count.events;
+          const uint32_t name = Name(names[i]);
           s = b_->Instant(track, ts, name, cat, args);
           if (s.ok() && !trigger_names_.empty()) {
             auto t = trigger_names_.find(name);
@@ -239,19 +280,21 @@ class EventsVisitor : public SegmentVisitor {
           break;
         }
         case EventKind::kCounter:
-          s = b_->Counter(track, ts, Name(e->name), cat, e->value);
+          ++count.events;
+          s = b_->Counter(track, ts, Name(names[i]), cat, c.values[vi++]);
           break;
         case EventKind::kComplete:  // taken above
           break;
         case EventKind::kStep:
-          w_->AddStep(rank_, ts, e->ival);
+          ++count.steps;
+          w_->AddStep(rank_, ts, ints[ii++]);
           break;
       }
       if (!s.ok()) {
         status_ = s;
         return;
       }
-      ++e;
+      ++i;
     }
   }
 
@@ -605,6 +648,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     body.start_offset = prev.offset;
     body.end_offset = stop;
     body.event_chunk = kEventChunk;
+    body.event_columns = true;
     v.set_count_stats(true);
     StatusOr<SegmentScan> got = ScanSegment(f.path, &v, body);
     if (!got.ok()) return got.status();

@@ -65,6 +65,30 @@ int64_t ClockModel::MapSlow(int64_t t) const {
   return MapOn(i, t);
 }
 
+bool ClockModel::OffsetOver(int64_t lo, int64_t hi, int64_t* offset) const {
+  if (knots_.empty()) {  // Map(t) == t
+    *offset = 0;
+    return true;
+  }
+  if (lo < cached_.lo || hi >= cached_.hi) {
+    MapSlow(lo);  // points the cache at lo's segment (when lo is past the first knot)
+    if (lo < cached_.lo || hi >= cached_.hi) return false;
+  }
+  if (cached_.slope != (int64_t{1} << 32)) return false;
+  // In the segment, Map(t) = common + (t - local) (saturated), with local == lo of the segment
+  // <= t. When t + (common - local) overflows at neither end, it overflows nowhere between, and
+  // the two are the same integer.
+  int64_t off, a, b;
+  if (__builtin_sub_overflow(cached_.common, cached_.local, &off) ||
+      __builtin_add_overflow(lo, off, &a) || __builtin_add_overflow(hi, off, &b) ||
+      static_cast<uint64_t>(hi) - static_cast<uint64_t>(cached_.local) >
+          static_cast<uint64_t>(INT64_MAX)) {
+    return false;
+  }
+  *offset = off;
+  return true;
+}
+
 int64_t ClockModel::offset_ns() const {
   return knots_.empty()
              ? 0

@@ -44,6 +44,10 @@ class ClockModel {
     }
     return MapSlow(t);
   }
+  // True, with *offset set, when Map(t) == t + *offset for every t in [lo, hi] (lo <= hi): no
+  // knots, or the range within one segment of rate 1 and mapped without saturation. A caller
+  // mapping many times at once (compaction's runs of events) then adds instead of mapping each.
+  bool OffsetOver(int64_t lo, int64_t hi, int64_t* offset) const;
   // Largest local time covered by interpolation (the last knot); INT64_MIN when empty.
   int64_t last_local() const { return knots_.empty() ? INT64_MIN : knots_.back().local; }
   int64_t first_local() const { return knots_.empty() ? INT64_MIN : knots_.front().local; }

@@ -37,6 +37,34 @@ TEST(ClockModel, OffsetIsExact) {
   EXPECT_EQ(m.Map(123456789 + 6067204) - m.Map(123456789), 6067204);
 }
 
+// OffsetOver: true exactly when Map is t + offset over the whole range (known offsets put in),
+// false across a knot where the rate changes, at a rate other than 1, and where the sum would
+// pass INT64_MAX (Map saturates there).
+TEST(ClockModel, OffsetOverOnlyWhereMapIsAnOffset) {
+  int64_t off = -1;
+  ClockModel none;
+  ASSERT_TRUE(none.OffsetOver(-5, 5 * kSec, &off));
+  EXPECT_EQ(off, 0);
+
+  const ClockModel m = ClockModel::Offset(5 * kSec, 1700000000 * kSec);
+  ASSERT_TRUE(m.OffsetOver(6 * kSec, 9 * kSec, &off));
+  EXPECT_EQ(off, 1700000000 * kSec);
+  EXPECT_EQ(m.Map(9 * kSec), 9 * kSec + off);
+  // Before the first knot Map extends the segment backwards but OffsetOver does not claim it.
+  EXPECT_FALSE(m.OffsetOver(4 * kSec, 6 * kSec, &off));
+  // Near the top of the range Map saturates: no offset.
+  EXPECT_FALSE(m.OffsetOver(6 * kSec, INT64_MAX - kSec, &off));
+
+  // Rate 1 from 0 to 10 s (offset 100), then rate 2 (a damaged, flat segment's clamp).
+  const ClockModel two =
+      ClockModel::FromKnots({{0, 100}, {10 * kSec, 10 * kSec + 100}, {20 * kSec, 30 * kSec + 100}});
+  ASSERT_TRUE(two.OffsetOver(kSec, 2 * kSec, &off));
+  EXPECT_EQ(off, 100);
+  EXPECT_FALSE(two.OffsetOver(9 * kSec, 11 * kSec, &off));   // across the knot
+  EXPECT_FALSE(two.OffsetOver(11 * kSec, 12 * kSec, &off));  // rate 2
+  EXPECT_EQ(two.Map(12 * kSec), 14 * kSec + 100);
+}
+
 TEST(ClockModel, InvertedUndoesTheMap) {
   const ClockModel m = ClockModel::FromKnots(Knots(1700000000 * kSec, 3.0, 0.7, 60));
   const ClockModel back = m.Inverted();

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "engine/db/event_block.h"
+#include "engine/segment/segment_blocks.h"
 #include "engine/segment/segment_reader.h"
 #include "engine/segment/segment_writer.h"
 #include "engine/util/coding.h"
@@ -17,7 +18,30 @@ namespace {
 class Sink : public SegmentVisitor {
  public:
   void OnEvents(uint32_t, const std::vector<SegmentEvent>& e) override { events += e.size(); }
+  // The columns path (compaction's): every array holds what the kinds say it holds, which is
+  // what its readers index by.
+  void OnEventColumns(uint32_t, const EventColumns& c) override {
+    events += c.n;
+    size_t ints = 0, values = 0, args = 0;
+    for (size_t i = 0; i < c.n; ++i) {
+      const uint8_t kind = c.kind[i] & kKindMask;
+      if (kind >= kNumEventKinds) columns_ok = false;
+      ints += kind == static_cast<uint8_t>(EventKind::kComplete) ||
+              kind == static_cast<uint8_t>(EventKind::kStep);
+      values += kind == static_cast<uint8_t>(EventKind::kCounter);
+      args += (c.kind[i] & kKindHasArgs) != 0;
+      if (kind == static_cast<uint8_t>(EventKind::kComplete) && c.ints[ints - 1] < 0) {
+        columns_ok = false;
+      }
+    }
+    if (ints != c.n_ints || values != c.n_values || args != c.n_args || c.ts.size() < c.n ||
+        c.name.size() < c.n || c.lane.size() < c.n || c.ints.size() < ints ||
+        c.values.size() < values || c.args.size() < args) {
+      columns_ok = false;
+    }
+  }
   uint64_t events = 0;
+  bool columns_ok = true;
 };
 
 Result Unclean(std::string why) { return Result{Outcome::kUnclean, std::move(why)}; }
@@ -55,10 +79,21 @@ Result CheckScan(const StatusOr<SegmentScan>& scan, const Sink& sink, size_t siz
 }  // namespace
 
 Result SegmentFile(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   Sink sink;
-  const auto scan =
-      ScanSegmentBytes("fuzz", std::string_view(reinterpret_cast<const char*>(data), size), &sink);
-  return CheckScan(scan, sink, size);
+  const auto scan = ScanSegmentBytes("fuzz", bytes, &sink);
+  Result r = CheckScan(scan, sink, size);
+  if (r.outcome != Outcome::kOk) return r;
+  // Again as compaction reads: in columns, a few events at a time.
+  ScanOptions columns;
+  columns.event_columns = true;
+  columns.event_chunk = 5;
+  Sink column_sink;
+  const auto column_scan = ScanSegmentBytes("fuzz", bytes, &column_sink, columns);
+  Result c = CheckScan(column_scan, column_sink, size);
+  if (c.outcome != Outcome::kOk) return c;
+  if (!column_sink.columns_ok) return Unclean("event columns disagree with their kinds");
+  return r;
 }
 
 Result SegmentBlockPayload(const uint8_t* data, size_t size) {
@@ -76,6 +111,18 @@ Result SegmentBlockPayload(const uint8_t* data, size_t size) {
   // large for the format is the only other case (counted corrupt as well).
   if (scan->blocks + scan->corrupt_blocks != 1) {
     return Unclean("the block was neither decoded nor counted corrupt");
+  }
+  // Again as compaction reads: in columns, a few events at a time.
+  ScanOptions columns;
+  columns.event_columns = true;
+  columns.event_chunk = 5;
+  Sink column_sink;
+  const auto column_scan = ScanSegmentBytes("fuzz", file, &column_sink, columns);
+  Result c = CheckScan(column_scan, column_sink, file.size());
+  if (c.outcome != Outcome::kOk) return c;
+  if (!column_sink.columns_ok) return Unclean("event columns disagree with their kinds");
+  if (column_scan->blocks != scan->blocks) {
+    return Unclean("the block decodes whole but not in columns, or the other way round");
   }
   return scan->corrupt_blocks ? Result{Outcome::kError, scan->problems.front()} : Result{};
 }

@@ -34,17 +34,6 @@ bool GetString(Reader* r, std::string* s) {
   return true;
 }
 
-// A varint that is most often one byte (a name id, a lane: small numbers), read without the
-// general 8-byte gather when it is.
-inline bool GetSmallVarint32(Reader* r, uint32_t* v) {
-  if (!r->empty() && static_cast<unsigned char>(*r->data()) < 0x80) {
-    *v = static_cast<unsigned char>(*r->data());
-    r->Skip(1);
-    return true;
-  }
-  return r->GetVarint32(v);
-}
-
 // Every list block starts with a count; a count larger than the bytes left cannot be honest
 // (each entry takes at least one byte), which bounds the allocation.
 bool GetCount(Reader* r, uint64_t* n) { return r->GetVarint64(n) && *n <= r->remaining(); }
@@ -108,80 +97,239 @@ Status EventsBlockDecoder::Init(std::string_view payload) {
   return Status::Ok();
 }
 
-Status EventsBlockDecoder::Next(size_t max, std::vector<SegmentEvent>* events) {
+namespace {
+
+// v's first n elements, grown (never shrunk) to hold them: a chunk's arrays are reused.
+template <typename T>
+T* Sized(std::vector<T>* v, size_t n) {
+  if (v->size() < n) v->resize(n);
+  return v->data();
+}
+
+// One event's arguments from the args column (docs/segment-format.md "EVENTS block").
+Status GetArgs(Reader* r, EventArgs* a) {
+  uint64_t v;
+  *a = EventArgs();
+  if (!r->GetVarint32(&a->mask) || (a->mask & ~EventArgs::kAllFields)) {
+    return Bad("EVENTS", "bad argument mask");
+  }
+  if ((a->mask & EventArgs::kBytes) && !r->GetVarint64(&a->bytes)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  if (a->mask & EventArgs::kPeer) {
+    if (!r->GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
+      return Bad("EVENTS", "bad peer");
+    }
+    a->peer = static_cast<int32_t>(UnZigZag(v));
+  }
+  if (a->mask & EventArgs::kTag) {
+    if (!r->GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
+      return Bad("EVENTS", "bad tag");
+    }
+    a->tag = static_cast<int32_t>(UnZigZag(v));
+  }
+  if ((a->mask & EventArgs::kComm) && !r->GetVarint32(&a->comm)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  if ((a->mask & EventArgs::kSeq) && !r->GetVarint64(&a->seq)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  if ((a->mask & EventArgs::kFlow) && !r->GetVarint64(&a->flow)) {
+    return Bad("EVENTS", "truncated args column");
+  }
+  return Status::Ok();
+}
+
+// A column's next varint at p (before end), p moved past it; false when end cuts it off or it
+// is longer than 64 bits. Values below 2^28 (4 bytes: most times and durations) take a 32-bit
+// gather of two steps instead of Reader's three 64-bit ones.
+inline bool ColumnVarint(const char*& p, const char* end, uint64_t* v) {
+  if (end - p >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    const auto low = static_cast<uint32_t>(~w & 0x80808080u);  // bit 7 clear: the last byte
+    if (low != 0) {
+      uint32_t x = static_cast<uint32_t>(w) & (low ^ (low - 1)) & 0x7f7f7f7fu;
+      x = (x & 0x007f007fu) | ((x & 0x7f007f00u) >> 1);
+      *v = (x & 0x3fffu) | ((x & 0x3fff0000u) >> 2);
+      p += (__builtin_ctz(low) >> 3) + 1;
+      return true;
+    }
+  }
+  Reader r(p, static_cast<size_t>(end - p));
+  if (!r.GetVarint64(v)) return false;
+  p = r.data();
+  return true;
+}
+
+// The same for a 32-bit id, most often one byte (a name, a lane).
+inline bool ColumnId(const char*& p, const char* end, uint32_t* v) {
+  if (p != end && static_cast<unsigned char>(*p) < 0x80) {
+    *v = static_cast<unsigned char>(*p++);
+    return true;
+  }
+  Reader r(p, static_cast<size_t>(end - p));
+  if (!r.GetVarint32(v)) return false;
+  p = r.data();
+  return true;
+}
+
+// What is left of a column read up to p.
+Reader Rest(const char* p, const Reader& col) {
+  return Reader(p, col.remaining() - static_cast<size_t>(p - col.data()));
+}
+
+}  // namespace
+
+// Each column is decoded in a loop of its own into an array, where one loop per event decoded
+// every column and filled an 88-byte SegmentEvent (compaction read it back): the loops keep
+// their reader in registers and run without a switch on the kind.
+Status EventsBlockDecoder::NextColumns(size_t max, EventColumns* cols) {
   const size_t m = static_cast<size_t>(std::min<uint64_t>(max, n_ - done_));
-  events->resize(m);
-  int64_t ts = ts_;
-  for (size_t i = 0; i < m; ++i) {
-    SegmentEvent& e = (*events)[i];
-    uint8_t k = 0, c = 0;
-    uint64_t delta;
-    kinds_.GetU8(&k);  // both columns hold exactly n_ bytes (Init)
-    cats_.GetU8(&c);
-    if ((k & kKindMask) >= kNumEventKinds || (k & ~(kKindMask | kKindHasArgs)) != 0) {
-      return Bad("EVENTS", "unknown event kind");
+  cols->n = 0;
+  cols->n_ints = cols->n_values = cols->n_args = 0;
+  // Kinds and categories: one byte per event each, exactly n_ of them (Init). The kinds say
+  // how many entries the sparse columns hold.
+  const auto* kinds = reinterpret_cast<const uint8_t*>(kinds_.data());
+  const auto* cats = reinterpret_cast<const uint8_t*>(cats_.data());
+  uint32_t bad = 0;
+  size_t n_ints = 0, n_steps = 0, n_values = 0, n_args = 0;
+  // Most chunks are complete events without arguments only: eight kinds at a time while so.
+  constexpr uint64_t kEightComplete =
+      0x0101010101010101ull * static_cast<uint8_t>(EventKind::kComplete);
+  size_t i0 = 0;
+  for (; i0 + 8 <= m; i0 += 8) {
+    uint64_t w;
+    std::memcpy(&w, kinds + i0, 8);
+    if (w != kEightComplete) break;
+  }
+  n_ints = i0;
+  for (size_t i = i0; i < m; ++i) {
+    const uint8_t k = kinds[i];
+    const uint8_t kind = k & kKindMask;
+    bad |= (k & ~(kKindMask | kKindHasArgs)) | (kind >= kNumEventKinds ? 1u : 0u);
+    n_ints += (kind == static_cast<uint8_t>(EventKind::kComplete)) |
+              (kind == static_cast<uint8_t>(EventKind::kStep));
+    n_steps += kind == static_cast<uint8_t>(EventKind::kStep);
+    n_values += kind == static_cast<uint8_t>(EventKind::kCounter);
+    n_args += (k & kKindHasArgs) != 0;
+  }
+  if (bad != 0) return Bad("EVENTS", "unknown event kind");
+  kinds_.Skip(m);
+  cats_.Skip(m);
+
+  // Times (zigzag deltas from the previous event; wrap-around: hostile deltas never overflow),
+  // names and lanes, and the durations and steps when every event has one (runs of complete
+  // events, the common case). One loop: each column's position depends on the length of the
+  // varint before it, so the columns' chains overlap only when decoded side by side.
+  int64_t* ts = Sized(&cols->ts, m);
+  uint32_t* names = Sized(&cols->name, m);
+  uint32_t* lanes = Sized(&cols->lane, m);
+  int64_t* ints = Sized(&cols->ints, n_ints);
+  const bool ints_inline = n_ints == m;
+  uint64_t high = 0;  // the OR of the raw int values: bit 63 set when one is past INT64_MAX
+  {
+    const char *pt = tss_.data(), *pn = names_.data(), *pl = lanes_.data(), *pi = ints_.data();
+    const char* const et = pt + tss_.remaining();
+    const char* const en = pn + names_.remaining();
+    const char* const el = pl + lanes_.remaining();
+    const char* const ei = pi + ints_.remaining();
+    int64_t t = ts_;
+    for (size_t i = 0; i < m; ++i) {
+      uint64_t delta;
+      if (!ColumnVarint(pt, et, &delta)) return Bad("EVENTS", "truncated ts column");
+      t = WrapAdd(t, UnZigZag(delta));
+      ts[i] = t;
+      if (!ColumnId(pn, en, &names[i])) return Bad("EVENTS", "truncated name column");
+      if (!ColumnId(pl, el, &lanes[i])) return Bad("EVENTS", "truncated lane column");
+      if (ints_inline) {
+        uint64_t d;
+        if (!ColumnVarint(pi, ei, &d)) {
+          return Bad("EVENTS",
+                     n_steps ? "truncated duration or step column" : "truncated duration column");
+        }
+        ints[i] = static_cast<int64_t>(d);
+        high |= d;
+      }
     }
-    if (!tss_.GetVarint64(&delta)) return Bad("EVENTS", "truncated ts column");
-    ts = WrapAdd(ts, UnZigZag(delta));  // wrap-around: hostile deltas never overflow
-    e.ts = ts;
-    e.kind = static_cast<EventKind>(k & kKindMask);
-    e.cat = c;
-    if (!GetSmallVarint32(&names_, &e.name)) return Bad("EVENTS", "truncated name column");
-    if (!GetSmallVarint32(&lanes_, &e.lane)) return Bad("EVENTS", "truncated lane column");
-    e.ival = 0;
-    e.value = 0;
-    if (e.kind == EventKind::kComplete) {
+    tss_ = Rest(pt, tss_);
+    names_ = Rest(pn, names_);
+    lanes_ = Rest(pl, lanes_);
+    ints_ = Rest(pi, ints_);
+    ts_ = t;
+  }
+  // Durations (kComplete: a varint, at most INT64_MAX) and steps (kStep: zigzag), in event order.
+  if (!ints_inline) {
+    Reader r = ints_;
+    for (size_t j = 0; j < n_ints; ++j) {
       uint64_t d;
-      if (!ints_.GetVarint64(&d) || d > static_cast<uint64_t>(INT64_MAX)) {
-        return Bad("EVENTS", "truncated duration column");
+      if (!r.GetVarint64(&d)) {
+        return Bad("EVENTS",
+                   n_steps ? "truncated duration or step column" : "truncated duration column");
       }
-      e.ival = static_cast<int64_t>(d);
-    } else if (e.kind == EventKind::kStep) {
-      if (!ints_.GetVarsigned(&e.ival)) return Bad("EVENTS", "truncated step column");
-    } else if (e.kind == EventKind::kCounter) {
-      uint64_t bits;
-      if (!values_.GetFixed64(&bits)) return Bad("EVENTS", "truncated value column");
-      std::memcpy(&e.value, &bits, 8);
+      ints[j] = static_cast<int64_t>(d);
+      high |= d;
     }
-    e.has_args = (k & kKindHasArgs) != 0;
-    e.args = EventArgs();
-    if (e.has_args) {
-      EventArgs& a = e.args;
-      uint64_t v;
-      if (!args_.GetVarint32(&a.mask) || (a.mask & ~EventArgs::kAllFields)) {
-        return Bad("EVENTS", "bad argument mask");
-      }
-      if ((a.mask & EventArgs::kBytes) && !args_.GetVarint64(&a.bytes)) {
-        return Bad("EVENTS", "truncated args column");
-      }
-      if (a.mask & EventArgs::kPeer) {
-        if (!args_.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
-          return Bad("EVENTS", "bad peer");
-        }
-        a.peer = static_cast<int32_t>(UnZigZag(v));
-      }
-      if (a.mask & EventArgs::kTag) {
-        if (!args_.GetVarint64(&v) || UnZigZag(v) < INT32_MIN || UnZigZag(v) > INT32_MAX) {
-          return Bad("EVENTS", "bad tag");
-        }
-        a.tag = static_cast<int32_t>(UnZigZag(v));
-      }
-      if ((a.mask & EventArgs::kComm) && !args_.GetVarint32(&a.comm)) {
-        return Bad("EVENTS", "truncated args column");
-      }
-      if ((a.mask & EventArgs::kSeq) && !args_.GetVarint64(&a.seq)) {
-        return Bad("EVENTS", "truncated args column");
-      }
-      if ((a.mask & EventArgs::kFlow) && !args_.GetVarint64(&a.flow)) {
-        return Bad("EVENTS", "truncated args column");
+    ints_ = r;
+  }
+  if (n_steps != 0) {
+    // Steps are zigzag: undo it, and check the durations one by one.
+    high = 0;
+    for (size_t i = 0, j = 0; i < m; ++i) {
+      const uint8_t kind = kinds[i] & kKindMask;
+      if (kind == static_cast<uint8_t>(EventKind::kComplete)) {
+        high |= static_cast<uint64_t>(ints[j++]);
+      } else if (kind == static_cast<uint8_t>(EventKind::kStep)) {
+        ints[j] = UnZigZag(static_cast<uint64_t>(ints[j]));
+        ++j;
       }
     }
   }
-  ts_ = ts;
+  if (high > static_cast<uint64_t>(INT64_MAX)) return Bad("EVENTS", "duration out of range");
+  double* values = Sized(&cols->values, n_values);
+  for (size_t j = 0; j < n_values; ++j) {
+    uint64_t bits;
+    if (!values_.GetFixed64(&bits)) return Bad("EVENTS", "truncated value column");
+    std::memcpy(&values[j], &bits, 8);
+  }
+  EventArgs* args = Sized(&cols->args, n_args);
+  for (size_t j = 0; j < n_args; ++j) TRACEDB_RETURN_IF_ERROR(GetArgs(&args_, &args[j]));
+
   done_ += m;
   if (done_ == n_ && (!tss_.empty() || !names_.empty() || !lanes_.empty() || !ints_.empty() ||
                       !values_.empty() || !args_.empty())) {
     return Bad("EVENTS", "columns hold more values than events");
+  }
+  cols->n = m;
+  cols->kind = kinds;
+  cols->cat = cats;
+  cols->n_ints = n_ints;
+  cols->n_values = n_values;
+  cols->n_args = n_args;
+  return Status::Ok();
+}
+
+Status EventsBlockDecoder::Next(size_t max, std::vector<SegmentEvent>* events) {
+  TRACEDB_RETURN_IF_ERROR(NextColumns(max, &cols_));
+  const EventColumns& c = cols_;
+  events->resize(c.n);
+  size_t ii = 0, vi = 0, ai = 0;
+  for (size_t i = 0; i < c.n; ++i) {
+    SegmentEvent& e = (*events)[i];
+    e.ts = c.ts[i];
+    e.kind = static_cast<EventKind>(c.kind[i] & kKindMask);
+    e.cat = c.cat[i];
+    e.name = c.name[i];
+    e.lane = c.lane[i];
+    e.ival = 0;
+    e.value = 0;
+    if (e.kind == EventKind::kComplete || e.kind == EventKind::kStep) {
+      e.ival = c.ints[ii++];
+    } else if (e.kind == EventKind::kCounter) {
+      e.value = c.values[vi++];
+    }
+    e.has_args = (c.kind[i] & kKindHasArgs) != 0;
+    e.args = e.has_args ? c.args[ai++] : EventArgs();
   }
   return Status::Ok();
 }

@@ -76,6 +76,25 @@ class EventsBlockEncoder {
 Status DecodeEventsBlock(std::string_view payload, uint32_t* thread_index,
                          std::vector<SegmentEvent>* events);
 
+// A run of events of one EVENTS block decoded column by column (EventsBlockDecoder::
+// NextColumns): each column in its own array, decoded in a loop of its own, without a
+// SegmentEvent per event. Event i is kind[i] & kKindMask (kKindHasArgs set when it has
+// arguments), cat[i], ts[i], name[i], lane[i]. The sparse columns hold one entry per event that
+// has one, in event order: `ints` the duration of each kComplete and the step of each kStep,
+// `values` the value of each kCounter, `args` the arguments of each event with kKindHasArgs.
+// Valid until the decoder's next call; `kind` and `cat` point into the payload.
+struct EventColumns {
+  size_t n = 0;
+  const uint8_t* kind = nullptr;
+  const uint8_t* cat = nullptr;
+  std::vector<int64_t> ts;
+  std::vector<uint32_t> name, lane;
+  std::vector<int64_t> ints;
+  std::vector<double> values;
+  std::vector<EventArgs> args;
+  size_t n_ints = 0, n_values = 0, n_args = 0;  // entries of the sparse columns
+};
+
 // Decodes an EVENTS block payload a few events at a time, so that a reader can hand events on
 // while they are still in cache (a whole block of 64K events decoded at once is 5.8 MB of
 // SegmentEvent). Init() checks the header and the column framing; each Next() decodes the
@@ -87,8 +106,11 @@ class EventsBlockDecoder {
   uint32_t thread_index() const { return thread_index_; }
   uint64_t count() const { return n_; }      // events in the block
   bool done() const { return done_ == n_; }  // every event has been returned
-  // Replaces *events with the next min(max, events left) events. On the call that returns the
-  // last event it also checks that no column holds more values than the events.
+  // Decodes the next min(max, events left) events into *cols (arrays reused from call to
+  // call). On the call that returns the last event it also checks that no column holds more
+  // values than the events.
+  Status NextColumns(size_t max, EventColumns* cols);
+  // The same events as SegmentEvents: *events is replaced.
   Status Next(size_t max, std::vector<SegmentEvent>* events);
 
  private:
@@ -96,6 +118,7 @@ class EventsBlockDecoder {
   uint64_t n_ = 0, done_ = 0;
   int64_t ts_ = 0;
   Reader kinds_, cats_, tss_, names_, lanes_, ints_, values_, args_;
+  EventColumns cols_;  // Next()'s columns
 };
 
 void EncodeMeta(const SegmentMeta& m, std::string* dst);

@@ -166,6 +166,105 @@ TEST(EventsBlock, ChunkedDecodeEqualsWholeDecode) {
   EXPECT_FALSE(DecodeEventsBlock(longer, &thread, &part).ok());
 }
 
+// NextColumns: each column in its own array, the sparse ones (durations and steps, values,
+// arguments) holding one entry per event that has one, in event order. Known values put in:
+// 20 complete events without arguments (the eight-at-a-time path), then one of every kind.
+TEST(EventsBlock, ColumnsHoldWhatWasRecorded) {
+  EventArgs a;
+  a.mask = EventArgs::kPeer | EventArgs::kFlow;
+  a.peer = -3;
+  a.flow = 77;
+  EventsBlockEncoder enc;
+  enc.Reset(4);
+  for (int i = 0; i < 20; ++i) {
+    enc.AddWithInt(EventKind::kComplete, 1, 1000 + 10 * i, 1 + i % 3, 0, 5 + i, nullptr);
+  }
+  enc.Add(EventKind::kBegin, 2, 2000, 9, 0, nullptr);
+  enc.AddWithInt(EventKind::kStep, 7, 2001, 0, 0, -4, nullptr);
+  enc.AddCounter(0, 2002, 8, 0, 1.5);
+  enc.AddWithInt(EventKind::kComplete, 3, 2003, 200, 6, 123456789012, &a);
+  enc.Add(EventKind::kEnd, 2, 2004, 0, 0, &a);
+  std::string raw;
+  enc.Finish(&raw);
+
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{64}}) {
+    EventsBlockDecoder d;
+    ASSERT_TRUE(d.Init(raw).ok());
+    EventColumns c;
+    size_t at = 0;
+    std::vector<int64_t> ints;
+    std::vector<double> values;
+    std::vector<EventArgs> args;
+    while (!d.done()) {
+      ASSERT_TRUE(d.NextColumns(chunk, &c).ok()) << chunk;
+      ASSERT_LE(c.n, chunk);
+      for (size_t i = 0; i < c.n; ++i, ++at) {
+        if (at < 20) {
+          EXPECT_EQ(c.kind[i], static_cast<uint8_t>(EventKind::kComplete));
+          EXPECT_EQ(c.ts[i], 1000 + 10 * static_cast<int64_t>(at));
+          EXPECT_EQ(c.name[i], 1 + at % 3);
+          EXPECT_EQ(c.cat[i], 1);
+          EXPECT_EQ(c.lane[i], 0u);
+        }
+      }
+      ints.insert(ints.end(), c.ints.begin(), c.ints.begin() + c.n_ints);
+      values.insert(values.end(), c.values.begin(), c.values.begin() + c.n_values);
+      args.insert(args.end(), c.args.begin(), c.args.begin() + c.n_args);
+    }
+    ASSERT_EQ(at, 25u) << chunk;
+    // Last chunk's events (chunk 64: all 25 in one call).
+    if (chunk == 64) {
+      EXPECT_EQ(c.kind[20], static_cast<uint8_t>(EventKind::kBegin));
+      EXPECT_EQ(c.ts[24], 2004);
+      EXPECT_EQ(c.kind[23], static_cast<uint8_t>(EventKind::kComplete) | kKindHasArgs);
+      EXPECT_EQ(c.lane[23], 6u);
+      EXPECT_EQ(c.name[23], 200u);
+      EXPECT_EQ(c.cat[21], 7);
+    }
+    std::vector<int64_t> want_ints;
+    for (int i = 0; i < 20; ++i) want_ints.push_back(5 + i);
+    want_ints.push_back(-4);  // the step
+    want_ints.push_back(123456789012);
+    EXPECT_EQ(ints, want_ints) << chunk;
+    EXPECT_EQ(values, std::vector<double>{1.5}) << chunk;
+    EXPECT_EQ(args, (std::vector<EventArgs>{a, a})) << chunk;
+  }
+}
+
+// A duration past INT64_MAX (the encoder stores -1 as 2^64 - 1) is rejected, as is a block
+// whose duration column holds fewer values than its complete events.
+TEST(EventsBlock, ColumnsRejectBadDurations) {
+  for (bool with_step : {false, true}) {
+    EventsBlockEncoder enc;
+    enc.Reset(1);
+    if (with_step) enc.AddWithInt(EventKind::kStep, 7, 1, 0, 0, 3, nullptr);
+    for (int i = 0; i < 9; ++i) enc.AddWithInt(EventKind::kComplete, 0, i, 1, 0, 1, nullptr);
+    enc.AddWithInt(EventKind::kComplete, 0, 10, 1, 0, -1, nullptr);
+    std::string raw;
+    enc.Finish(&raw);
+    EventsBlockDecoder d;
+    ASSERT_TRUE(d.Init(raw).ok());
+    EventColumns c;
+    const Status s = d.NextColumns(100, &c);
+    ASSERT_FALSE(s.ok()) << with_step;
+    EXPECT_NE(s.message().find("EVENTS block: duration out of range"), std::string::npos)
+        << s.ToString();
+  }
+  // Two complete events, one duration: kinds say two, the column holds one.
+  EventsBlockEncoder enc;
+  enc.Reset(1);
+  enc.AddWithInt(EventKind::kComplete, 0, 1, 1, 0, 5, nullptr);
+  enc.Add(EventKind::kComplete, 0, 2, 1, 0, nullptr);  // no duration written
+  std::string raw;
+  enc.Finish(&raw);
+  EventsBlockDecoder d;
+  ASSERT_TRUE(d.Init(raw).ok());
+  EventColumns c;
+  const Status s = d.NextColumns(100, &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("truncated duration column"), std::string::npos) << s.ToString();
+}
+
 TEST(EventsBlock, RandomBytesNeverCrash) {
   std::mt19937 rng(42);
   uint32_t thread;

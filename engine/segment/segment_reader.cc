@@ -132,8 +132,16 @@ FrameResult ParseFrame(std::string_view bytes, uint64_t pos, RangeCrc* crcs, Fra
   return FrameResult::kOk;
 }
 
+// Buffers reused from block to block of a scan.
+struct EventBuffers {
+  std::vector<SegmentEvent> events;
+  EventColumns columns;
+};
+
 Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, SegmentScan* scan,
-                std::vector<SegmentEvent>* events_buf, size_t event_chunk) {
+                EventBuffers* bufs, const ScanOptions& options) {
+  std::vector<SegmentEvent>* events_buf = &bufs->events;
+  const size_t event_chunk = options.event_chunk;
   switch (f.type) {
     case BlockType::kMeta: {
       SegmentMeta m;
@@ -161,6 +169,18 @@ Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, Segment
       return Status::Ok();
     }
     case BlockType::kEvents: {
+      if (options.event_columns) {
+        EventsBlockDecoder d;
+        TRACEDB_RETURN_IF_ERROR(d.Init(raw));
+        const uint64_t chunk = event_chunk == 0 ? d.count() : event_chunk;
+        do {
+          TRACEDB_RETURN_IF_ERROR(d.NextColumns(
+              static_cast<size_t>(std::min<uint64_t>(chunk, SIZE_MAX)), &bufs->columns));
+          scan->events += bufs->columns.n;
+          v->OnEventColumns(d.thread_index(), bufs->columns);
+        } while (!d.done());
+        return Status::Ok();
+      }
       if (event_chunk == 0) {
         uint32_t thread;
         TRACEDB_RETURN_IF_ERROR(DecodeEventsBlock(raw, &thread, events_buf));
@@ -273,7 +293,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
                                    std::to_string(start_offset) + " is past the end of the file");
   }
   std::string raw_buf;
-  std::vector<SegmentEvent> events;
+  EventBuffers event_bufs;
   RangeCrc crcs(bytes);
   scan.end_offset = pos;
   while (pos < bytes.size() && pos < options.end_offset) {
@@ -315,7 +335,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
       s = Lz4Decompress(f.payload, f.raw, &raw_buf);
       raw = raw_buf;
     }
-    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &events, options.event_chunk);
+    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &event_bufs, options);
     if (!s.ok()) {
       Problem(&scan, pos, s.message());
       scan.corrupt_blocks++;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/segment/segment_blocks.h"
 #include "engine/segment/segment_format.h"
 #include "engine/util/status.h"
 
@@ -24,6 +25,8 @@ class SegmentVisitor {
   virtual void OnThreads(const std::vector<ThreadInfo>&) {}
   virtual void OnLanes(const std::vector<LaneInfo>&) {}
   virtual void OnEvents(uint32_t /*thread_index*/, const std::vector<SegmentEvent>&) {}
+  // Instead of OnEvents when ScanOptions::event_columns is set: the same events, as columns.
+  virtual void OnEventColumns(uint32_t /*thread_index*/, const EventColumns&) {}
   virtual void OnSync(const std::vector<SyncPoint>&) {}
   virtual void OnAnchors(const std::vector<AnchorPoint>&) {}
   virtual void OnStats(const std::vector<DropCount>&) {}
@@ -60,6 +63,9 @@ struct ScanOptions {
   // a block whose CRC holds but whose payload is malformed may then have handed its leading,
   // well-formed events on before it is counted corrupt.
   size_t event_chunk = 0;
+  // Hand EVENTS blocks to OnEventColumns (decoded column by column, no SegmentEvent per event)
+  // instead of OnEvents; event_chunk applies the same way.
+  bool event_columns = false;
 };
 
 // Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or

@@ -211,6 +211,29 @@ TEST(Crc32c, KnownVectors) {
   EXPECT_EQ(Crc32c("123456789", 9), 0xe3069283u);
 }
 
+// Inputs of 12 KiB and more are summed as three interleaved streams: the same CRC as the
+// bit-by-bit definition (reflected polynomial 0x82F63B78), around and across that size.
+TEST(Crc32c, LargeInputsEqualTheBitwiseDefinition) {
+  auto bitwise = [](const std::string& d) {
+    uint32_t c = ~0u;
+    for (unsigned char b : d) {
+      c ^= b;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    return ~c;
+  };
+  std::mt19937 rng(3);
+  std::string data(40000, 0);
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t n :
+       {size_t{12287}, size_t{12288}, size_t{12289}, size_t{24576}, size_t{30001}, size_t{40000}}) {
+    const std::string d = data.substr(0, n);
+    EXPECT_EQ(Crc32c(d.data(), d.size()), bitwise(d)) << n;
+    // Continued from a CRC of a prefix, as RangeCrc does.
+    EXPECT_EQ(Crc32c(d.data() + 5, d.size() - 5, Crc32c(d.data(), 5)), bitwise(d)) << n;
+  }
+}
+
 TEST(Crc32c, IncrementalEqualsOneShot) {
   std::mt19937 rng(1);
   std::string data(1000, 0);

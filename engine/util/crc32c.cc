@@ -100,6 +100,36 @@ uint32_t XPow8N(uint64_t n) {
   return r;
 }
 
+#if defined(__x86_64__)
+// The CRC instruction takes 3 cycles and can start one each cycle: one stream of it waits on
+// itself. Large inputs are summed as three streams of kLane bytes side by side, each from 0
+// but the first, and joined by shifting the first two past the bytes after them
+// (crc(A B) = crc(A) x^(8|B|) + crc(B), register values: the inversions are outside).
+__attribute__((target("sse4.2"))) uint32_t HardwareCrc3(const unsigned char* p, size_t n,
+                                                        uint32_t crc) {
+  constexpr size_t kLane = 4096;
+  static const uint32_t shift1 = XPow8N(kLane), shift2 = XPow8N(2 * kLane);
+  uint32_t c = crc;
+  while (n >= 3 * kLane) {
+    uint64_t c0 = c, c1 = 0, c2 = 0;
+    for (size_t i = 0; i < kLane; i += 8) {
+      uint64_t w0, w1, w2;
+      std::memcpy(&w0, p + i, 8);
+      std::memcpy(&w1, p + kLane + i, 8);
+      std::memcpy(&w2, p + 2 * kLane + i, 8);
+      c0 = _mm_crc32_u64(c0, w0);
+      c1 = _mm_crc32_u64(c1, w1);
+      c2 = _mm_crc32_u64(c2, w2);
+    }
+    c = MulModP(shift2, static_cast<uint32_t>(c0)) ^ MulModP(shift1, static_cast<uint32_t>(c1)) ^
+        static_cast<uint32_t>(c2);
+    p += 3 * kLane;
+    n -= 3 * kLane;
+  }
+  return HardwareCrc(p, n, c);
+}
+#endif
+
 }  // namespace
 
 uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
@@ -113,7 +143,7 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t init) {
   uint32_t crc = ~init;
 #if defined(__x86_64__)
   static const bool hw = HasSse42();
-  crc = hw ? HardwareCrc(p, n, crc) : SoftwareCrc(p, n, crc);
+  crc = hw ? HardwareCrc3(p, n, crc) : SoftwareCrc(p, n, crc);
 #else
   crc = SoftwareCrc(p, n, crc);
 #endif
