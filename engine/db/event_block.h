@@ -139,6 +139,68 @@ class DecodedBlock {
   uint32_t max_depth_ = 0;  // the depth column's largest value, once decoded
 };
 
+// The rows of one block as columns (struct of arrays), in row order: what TraceWriter buffers
+// and EncodeBlock(const RowColumns&) encodes, to the same bytes and zone map as the same rows
+// given as Rows. The builder writes a span's few fields straight into the arrays (PutSpan),
+// instead of a 144-byte Row that the encoder reads back; a row's typed arguments, JSON and
+// counter value live in `extras`, only for the rows that have any.
+struct RowColumns {
+  struct Extra {
+    EventArgs args;
+    double value = 0;
+    std::string json;
+  };
+  size_t n = 0;  // rows
+  std::vector<int64_t> ts, dur;
+  std::vector<uint32_t> track, name, cat, depth;
+  std::vector<uint64_t> k, parent_k;
+  std::vector<uint8_t> kind;    // RowKind
+  std::vector<uint32_t> mask;   // as stored: (args.mask & kAllFields) | kHasJson | kOpen
+  std::vector<uint32_t> extra;  // 0: none; else 1 + the row's index in `extras`
+  std::vector<Extra> extras;    // [0, nextras) in use; kept for their strings' capacity
+  size_t nextras = 0;
+  // Rows that are not a plain span (kind kSpan, mask 0): while none, the encoder takes its
+  // passes over the arrays (ColumnPass) instead of a loop over rows.
+  size_t special = 0;
+
+  size_t capacity() const { return ts.size(); }
+  // Room for `rows` rows (the arrays are sized once, then reused block after block).
+  void Reserve(size_t rows);
+  void Clear() { n = nextras = special = 0; }
+  // Appends a copy of `r`. REQUIRES: n < capacity().
+  void Append(const Row& r);
+  // Appends a span without JSON, not open, the arguments copied when `args` has any field.
+  // REQUIRES: n < capacity().
+  void PutSpan(int64_t ts_, int64_t dur_, uint32_t track_, uint32_t name_, uint32_t cat_,
+               uint64_t k_, uint32_t depth_, uint64_t parent_k_, const EventArgs* args) {
+    const size_t i = n++;
+    ts[i] = ts_;
+    dur[i] = dur_;
+    track[i] = track_;
+    name[i] = name_;
+    cat[i] = cat_;
+    k[i] = k_;
+    depth[i] = depth_;
+    parent_k[i] = parent_k_;
+    kind[i] = static_cast<uint8_t>(RowKind::kSpan);
+    const uint32_t m = args != nullptr ? (args->mask & EventArgs::kAllFields) : 0;
+    mask[i] = m;
+    extra[i] = 0;
+    if (m != 0) [[unlikely]] {
+      NewExtra(i).args = *args;
+      ++special;
+    }
+  }
+  // Row i as a Row (tests, and the rare reader of single rows).
+  Row RowAt(size_t i) const;
+  // Gives row `row` a cleared Extra (its `extra` index set) and returns it.
+  Extra& NewExtra(size_t row);
+};
+
+// Encodes the n rows of `cols`: the same bytes and zone map as EncodeBlock of the same rows as
+// Rows. REQUIRES: cols.n in [1, 65536].
+void EncodeBlock(const RowColumns& cols, std::string* out, BlockZone* zone);
+
 // Decompresses and checks a block, then decodes the column groups in `want` (more can follow
 // with Need()). Corruption (never a crash) on malformed input; `block` is the block id, for
 // messages.

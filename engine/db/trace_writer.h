@@ -68,28 +68,57 @@ class TraceWriter {
   uint32_t Track(const TrackSpec& spec);
   // Takes the next event ordinal of `track` (see Row::k).
   uint64_t TakeK(uint32_t track) { return tracks_[track].next_k++; }
+  // Takes the next m ordinals of `track` at once; returns the first.
+  uint64_t TakeKs(uint32_t track, uint64_t m) {
+    const uint64_t k = tracks_[track].next_k;
+    tracks_[track].next_k = k + m;
+    return k;
+  }
   int32_t TrackRank(uint32_t track) const { return tracks_.at(track).spec.rank; }
   const TrackSpec& TrackSpecOf(uint32_t track) const { return tracks_.at(track).spec; }
   size_t track_count() const { return tracks_.size(); }
 
   // Buffers one finished event of `rank`. Full blocks are encoded right away.
   Status AddRow(int32_t rank, Row row);
-  // The same without a copy: NewRow() appends a default row to fill in place, then CommitRow()
-  // (which may encode a full block). REQUIRES: nothing else touches the writer in between.
-  // The common case (same rank as the last row, a kept Row to reuse) is inline: a call per
-  // event cost more than the body.
+  // The same without a Row argument: NewRow() returns a default row (the writer's one scratch
+  // Row) to fill in place, then CommitRow() appends it to the rank's pending columns (and may
+  // encode a full block). REQUIRES: nothing else touches the writer in between.
   Row& NewRow(int32_t rank, uint32_t track) {
     tracks_[track].dirty = true;
-    if (rank != last_rank_ || last_rows_ == nullptr || last_rows_->n == last_rows_->rows.size()) {
-      return NewRowSlow(rank, track);
-    }
-    Row& row = last_rows_->rows[last_rows_->n++];
-    ResetRow(&row);
-    row.track = track;
-    return row;
+    if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    ResetRow(&scratch_);
+    scratch_.track = track;
+    return scratch_;
   }
   Status CommitRow() {
-    if (last_rows_->n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    last_rows_->cols.Append(scratch_);
+    if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    return Status::Ok();
+  }
+  // The pending columns of `rank`, for a caller that writes rows straight into them (with room
+  // for kBlockRows - n of them), marking `track` written; after writing m rows it sets n += m
+  // and calls FinishColumns(). (TraceBuilder::CompleteRun: a run's column pointers then stay
+  // in registers, where PutSpan reloads them from the vectors after every store.)
+  RowColumns& PendingColumns(int32_t rank, uint32_t track) {
+    tracks_[track].dirty = true;
+    if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    return last_rows_->cols;
+  }
+  // Encodes the block of PendingColumns() once it is full.
+  Status FinishColumns() {
+    if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    return Status::Ok();
+  }
+  // A span without JSON, not open, straight into the rank's pending columns: what NewRow(),
+  // the fields and CommitRow() do, without a Row written and read back (RowColumns::PutSpan).
+  // Inline: it runs once per complete event of a compaction.
+  Status PutSpan(int32_t rank, uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                 uint64_t k, uint32_t depth, uint64_t parent_k, const EventArgs* args) {
+    tracks_[track].dirty = true;
+    if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    RowColumns& c = last_rows_->cols;
+    c.PutSpan(ts, dur, track, name, cat, k, depth, parent_k, args);
+    if (c.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
   }
   void AddStep(int32_t rank, int64_t ts, int64_t step);
@@ -121,17 +150,16 @@ class TraceWriter {
 
   explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
   Status Load();
-  // Rows of one rank not yet in a block. The Row objects are kept between blocks (n counts
-  // the live ones), so that NewRow() resets a few fields in place instead of constructing and
-  // zeroing a whole Row in memory the last block has left cold.
+  // Rows of one rank not yet in a block, as columns sized for a block once (kept between
+  // blocks of the batch).
   struct PendingRows {
-    std::vector<Row> rows;
-    size_t n = 0;
+    RowColumns cols;
   };
   Status WriteBlock(int32_t rank, PendingRows* pending);
-  Row& NewRowSlow(int32_t rank, uint32_t track);
-  // Back to Row's defaults, field by field (a kept Row's json keeps its capacity); the caller
-  // sets the track.
+  // Makes `rank`'s pending rows the ones NewRow() and PutSpan() append to.
+  void SelectRank(int32_t rank);
+  // Back to Row's defaults, field by field (the scratch Row's json keeps its capacity); the
+  // caller sets the track.
   static void ResetRow(Row* r) {
     r->ts = 0;
     r->dur = 0;
@@ -158,6 +186,7 @@ class TraceWriter {
   std::map<int32_t, PendingRows> pending_;  // rank -> rows not yet in a block
   int32_t last_rank_ = INT32_MIN;           // NewRow's cache of pending_[last_rank_]
   PendingRows* last_rows_ = nullptr;
+  Row scratch_;  // NewRow()'s row, until CommitRow()
   std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
   std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
   std::map<std::pair<std::string, int32_t>, int64_t> stats_;

@@ -222,6 +222,31 @@ TEST(Crc32c, IncrementalEqualsOneShot) {
   }
 }
 
+// Long inputs are taken as three interleaved stripes joined by polynomial products: against a
+// bit-at-a-time CRC written here, at lengths around the stripes' edges (3 x 4096 bytes), from
+// unaligned starts, and continued from a CRC of earlier bytes.
+TEST(Crc32c, LongInputsEqualABitwiseReference) {
+  auto reference = [](const unsigned char* p, size_t n, uint32_t init) {
+    uint32_t crc = ~init;
+    for (size_t i = 0; i < n; ++i) {
+      crc ^= p[i];
+      for (int b = 0; b < 8; ++b) crc = (crc & 1) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    return ~crc;
+  };
+  std::mt19937 rng(11);
+  std::string data(3 * 3 * 4096 + 64, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  const auto* u = reinterpret_cast<const unsigned char*>(data.data());
+  for (size_t n : {size_t{3 * 4096 - 1}, size_t{3 * 4096}, size_t{3 * 4096 + 1},
+                   size_t{3 * 4096 + 8}, size_t{2 * 3 * 4096 + 13}, size_t{3 * 3 * 4096}}) {
+    for (size_t start : {size_t{0}, size_t{3}, size_t{8}}) {
+      EXPECT_EQ(Crc32c(u + start, n), reference(u + start, n, 0)) << n << " from " << start;
+      EXPECT_EQ(Crc32c(u + start, n, 0x12345678u), reference(u + start, n, 0x12345678u)) << n;
+    }
+  }
+}
+
 TEST(Coding, BitFieldsRoundTripAtEveryWidthAndOffset) {
   // Every width 0..64 after every start offset 0..63, so fields straddle word boundaries.
   std::mt19937_64 rng(7);
