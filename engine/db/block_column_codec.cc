@@ -498,29 +498,39 @@ bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, 
 
 void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
                           HuffmanColumnStats* stats) {
-  // Backwards: when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
+  // Backwards, a track run at a time (the next row's depth kept in a local: no per-row look at
+  // the tracks): when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
   // the rows of depth d + 1 after it up to the next row of depth <= d: its children. Entries
   // above `top` count as zero (they are cleared when first used).
   uint64_t acc[kPredictDepth + 1];
-  int top = -1;
-  for (size_t j = n; j-- > 0;) {
-    if (j + 1 == n || track[j] != track[j + 1]) top = -1;  // a new track run
-    const uint32_t d = depth[j];
-    const uint64_t x = dur[j];
-    if (d >= kPredictDepth) {
-      if (stats != nullptr) stats->AddLength(x);
-      continue;
+  HuffmanColumnStats unused;
+  HuffmanColumnStats& st = stats != nullptr ? *stats : unused;
+  size_t end = n;
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && track[begin - 1] == track[end - 1]) --begin;
+    int top = -1;
+    uint32_t next_depth = 0;  // the run's last row has no next row: never a parent
+    for (size_t j = end; j-- > begin;) {
+      const uint32_t d = depth[j], nd = next_depth;
+      next_depth = d;
+      const uint64_t x = dur[j];
+      if (d >= kPredictDepth) {
+        st.AddLength(x);
+        continue;
+      }
+      if (nd > d) {
+        const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
+        dur[j] = ZigZag(static_cast<int64_t>(x - children));
+      }
+      st.AddLength(dur[j]);
+      if (static_cast<int>(d) > top) {
+        for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
+      }
+      acc[d] += x;
+      top = static_cast<int>(d);
     }
-    if (j + 1 < n && track[j + 1] == track[j] && depth[j + 1] > d) {
-      const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
-      dur[j] = ZigZag(static_cast<int64_t>(x - children));
-    }
-    if (stats != nullptr) stats->AddLength(dur[j]);
-    if (static_cast<int>(d) > top) {
-      for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
-    }
-    acc[d] += x;
-    top = static_cast<int>(d);
+    end = begin;
   }
 }
 

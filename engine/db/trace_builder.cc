@@ -157,7 +157,7 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
 Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n) {
   TrackState& s = State(track);
   const int32_t rank = w_->TrackRank(track);
-  std::vector<Frame>& stack = s.stack;
+  auto& stack = s.stack;
   size_t i = 0;
   while (i < n) {
     // As many as the rank's pending block has room for, written through local pointers.
