@@ -522,62 +522,51 @@ bool ColumnPass(const RowColumns& c, size_t n, EncodeScratch& s, BlockZone* zone
   std::memset(s.masks.data(), 0, n);
   o->kinds = n;
   o->masks = n;
-  // 3. Names and categories: dense indexes in row order, and each (name, cat)'s statistics,
-  // its BlockNameInfo found again only when the name or the category changes.
+  // 3. Names and categories: dense indexes in row order, and each (name, cat)'s statistics.
+  // Names change from row to row in most traces (a parent, then its children): each row finds
+  // its name's index and BlockNameInfo by table lookups, as RowPass does, without a branch on
+  // whether the name changed; the category, which seldom changes, keeps that branch.
   {
     const uint32_t* const name = c.name.data();
     const uint32_t* const cat = c.cat.data();
     char* namec = s.namec.data();
     char* catc = s.catc.data();
     EncodeScratch::NameInfoSlot* const info_of_name = s.info_of_name.data();
-    uint32_t last_name = name[0], ni = s.names.Index(last_name);
+    BlockNameInfo* infos = zone->names.data();
+    const uint32_t* name_flat = s.names.flat();
+    size_t name_flat_size = s.names.flat_size();
     uint32_t last_cat = cat[0], ci = s.cats.Index(last_cat);
-    BlockNameInfo* info = nullptr;
-    auto find_info = [&](size_t j) {
-      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(RowKind::kSpan) + 1;
-      const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
-      uint32_t at = slot.info;
-      if (slot.combo != combo)
-        at = OtherNameInfo(s, zone, ni, combo, name[j], cat[j], RowKind::kSpan, dur[j]);
-      return &zone->names[at];
-    };
-    // The current info's sum, min and max in registers (the histogram's stores would otherwise
-    // make them a load and a store per row), written back when the info changes.
-    info = find_info(0);
-    int64_t total = info->total_dur, min_dur = info->min_dur, max_dur = info->max_dur;
-    uint64_t* hist = info->hist.data();
     for (size_t j = 0; j < n; ++j) {
       const uint32_t nm = name[j], ct = cat[j];
-      if (nm != last_name || ct != last_cat) [[unlikely]] {
-        info->total_dur = total;
-        info->min_dur = min_dur;
-        info->max_dur = max_dur;
-        if (nm != last_name) {
-          last_name = nm;
-          ni = s.names.Index(nm);
-        }
-        if (ct != last_cat) {
-          last_cat = ct;
-          ci = s.cats.Index(ct);
-        }
-        info = find_info(j);
-        total = info->total_dur;
-        min_dur = info->min_dur;
-        max_dur = info->max_dur;
-        hist = info->hist.data();
+      uint32_t ni;
+      if (nm < name_flat_size && name_flat[nm] != UINT32_MAX) [[likely]] {
+        ni = name_flat[nm];
+      } else {
+        ni = s.names.IndexSlow(nm);
+        name_flat = s.names.flat();
+        name_flat_size = s.names.flat_size();
+      }
+      if (ct != last_cat) [[unlikely]] {
+        last_cat = ct;
+        ci = s.cats.Index(ct);
       }
       namec = EncodeVarint64(namec, ni);
       catc = EncodeVarint64(catc, ci);
       const int64_t d = dur[j];
+      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(RowKind::kSpan) + 1;
+      const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
+      uint32_t at = slot.info;
+      if (slot.combo != combo) [[unlikely]] {
+        at = OtherNameInfo(s, zone, ni, combo, nm, ct, RowKind::kSpan, d);
+        infos = zone->names.data();
+      }
+      BlockNameInfo& info = infos[at];
       // (info.count is the sum of info.hist, taken after the pass.)
-      total = SaturatingAdd(total, d);  // sums saturate, never overflow
-      min_dur = std::min(min_dur, d);
-      max_dur = std::max(max_dur, d);
-      hist[static_cast<size_t>(DurationBucketInline(d))]++;
+      info.total_dur = SaturatingAdd(info.total_dur, d);  // sums saturate, never overflow
+      info.min_dur = std::min(info.min_dur, d);
+      info.max_dur = std::max(info.max_dur, d);
+      info.hist[static_cast<size_t>(DurationBucketInline(d))]++;
     }
-    info->total_dur = total;
-    info->min_dur = min_dur;
-    info->max_dur = max_dur;
     o->namec = static_cast<size_t>(namec - s.namec.data());
     o->catc = static_cast<size_t>(catc - s.catc.data());
   }
