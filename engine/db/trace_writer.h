@@ -3,7 +3,8 @@
 // Work is done in batches: BeginBatch() opens a SQLite transaction, CommitBatch() writes what is
 // buffered (full and partial event blocks with their zone maps, new strings and tracks, name
 // statistics, steps, stats) and commits, so a process killed at any moment leaves the database
-// as of the last commit. Rows are buffered per rank and cut into blocks of 64K events.
+// as of the last commit. Rows are buffered per rank as columns (RowColumns, event_block.h),
+// which TraceBuilder::CompleteRun fills directly, and cut into blocks of kBlockRows events.
 // Thread safety: one thread at a time.
 // Format: docs/database-format.md.
 #pragma once
