@@ -416,7 +416,9 @@ TEST(RowColumns, EncodeEqualsTheRowsEncodedAndDecodesToThem) {
       }
     }
     ASSERT_EQ(cols.n, n);
-    if (plain) EXPECT_EQ(cols.special, 0u) << "round " << round;
+    if (plain) {
+      EXPECT_EQ(cols.special, 0u) << "round " << round;
+    }
     std::string from_rows, from_cols;
     engine::BlockZone zone_rows, zone_cols;
     engine::EncodeBlock(rows, &from_rows, &zone_rows);
