@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <type_traits>
 #include <unordered_map>
 
 #include "engine/db/event_block.h"
@@ -811,17 +812,25 @@ void EncodeBlock(const RowColumns& cols, std::string* out, BlockZone* zone) {
 
 void RowColumns::Reserve(size_t rows) {
   if (rows <= capacity()) return;
-  ts.resize(rows);
-  dur.resize(rows);
-  track.resize(rows);
-  name.resize(rows);
-  cat.resize(rows);
-  depth.resize(rows);
-  k.resize(rows);
-  parent_k.resize(rows);
-  kind.resize(rows);
-  mask.resize(rows);
-  extra.resize(rows);
+  // New arrays left uninitialized (DefaultInitAllocator) with the n rows written so far copied
+  // in: rows past n are never read, so they are neither zero-filled nor copied.
+  auto grow = [this, rows](auto* col) {
+    std::remove_reference_t<decltype(*col)> bigger(rows);
+    std::copy(col->begin(), col->begin() + static_cast<ptrdiff_t>(std::min(n, col->size())),
+              bigger.begin());
+    col->swap(bigger);
+  };
+  grow(&ts);
+  grow(&dur);
+  grow(&track);
+  grow(&name);
+  grow(&cat);
+  grow(&depth);
+  grow(&k);
+  grow(&parent_k);
+  grow(&kind);
+  grow(&mask);
+  grow(&extra);
 }
 
 RowColumns::Extra& RowColumns::NewExtra(size_t row) {

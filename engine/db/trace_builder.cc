@@ -161,9 +161,9 @@ Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* e
   size_t i = 0;
   while (i < n) {
     // As many as the rank's pending block has room for, written through local pointers.
-    RowColumns& c = w_->PendingColumns(rank, track);
+    RowColumns& c = w_->PendingColumns(rank, track, n - i);
     const size_t at = c.n;
-    const size_t m = std::min(n - i, TraceWriter::kBlockRows - at);
+    const size_t m = std::min(n - i, c.capacity() - at);
     int64_t* const ts_col = c.ts.data() + at;
     int64_t* const dur_col = c.dur.data() + at;
     uint32_t* const track_col = c.track.data() + at;

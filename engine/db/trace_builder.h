@@ -18,11 +18,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "engine/db/event_block.h"
@@ -93,26 +91,8 @@ class TraceBuilder {
   };
   // Frames are trivial: a resize (CompleteRun makes room for a run's pushes at once) leaves
   // the new ones uninitialized instead of zeroing them.
-  template <class T>
-  struct UninitAllocator : std::allocator<T> {
-    template <class U>
-    struct rebind {
-      using other = UninitAllocator<U>;
-    };
-    UninitAllocator() = default;
-    template <class U>
-    UninitAllocator(const UninitAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
-    template <class U>
-    void construct(U* p) {
-      ::new (static_cast<void*>(p)) U;
-    }
-    template <class U, class... Args>
-    void construct(U* p, Args&&... args) {
-      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-    }
-  };
   struct TrackState {
-    std::vector<Frame, UninitAllocator<Frame>> stack;
+    std::vector<Frame, DefaultInitAllocator<Frame>> stack;
     std::vector<OpenSpan> open;  // one per frame of `stack` with end INT64_MAX, in stack order
   };
 

@@ -101,7 +101,6 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
 void TraceWriter::SelectRank(int32_t rank) {
   last_rows_ = &pending_[rank];
   last_rank_ = rank;
-  last_rows_->cols.Reserve(kBlockRows);
 }
 
 Status TraceWriter::AddRow(int32_t rank, Row row) {

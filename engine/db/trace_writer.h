@@ -9,6 +9,7 @@
 // Format: docs/database-format.md.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -92,17 +93,20 @@ class TraceWriter {
     return scratch_;
   }
   Status CommitRow() {
+    MakeRoom(&last_rows_->cols, 1);
     last_rows_->cols.Append(scratch_);
     if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
   }
-  // The pending columns of `rank`, for a caller that writes rows straight into them (with room
-  // for kBlockRows - n of them), marking `track` written; after writing m rows it sets n += m
-  // and calls FinishColumns(). (TraceBuilder::CompleteRun: a run's column pointers then stay
-  // in registers, where PutSpan reloads them from the vectors after every store.)
-  RowColumns& PendingColumns(int32_t rank, uint32_t track) {
+  // The pending columns of `rank`, for a caller that writes rows straight into them, with room
+  // for at least min(want, kBlockRows - n) more (capacity() - n of them, never past a block),
+  // marking `track` written; after writing m rows it sets n += m and calls FinishColumns().
+  // (TraceBuilder::CompleteRun: a run's column pointers then stay in registers, where PutSpan
+  // reloads them from the vectors after every store.) REQUIRES: want >= 1.
+  RowColumns& PendingColumns(int32_t rank, uint32_t track, size_t want) {
     tracks_[track].dirty = true;
     if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    MakeRoom(&last_rows_->cols, want);
     return last_rows_->cols;
   }
   // Encodes the block of PendingColumns() once it is full.
@@ -118,6 +122,7 @@ class TraceWriter {
     tracks_[track].dirty = true;
     if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
     RowColumns& c = last_rows_->cols;
+    MakeRoom(&c, 1);
     c.PutSpan(ts, dur, track, name, cat, k, depth, parent_k, args);
     if (c.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
@@ -159,6 +164,15 @@ class TraceWriter {
   Status WriteBlock(int32_t rank, PendingRows* pending);
   // Makes `rank`'s pending rows the ones NewRow() and PutSpan() append to.
   void SelectRank(int32_t rank);
+  // Room in `c` for min(want, kBlockRows - c->n) more rows. The columns grow as a rank's rows
+  // come (doubling, from 1,024 rows, up to a block), not a block's worth at once: a batch holds
+  // the pending rows of up to 64 ranks, and a rank with few events then costs what it writes.
+  static void MakeRoom(RowColumns* c, size_t want) {
+    const size_t need = c->n + std::min(want, kBlockRows - c->n);
+    if (need > c->capacity()) [[unlikely]] {
+      c->Reserve(std::min(kBlockRows, std::max({need, 2 * c->capacity(), size_t{1024}})));
+    }
+  }
   // Back to Row's defaults, field by field (the scratch Row's json keeps its capacity); the
   // caller sets the track.
   static void ResetRow(Row* r) {
