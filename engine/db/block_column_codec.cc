@@ -256,11 +256,12 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
     acc >>= used & 56;
     used &= 7;
   };
-  for (size_t i = 0; i < n; ++i) {
-    const size_t slot = FibonacciHash(v[i]) >> 58;
-    const int s = exact_slot[slot] == v[i] ? exact_sym[slot] : BitLength(v[i]);
-    const SymbolOut& o = sym[s];
-    const uint64_t m = v[i] & o.mmask;
+  auto symbol = [&](uint64_t x) -> const SymbolOut& {
+    const size_t slot = FibonacciHash(x) >> 58;
+    return sym[exact_slot[slot] == x ? exact_sym[slot] : BitLength(x)];
+  };
+  auto put_one = [&](uint64_t x, const SymbolOut& o) {
+    const uint64_t m = x & o.mmask;
     if (o.total <= 56) [[likely]] {
       acc |= (o.code | (m << o.len)) << used;
       used += o.total;
@@ -277,7 +278,27 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
       used += o.mbits - lo;
     }
     flush();
+  };
+  // Two values per step where their bits fit in the accumulator together (at most 56 bits
+  // after the 7 left over): one shift into it and one store for both, which halves the chain
+  // through `acc` and `used` that each value otherwise waits on. Same bits as one at a time.
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    const uint64_t x0 = v[i], x1 = v[i + 1];
+    const SymbolOut& o0 = symbol(x0);
+    const SymbolOut& o1 = symbol(x1);
+    if (o0.total + o1.total <= 56) [[likely]] {
+      const uint64_t b0 = o0.code | ((x0 & o0.mmask) << o0.len);
+      const uint64_t b1 = o1.code | ((x1 & o1.mmask) << o1.len);
+      acc |= (b0 | (b1 << o0.total)) << used;
+      used += o0.total + o1.total;
+      flush();
+    } else {
+      put_one(x0, o0);
+      put_one(x1, o1);
+    }
   }
+  if (i < n) put_one(v[i], symbol(v[i]));
   if (used > 0) *p++ = static_cast<char>(acc);
   dst->append(p0, static_cast<size_t>(p - p0));
 }
@@ -498,29 +519,39 @@ bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, 
 
 void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
                           HuffmanColumnStats* stats) {
-  // Backwards: when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
+  // Backwards, a track run at a time (the next row's depth kept in a local: no per-row look at
+  // the tracks): when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
   // the rows of depth d + 1 after it up to the next row of depth <= d: its children. Entries
   // above `top` count as zero (they are cleared when first used).
   uint64_t acc[kPredictDepth + 1];
-  int top = -1;
-  for (size_t j = n; j-- > 0;) {
-    if (j + 1 == n || track[j] != track[j + 1]) top = -1;  // a new track run
-    const uint32_t d = depth[j];
-    const uint64_t x = dur[j];
-    if (d >= kPredictDepth) {
-      if (stats != nullptr) stats->AddLength(x);
-      continue;
+  HuffmanColumnStats unused;
+  HuffmanColumnStats& st = stats != nullptr ? *stats : unused;
+  size_t end = n;
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && track[begin - 1] == track[end - 1]) --begin;
+    int top = -1;
+    uint32_t next_depth = 0;  // the run's last row has no next row: never a parent
+    for (size_t j = end; j-- > begin;) {
+      const uint32_t d = depth[j], nd = next_depth;
+      next_depth = d;
+      const uint64_t x = dur[j];
+      if (d >= kPredictDepth) {
+        st.AddLength(x);
+        continue;
+      }
+      if (nd > d) {
+        const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
+        dur[j] = ZigZag(static_cast<int64_t>(x - children));
+      }
+      st.AddLength(dur[j]);
+      if (static_cast<int>(d) > top) {
+        for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
+      }
+      acc[d] += x;
+      top = static_cast<int>(d);
     }
-    if (j + 1 < n && track[j + 1] == track[j] && depth[j + 1] > d) {
-      const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
-      dur[j] = ZigZag(static_cast<int64_t>(x - children));
-    }
-    if (stats != nullptr) stats->AddLength(dur[j]);
-    if (static_cast<int>(d) > top) {
-      for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
-    }
-    acc[d] += x;
-    top = static_cast<int>(d);
+    end = begin;
   }
 }
 

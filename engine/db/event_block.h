@@ -8,8 +8,10 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/segment/segment_format.h"
@@ -138,6 +140,94 @@ class DecodedBlock {
   uint32_t decoded_ = 0;
   uint32_t max_depth_ = 0;  // the depth column's largest value, once decoded
 };
+
+// An allocator whose value-less construct leaves a trivial T uninitialized: a vector of them
+// resized is not zero-filled first. RowColumns sizes its arrays for a whole block at once, and
+// pages that are never written then never become resident (a rank with few events in a batch
+// costs what it writes, not a block's 930 KB); the builder's frame stack makes room for a run.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <class U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  template <class U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+// The rows of one block as columns (struct of arrays), in row order: what TraceWriter buffers
+// and EncodeBlock(const RowColumns&) encodes, to the same bytes and zone map as the same rows
+// given as Rows. The builder writes a span's few fields straight into the arrays (PutSpan),
+// instead of a 144-byte Row that the encoder reads back; a row's typed arguments, JSON and
+// counter value live in `extras`, only for the rows that have any.
+struct RowColumns {
+  struct Extra {
+    EventArgs args;
+    double value = 0;
+    std::string json;
+  };
+  size_t n = 0;  // rows
+  template <class T>
+  using Column = std::vector<T, DefaultInitAllocator<T>>;  // rows [0, n) written
+  Column<int64_t> ts, dur;
+  Column<uint32_t> track, name, cat, depth;
+  Column<uint64_t> k, parent_k;
+  Column<uint8_t> kind;       // RowKind
+  Column<uint32_t> mask;      // as stored: (args.mask & kAllFields) | kHasJson | kOpen
+  Column<uint32_t> extra;     // 0: none; else 1 + the row's index in `extras`
+  std::vector<Extra> extras;  // [0, nextras) in use; kept for their strings' capacity
+  size_t nextras = 0;
+  // Rows that are not a plain span (kind kSpan, mask 0): while none, the encoder takes its
+  // passes over the arrays (ColumnPass) instead of a loop over rows.
+  size_t special = 0;
+
+  size_t capacity() const { return ts.size(); }
+  // Room for `rows` rows, rows [0, n) kept (TraceWriter grows a rank's columns as its rows
+  // come, up to a block, and reuses them block after block).
+  void Reserve(size_t rows);
+  void Clear() { n = nextras = special = 0; }
+  // Appends a copy of `r`. REQUIRES: n < capacity().
+  void Append(const Row& r);
+  // Appends a span without JSON, not open, the arguments copied when `args` has any field.
+  // REQUIRES: n < capacity().
+  void PutSpan(int64_t ts_, int64_t dur_, uint32_t track_, uint32_t name_, uint32_t cat_,
+               uint64_t k_, uint32_t depth_, uint64_t parent_k_, const EventArgs* args) {
+    const size_t i = n++;
+    ts[i] = ts_;
+    dur[i] = dur_;
+    track[i] = track_;
+    name[i] = name_;
+    cat[i] = cat_;
+    k[i] = k_;
+    depth[i] = depth_;
+    parent_k[i] = parent_k_;
+    kind[i] = static_cast<uint8_t>(RowKind::kSpan);
+    const uint32_t m = args != nullptr ? (args->mask & EventArgs::kAllFields) : 0;
+    mask[i] = m;
+    extra[i] = 0;
+    if (m != 0) [[unlikely]] {
+      NewExtra(i).args = *args;
+      ++special;
+    }
+  }
+  // Row i as a Row (tests, and the rare reader of single rows).
+  Row RowAt(size_t i) const;
+  // Gives row `row` a cleared Extra (its `extra` index set) and returns it.
+  Extra& NewExtra(size_t row);
+};
+
+// Encodes the n rows of `cols`: the same bytes and zone map as EncodeBlock of the same rows as
+// Rows. REQUIRES: cols.n in [1, 65536].
+void EncodeBlock(const RowColumns& cols, std::string* out, BlockZone* zone);
 
 // Decompresses and checks a block, then decodes the column groups in `want` (more can follow
 // with Need()). Corruption (never a crash) on malformed input; `block` is the block id, for

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <type_traits>
 #include <unordered_map>
 
 #include "engine/db/event_block.h"
@@ -135,6 +136,72 @@ struct EncodeScratch {
   }
 };
 
+// The rows the encoder reads, two ways: an array of Rows, or RowColumns. The row pass and the
+// rest of EncodeBlock are templates over these, so both give the same bytes.
+class RowSource {
+ public:
+  explicit RowSource(const Row* rows) : rows_(rows) {}
+  int64_t ts(size_t i) const { return rows_[i].ts; }
+  int64_t dur(size_t i) const { return rows_[i].dur; }
+  uint32_t track(size_t i) const { return rows_[i].track; }
+  uint32_t name(size_t i) const { return rows_[i].name; }
+  uint32_t cat(size_t i) const { return rows_[i].cat; }
+  uint32_t depth(size_t i) const { return rows_[i].depth; }
+  uint64_t k(size_t i) const { return rows_[i].k; }
+  uint64_t parent_k(size_t i) const { return rows_[i].parent_k; }
+  RowKind kind(size_t i) const { return rows_[i].kind; }
+  uint32_t mask(size_t i) const {
+    const Row& r = rows_[i];
+    return (r.args.mask & EventArgs::kAllFields) | (r.json.empty() ? 0 : DecodedBlock::kHasJson) |
+           (r.open ? DecodedBlock::kOpen : 0);
+  }
+  // Only for a row whose mask has argument fields (args), kHasJson (json), or a counter (value).
+  const EventArgs& args(size_t i) const { return rows_[i].args; }
+  std::string_view json(size_t i) const { return rows_[i].json; }
+  double value(size_t i) const { return rows_[i].value; }
+
+ private:
+  const Row* rows_;
+};
+
+class ColumnSource {
+ public:
+  explicit ColumnSource(const RowColumns& c)
+      : ts_(c.ts.data()),
+        dur_(c.dur.data()),
+        track_(c.track.data()),
+        name_(c.name.data()),
+        cat_(c.cat.data()),
+        depth_(c.depth.data()),
+        k_(c.k.data()),
+        parent_k_(c.parent_k.data()),
+        kind_(c.kind.data()),
+        mask_(c.mask.data()),
+        extra_(c.extra.data()),
+        extras_(c.extras.data()) {}
+  int64_t ts(size_t i) const { return ts_[i]; }
+  int64_t dur(size_t i) const { return dur_[i]; }
+  uint32_t track(size_t i) const { return track_[i]; }
+  uint32_t name(size_t i) const { return name_[i]; }
+  uint32_t cat(size_t i) const { return cat_[i]; }
+  uint32_t depth(size_t i) const { return depth_[i]; }
+  uint64_t k(size_t i) const { return k_[i]; }
+  uint64_t parent_k(size_t i) const { return parent_k_[i]; }
+  RowKind kind(size_t i) const { return static_cast<RowKind>(kind_[i]); }
+  uint32_t mask(size_t i) const { return mask_[i]; }
+  const EventArgs& args(size_t i) const { return extras_[extra_[i] - 1].args; }
+  std::string_view json(size_t i) const { return extras_[extra_[i] - 1].json; }
+  double value(size_t i) const { return extras_[extra_[i] - 1].value; }
+
+ private:
+  const int64_t *ts_, *dur_;
+  const uint32_t *track_, *name_, *cat_, *depth_;
+  const uint64_t *k_, *parent_k_;
+  const uint8_t* kind_;
+  const uint32_t *mask_, *extra_;
+  const RowColumns::Extra* extras_;
+};
+
 // What the row pass finds besides the columns.
 struct RowPassOut {
   int64_t base = INT64_MAX;       // the smallest ts
@@ -150,12 +217,17 @@ struct RowPassOut {
   HuffmanColumnStats ts_stats;
   size_t ks = 0, parents = 0, depths = 0, kinds = 0, namec = 0, catc = 0, masks = 0;  // sizes
   uint64_t runs = 0;
+  // Each row's depth and track in (track, k) order, for DurationsToResiduals: the scratch's
+  // copies (RowPass), or the columns themselves when they are in that order (ColumnPass).
+  const uint32_t* depth = nullptr;
+  const uint32_t* track = nullptr;
 };
 
 // The first (name, cat, kind) of a name, or another one of it: its BlockNameInfo, created on
 // first sight. Out of line: a name's first combination is what nearly every row finds.
 [[gnu::noinline]] uint32_t OtherNameInfo(EncodeScratch& s, BlockZone* zone, uint32_t name_idx,
-                                         uint32_t combo, const Row& r) {
+                                         uint32_t combo, uint32_t name, uint32_t cat, RowKind kind,
+                                         int64_t dur) {
   EncodeScratch::NameInfoSlot& slot = s.info_of_name[name_idx];
   const auto next = static_cast<uint32_t>(zone->names.size());
   uint32_t at;
@@ -168,11 +240,11 @@ struct RowPassOut {
     at = next;
   }
   BlockNameInfo& info = zone->names.emplace_back();
-  info.name = r.name;
-  info.cat = r.cat;
-  info.kind = r.kind;
-  info.min_dur = r.dur;
-  info.max_dur = r.dur;
+  info.name = name;
+  info.cat = cat;
+  info.kind = kind;
+  info.min_dur = dur;
+  info.max_dur = dur;
   return at;
 }
 
@@ -185,8 +257,8 @@ struct RowPassOut {
 // `order` it also checks the order and assigns the dense name and category indexes; it returns
 // false, its outputs to be discarded, at the first row out of order. (Rows are large, and a
 // block of them does not fit in a core's cache: the one pass reads each once.)
-template <bool kPermuted>
-bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s, BlockZone* zone,
+template <bool kPermuted, class Rows>
+bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s, BlockZone* zone,
              RowPassOut* o) {
   char* const ks0 = s.ks.data();
   char* const parents0 = s.parents.data();
@@ -224,8 +296,8 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
     cat_flat_size = s.cats.flat_size();
     return x;
   };
-  const int64_t ts0 = rows[0].ts;
-  const int64_t ts_ref = rows[kPermuted ? order[0] : 0].ts;
+  const int64_t ts0 = rows.ts(0);
+  const int64_t ts_ref = rows.ts(kPermuted ? order[0] : 0);
   int64_t base = INT64_MAX, max_dur = 0, max_end = INT64_MIN;
   bool end_overflow = false;  // some ts + dur outside int64 (hostile input): max_end is wrong
   uint64_t ts_gcd = 0, dur_gcd = 0, runs = 0;
@@ -236,50 +308,56 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
   uint32_t prev_depth = 0;
   uint32_t last_name = 0, last_name_idx = 0, last_cat = 0, last_cat_idx = 0;
   if (!kPermuted) {
-    last_name = rows[0].name;
+    last_name = rows.name(0);
     last_name_idx = name_index(last_name);
-    last_cat = rows[0].cat;
+    last_cat = rows.cat(0);
     last_cat_idx = cat_index(last_cat);
   }
   for (size_t j = 0; j < n; ++j) {
     const size_t i = kPermuted ? order[j] : j;
-    const Row& r = rows[i];
-    const bool run_start = j == 0 || r.track != run_track;
+    const uint32_t r_track = rows.track(i);
+    const uint64_t r_k = rows.k(i);
+    const int64_t r_ts = rows.ts(i), r_dur = rows.dur(i);
+    const uint32_t r_depth = rows.depth(i);
+    const RowKind r_kind = rows.kind(i);
+    const bool run_start = j == 0 || r_track != run_track;
     if (run_start) {
       if (j != 0) {
-        if (!kPermuted && r.track < run_track) return false;
+        if (!kPermuted && r_track < run_track) return false;
         s.run_col.Reserve(20);
         s.run_col.PutVarint(run_track);
         s.run_col.PutVarint(run_len);
         ++runs;
       }
-      run_track = r.track;
+      run_track = r_track;
       run_len = 0;
       prev_k = 0;
-      s.run_starts.emplace_back(j, r.ts);
-    } else if (!kPermuted && r.k < prev_k) {
+      s.run_starts.emplace_back(j, r_ts);
+    } else if (!kPermuted && r_k < prev_k) {
       return false;
     }
     ++run_len;
-    ks = EncodeVarint64(ks, ZigZag(static_cast<int64_t>(r.k - prev_k)));
-    prev_k = r.k;
+    ks = EncodeVarint64(ks, ZigZag(static_cast<int64_t>(r_k - prev_k)));
+    prev_k = r_k;
     // parent_k as k + 2 - parent_k (0: none), in wrap-around arithmetic like its decoder.
+    const uint64_t r_parent_k = rows.parent_k(i);
     parents = EncodeVarint64(
-        parents, ZigZag(r.parent_k == 0 ? 0 : static_cast<int64_t>(r.k + 2 - r.parent_k)));
-    depths = EncodeVarint64(depths, r.depth);
-    *kinds++ = static_cast<char>(r.kind);
+        parents, ZigZag(r_parent_k == 0 ? 0 : static_cast<int64_t>(r_k + 2 - r_parent_k)));
+    depths = EncodeVarint64(depths, r_depth);
+    *kinds++ = static_cast<char>(r_kind);
     uint32_t ni, ci;
     if (kPermuted) {
       ni = s.name_idx[i];
       ci = s.cat_idx[i];
     } else {
-      if (r.name != last_name) {
-        last_name = r.name;
-        last_name_idx = name_index(r.name);
+      const uint32_t r_name = rows.name(i), r_cat = rows.cat(i);
+      if (r_name != last_name) {
+        last_name = r_name;
+        last_name_idx = name_index(r_name);
       }
-      if (r.cat != last_cat) {
-        last_cat = r.cat;
-        last_cat_idx = cat_index(r.cat);
+      if (r_cat != last_cat) {
+        last_cat = r_cat;
+        last_cat_idx = cat_index(r_cat);
       }
       ni = last_name_idx;
       ci = last_cat_idx;
@@ -287,68 +365,69 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
     namec = EncodeVarint64(namec, ni);
     catc = EncodeVarint64(catc, ci);
     {
-      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(r.kind) + 1;
+      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(r_kind) + 1;
       const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
       uint32_t at = slot.info;
       if (slot.combo != combo) [[unlikely]] {
-        at = OtherNameInfo(s, zone, ni, combo, r);
+        at = OtherNameInfo(s, zone, ni, combo, rows.name(i), rows.cat(i), r_kind, r_dur);
         infos = zone->names.data();
       }
       BlockNameInfo& info = infos[at];
       // (info.count is the sum of info.hist, taken after the pass.)
-      info.total_dur = SaturatingAdd(info.total_dur, r.dur);  // sums saturate, never overflow
-      info.min_dur = std::min(info.min_dur, r.dur);
-      info.max_dur = std::max(info.max_dur, r.dur);
-      info.hist[static_cast<size_t>(DurationBucketInline(r.dur))]++;
+      info.total_dur = SaturatingAdd(info.total_dur, r_dur);  // sums saturate, never overflow
+      info.min_dur = std::min(info.min_dur, r_dur);
+      info.max_dur = std::max(info.max_dur, r_dur);
+      info.hist[static_cast<size_t>(DurationBucketInline(r_dur))]++;
     }
     // The ts delta against its reference (a run's first against the first row's ts, to be
     // made against the base if that is not it).
     const int64_t delta =
-        WrapSub(r.ts, TsReference(run_start, ts_ref, prev_ts, prev_end, r.depth, prev_depth));
+        WrapSub(r_ts, TsReference(run_start, ts_ref, prev_ts, prev_end, r_depth, prev_depth));
     tss[j] = static_cast<uint64_t>(delta);
     ts_signed |= delta < 0;
     o->ts_stats.Add(static_cast<uint64_t>(delta));
-    durs[j] = static_cast<uint64_t>(r.dur);
-    sorted_depth[j] = r.depth;
-    sorted_track[j] = r.track;
-    prev_ts = r.ts;
-    prev_end = WrapAdd(r.ts, r.dur);
-    prev_depth = r.depth;
-    base = std::min(base, r.ts);
+    durs[j] = static_cast<uint64_t>(r_dur);
+    sorted_depth[j] = r_depth;
+    sorted_track[j] = r_track;
+    prev_ts = r_ts;
+    prev_end = WrapAdd(r_ts, r_dur);
+    prev_depth = r_depth;
+    base = std::min(base, r_ts);
     int64_t end;
-    end_overflow |= __builtin_add_overflow(r.ts, r.dur, &end);
+    end_overflow |= __builtin_add_overflow(r_ts, r_dur, &end);
     max_end = std::max(max_end, end);
-    max_dur = std::max(max_dur, r.dur);
+    max_dur = std::max(max_dur, r_dur);
     // (Once a gcd is 1 it stays 1: skip the division. The differences from rows[0], whatever
     // the order, have the gcd of all the differences between starts.)
     if (ts_gcd != 1) {
-      const uint64_t d = r.ts >= ts0 ? static_cast<uint64_t>(r.ts) - static_cast<uint64_t>(ts0)
-                                     : static_cast<uint64_t>(ts0) - static_cast<uint64_t>(r.ts);
+      const uint64_t d = r_ts >= ts0 ? static_cast<uint64_t>(r_ts) - static_cast<uint64_t>(ts0)
+                                     : static_cast<uint64_t>(ts0) - static_cast<uint64_t>(r_ts);
       ts_gcd = std::gcd(ts_gcd, d);
     }
-    if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(r.dur));
-    const uint32_t mask = (r.args.mask & EventArgs::kAllFields) |
-                          (r.json.empty() ? 0 : DecodedBlock::kHasJson) |
-                          (r.open ? DecodedBlock::kOpen : 0);
+    if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(r_dur));
+    const uint32_t mask = rows.mask(i);
     masks = EncodeVarint64(masks, mask);
-    if (mask != 0) {
+    if (mask & EventArgs::kAllFields) {
+      const EventArgs& a = rows.args(i);
       ByteBuf& args = s.args;
       args.Reserve(60);
-      if (mask & EventArgs::kBytes) args.PutVarint(r.args.bytes);
-      if (mask & EventArgs::kPeer) args.PutVarint(ZigZag(r.args.peer));
-      if (mask & EventArgs::kTag) args.PutVarint(ZigZag(r.args.tag));
-      if (mask & EventArgs::kComm) args.PutVarint(r.args.comm);
-      if (mask & EventArgs::kSeq) args.PutVarint(r.args.seq);
-      if (mask & EventArgs::kFlow) args.PutVarint(r.args.flow);
-      if (!r.json.empty()) {
-        s.json.Reserve(10 + r.json.size());
-        s.json.PutVarint(r.json.size());
-        s.json.PutBytes(r.json.data(), r.json.size());
-      }
+      if (mask & EventArgs::kBytes) args.PutVarint(a.bytes);
+      if (mask & EventArgs::kPeer) args.PutVarint(ZigZag(a.peer));
+      if (mask & EventArgs::kTag) args.PutVarint(ZigZag(a.tag));
+      if (mask & EventArgs::kComm) args.PutVarint(a.comm);
+      if (mask & EventArgs::kSeq) args.PutVarint(a.seq);
+      if (mask & EventArgs::kFlow) args.PutVarint(a.flow);
     }
-    if (r.kind == RowKind::kCounter) {
+    if (mask & DecodedBlock::kHasJson) {
+      const std::string_view json = rows.json(i);
+      s.json.Reserve(10 + json.size());
+      s.json.PutVarint(json.size());
+      s.json.PutBytes(json.data(), json.size());
+    }
+    if (r_kind == RowKind::kCounter) {
+      const double value = rows.value(i);
       uint64_t bits;
-      std::memcpy(&bits, &r.value, 8);
+      std::memcpy(&bits, &value, 8);
       s.values.Reserve(8);
       s.values.PutFixed64(bits);
     }
@@ -357,11 +436,13 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
   s.run_col.PutVarint(run_track);
   s.run_col.PutVarint(run_len);
   ++runs;
+  o->depth = sorted_depth;
+  o->track = sorted_track;
   o->base = base;
   if (end_overflow) [[unlikely]] {
     __int128 last_end = INT64_MIN;
     for (size_t i = 0; i < n; ++i) {
-      last_end = std::max(last_end, static_cast<__int128>(rows[i].ts) + rows[i].dur);
+      last_end = std::max(last_end, static_cast<__int128>(rows.ts(i)) + rows.dur(i));
     }
     o->last_end = last_end;
   } else {
@@ -383,9 +464,191 @@ bool RowPass(const Row* rows, const uint32_t* order, size_t n, EncodeScratch& s,
   return true;
 }
 
+// RowPass for the builder's columns when every row is a plain span (RowColumns::special == 0:
+// kind kSpan, no arguments, no JSON, not open), as passes over the arrays instead of one loop
+// over rows: the structure (runs, order, k, parent, depth), the names and their statistics,
+// the ts deltas, then the time base and gcds. Each pass reads two to four arrays and keeps its
+// few cursors in registers; the kinds and masks are constant (memset), the gcd pass stops
+// once both gcds are 1 (a few rows in), and DurationsToResiduals reads the depth and track
+// columns in place. Same outputs as RowPass<false> over the same rows, and the same `false`
+// for rows out of (track, k) order.
+bool ColumnPass(const RowColumns& c, size_t n, EncodeScratch& s, BlockZone* zone, RowPassOut* o) {
+  const int64_t* const ts = c.ts.data();
+  const int64_t* const dur = c.dur.data();
+  const uint32_t* const track = c.track.data();
+  const uint64_t* const k = c.k.data();
+  const uint64_t* const parent_k = c.parent_k.data();
+  const uint32_t* const depth = c.depth.data();
+  // 1. Runs, their order, and the k, parent and depth columns.
+  {
+    char* ks = s.ks.data();
+    char* parents = s.parents.data();
+    char* depths = s.depths.data();
+    uint32_t run_track = track[0];
+    size_t run_begin = 0;
+    uint64_t prev_k = 0, runs = 0;
+    s.run_starts.emplace_back(0, ts[0]);
+    for (size_t j = 0; j < n; ++j) {
+      const uint32_t t = track[j];
+      const uint64_t kj = k[j];
+      if (t != run_track) [[unlikely]] {
+        if (t < run_track) return false;
+        s.run_col.Reserve(20);
+        s.run_col.PutVarint(run_track);
+        s.run_col.PutVarint(j - run_begin);
+        ++runs;
+        run_track = t;
+        run_begin = j;
+        prev_k = 0;
+        s.run_starts.emplace_back(j, ts[j]);
+      } else if (kj < prev_k) [[unlikely]] {
+        return false;
+      }
+      ks = EncodeVarint64(ks, ZigZag(static_cast<int64_t>(kj - prev_k)));
+      prev_k = kj;
+      const uint64_t pk = parent_k[j];
+      parents = EncodeVarint64(parents, ZigZag(pk == 0 ? 0 : static_cast<int64_t>(kj + 2 - pk)));
+      depths = EncodeVarint64(depths, depth[j]);
+    }
+    s.run_col.Reserve(20);
+    s.run_col.PutVarint(run_track);
+    s.run_col.PutVarint(n - run_begin);
+    o->runs = runs + 1;
+    o->ks = static_cast<size_t>(ks - s.ks.data());
+    o->parents = static_cast<size_t>(parents - s.parents.data());
+    o->depths = static_cast<size_t>(depths - s.depths.data());
+  }
+  // 2. Kinds and masks: every row a span without arguments (one byte each).
+  std::memset(s.kinds.data(), static_cast<int>(RowKind::kSpan), n);
+  std::memset(s.masks.data(), 0, n);
+  o->kinds = n;
+  o->masks = n;
+  // 3. Names and categories: dense indexes in row order, and each (name, cat)'s statistics.
+  // Names change from row to row in most traces (a parent, then its children): each row finds
+  // its name's index and BlockNameInfo by table lookups, as RowPass does, without a branch on
+  // whether the name changed; the category, which seldom changes, keeps that branch.
+  {
+    const uint32_t* const name = c.name.data();
+    const uint32_t* const cat = c.cat.data();
+    char* namec = s.namec.data();
+    char* catc = s.catc.data();
+    EncodeScratch::NameInfoSlot* const info_of_name = s.info_of_name.data();
+    BlockNameInfo* infos = zone->names.data();
+    const uint32_t* name_flat = s.names.flat();
+    size_t name_flat_size = s.names.flat_size();
+    uint32_t last_cat = cat[0], ci = s.cats.Index(last_cat);
+    for (size_t j = 0; j < n; ++j) {
+      const uint32_t nm = name[j], ct = cat[j];
+      uint32_t ni;
+      if (nm < name_flat_size && name_flat[nm] != UINT32_MAX) [[likely]] {
+        ni = name_flat[nm];
+      } else {
+        ni = s.names.IndexSlow(nm);
+        name_flat = s.names.flat();
+        name_flat_size = s.names.flat_size();
+      }
+      if (ct != last_cat) [[unlikely]] {
+        last_cat = ct;
+        ci = s.cats.Index(ct);
+      }
+      namec = EncodeVarint64(namec, ni);
+      catc = EncodeVarint64(catc, ci);
+      const int64_t d = dur[j];
+      const uint32_t combo = ci * kNumRowKinds + static_cast<uint32_t>(RowKind::kSpan) + 1;
+      const EncodeScratch::NameInfoSlot slot = info_of_name[ni];
+      uint32_t at = slot.info;
+      if (slot.combo != combo) [[unlikely]] {
+        at = OtherNameInfo(s, zone, ni, combo, nm, ct, RowKind::kSpan, d);
+        infos = zone->names.data();
+      }
+      BlockNameInfo& info = infos[at];
+      // (info.count is the sum of info.hist, taken after the pass.)
+      info.total_dur = SaturatingAdd(info.total_dur, d);  // sums saturate, never overflow
+      info.min_dur = std::min(info.min_dur, d);
+      info.max_dur = std::max(info.max_dur, d);
+      info.hist[static_cast<size_t>(DurationBucketInline(d))]++;
+    }
+    o->namec = static_cast<size_t>(namec - s.namec.data());
+    o->catc = static_cast<size_t>(catc - s.catc.data());
+  }
+  // 4. The ts deltas, a run at a time: a run's first against the first row's ts (made against
+  // the base afterwards if that is not it), then each against the row before it (its start
+  // for a child, its end otherwise).
+  {
+    uint64_t* const tss = s.tss.data();
+    const int64_t ts_ref = ts[0];
+    bool ts_signed = false;
+    HuffmanColumnStats& stats = o->ts_stats;
+    const size_t nruns = s.run_starts.size();
+    for (size_t r = 0; r < nruns; ++r) {
+      const size_t b = s.run_starts[r].first;
+      const size_t e = r + 1 < nruns ? s.run_starts[r + 1].first : n;
+      int64_t delta = WrapSub(ts[b], ts_ref);
+      tss[b] = static_cast<uint64_t>(delta);
+      ts_signed |= delta < 0;
+      stats.Add(static_cast<uint64_t>(delta));
+      for (size_t j = b + 1; j < e; ++j) {
+        const int64_t ref = depth[j] > depth[j - 1] ? ts[j - 1] : WrapAdd(ts[j - 1], dur[j - 1]);
+        delta = WrapSub(ts[j], ref);
+        tss[j] = static_cast<uint64_t>(delta);
+        ts_signed |= delta < 0;
+        stats.Add(static_cast<uint64_t>(delta));
+      }
+    }
+    o->ts_ref = ts_ref;
+    o->ts_signed = ts_signed;
+  }
+  // 5. The zone map's times and the gcds; the durations copied for the residuals.
+  {
+    int64_t base = INT64_MAX, max_dur = 0, max_end = INT64_MIN;
+    bool end_overflow = false;
+    for (size_t j = 0; j < n; ++j) {
+      int64_t end;
+      end_overflow |= __builtin_add_overflow(ts[j], dur[j], &end);
+      base = std::min(base, ts[j]);
+      max_end = std::max(max_end, end);
+      max_dur = std::max(max_dur, dur[j]);
+    }
+    std::memcpy(s.durs.data(), dur, n * sizeof(int64_t));
+    // (Once both gcds are 1 they stay 1: the pass stops. The differences from ts[0] have the
+    // gcd of all the differences between starts.)
+    const int64_t ts0 = ts[0];
+    uint64_t ts_gcd = 0, dur_gcd = 0;
+    for (size_t j = 0; j < n && (ts_gcd != 1 || dur_gcd != 1); ++j) {
+      if (ts_gcd != 1) {
+        const uint64_t d = ts[j] >= ts0 ? static_cast<uint64_t>(ts[j]) - static_cast<uint64_t>(ts0)
+                                        : static_cast<uint64_t>(ts0) - static_cast<uint64_t>(ts[j]);
+        ts_gcd = std::gcd(ts_gcd, d);
+      }
+      if (dur_gcd != 1) dur_gcd = std::gcd(dur_gcd, static_cast<uint64_t>(dur[j]));
+    }
+    o->base = base;
+    if (end_overflow) [[unlikely]] {
+      __int128 last_end = INT64_MIN;
+      for (size_t j = 0; j < n; ++j) {
+        last_end = std::max(last_end, static_cast<__int128>(ts[j]) + dur[j]);
+      }
+      o->last_end = last_end;
+    } else {
+      o->last_end = max_end;
+    }
+    o->max_dur = max_dur;
+    o->ts_gcd = ts_gcd;
+    o->dur_gcd = dur_gcd;
+  }
+  o->depth = depth;
+  o->track = track;
+  return true;
+}
+
 }  // namespace
 
-void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
+namespace {
+
+// `plain`: the same rows as columns, every one a plain span (ColumnPass), or null.
+template <class Rows>
+void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string* out,
+                BlockZone* zone) {
   thread_local EncodeScratch scratch;
   EncodeScratch& s = scratch;
   *zone = BlockZone();
@@ -401,7 +664,9 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   // order): one pass over them then does everything. Otherwise that pass stops at the first row
   // out of order, and the rows are read in row order for the dense indexes, then in the sorted
   // order for the rest.
-  if (!RowPass<false>(rows, nullptr, n, s, zone, &o)) {
+  const bool in_order = plain != nullptr ? ColumnPass(*plain, n, s, zone, &o)
+                                         : RowPass<false>(rows, nullptr, n, s, zone, &o);
+  if (!in_order) {
     s.ResetNameInfos();
     zone->names.clear();
     s.names.Reset();
@@ -410,21 +675,21 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
     s.name_idx.resize(n);
     s.cat_idx.resize(n);
     s.keys.resize(n);
-    uint32_t last_name = rows[0].name, last_name_idx = s.names.Index(last_name);
-    uint32_t last_cat = rows[0].cat, last_cat_idx = s.cats.Index(last_cat);
+    uint32_t last_name = rows.name(0), last_name_idx = s.names.Index(last_name);
+    uint32_t last_cat = rows.cat(0), last_cat_idx = s.cats.Index(last_cat);
     for (size_t i = 0; i < n; ++i) {
-      const Row& r = rows[i];
-      if (r.name != last_name) {
-        last_name = r.name;
-        last_name_idx = s.names.Index(r.name);
+      const uint32_t r_name = rows.name(i), r_cat = rows.cat(i);
+      if (r_name != last_name) {
+        last_name = r_name;
+        last_name_idx = s.names.Index(r_name);
       }
-      if (r.cat != last_cat) {
-        last_cat = r.cat;
-        last_cat_idx = s.cats.Index(r.cat);
+      if (r_cat != last_cat) {
+        last_cat = r_cat;
+        last_cat_idx = s.cats.Index(r_cat);
       }
       s.name_idx[i] = last_name_idx;
       s.cat_idx[i] = last_cat_idx;
-      s.keys[i] = SortKey{r.track, static_cast<uint32_t>(i), r.k};
+      s.keys[i] = SortKey{rows.track(i), static_cast<uint32_t>(i), rows.k(i)};
     }
     std::sort(s.keys.begin(), s.keys.end(), [](const SortKey& a, const SortKey& b) {
       if (a.track != b.track) return a.track < b.track;
@@ -504,7 +769,7 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
   tsc.push_back(static_cast<char>(ts_signed));
   PutHuffmanBitLengthColumn(tss, n, ts_stats, &tsc);
   HuffmanColumnStats dur_stats;
-  DurationsToResiduals(durs, s.sorted_depth.data(), s.sorted_track.data(), n, &dur_stats);
+  DurationsToResiduals(durs, o.depth, o.track, n, &dur_stats);
   dur_stats.VoteSample(durs, n);
   PutHuffmanBitLengthColumn(durs, n, dur_stats, &durc);
   PutColumn(tracks, &raw);
@@ -532,4 +797,96 @@ void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
     out->append(raw);
   }
 }
+
+}  // namespace
+
+void EncodeBlock(const Row* rows, size_t n, std::string* out, BlockZone* zone) {
+  EncodeRows(RowSource(rows), n, nullptr, out, zone);
+}
+
+void EncodeBlock(const RowColumns& cols, std::string* out, BlockZone* zone) {
+  EncodeRows(ColumnSource(cols), cols.n, cols.special == 0 ? &cols : nullptr, out, zone);
+}
+
+// ---- RowColumns ----
+
+void RowColumns::Reserve(size_t rows) {
+  if (rows <= capacity()) return;
+  // New arrays left uninitialized (DefaultInitAllocator) with the n rows written so far copied
+  // in: rows past n are never read, so they are neither zero-filled nor copied.
+  auto grow = [this, rows](auto* col) {
+    std::remove_reference_t<decltype(*col)> bigger(rows);
+    std::copy(col->begin(), col->begin() + static_cast<ptrdiff_t>(std::min(n, col->size())),
+              bigger.begin());
+    col->swap(bigger);
+  };
+  grow(&ts);
+  grow(&dur);
+  grow(&track);
+  grow(&name);
+  grow(&cat);
+  grow(&depth);
+  grow(&k);
+  grow(&parent_k);
+  grow(&kind);
+  grow(&mask);
+  grow(&extra);
+}
+
+RowColumns::Extra& RowColumns::NewExtra(size_t row) {
+  if (nextras == extras.size()) extras.emplace_back();
+  Extra& e = extras[nextras++];
+  e.args = EventArgs();
+  e.value = 0;
+  e.json.clear();
+  extra[row] = static_cast<uint32_t>(nextras);
+  return e;
+}
+
+void RowColumns::Append(const Row& r) {
+  const size_t i = n++;
+  ts[i] = r.ts;
+  dur[i] = r.dur;
+  track[i] = r.track;
+  name[i] = r.name;
+  cat[i] = r.cat;
+  k[i] = r.k;
+  depth[i] = r.depth;
+  parent_k[i] = r.parent_k;
+  kind[i] = static_cast<uint8_t>(r.kind);
+  const uint32_t m = (r.args.mask & EventArgs::kAllFields) |
+                     (r.json.empty() ? 0 : DecodedBlock::kHasJson) |
+                     (r.open ? DecodedBlock::kOpen : 0);
+  mask[i] = m;
+  extra[i] = 0;
+  if (m != 0 || r.kind != RowKind::kSpan) ++special;
+  if ((m & (EventArgs::kAllFields | DecodedBlock::kHasJson)) != 0 || r.kind == RowKind::kCounter) {
+    Extra& e = NewExtra(i);
+    e.args = r.args;
+    e.value = r.value;
+    e.json = r.json;
+  }
+}
+
+Row RowColumns::RowAt(size_t i) const {
+  Row r;
+  r.ts = ts[i];
+  r.dur = dur[i];
+  r.track = track[i];
+  r.name = name[i];
+  r.cat = cat[i];
+  r.kind = static_cast<RowKind>(kind[i]);
+  r.depth = depth[i];
+  r.k = k[i];
+  r.parent_k = parent_k[i];
+  r.open = (mask[i] & DecodedBlock::kOpen) != 0;
+  if (extra[i] != 0) {
+    const Extra& e = extras[extra[i] - 1];
+    r.args = e.args;
+    r.value = e.value;
+    r.json = e.json;
+  }
+  return r;
+}
+
 }  // namespace tracedb::engine

@@ -2,6 +2,7 @@
 #include "engine/db/trace_builder.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "engine/util/coding.h"
 
@@ -105,10 +106,8 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
 }
 
 // Inlined into both callers: out of line it was a call per event again.
-[[gnu::always_inline]] inline Row& TraceBuilder::AddComplete(TrackState* s, int32_t rank,
-                                                             uint32_t track, int64_t ts,
-                                                             int64_t dur, uint32_t name,
-                                                             uint32_t cat, const EventArgs* args) {
+[[gnu::always_inline]] inline TraceBuilder::Placed TraceBuilder::PlaceComplete(
+    TrackState* s, int32_t rank, uint32_t track, int64_t ts, int64_t dur) {
   if (dur < 0) {
     w_->AddStat("negative_duration", rank, 1);
     dur = 0;
@@ -120,39 +119,125 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
   if (!late && !s->stack.empty() && s->stack.back().end < end) {
     w_->AddStat("improper_nesting", rank, 1);
   }
-  Row& row = w_->NewRow(rank, track);
-  row.ts = ts;
-  row.dur = dur;
-  row.name = name;
-  row.cat = cat;
-  row.kind = RowKind::kSpan;
-  row.k = w_->TakeK(track);
-  if (args) row.args = *args;
+  Placed p;
+  p.dur = dur;
+  p.k = w_->TakeK(track);
   if (late) [[unlikely]] {
     // Placed by containment and not pushed (trace_builder.h).
-    FillParentByContainment(*s, ts, end, &row);
+    FillParentByContainment(*s, ts, end, &p.depth, &p.parent_k);
     w_->AddStat("late_arrivals", rank, 1);
-    return row;
+    return p;
   }
-  FillParent(*s, &row);
-  PushFrame(s, row.k, ts, end);
-  return row;
+  p.depth = static_cast<uint32_t>(s->stack.size());
+  p.parent_k = s->stack.empty() ? 0 : s->stack.back().k + 1;
+  PushFrame(s, p.k, ts, end);
+  return p;
 }
 
 Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
                               const EventArgs* args, std::string_view json) {
-  Row& row = AddComplete(&State(track), w_->TrackRank(track), track, ts, dur, name, cat, args);
-  if (!json.empty()) row.json.assign(json.data(), json.size());
+  const int32_t rank = w_->TrackRank(track);
+  const Placed p = PlaceComplete(&State(track), rank, track, ts, dur);
+  if (json.empty())
+    return w_->PutSpan(rank, track, ts, p.dur, name, cat, p.k, p.depth, p.parent_k, args);
+  Row& row = w_->NewRow(rank, track);
+  row.ts = ts;
+  row.dur = p.dur;
+  row.name = name;
+  row.cat = cat;
+  row.kind = RowKind::kSpan;
+  row.k = p.k;
+  row.depth = p.depth;
+  row.parent_k = p.parent_k;
+  if (args) row.args = *args;
+  row.json.assign(json.data(), json.size());
   return w_->CommitRow();
 }
 
 Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n) {
   TrackState& s = State(track);
   const int32_t rank = w_->TrackRank(track);
-  for (size_t i = 0; i < n; ++i) {
-    const RunEvent& e = events[i];
-    AddComplete(&s, rank, track, e.ts, e.dur, e.name, cat, e.args);
-    TRACEDB_RETURN_IF_ERROR(w_->CommitRow());
+  auto& stack = s.stack;
+  size_t i = 0;
+  while (i < n) {
+    // As many as the rank's pending block has room for, written through local pointers.
+    RowColumns& c = w_->PendingColumns(rank, track, n - i);
+    const size_t at = c.n;
+    const size_t m = std::min(n - i, c.capacity() - at);
+    int64_t* const ts_col = c.ts.data() + at;
+    int64_t* const dur_col = c.dur.data() + at;
+    uint32_t* const track_col = c.track.data() + at;
+    uint32_t* const name_col = c.name.data() + at;
+    uint32_t* const cat_col = c.cat.data() + at;
+    uint32_t* const depth_col = c.depth.data() + at;
+    uint64_t* const k_col = c.k.data() + at;
+    uint64_t* const parent_col = c.parent_k.data() + at;
+    // Constant columns, and those set only for the rare event with arguments, before the loop.
+    std::memset(c.kind.data() + at, static_cast<int>(RowKind::kSpan), m);
+    std::memset(c.mask.data() + at, 0, m * sizeof(uint32_t));
+    std::memset(c.extra.data() + at, 0, m * sizeof(uint32_t));
+    // PlaceComplete's work on locals: the stack as an array with its size in a register (each
+    // event pushes at most one frame, so m more slots are room enough), and the track's k
+    // taken for the m events at once. Through the vector and TakeK, both were loaded again
+    // after every store into the columns (stores of integers may alias them).
+    size_t depth = stack.size();
+    stack.resize(depth + m);
+    Frame* const f = stack.data();
+    uint64_t k = w_->TakeKs(track, m);
+    for (size_t j = 0; j < m; ++j, ++k) {
+      const RunEvent& e = events[i + j];
+      const int64_t ts = e.ts;
+      int64_t dur = e.dur;
+      if (dur < 0) [[unlikely]] {
+        w_->AddStat("negative_duration", rank, 1);
+        dur = 0;
+      }
+      while (depth > 0 && f[depth - 1].end <= ts) {  // PopFinished
+        // Only an event at ts INT64_MAX (hostile input) pops an open span here.
+        if (f[depth - 1].end == INT64_MAX) s.open.pop_back();
+        --depth;
+      }
+      // Clamped below INT64_MAX, which marks a span still open.
+      const int64_t end = std::min(SaturatingAdd(ts, dur), INT64_MAX - 1);
+      ts_col[j] = ts;
+      dur_col[j] = dur;
+      track_col[j] = track;
+      name_col[j] = e.name;
+      cat_col[j] = cat;
+      k_col[j] = k;
+      if (depth > 0 && f[depth - 1].ts > ts) [[unlikely]] {
+        // Arrived late: placed by containment and not pushed (trace_builder.h).
+        uint32_t d = 0;
+        uint64_t parent = 0;
+        for (size_t q = depth; q-- > 0;) {
+          if (f[q].ts <= ts && end <= f[q].end) {
+            d = static_cast<uint32_t>(q + 1);
+            parent = f[q].k + 1;
+            break;
+          }
+        }
+        depth_col[j] = d;
+        parent_col[j] = parent;
+        w_->AddStat("late_arrivals", rank, 1);
+      } else {
+        if (depth > 0 && f[depth - 1].end < end) w_->AddStat("improper_nesting", rank, 1);
+        depth_col[j] = static_cast<uint32_t>(depth);
+        parent_col[j] = depth == 0 ? 0 : f[depth - 1].k + 1;
+        Frame& top = f[depth++];
+        top.k = k;
+        top.ts = ts;
+        top.end = end;
+      }
+      if (e.args != nullptr && (e.args->mask & EventArgs::kAllFields) != 0) [[unlikely]] {
+        c.mask[at + j] = e.args->mask & EventArgs::kAllFields;
+        c.NewExtra(at + j).args = *e.args;
+        ++c.special;
+      }
+    }
+    stack.resize(depth);
+    c.n = at + m;
+    i += m;
+    TRACEDB_RETURN_IF_ERROR(w_->FinishColumns());
   }
   return Status::Ok();
 }
@@ -168,7 +253,7 @@ Status TraceBuilder::Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t
   row.kind = kind;
   row.k = w_->TakeK(track);
   if (ArrivedLate(s, ts)) [[unlikely]] {
-    FillParentByContainment(s, ts, ts, &row);
+    FillParentByContainment(s, ts, ts, &row.depth, &row.parent_k);
     w_->AddStat("late_arrivals", w_->TrackRank(track), 1);
   } else {
     FillParent(s, &row);

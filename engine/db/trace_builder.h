@@ -89,8 +89,10 @@ class TraceBuilder {
     EventArgs args;
     std::string json;
   };
+  // Frames are trivial: a resize (CompleteRun makes room for a run's pushes at once) leaves
+  // the new ones uninitialized instead of zeroing them.
   struct TrackState {
-    std::vector<Frame> stack;
+    std::vector<Frame, DefaultInitAllocator<Frame>> stack;
     std::vector<OpenSpan> open;  // one per frame of `stack` with end INT64_MAX, in stack order
   };
 
@@ -107,9 +109,15 @@ class TraceBuilder {
       s->stack.pop_back();
     }
   }
-  // Complete()'s work but for the JSON: the row it appended, not yet committed.
-  Row& AddComplete(TrackState* s, int32_t rank, uint32_t track, int64_t ts, int64_t dur,
-                   uint32_t name, uint32_t cat, const EventArgs* args);
+  // Where a complete event goes: its ordinal, depth and parent, and its duration (negative ones
+  // made 0). Counts its defects, and pushes its frame unless it arrived late.
+  struct Placed {
+    uint64_t k = 0;
+    uint64_t parent_k = 0;
+    uint32_t depth = 0;
+    int64_t dur = 0;
+  };
+  Placed PlaceComplete(TrackState* s, int32_t rank, uint32_t track, int64_t ts, int64_t dur);
   static void FillParent(const TrackState& s, Row* row) {
     row->depth = static_cast<uint32_t>(s.stack.size());
     row->parent_k = s.stack.empty() ? 0 : s.stack.back().k + 1;
@@ -120,14 +128,15 @@ class TraceBuilder {
     return !s.stack.empty() && s.stack.back().ts > ts;
   }
   // A late arrival's parent: the innermost frame that contains [ts, end], else none.
-  static void FillParentByContainment(const TrackState& s, int64_t ts, int64_t end, Row* row) {
-    row->depth = 0;
-    row->parent_k = 0;
+  static void FillParentByContainment(const TrackState& s, int64_t ts, int64_t end, uint32_t* depth,
+                                      uint64_t* parent_k) {
+    *depth = 0;
+    *parent_k = 0;
     for (size_t i = s.stack.size(); i-- > 0;) {
       const Frame& f = s.stack[i];
       if (f.ts <= ts && end <= f.end) {
-        row->depth = static_cast<uint32_t>(i + 1);
-        row->parent_k = f.k + 1;
+        *depth = static_cast<uint32_t>(i + 1);
+        *parent_k = f.k + 1;
         return;
       }
     }

@@ -98,21 +98,9 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
   return id;
 }
 
-Row& TraceWriter::NewRowSlow(int32_t rank, uint32_t track) {
-  if (rank != last_rank_ || last_rows_ == nullptr) {
-    last_rows_ = &pending_[rank];
-    last_rank_ = rank;
-    if (last_rows_->rows.capacity() < kBlockRows) last_rows_->rows.reserve(kBlockRows);
-  }
-  PendingRows& p = *last_rows_;
-  if (p.n == p.rows.size()) {
-    p.rows.emplace_back();
-  } else {
-    ResetRow(&p.rows[p.n]);
-  }
-  Row& row = p.rows[p.n++];
-  row.track = track;
-  return row;
+void TraceWriter::SelectRank(int32_t rank) {
+  last_rows_ = &pending_[rank];
+  last_rank_ = rank;
 }
 
 Status TraceWriter::AddRow(int32_t rank, Row row) {
@@ -130,9 +118,9 @@ void TraceWriter::AddStat(std::string_view name, int32_t rank, int64_t delta) {
 }
 
 Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
-  if (pending->n == 0) return Status::Ok();
+  if (pending->cols.n == 0) return Status::Ok();
   BlockZone zone;
-  EncodeBlock(pending->rows.data(), pending->n, &block_scratch_, &zone);
+  EncodeBlock(pending->cols, &block_scratch_, &zone);
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt ins,
       db_->PrepareCached("INSERT INTO blocks(rank, min_ts, max_end, max_dur, count, data) "
@@ -170,9 +158,9 @@ Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
         .Bind(5, v.second);
     TRACEDB_RETURN_IF_ERROR(names.Run());
   }
-  rows_written_ += pending->n;
+  rows_written_ += pending->cols.n;
   blocks_written_++;
-  pending->n = 0;
+  pending->cols.Clear();
   return Status::Ok();
 }
 

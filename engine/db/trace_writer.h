@@ -3,11 +3,13 @@
 // Work is done in batches: BeginBatch() opens a SQLite transaction, CommitBatch() writes what is
 // buffered (full and partial event blocks with their zone maps, new strings and tracks, name
 // statistics, steps, stats) and commits, so a process killed at any moment leaves the database
-// as of the last commit. Rows are buffered per rank and cut into blocks of 64K events.
+// as of the last commit. Rows are buffered per rank as columns (RowColumns, event_block.h),
+// which TraceBuilder::CompleteRun fills directly, and cut into blocks of kBlockRows events.
 // Thread safety: one thread at a time.
 // Format: docs/database-format.md.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -68,28 +70,61 @@ class TraceWriter {
   uint32_t Track(const TrackSpec& spec);
   // Takes the next event ordinal of `track` (see Row::k).
   uint64_t TakeK(uint32_t track) { return tracks_[track].next_k++; }
+  // Takes the next m ordinals of `track` at once; returns the first.
+  uint64_t TakeKs(uint32_t track, uint64_t m) {
+    const uint64_t k = tracks_[track].next_k;
+    tracks_[track].next_k = k + m;
+    return k;
+  }
   int32_t TrackRank(uint32_t track) const { return tracks_.at(track).spec.rank; }
   const TrackSpec& TrackSpecOf(uint32_t track) const { return tracks_.at(track).spec; }
   size_t track_count() const { return tracks_.size(); }
 
   // Buffers one finished event of `rank`. Full blocks are encoded right away.
   Status AddRow(int32_t rank, Row row);
-  // The same without a copy: NewRow() appends a default row to fill in place, then CommitRow()
-  // (which may encode a full block). REQUIRES: nothing else touches the writer in between.
-  // The common case (same rank as the last row, a kept Row to reuse) is inline: a call per
-  // event cost more than the body.
+  // The same without a Row argument: NewRow() returns a default row (the writer's one scratch
+  // Row) to fill in place, then CommitRow() appends it to the rank's pending columns (and may
+  // encode a full block). REQUIRES: nothing else touches the writer in between.
   Row& NewRow(int32_t rank, uint32_t track) {
     tracks_[track].dirty = true;
-    if (rank != last_rank_ || last_rows_ == nullptr || last_rows_->n == last_rows_->rows.size()) {
-      return NewRowSlow(rank, track);
-    }
-    Row& row = last_rows_->rows[last_rows_->n++];
-    ResetRow(&row);
-    row.track = track;
-    return row;
+    if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    ResetRow(&scratch_);
+    scratch_.track = track;
+    return scratch_;
   }
   Status CommitRow() {
-    if (last_rows_->n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    MakeRoom(&last_rows_->cols, 1);
+    last_rows_->cols.Append(scratch_);
+    if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    return Status::Ok();
+  }
+  // The pending columns of `rank`, for a caller that writes rows straight into them, with room
+  // for at least min(want, kBlockRows - n) more (capacity() - n of them, never past a block),
+  // marking `track` written; after writing m rows it sets n += m and calls FinishColumns().
+  // (TraceBuilder::CompleteRun: a run's column pointers then stay in registers, where PutSpan
+  // reloads them from the vectors after every store.) REQUIRES: want >= 1.
+  RowColumns& PendingColumns(int32_t rank, uint32_t track, size_t want) {
+    tracks_[track].dirty = true;
+    if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    MakeRoom(&last_rows_->cols, want);
+    return last_rows_->cols;
+  }
+  // Encodes the block of PendingColumns() once it is full.
+  Status FinishColumns() {
+    if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    return Status::Ok();
+  }
+  // A span without JSON, not open, straight into the rank's pending columns: what NewRow(),
+  // the fields and CommitRow() do, without a Row written and read back (RowColumns::PutSpan).
+  // Inline: it runs once per complete event of a compaction.
+  Status PutSpan(int32_t rank, uint32_t track, int64_t ts, int64_t dur, uint32_t name, uint32_t cat,
+                 uint64_t k, uint32_t depth, uint64_t parent_k, const EventArgs* args) {
+    tracks_[track].dirty = true;
+    if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
+    RowColumns& c = last_rows_->cols;
+    MakeRoom(&c, 1);
+    c.PutSpan(ts, dur, track, name, cat, k, depth, parent_k, args);
+    if (c.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
   }
   void AddStep(int32_t rank, int64_t ts, int64_t step);
@@ -121,17 +156,25 @@ class TraceWriter {
 
   explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
   Status Load();
-  // Rows of one rank not yet in a block. The Row objects are kept between blocks (n counts
-  // the live ones), so that NewRow() resets a few fields in place instead of constructing and
-  // zeroing a whole Row in memory the last block has left cold.
+  // Rows of one rank not yet in a block, as columns sized for a block once (kept between
+  // blocks of the batch).
   struct PendingRows {
-    std::vector<Row> rows;
-    size_t n = 0;
+    RowColumns cols;
   };
   Status WriteBlock(int32_t rank, PendingRows* pending);
-  Row& NewRowSlow(int32_t rank, uint32_t track);
-  // Back to Row's defaults, field by field (a kept Row's json keeps its capacity); the caller
-  // sets the track.
+  // Makes `rank`'s pending rows the ones NewRow() and PutSpan() append to.
+  void SelectRank(int32_t rank);
+  // Room in `c` for min(want, kBlockRows - c->n) more rows. The columns grow as a rank's rows
+  // come (doubling, from 1,024 rows, up to a block), not a block's worth at once: a batch holds
+  // the pending rows of up to 64 ranks, and a rank with few events then costs what it writes.
+  static void MakeRoom(RowColumns* c, size_t want) {
+    const size_t need = c->n + std::min(want, kBlockRows - c->n);
+    if (need > c->capacity()) [[unlikely]] {
+      c->Reserve(std::min(kBlockRows, std::max({need, 2 * c->capacity(), size_t{1024}})));
+    }
+  }
+  // Back to Row's defaults, field by field (the scratch Row's json keeps its capacity); the
+  // caller sets the track.
   static void ResetRow(Row* r) {
     r->ts = 0;
     r->dur = 0;
@@ -158,6 +201,7 @@ class TraceWriter {
   std::map<int32_t, PendingRows> pending_;  // rank -> rows not yet in a block
   int32_t last_rank_ = INT32_MIN;           // NewRow's cache of pending_[last_rank_]
   PendingRows* last_rows_ = nullptr;
+  Row scratch_;  // NewRow()'s row, until CommitRow()
   std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
   std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
   std::map<std::pair<std::string, int32_t>, int64_t> stats_;
