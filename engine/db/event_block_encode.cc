@@ -248,6 +248,17 @@ struct RowPassOut {
   return at;
 }
 
+// The largest ts + dur of the first n rows, exact: what the passes take when some ts + dur
+// overflows int64 (hostile input), and their running maximum is then wrong.
+template <class Rows>
+__int128 ExactLastEnd(const Rows& rows, size_t n) {
+  __int128 last_end = INT64_MIN;
+  for (size_t i = 0; i < n; ++i) {
+    last_end = std::max(last_end, static_cast<__int128>(rows.ts(i)) + rows.dur(i));
+  }
+  return last_end;
+}
+
 // The one pass over the rows, in (track, k) order: the rows themselves when kPermuted is false,
 // rows[order[j]] otherwise. It writes every column but ts and dur, which it leaves as values in
 // s.tss and s.durs to be finished once the block's time base and scale are known (a run's first
@@ -440,11 +451,7 @@ bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s
   o->track = sorted_track;
   o->base = base;
   if (end_overflow) [[unlikely]] {
-    __int128 last_end = INT64_MIN;
-    for (size_t i = 0; i < n; ++i) {
-      last_end = std::max(last_end, static_cast<__int128>(rows.ts(i)) + rows.dur(i));
-    }
-    o->last_end = last_end;
+    o->last_end = ExactLastEnd(rows, n);
   } else {
     o->last_end = max_end;
   }
@@ -624,11 +631,7 @@ bool ColumnPass(const RowColumns& c, size_t n, EncodeScratch& s, BlockZone* zone
     }
     o->base = base;
     if (end_overflow) [[unlikely]] {
-      __int128 last_end = INT64_MIN;
-      for (size_t j = 0; j < n; ++j) {
-        last_end = std::max(last_end, static_cast<__int128>(ts[j]) + dur[j]);
-      }
-      o->last_end = last_end;
+      o->last_end = ExactLastEnd(ColumnSource(c), n);
     } else {
       o->last_end = max_end;
     }
