@@ -4,9 +4,7 @@
 // the larger import grew by less than a quarter of the extra input bytes (a reader that kept the
 // file, its events or their args would grow by more than that), and that every row arrived
 // (counted with plain SQL against the count written). No absolute time or memory bounds.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -19,43 +17,8 @@
 #include "tests/db_rows.h"
 #include "tests/test_util.h"
 
-extern char** environ;
-
 namespace tracedb::testing {
 namespace {
-
-struct Run {
-  int exit_code = -1;
-  long peak_kb = 0;  // ru_maxrss of the child
-};
-
-// Runs argv (no shell) with `env` added to the environment; stdout and stderr to `log`.
-Run RunChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-             const std::string& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_store(env);
-  for (char** e = environ; *e != nullptr; ++e) env_store.emplace_back(*e);
-  std::vector<char*> envp;
-  for (std::string& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  Run r;
-  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return r;
-  int status = 0;
-  struct rusage ru {};
-  if (wait4(pid, &status, 0, &ru) != pid) return r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.peak_kb = ru.ru_maxrss;
-  return r;
-}
 
 // The rows of the database: the blocks' counts summed, and for a small database every row
 // decoded (ReadDbRows, the tests' own reader of the blocks), which must agree.
@@ -160,8 +123,9 @@ Measured Import(const TempDir& dir, const std::string& name, Gen gen, const std:
   EXPECT_TRUE(out.ok()) << file;
   const int64_t rows = gen(&out);
   const size_t bytes = out.Close();
-  const Run r = RunChild({TracedbBin(), "import", "--input-format", format, file, "-o", db}, env,
-                         dir.Sub(name + ".log"));
+  const MeasuredRun r =
+      RunMeasured({TracedbBin(), "import", "--input-format", format, file, "-o", db}, env,
+                  dir.Sub(name + ".log"));
   EXPECT_EQ(r.exit_code, 0) << name << ": " << ReadFile(dir.Sub(name + ".log"));
   std::remove(file.c_str());
   return Measured{bytes, r.peak_kb, rows, db};

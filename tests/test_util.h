@@ -31,6 +31,16 @@ void WriteFile(const std::string& path, const std::string& bytes);
 // Runs `cmd` with /bin/sh; returns its stdout and sets *exit_code (-1 when it could not run).
 std::string RunCommand(const std::string& cmd, int* exit_code);
 
+// A child's exit code (-1: it could not be started or waited for) and its peak resident memory.
+struct MeasuredRun {
+  int exit_code = -1;
+  long peak_kb = 0;  // ru_maxrss of the child
+};
+// Runs argv (no shell) with `env` ("NAME=value" entries) added to the environment, stdout and
+// stderr to the file `log`, and waits for it: the memory tests compare the peaks of a small and a
+// large run.
+MeasuredRun RunMeasured(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                        const std::string& log);
 // Starts program args[0] with `args` (no shell), SIGKILLs it after `delay_us` microseconds
 // (whether or not it finished by then) and reaps it: a kill at a random moment of its run.
 // Fails the calling test when it cannot be started.

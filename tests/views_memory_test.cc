@@ -8,9 +8,7 @@
 // 104-byte rows the whole-table matcher keeps) would cost. The output of each child is checked too:
 // span_stats against the same statistics in plain SQL over `events`, the stragglers' rows against
 // plain SQL over the arrivals. No absolute time or memory bounds.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,39 +25,10 @@
 #include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
-extern char** environ;
-
 namespace tracedb::testing {
 namespace {
 
 using engine::EventArgs;
-
-struct Run {
-  int exit_code = -1;
-  long peak_kb = 0;  // ru_maxrss of the child
-};
-
-// Runs argv (no shell); stdout and stderr to `log`.
-Run RunChild(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  Run r;
-  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return r;
-  int status = 0;
-  struct rusage ru {};
-  if (wait4(pid, &status, 0, &ru) != pid) return r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.peak_kb = ru.ru_maxrss;
-  return r;
-}
 
 constexpr int kRanks = 8;
 
@@ -139,7 +108,7 @@ void ExpectBounded(const std::vector<std::string>& args, double extra_kb, double
     for (std::string& a : argv)
       if (a == "DB") a = i ? j.big : j.small;
     const std::string log = j.dir.Sub(i ? "big.log" : "small.log");
-    const Run r = RunChild(argv, log);
+    const MeasuredRun r = RunMeasured(argv, {}, log);
     EXPECT_EQ(r.exit_code, 0) << ReadFile(log);
     ASSERT_GT(r.peak_kb, 0);
     peak[i] = r.peak_kb;
@@ -157,7 +126,7 @@ void ExpectBounded(const std::vector<std::string>& args, double extra_kb, double
 std::string Csv(const std::string& db, const std::string& sql) {
   const Jobs& j = TheJobs();
   const std::string log = j.dir.Sub("ref.log");
-  const Run r = RunChild({TracedbBin(), "query", "-f", "csv", db, sql}, log);
+  const MeasuredRun r = RunMeasured({TracedbBin(), "query", "-f", "csv", db, sql}, {}, log);
   EXPECT_EQ(r.exit_code, 0) << ReadFile(log);
   return ReadFile(log);
 }
