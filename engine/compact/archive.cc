@@ -4,7 +4,6 @@
 
 #include <lz4.h>
 #include <lz4hc.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
@@ -17,6 +16,7 @@
 #include "engine/util/coding.h"
 #include "engine/util/crc32c.h"
 #include "engine/util/lz4_codec.h"
+#include "engine/util/path.h"
 
 namespace tracedb::engine {
 namespace {
@@ -24,11 +24,6 @@ namespace {
 constexpr uint8_t kCodecRaw = 0;  // docs/database-format.md "Event blocks"
 constexpr uint8_t kCodecLz4 = 1;
 constexpr const char* kRecompressedBelow = "archive.recompressed_below";
-
-uint64_t FileSize(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
 
 // Re-encodes one blocks.data value with LZ4-HC at `level`. Sets *out and returns true when the
 // result is smaller; false when the block is better left as it is. Corruption when the stored
@@ -253,7 +248,7 @@ StatusOr<ArchiveReport> ArchiveDb(const std::string& path, const ArchiveOptions&
   ArchiveReport r;
   TRACEDB_ASSIGN_OR_RETURN(std::unique_ptr<Db> db, OpenTraceDb(path, false, false));
   sqlite3_busy_timeout(db->raw(), o.busy_timeout_ms);
-  r.file_bytes_before = FileSize(path);
+  r.file_bytes_before = static_cast<uint64_t>(std::max<int64_t>(0, PathSize(path)));
   TRACEDB_RETURN_IF_ERROR(db->Begin());
   Status s = [&]() -> Status {
     TRACEDB_RETURN_IF_ERROR(
@@ -272,7 +267,7 @@ StatusOr<ArchiveReport> ArchiveDb(const std::string& path, const ArchiveOptions&
     r.vacuumed = true;
   }
   db.reset();
-  r.file_bytes_after = FileSize(path);
+  r.file_bytes_after = static_cast<uint64_t>(std::max<int64_t>(0, PathSize(path)));
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/segment/segment_dir.h"
 #include "engine/segment/segment_reader.h"
 #include "engine/segment/segment_writer.h"
+#include "engine/util/path.h"
 
 namespace tracedb::engine {
 namespace {
@@ -22,25 +23,10 @@ struct Source {
   bool finished = false;
 };
 
-class MetaVisitor : public SegmentVisitor {
- public:
-  void OnMeta(const SegmentMeta& m) override {
-    if (!meta) meta = m;
-  }
-  std::optional<SegmentMeta> meta;
-};
-
 std::string HostName() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) return "";
   return host;
-}
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
 }
 
 // A directory's entries made durable (the database's own file is synced by SyncDatabase: never
@@ -211,18 +197,16 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
       stats.kept++;
       continue;
     }
-    MetaVisitor v;
-    ScanOptions o;
-    o.events = false;
-    StatusOr<SegmentScan> scan = ScanSegment(f->path, &v, o);
+    StatusOr<SegmentMetaScan> scan = ScanSegmentMeta(f->path);
     if (!scan.ok()) {
       // Unreadable files were recorded finished with nothing taken: keep them for a person.
       stats.kept++;
       if (stats.problems.size() < 32) stats.problems.push_back(scan.status().message());
       continue;
     }
-    const bool dead_here = writer == WriterState::kGone && v.meta && v.meta->host == this_host;
-    if (!(scan->closed || dead_here || options.finish)) {
+    const bool dead_here =
+        writer == WriterState::kGone && scan->meta && scan->meta->host == this_host;
+    if (!(scan->scan.closed || dead_here || options.finish)) {
       stats.kept++;
       continue;
     }

@@ -22,6 +22,7 @@
 #include "engine/db/db_schema.h"
 #include "engine/db/sqlite_guard.h"
 #include "engine/util/atomic_file.h"
+#include "engine/util/path.h"
 
 namespace tracedb::engine {
 namespace {
@@ -45,21 +46,6 @@ CREATE TABLE block_refs(
 CREATE INDEX block_refs_by_rank ON block_refs(rank, min_ts);
 )sql";
 // Then the view, kShardCatalogBlocksView (engine/db/db_schema.h: CheckSchema accepts it).
-
-int64_t FileSize(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 Status RemoveFile(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -276,7 +262,7 @@ StatusOr<std::string> RealPath(const std::string& path) {
 // Any doubt says no.
 bool UpToDate(const std::string& path, const std::vector<std::string>& shards,
               const std::vector<std::string>& listed) {
-  if (!Exists(path) || Exists(path + "-journal")) return false;
+  if (!PathExists(path) || PathExists(path + "-journal")) return false;
   auto db = Db::Open(path, Db::Mode::kReadOnly);
   if (!db.ok() || !(*db)->HasTable("block_refs")) return false;
   auto n = (*db)->QueryInt("SELECT count(*) FROM shard_files", -1);
@@ -447,13 +433,13 @@ StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
     return sum;
   }
   for (const std::string& shard : shards) {
-    if (!Exists(shard)) {
+    if (!PathExists(shard)) {
       return Status::NotFound("shard " + shard + " (listed in " + manifest + "): no such database");
     }
   }
   TRACEDB_RETURN_IF_ERROR(CheckDisjoint(shards));
   const std::string path = CatalogPath(manifest);
-  if (!Exists(ShardDir(manifest)) && ::mkdir(ShardDir(manifest).c_str(), 0777) != 0 &&
+  if (!PathExists(ShardDir(manifest)) && ::mkdir(ShardDir(manifest).c_str(), 0777) != 0 &&
       errno != EEXIST) {
     return Status::IOError(ShardDir(manifest) + ": cannot create: " + std::strerror(errno));
   }
@@ -475,7 +461,7 @@ StatusOr<MergeSummary> RefreshCatalog(const std::string& manifest) {
   std::unique_ptr<Db> db;
   // (A catalog written in place by an older tracedb that died mid-transaction has a hot journal:
   // a copy without it would be inconsistent, so it is built again.)
-  bool fresh = !Exists(path) || FileSize(path + "-journal") > 0;
+  bool fresh = !PathExists(path) || PathSize(path + "-journal") > 0;
   if (!fresh) {
     TRACEDB_RETURN_IF_ERROR(CopyCatalog(path, build));
     TRACEDB_ASSIGN_OR_RETURN(db, OpenCatalogForWrite(build));
@@ -541,7 +527,7 @@ ShardConnectionCounts ShardConnections(Db* catalog) {
 
 Status CreateManifest(const std::string& manifest, const std::vector<std::string>& dbs) {
   if (dbs.empty()) return Status::InvalidArgument("no database to list in " + manifest);
-  if (Exists(manifest)) {
+  if (PathExists(manifest)) {
     return Status::InvalidArgument(manifest + ": exists; a new manifest is written to a new file");
   }
   std::vector<std::string> real;

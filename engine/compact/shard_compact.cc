@@ -19,6 +19,7 @@
 #include "engine/db/trace_writer.h"
 #include "engine/segment/segment_dir.h"
 #include "engine/segment/segment_reader.h"
+#include "engine/util/path.h"
 
 namespace tracedb::engine {
 namespace {
@@ -31,20 +32,6 @@ Status MakeDir(const std::string& dir) {
     return Status::IOError(dir + ": cannot create: " + std::strerror(errno));
   }
   return Status::Ok();
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
-}
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-std::string BaseOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // A host name as a file name: letters, digits, '.', '-' and '_' kept, anything else '_'.
@@ -60,7 +47,7 @@ std::string FileSafe(const std::string& s) {
 // A run that made a database that is not a shard merge must not be extended by one (its ranks'
 // progress is in the database itself, not in shards), nor one made by another process count.
 Status CheckMpiOutput(const std::string& output, int k) {
-  if (!Exists(output)) return Status::Ok();
+  if (!NonEmptyPathExists(output)) return Status::Ok();
   {
     // Read-write: a hot journal left by a killed run is rolled back here; a file whose creation
     // was killed before its schema committed is then empty, as good as none.
@@ -90,14 +77,6 @@ Status CheckMpiOutput(const std::string& output, int k) {
   return Status::Ok();
 }
 
-class MetaVisitor : public SegmentVisitor {
- public:
-  void OnMeta(const SegmentMeta& m) override {
-    if (!meta) meta = m;
-  }
-  std::optional<SegmentMeta> meta;
-};
-
 }  // namespace
 
 std::string ShardDir(const std::string& output) { return output + ".shards"; }
@@ -109,7 +88,7 @@ std::string MpiShardPath(const std::string& output, int p, int k) {
 Status CheckDisjoint(const std::vector<std::string>& shards) {
   std::map<int64_t, std::string> owner;
   for (const std::string& shard : shards) {
-    if (!Exists(shard)) continue;
+    if (!NonEmptyPathExists(shard)) continue;
     TRACEDB_ASSIGN_OR_RETURN(auto db, OpenTraceDb(shard, false, true));
     TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("SELECT DISTINCT rank FROM sources"));
     for (;;) {
@@ -150,7 +129,7 @@ StatusOr<MergeSummary> MergeMpiShards(const std::string& output, int k) {
   int64_t open_spans = 0;
   for (int p = 0; p < k; ++p) {
     const std::string shard = MpiShardPath(output, p, k);
-    if (!Exists(shard)) continue;  // a process whose ranks had no segments yet
+    if (!NonEmptyPathExists(shard)) continue;  // a process whose ranks had no segments yet
     TRACEDB_ASSIGN_OR_RETURN(ShardMergeStats s, MergeShard(db.get(), shard, BaseOf(shard)));
     sum.total.blocks += s.blocks;
     sum.total.blocks_rewritten += s.blocks_rewritten;
@@ -175,11 +154,8 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
     TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> files, ListSegmentFiles(dir));
     for (const SegmentFileRef& f : files) {
       if (host_of.count(f.rank) && !host_of[f.rank].empty()) continue;
-      MetaVisitor v;
-      ScanOptions o;
-      o.events = false;
-      auto scan = ScanSegment(f.path, &v, o);
-      host_of[f.rank] = scan.ok() && v.meta ? v.meta->host : "";
+      StatusOr<SegmentMetaScan> scan = ScanSegmentMeta(f.path);
+      host_of[f.rank] = scan.ok() && scan->meta ? scan->meta->host : "";
     }
   }
   std::map<std::string, std::set<int32_t>> ranks_of;
@@ -189,7 +165,7 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
   struct stat st;
   const bool empty_file =
       ::stat(manifest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
-  if (!IsManifest(manifest) && Exists(manifest) && !empty_file) {
+  if (!IsManifest(manifest) && NonEmptyPathExists(manifest) && !empty_file) {
     return Status::InvalidArgument(manifest + ": exists and is not a shard manifest");
   }
   TRACEDB_RETURN_IF_ERROR(MakeDir(ShardDir(manifest)));
@@ -237,7 +213,7 @@ Status WriteManifest(const std::string& manifest, const std::vector<ManifestEntr
 }
 
 bool IsManifest(const std::string& path) {
-  if (!Exists(path)) return false;
+  if (!NonEmptyPathExists(path)) return false;
   auto db = Db::Open(path, Db::Mode::kReadOnly);
   if (!db.ok()) return false;
   if (!(*db)->HasTable("shards") || !(*db)->HasTable("meta")) return false;

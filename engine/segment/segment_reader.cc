@@ -389,4 +389,24 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
   return scan;
 }
 
+namespace {
+
+class FirstMetaVisitor : public SegmentVisitor {
+ public:
+  void OnMeta(const SegmentMeta& m) override {
+    if (!meta) meta = m;
+  }
+  std::optional<SegmentMeta> meta;
+};
+
+}  // namespace
+
+StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path) {
+  FirstMetaVisitor v;
+  ScanOptions o;
+  o.events = false;
+  TRACEDB_ASSIGN_OR_RETURN(SegmentScan scan, ScanSegment(path, &v, o));
+  return SegmentMetaScan{std::move(scan), std::move(v.meta)};
+}
+
 }  // namespace tracedb::engine

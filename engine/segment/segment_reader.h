@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,5 +86,13 @@ inline StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::stri
   o.start_offset = start_offset;
   return ScanSegmentBytes(name, bytes, visitor, o);
 }
+
+// A file's first META (none: nullopt) and its scan, its events left undecoded: what segment GC
+// and the by-node shard split need of each file.
+struct SegmentMetaScan {
+  SegmentScan scan;
+  std::optional<SegmentMeta> meta;
+};
+StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path);
 
 }  // namespace tracedb::engine

@@ -10,14 +10,10 @@
 #include <cstring>
 
 #include "engine/util/interrupt_cleanup.h"
+#include "engine/util/path.h"
 
 namespace tracedb::engine {
 namespace {
-
-std::string DirOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
 
 Status WriteAll(int fd, std::string_view data, const std::string& name) {
   while (!data.empty()) {

@@ -2,6 +2,7 @@
 // left in the directory, failures leave the old file and no temporary one, a device is written
 // in place (never replaced), and a database's sidecar files go with it.
 #include "engine/util/atomic_file.h"
+#include "engine/util/path.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -113,6 +114,27 @@ TEST(AtomicFile, RemoveDbFilesTakesTheSidecarsAndNothingElse) {
   const std::string problems = RemoveDbFiles(d.path + "/c.tdb");
   EXPECT_NE(problems.find("cannot remove " + d.path + "/c.tdb-wal"), std::string::npos) << problems;
   EXPECT_EQ(d.Names(), (std::vector<std::string>{"a.tdb2", "b.tdb", "c.tdb-wal"}));
+}
+
+TEST(Path, DirBaseAndExistence) {
+  EXPECT_EQ(DirOf("a.tdb"), ".");
+  EXPECT_EQ(DirOf("/a.tdb"), "/");  // not "": a catalog beside a manifest in / resolves
+  EXPECT_EQ(DirOf("/x/y/a.tdb"), "/x/y");
+  EXPECT_EQ(DirOf("x/a.tdb"), "x");
+  EXPECT_EQ(BaseOf("/x/y/a.tdb"), "a.tdb");
+  EXPECT_EQ(BaseOf("a.tdb"), "a.tdb");
+  EXPECT_EQ(BaseOf("x/"), "");
+  Dir d;
+  const std::string empty = d.path + "/empty", full = d.path + "/full";
+  std::ofstream(empty).flush();
+  std::ofstream(full) << "abc";
+  EXPECT_TRUE(PathExists(empty));
+  EXPECT_FALSE(NonEmptyPathExists(empty));  // a writer lock's empty file counts as absent
+  EXPECT_TRUE(NonEmptyPathExists(full));
+  EXPECT_EQ(PathSize(full), 3);
+  EXPECT_EQ(PathSize(empty), 0);
+  EXPECT_EQ(PathSize(d.path + "/missing"), -1);
+  EXPECT_FALSE(PathExists(d.path + "/missing"));
 }
 
 }  // namespace
