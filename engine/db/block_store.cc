@@ -42,8 +42,13 @@ StatusOr<Stmt*> BlockStore::Statement(const std::string& sql) {
 
 namespace {
 
+// Lists longer than this are written into the SQL as integer literals instead of parameters:
+// a statement may have at most SQLITE_MAX_VARIABLE_NUMBER of those (32,766 by default, 999
+// before SQLite 3.32), and a name pattern can match more names than that.
+constexpr size_t kMaxBoundList = 256;
+
 // "col IN (?n, ...)" (or "col = ?n" for one value: the form the planner handles best), binding
-// the values later in the same order.
+// the values later in the same order; a long list as "col IN (v1, ...)".
 std::string InList(const char* col, const std::vector<int64_t>& v, int* param,
                    std::vector<int64_t>* binds) {
   std::string sql = col;
@@ -53,6 +58,14 @@ std::string InList(const char* col, const std::vector<int64_t>& v, int* param,
     return sql;
   }
   sql += " IN (";
+  if (v.size() > kMaxBoundList) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) sql += ',';
+      sql += std::to_string(v[i]);
+    }
+    sql += ')';
+    return sql;
+  }
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) sql += ',';
     sql += '?' + std::to_string(++*param);
@@ -101,6 +114,15 @@ void AppendCmp(std::string* sql, const char* cond, int64_t v, int* param,
 }  // namespace
 
 namespace {
+
+// Whether SelectionSql writes a list of sel into its SQL (InList): such a statement is used once
+// and not kept, so that a long-lived store does not gather one per list it was asked for.
+bool InlinesAList(const BlockSelection& sel) {
+  for (const std::vector<int64_t>* v : {&sel.ranks, &sel.names, &sel.cats, &sel.any_cats}) {
+    if (v->size() > kMaxBoundList) return true;
+  }
+  return false;
+}
 
 bool ByName(const BlockSelection& sel) {
   return !sel.names.empty() || !sel.cats.empty() || !sel.any_cats.empty();
@@ -202,7 +224,13 @@ Status BlockStore::ForEach(const BlockSelection& sel,
                            const std::function<Status(const BlockZoneRow&)>& fn) {
   if (sel.ts_lo > sel.ts_hi) return Status::Ok();  // an empty window: no block
   std::vector<int64_t> binds;
-  TRACEDB_ASSIGN_OR_RETURN(Stmt * st, Statement(SelectionSql(sel, false, &binds)));
+  Stmt once;  // (a statement with a list written into it: InlinesAList)
+  Stmt* st = &once;
+  if (InlinesAList(sel)) {
+    TRACEDB_ASSIGN_OR_RETURN(once, db_->Prepare(SelectionSql(sel, false, &binds)));
+  } else {
+    TRACEDB_ASSIGN_OR_RETURN(st, Statement(SelectionSql(sel, false, &binds)));
+  }
   for (size_t i = 0; i < binds.size(); ++i) st->Bind(static_cast<int>(i + 1), binds[i]);
   const bool dedupe = StreamsNameRows(sel, false);
   std::unordered_set<int64_t> seen;  // with dedupe: the blocks listed so far
@@ -229,7 +257,13 @@ Status BlockStore::ForEachDecoded(
     const std::function<Status(const BlockZoneRow&, DecodedBlock&)>& fn) {
   if (sel.ts_lo > sel.ts_hi) return Status::Ok();
   std::vector<int64_t> binds;
-  TRACEDB_ASSIGN_OR_RETURN(Stmt * st, Statement(SelectionSql(sel, true, &binds)));
+  Stmt once;  // (a statement with a list written into it: InlinesAList)
+  Stmt* st = &once;
+  if (InlinesAList(sel)) {
+    TRACEDB_ASSIGN_OR_RETURN(once, db_->Prepare(SelectionSql(sel, true, &binds)));
+  } else {
+    TRACEDB_ASSIGN_OR_RETURN(st, Statement(SelectionSql(sel, true, &binds)));
+  }
   for (size_t i = 0; i < binds.size(); ++i) st->Bind(static_cast<int>(i + 1), binds[i]);
   BlockZoneRow z;
   DecodedBlock b;
