@@ -556,10 +556,13 @@ bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, 
 void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
                           HuffmanColumnStats* stats) {
   // Backwards, a track run at a time (the next row's depth kept in a local: no per-row look at
-  // the tracks): when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
-  // the rows of depth d + 1 after it up to the next row of depth <= d: its children. Entries
-  // above `top` count as zero (they are cleared when first used).
-  uint64_t acc[kPredictDepth + 1];
+  // the tracks): when a row of depth d is reached, depth d + 1's sum holds the sum of the
+  // durations of the rows of depth d + 1 after it up to the next row of depth <= d: its
+  // children. Depths above `top` count as zero (cleared when first used). As in
+  // ResidualsToDurations, the sum at depth `top` is kept in a register, `cur`, and acc[t + 1]
+  // holds depth t's sum (acc[0]: a slot for depth -1, written, never read): siblings then add
+  // in a register, where a sum in memory chained a store and a load per row.
+  uint64_t acc[kPredictDepth + 2];
   HuffmanColumnStats unused;
   HuffmanColumnStats& st = stats != nullptr ? *stats : unused;
   size_t end = n;
@@ -567,6 +570,7 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
     size_t begin = end - 1;
     while (begin > 0 && track[begin - 1] == track[end - 1]) --begin;
     int top = -1;
+    uint64_t cur = 0;         // depth top's sum (acc[top + 1] is stale while top holds)
     uint32_t next_depth = 0;  // the run's last row has no next row: never a parent
     for (size_t j = end; j-- > begin;) {
       const uint32_t d = depth[j], nd = next_depth;
@@ -576,16 +580,24 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
         st.AddLength(x);
         continue;
       }
+      const int di = static_cast<int>(d);
+      uint64_t coded = x;
       if (nd > d) {
-        const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
-        dur[j] = ZigZag(static_cast<int64_t>(x - children));
+        const uint64_t children = di + 1 < top ? acc[d + 2] : di + 1 == top ? cur : 0;
+        coded = ZigZag(static_cast<int64_t>(x - children));
+        dur[j] = coded;
       }
-      st.AddLength(dur[j]);
-      if (static_cast<int>(d) > top) {
-        for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
+      st.AddLength(coded);
+      acc[top + 1] = cur;
+      if (di > top) {
+        for (int t = top + 1; t < di; ++t) acc[t + 1] = 0;
+        cur = x;
+      } else if (di == top) {
+        cur += x;
+      } else {
+        cur = acc[d + 1] + x;
       }
-      acc[d] += x;
-      top = static_cast<int>(d);
+      top = di;
     }
     end = begin;
   }
