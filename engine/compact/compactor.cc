@@ -213,25 +213,54 @@ class EventsVisitor : public SegmentVisitor {
         // map all of it, the run is mapped again with Map, event by event.
         int64_t off = 0;
         const bool by_offset = model_->OffsetOver(tss[i], tss[i], &off);
+        // The run's extent first, then its events in a loop of their own: in one loop, the
+        // values both need did not fit in registers and the loop kept its pointers (the run's
+        // next entry among them) on the stack, loaded and stored for every event.
         const size_t limit = std::min(c.n, i + kRunEvents);
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        size_t end = i;
-        do {
-          const int64_t t0 = tss[end];
-          const int64_t t1 = SaturatingAdd(t0, ints[ii + (end - i)]);
-          lo = std::min(lo, t0);
-          hi = std::max(hi, t1);
-          TraceBuilder::RunEvent& r = run_[end - i];
-          // Wrapping (unsigned) addition: when the offset does not hold for the run (checked
-          // below), these times are replaced, and a hostile t0 must not overflow meanwhile.
-          r.ts = static_cast<int64_t>(static_cast<uint64_t>(t0) + static_cast<uint64_t>(off));
-          r.dur = t1 - t0;
-          r.name = Name(names[end]);
-          r.args = nullptr;
-          if (kinds[end] & kKindHasArgs) r.args = &c.args[ai++];
+        size_t end = i + 1;
+        bool any_args = (k & kKindHasArgs) != 0;
+        while (end < limit && (kinds[end] & kKindMask) == kCompleteKind && lanes[end] == lane &&
+               cats[end] == seg_cat) {
+          any_args |= (kinds[end] & kKindHasArgs) != 0;
           ++end;
-        } while (end < limit && (kinds[end] & kKindMask) == kCompleteKind && lanes[end] == lane &&
-                 cats[end] == seg_cat);
+        }
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        {
+          const size_t n = end - i;
+          const int64_t* const t = tss + i;
+          const int64_t* const d = ints + ii;
+          const uint32_t* const nm = names + i;
+          TraceBuilder::RunEvent* const run = run_;
+          // The name cache in locals (a store into the run could alias the vector's
+          // pointers); reloaded after a miss, which may grow it.
+          const uint32_t* cache = name_cache_.data();
+          size_t cache_size = name_cache_.size();
+          for (size_t j = 0; j < n; ++j) {
+            const int64_t t0 = t[j];
+            const int64_t t1 = SaturatingAdd(t0, d[j]);
+            lo = std::min(lo, t0);
+            hi = std::max(hi, t1);
+            const uint32_t local = nm[j];
+            uint32_t name = local < cache_size ? cache[local] : 0;
+            if (name == 0) [[unlikely]] {
+              name = NameMiss(local);
+              cache = name_cache_.data();
+              cache_size = name_cache_.size();
+            }
+            TraceBuilder::RunEvent& r = run[j];
+            // Wrapping (unsigned) addition: when the offset does not hold for the run (checked
+            // below), these times are replaced, and a hostile t0 must not overflow meanwhile.
+            r.ts = static_cast<int64_t>(static_cast<uint64_t>(t0) + static_cast<uint64_t>(off));
+            r.dur = t1 - t0;
+            r.name = name;
+            r.args = nullptr;
+          }
+          if (any_args) [[unlikely]] {
+            for (size_t j = 0; j < n; ++j) {
+              if (kinds[i + j] & kKindHasArgs) run[j].args = &c.args[ai++];
+            }
+          }
+        }
         const size_t n = end - i;
         int64_t range_off;
         if (!by_offset || !model_->OffsetOver(lo, hi, &range_off) || range_off != off) {

@@ -157,6 +157,48 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
   PutHuffmanBitLengthColumn(v, n, stats, dst);
 }
 
+namespace {
+
+// The Huffman writer's bit stream at one point: whole bytes stored up to `p`, `used` (at most 7)
+// bits pending in `acc`.
+struct BitCursor {
+  char* p;
+  uint64_t acc;
+  unsigned used;
+};
+
+// One value of any length (code `len` bits, then `mbits` mantissa bits of x under `mmask`):
+// the code, then the mantissa in two parts of at most 32 bits, each followed by a store of the
+// accumulator's whole bytes. The writer's loop takes the common case itself.
+[[gnu::noinline]] void PutWide(BitCursor* c, uint64_t x, uint32_t code, unsigned len,
+                               unsigned mbits, uint64_t mmask) {
+  char* p = c->p;
+  uint64_t acc = c->acc;
+  unsigned used = c->used;
+  const auto flush = [&p, &acc, &used] {
+    EncodeFixed64(p, acc);
+    p += used >> 3;
+    acc >>= used & 56;
+    used &= 7;
+  };
+  const uint64_t m = x & mmask;
+  acc |= uint64_t{code} << used;
+  used += len;
+  flush();
+  const unsigned lo = std::min(mbits, 32u);
+  acc |= (lo == 0 ? 0 : m & (~0ull >> (64 - lo))) << used;
+  used += lo;
+  flush();
+  acc |= (m >> lo) << used;
+  used += mbits - lo;
+  flush();
+  c->p = p;
+  c->acc = acc;
+  c->used = used;
+}
+
+}  // namespace
+
 void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnStats& stats,
                                std::string* dst) {
   using Slot = HuffmanColumnStats::Slot;
@@ -247,37 +289,16 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
   thread_local std::string bytes;
   if (bytes.size() < 10 * n + 16) bytes.resize(10 * n + 16);
   char* const p0 = bytes.data();
+  // The cursor, the accumulator and its bit count are plain locals of this loop (no lambda
+  // captures them by reference): a lambda left out of line kept them in memory, and every
+  // value then went through a load and a store of the accumulator. The rare value too long to
+  // go in one step takes PutWide, out of line, with a copy of the three.
   char* p = p0;
   uint64_t acc = 0;
-  int used = 0;  // bits of acc in use: at most 7 between values
-  auto flush = [&] {
-    EncodeFixed64(p, acc);
-    p += used >> 3;
-    acc >>= used & 56;
-    used &= 7;
-  };
-  auto symbol = [&](uint64_t x) -> const SymbolOut& {
+  unsigned used = 0;  // bits of acc in use: at most 7 between values
+  const auto symbol = [&sym, &exact_slot, &exact_sym](uint64_t x) -> const SymbolOut& {
     const size_t slot = FibonacciHash(x) >> 58;
     return sym[exact_slot[slot] == x ? exact_sym[slot] : BitLength(x)];
-  };
-  auto put_one = [&](uint64_t x, const SymbolOut& o) {
-    const uint64_t m = x & o.mmask;
-    if (o.total <= 56) [[likely]] {
-      acc |= (o.code | (m << o.len)) << used;
-      used += o.total;
-    } else {
-      // A value of 45 bits or more: its code, then its mantissa in two parts of at most 32.
-      acc |= uint64_t{o.code} << used;
-      used += o.len;
-      flush();
-      const int lo = std::min<int>(o.mbits, 32);
-      acc |= (m & (~0ull >> (64 - lo))) << used;
-      used += lo;
-      flush();
-      acc |= (m >> lo) << used;
-      used += o.mbits - lo;
-    }
-    flush();
   };
   // Two values per step where their bits fit in the accumulator together (at most 56 bits
   // after the 7 left over): one shift into it and one store for both, which halves the chain
@@ -287,18 +308,33 @@ void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, const HuffmanColumnS
     const uint64_t x0 = v[i], x1 = v[i + 1];
     const SymbolOut& o0 = symbol(x0);
     const SymbolOut& o1 = symbol(x1);
-    if (o0.total + o1.total <= 56) [[likely]] {
+    const unsigned t0 = o0.total, t1 = o1.total;
+    if (t0 + t1 <= 56) [[likely]] {
       const uint64_t b0 = o0.code | ((x0 & o0.mmask) << o0.len);
       const uint64_t b1 = o1.code | ((x1 & o1.mmask) << o1.len);
-      acc |= (b0 | (b1 << o0.total)) << used;
-      used += o0.total + o1.total;
-      flush();
+      acc |= (b0 | (b1 << t0)) << used;
+      used += t0 + t1;
+      EncodeFixed64(p, acc);
+      p += used >> 3;
+      acc >>= used & 56;
+      used &= 7;
     } else {
-      put_one(x0, o0);
-      put_one(x1, o1);
+      BitCursor c{p, acc, used};
+      PutWide(&c, x0, o0.code, o0.len, o0.mbits, o0.mmask);
+      PutWide(&c, x1, o1.code, o1.len, o1.mbits, o1.mmask);
+      p = c.p;
+      acc = c.acc;
+      used = c.used;
     }
   }
-  if (i < n) put_one(v[i], symbol(v[i]));
+  if (i < n) {
+    const SymbolOut& o = symbol(v[i]);
+    BitCursor c{p, acc, used};
+    PutWide(&c, v[i], o.code, o.len, o.mbits, o.mmask);
+    p = c.p;
+    acc = c.acc;
+    used = c.used;
+  }
   if (used > 0) *p++ = static_cast<char>(acc);
   dst->append(p0, static_cast<size_t>(p - p0));
 }
@@ -520,10 +556,13 @@ bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, 
 void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
                           HuffmanColumnStats* stats) {
   // Backwards, a track run at a time (the next row's depth kept in a local: no per-row look at
-  // the tracks): when a row of depth d is reached, acc[d + 1] holds the sum of the durations of
-  // the rows of depth d + 1 after it up to the next row of depth <= d: its children. Entries
-  // above `top` count as zero (they are cleared when first used).
-  uint64_t acc[kPredictDepth + 1];
+  // the tracks): when a row of depth d is reached, depth d + 1's sum holds the sum of the
+  // durations of the rows of depth d + 1 after it up to the next row of depth <= d: its
+  // children. Depths above `top` count as zero (cleared when first used). As in
+  // ResidualsToDurations, the sum at depth `top` is kept in a register, `cur`, and acc[t + 1]
+  // holds depth t's sum (acc[0]: a slot for depth -1, written, never read): siblings then add
+  // in a register, where a sum in memory chained a store and a load per row.
+  uint64_t acc[kPredictDepth + 2];
   HuffmanColumnStats unused;
   HuffmanColumnStats& st = stats != nullptr ? *stats : unused;
   size_t end = n;
@@ -531,6 +570,7 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
     size_t begin = end - 1;
     while (begin > 0 && track[begin - 1] == track[end - 1]) --begin;
     int top = -1;
+    uint64_t cur = 0;         // depth top's sum (acc[top + 1] is stale while top holds)
     uint32_t next_depth = 0;  // the run's last row has no next row: never a parent
     for (size_t j = end; j-- > begin;) {
       const uint32_t d = depth[j], nd = next_depth;
@@ -540,16 +580,24 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
         st.AddLength(x);
         continue;
       }
+      const int di = static_cast<int>(d);
+      uint64_t coded = x;
       if (nd > d) {
-        const uint64_t children = static_cast<int>(d) + 1 <= top ? acc[d + 1] : 0;
-        dur[j] = ZigZag(static_cast<int64_t>(x - children));
+        const uint64_t children = di + 1 < top ? acc[d + 2] : di + 1 == top ? cur : 0;
+        coded = ZigZag(static_cast<int64_t>(x - children));
+        dur[j] = coded;
       }
-      st.AddLength(dur[j]);
-      if (static_cast<int>(d) > top) {
-        for (int t = top + 1; t <= static_cast<int>(d); ++t) acc[t] = 0;
+      st.AddLength(coded);
+      acc[top + 1] = cur;
+      if (di > top) {
+        for (int t = top + 1; t < di; ++t) acc[t + 1] = 0;
+        cur = x;
+      } else if (di == top) {
+        cur += x;
+      } else {
+        cur = acc[d + 1] + x;
       }
-      acc[d] += x;
-      top = static_cast<int>(d);
+      top = di;
     }
     end = begin;
   }

@@ -477,5 +477,56 @@ TEST(RowColumns, EncodeEqualsTheRowsEncodedAndDecodesToThem) {
   }
 }
 
+// The duration residuals the encoder codes (engine/db/block_column_codec.cc) against a plain
+// computation: a row whose next row in its track is deeper is coded as the zigzag of its
+// duration less the sum of its children's (the rows one deeper, up to the next row of its depth
+// or less; rows 64 deep or deeper count for nothing), other rows as themselves. The bit-length
+// counts it gathers must be those of the residuals: the column coded with them is the column
+// coded with counts taken afresh.
+TEST(DurationResiduals, EqualAPlainSumOfChildren) {
+  constexpr uint32_t kPredictDepth = 64;
+  std::mt19937_64 rng(24);
+  for (int round = 0; round < 120; ++round) {
+    const size_t n = 1 + rng() % 5000;
+    std::vector<uint64_t> dur(n);
+    std::vector<uint32_t> depth(n), track(n);
+    uint32_t t = 1, d = 0;
+    for (size_t i = 0; i < n; ++i) {
+      dur[i] = round % 3 == 0 ? rng() : rng() % (round % 3 == 1 ? 100 : 100000);
+      // Mostly a walk of nesting (siblings, a step in, steps out), sometimes a hostile depth.
+      const uint64_t step = rng() % 8;
+      d = step < 3 ? d : step < 6 ? d + 1 : static_cast<uint32_t>(rng() % (d + 1));
+      if (round % 4 == 3 && d > 50) d = 62 + static_cast<uint32_t>(rng() % 4);
+      depth[i] = rng() % 200 == 0 ? static_cast<uint32_t>(rng()) : d;
+      if (rng() % 700 == 0) ++t, d = 0;
+      track[i] = t;
+    }
+    std::vector<uint64_t> want = dur;
+    for (size_t i = 0; i < n; ++i) {
+      if (depth[i] >= kPredictDepth || i + 1 == n || track[i + 1] != track[i] ||
+          depth[i + 1] <= depth[i]) {
+        continue;
+      }
+      uint64_t children = 0;
+      for (size_t j = i + 1; j < n && track[j] == track[i] && depth[j] > depth[i]; ++j) {
+        if (depth[j] == depth[i] + 1 && depth[j] < kPredictDepth) children += dur[j];
+      }
+      want[i] = engine::ZigZag(static_cast<int64_t>(dur[i] - children));
+    }
+    std::vector<uint64_t> got = dur;
+    engine::HuffmanColumnStats stats;
+    engine::DurationsToResiduals(got.data(), depth.data(), track.data(), n, &stats);
+    ASSERT_EQ(got, want) << round;
+    stats.VoteSample(got.data(), n);
+    std::string with_stats, afresh;
+    engine::PutHuffmanBitLengthColumn(got.data(), n, stats, &with_stats);
+    engine::PutHuffmanBitLengthColumn(got.data(), n, &afresh);
+    ASSERT_EQ(with_stats, afresh) << round;
+    std::vector<uint64_t> back(n);
+    ASSERT_TRUE(engine::GetHuffmanBitLengthColumn(with_stats, n, back.data())) << round;
+    ASSERT_EQ(back, got) << round;
+  }
+}
+
 }  // namespace
 }  // namespace tracedb::testing
