@@ -654,25 +654,31 @@ bool ColumnPass(const RowColumns& c, size_t n, EncodeScratch& s, BlockZone* zone
 // entropy coding takes any sequence to about its order-0 entropy but no lower. The column alone,
 // LZ4-compressed, stands for what the varints cost in the block; the entropy-coded column is
 // chosen only when it is smaller than that by a margin (what LZ4 adds to incompressible bytes,
-// and then some), so that a block whose names LZ4 handles well keeps its varints.
-void PutNameColumn(std::string_view varints, size_t n, EncodeScratch& s, std::string* raw) {
-  std::vector<uint64_t>& v = s.name_vals;
-  v.resize(n);
-  bool ok = true;
-  if (varints.size() == n) {  // one byte each: the usual block, under 128 names
-    const auto* p = reinterpret_cast<const unsigned char*>(varints.data());
-    for (size_t i = 0; i < n; ++i) v[i] = p[i];
-  } else {
-    Reader r(varints);
-    for (size_t i = 0; i < n && ok; ++i) ok = r.GetVarint64(&v[i]);
-  }
+// and then some), so that a block whose names LZ4 handles well keeps its varints. `nnames`: the
+// size of the block's name dictionary.
+void PutNameColumn(std::string_view varints, size_t n, size_t nnames, EncodeScratch& s,
+                   std::string* raw) {
   std::string& huf = s.name_huffman;
   std::string& lz = s.name_lz4;
   huf.clear();
   lz.clear();
+  bool ok = Lz4Compress(varints, &lz).ok();
+  // Every name of the block's dictionary occurs in it: with two or more, each value takes a code
+  // of at least one bit, so the entropy-coded column is at least n / 8 bytes, and a column that
+  // LZ4 takes to that or less (a repeating pattern of names) keeps its varints without the
+  // entropy coder's passes.
+  if (ok && nnames >= 2 && lz.size() <= n / 8) ok = false;
   if (ok) {
-    PutHuffmanBitLengthColumn(v.data(), n, &huf);
-    ok = Lz4Compress(varints, &lz).ok();
+    std::vector<uint64_t>& v = s.name_vals;
+    v.resize(n);
+    if (varints.size() == n) {  // one byte each: the usual block, under 128 names
+      const auto* p = reinterpret_cast<const unsigned char*>(varints.data());
+      for (size_t i = 0; i < n; ++i) v[i] = p[i];
+    } else {
+      Reader r(varints);
+      for (size_t i = 0; i < n && ok; ++i) ok = r.GetVarint64(&v[i]);
+    }
+    if (ok) PutHuffmanBitLengthColumn(v.data(), n, &huf);
   }
   const size_t margin = 16 + huf.size() / 128;
   if (ok && huf.size() + margin < lz.size()) {
@@ -822,7 +828,7 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
   PutColumn(std::string_view(s.parents.data(), o.parents), &raw);
   PutColumn(std::string_view(s.depths.data(), o.depths), &raw);
   PutColumn(std::string_view(s.kinds.data(), o.kinds), &raw);
-  PutNameColumn(std::string_view(s.namec.data(), o.namec), n, s, &raw);
+  PutNameColumn(std::string_view(s.namec.data(), o.namec), n, nnames, s, &raw);
   PutColumn(std::string_view(s.catc.data(), o.catc), &raw);
   PutColumn(tsc, &raw);
   PutColumn(durc, &raw);
