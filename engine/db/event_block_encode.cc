@@ -678,7 +678,14 @@ void PutNameColumn(std::string_view varints, size_t n, size_t nnames, EncodeScra
       Reader r(varints);
       for (size_t i = 0; i < n && ok; ++i) ok = r.GetVarint64(&v[i]);
     }
-    if (ok) PutHuffmanBitLengthColumn(v.data(), n, &huf);
+    if (ok) {
+      // The frequent values from sampled votes, as for the dur column: a vote per row is a
+      // chain of stores through a few slots, which costs more than the rest of the coding.
+      HuffmanColumnStats stats;
+      for (size_t i = 0; i < n; ++i) stats.AddLength(v[i]);
+      stats.VoteSample(v.data(), n);
+      PutHuffmanBitLengthColumn(v.data(), n, stats, &huf);
+    }
   }
   const size_t margin = 16 + huf.size() / 128;
   if (ok && huf.size() + margin < lz.size()) {
