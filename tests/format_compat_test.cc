@@ -12,8 +12,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
+#include "engine/db/sqlite.h"
+#include "engine/util/coding.h"
+#include "engine/util/lz4_codec.h"
 #include "tests/db_rows.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
@@ -49,7 +53,58 @@ std::vector<std::string> Versions() {
   return v;
 }
 
+// The block formats of a DB's blocks, read from the bytes themselves (docs/database-format.md
+// "Event blocks": codec byte, raw size, CRC, then the payload whose first byte is the format),
+// not through the decoder under test.
+std::set<int> BlockFormats(const std::string& path) {
+  std::set<int> formats;
+  auto db = engine::Db::Open(path, engine::Db::Mode::kReadOnly);
+  EXPECT_TRUE(db.ok()) << path;
+  if (!db.ok()) return formats;
+  auto st = (*db)->Prepare("SELECT data FROM blocks");
+  EXPECT_TRUE(st.ok()) << path;
+  if (!st.ok()) return formats;
+  while (*st->Step()) {
+    engine::Reader r(st->Blob(0));
+    uint8_t codec = 0;
+    uint64_t raw_size = 0;
+    uint32_t crc = 0;
+    std::string raw;
+    if (!r.GetU8(&codec) || !r.GetVarint64(&raw_size) || !r.GetFixed32(&crc)) {
+      formats.insert(-1);
+      continue;
+    }
+    const std::string_view payload(r.data(), r.remaining());
+    if (codec == 1) {
+      if (!engine::Lz4Decompress(payload, raw_size, &raw).ok()) raw.clear();
+    } else {
+      raw.assign(payload);
+    }
+    formats.insert(raw.empty() ? -1 : static_cast<uint8_t>(raw[0]));
+  }
+  return formats;
+}
+
+// "vN" -> N.
+int VersionOf(const std::string& dir) { return std::atoi(fs::path(dir).filename().c_str() + 1); }
+
+// Every released on-disk version has its fixtures (a lost directory would silently stop
+// testing that version).
+TEST(FormatCompat, EveryReleasedVersionHasFixtures) {
+  std::set<int> have;
+  for (const std::string& v : Versions()) have.insert(VersionOf(v));
+  for (int v = 1; v <= 3; ++v) EXPECT_TRUE(have.count(v)) << "fixtures/formats/v" << v;
+}
+
 class FormatCompatTest : public ::testing::TestWithParam<std::string> {};
+
+// The fixture of version N holds blocks of block format N, only: what it claims to test.
+TEST_P(FormatCompatTest, FixtureDbsHoldTheirBlockFormat) {
+  const int v = VersionOf(GetParam());
+  for (const char* sub : {"/spec/job.tdb", "/bench/job.tdb"}) {
+    EXPECT_EQ(BlockFormats(GetParam() + sub), std::set<int>{v}) << GetParam() << sub;
+  }
+}
 
 TEST_P(FormatCompatTest, SpecDbReads) {
   const std::string dir = GetParam() + "/spec";

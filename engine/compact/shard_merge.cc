@@ -22,14 +22,17 @@ namespace {
 
 constexpr uint8_t kCodecRaw = 0;
 constexpr uint8_t kCodecLz4 = 1;
-// The block formats whose header and track column this file rewrites (event_block.cc writes 3
-// and reads 1 and 2): u8 format, varint n, svarint base, varint scale, the two dictionaries,
+// The block formats whose header and track column this file rewrites (event_block.cc writes 4
+// and reads 1 to 3): u8 format, varint n, svarint base, varint scale, the two dictionaries,
 // then the columns, the track runs first. The other columns are copied byte for byte: they
 // depend on the track ids only through where one track's run ends and the next begins (ts in
-// every format, a parent's dur in format 3), which an injective map of the ids keeps.
+// every format, a parent's dur in formats 3 and 4), which an injective map of the ids keeps; the
+// name and category columns hold indexes into the block's dictionaries (in any of format 4's
+// name codings), which the map leaves where they are.
 constexpr uint8_t kFormatVarint = 1;
 constexpr uint8_t kFormatBitLength = 2;
 constexpr uint8_t kFormatHuffman = 3;
+constexpr uint8_t kFormatHuffmanNames = 4;
 
 // The tables keyed by rank whose rows a shard's ranks own, copied whole on every merge.
 constexpr const char* kRankTables[] = {"ranks", "processes", "clock_knots", "sync_points", "steps",
@@ -178,7 +181,8 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   Reader r(raw);
   uint8_t format;
   if (!r.GetU8(&format)) return bad("empty payload");
-  if (format != kFormatVarint && format != kFormatBitLength && format != kFormatHuffman) {
+  if (format != kFormatVarint && format != kFormatBitLength && format != kFormatHuffman &&
+      format != kFormatHuffmanNames) {
     *changed = true;
     return ReencodeBlock(data, block, strings, tracks, out);
   }

@@ -24,7 +24,9 @@ std::vector<Row> SomeRows() {
       r.k = k;
       r.ts = ts += 1000 + rng() % 5000;
       r.dur = static_cast<int64_t>(rng() % 100000);
-      r.name = 1 + static_cast<uint32_t>(rng() % 4);  // strings 1..4
+      // Strings 1..4 at random: block format 4 entropy-codes such a name column (coding 1),
+      // which the remap copies byte for byte (it holds dictionary indexes, not string ids).
+      r.name = 1 + static_cast<uint32_t>(rng() % 4);
       r.cat = k % 3 == 0 ? 0 : 6;
       r.kind = k % 7 == 0 ? RowKind::kInstant : RowKind::kSpan;
       if (r.kind == RowKind::kInstant) r.dur = 0;
@@ -65,6 +67,7 @@ TEST(RemapBlock, MapsNamesCategoriesAndTracksOnly) {
   ASSERT_EQ(before.size(), rows.size());
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(before[i].name, rows[i].name) << i;  // rows are in (track, k) order
     Row want = before[i];
     want.track = tracks[want.track];
     want.name = strings[want.name];

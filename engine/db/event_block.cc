@@ -116,7 +116,8 @@ size_t DecodedBlock::CapacityBytes() const {
   auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
   return storage_.capacity() + cap(ts) + cap(dur) + cap(track) + cap(name) + cap(cat) + cap(depth) +
          cap(kind) + cap(k) + cap(parent_k) + cap(arg_mask) + cap(bytes) + cap(seq) + cap(flow) +
-         cap(peer) + cap(tag) + cap(comm) + cap(value) + cap(json) + cap(names_) + cap(cats_);
+         cap(peer) + cap(tag) + cap(comm) + cap(value) + cap(json) + cap(names_) + cap(cats_) +
+         cap(name_codes_);
 }
 
 Row DecodedBlock::RowAt(size_t i) const {
@@ -171,8 +172,8 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint
   uint8_t format;
   uint64_t n, scale, nnames, ncats;
   int64_t base;
-  if (!r.GetU8(&format) ||
-      (format != kBlockFormat && format != kBlockFormatBitLength && format != kBlockFormatVarint)) {
+  if (!r.GetU8(&format) || (format != kBlockFormat && format != kBlockFormatHuffman &&
+                            format != kBlockFormatBitLength && format != kBlockFormatVarint)) {
     return Bad(block, "unknown block format");
   }
   out->format_ = format;
@@ -218,8 +219,8 @@ Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint
 Status DecodedBlock::Need(uint32_t want) {
   if (want & kColParent) want |= kColK;
   if (want & kColTs) want |= kColDepth | kColDur;
-  // Format 3 codes a parent's duration against its children's: the depths say which they are.
-  if ((want & kColDur) && format_ == kBlockFormat) want |= kColDepth;
+  // Formats 3 and 4 code a parent's duration against its children's: the depths say which.
+  if ((want & kColDur) && format_ >= kBlockFormatHuffman) want |= kColDepth;
   if (want & kColValue) want |= kColKind;
   want &= ~decoded_;
   if (want == 0) return Status::Ok();
@@ -256,11 +257,29 @@ Status DecodedBlock::Need(uint32_t want) {
   }
   if (want & kColName) {
     name.resize(n);
-    if (OneByteVarints(cols_[5], n, name.data(), &max_byte)) {
+    std::string_view col = cols_[5];
+    uint8_t coding = kNameVarint;
+    if (format_ >= kBlockFormat) {
+      // Format 4: the coding byte first.
+      if (col.empty()) return bad("name");
+      coding = static_cast<uint8_t>(col[0]);
+      col.remove_prefix(1);
+    }
+    if (coding == kNameHuffman) {
+      name_codes_.resize(n);
+      if (!GetHuffmanBitLengthColumn(col, n, name_codes_.data())) return bad("name");
+      const uint64_t nnames = names_.size();
+      uint64_t over = 0;  // one check for all rows (no branch per row)
+      for (size_t i = 0; i < n; ++i) over |= name_codes_[i] >= nnames;
+      if (over != 0) return bad("name");
+      for (size_t i = 0; i < n; ++i) name[i] = names_[name_codes_[i]];
+    } else if (coding != kNameVarint) {
+      return bad("name (unknown coding)");
+    } else if (OneByteVarints(col, n, name.data(), &max_byte)) {
       if (max_byte >= 0x80 || max_byte >= names_.size()) return bad("name");
       for (uint32_t& x : name) x = names_[x];
     } else {
-      Reader c(cols_[5]);
+      Reader c(col);
       for (size_t i = 0; i < n; ++i) {
         uint64_t x;
         if (!c.GetVarint64(&x) || x >= names_.size()) return bad("name");
@@ -335,7 +354,7 @@ Status DecodedBlock::Need(uint32_t want) {
   if (want & kColTs) {
     Reader c(cols_[7]);
     ts.resize(n);
-    const bool huffman = format_ == kBlockFormat;
+    const bool huffman = format_ >= kBlockFormatHuffman;
     bool ts_signed = true;
     if (huffman) {
       // The zigzagged deltas, decoded in place, then replaced by the times they give.

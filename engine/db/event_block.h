@@ -134,8 +134,9 @@ class DecodedBlock {
   int64_t block_ = 0;
   int64_t base_ = 0;
   uint64_t scale_ = 1;
-  uint8_t format_ = 0;  // the block format (1, 2 or 3)
+  uint8_t format_ = 0;  // the block format (1 to 4)
   std::vector<uint32_t> names_, cats_;
+  std::vector<uint64_t> name_codes_;  // format 4's entropy-coded name indexes, decoded
   std::string_view cols_[13];
   uint32_t decoded_ = 0;
   uint32_t max_depth_ = 0;  // the depth column's largest value, once decoded

@@ -1,4 +1,4 @@
-// Event block encoder: rows of one block into the current format (3), zone map included. See
+// Event block encoder: rows of one block into the current format (4), zone map included. See
 // event_block.h; format in docs/database-format.md "Event blocks". The decoder is event_block.cc.
 #include <algorithm>
 #include <bit>
@@ -108,6 +108,9 @@ struct EncodeScratch {
   std::vector<uint32_t> name_idx, cat_idx, order;
   std::vector<SortKey> keys;
   std::string raw, tsc, durc;
+  // Format 4's name column: the indexes as values, and the two codings tried.
+  std::vector<uint64_t> name_vals;
+  std::string name_huffman, name_lz4;
 
   void Prepare(size_t n) {
     auto grow = [n](auto* buf, size_t per_row) {
@@ -644,6 +647,58 @@ bool ColumnPass(const RowColumns& c, size_t n, EncodeScratch& s, BlockZone* zone
   return true;
 }
 
+// Format 4's name column (docs/database-format.md "Event blocks"): the coding byte, then the
+// block-local name indexes as the n varints of `varints` (kNameVarint) or in entropy-coded bit
+// lengths (kNameHuffman). The block's payload is LZ4-compressed as a whole, which takes a
+// repeating pattern of names to almost nothing but cannot entropy-code a random sequence; the
+// entropy coding takes any sequence to about its order-0 entropy but no lower. The column alone,
+// LZ4-compressed, stands for what the varints cost in the block; the entropy-coded column is
+// chosen only when it is smaller than that by a margin (what LZ4 adds to incompressible bytes,
+// and then some), so that a block whose names LZ4 handles well keeps its varints. `nnames`: the
+// size of the block's name dictionary.
+void PutNameColumn(std::string_view varints, size_t n, size_t nnames, EncodeScratch& s,
+                   std::string* raw) {
+  std::string& huf = s.name_huffman;
+  std::string& lz = s.name_lz4;
+  huf.clear();
+  lz.clear();
+  bool ok = Lz4Compress(varints, &lz).ok();
+  // Every name of the block's dictionary occurs in it: with two or more, each value takes a code
+  // of at least one bit, so the entropy-coded column is at least n / 8 bytes, and a column that
+  // LZ4 takes to that or less (a repeating pattern of names) keeps its varints without the
+  // entropy coder's passes.
+  if (ok && nnames >= 2 && lz.size() <= n / 8) ok = false;
+  if (ok) {
+    std::vector<uint64_t>& v = s.name_vals;
+    v.resize(n);
+    if (varints.size() == n) {  // one byte each: the usual block, under 128 names
+      const auto* p = reinterpret_cast<const unsigned char*>(varints.data());
+      for (size_t i = 0; i < n; ++i) v[i] = p[i];
+    } else {
+      Reader r(varints);
+      for (size_t i = 0; i < n && ok; ++i) ok = r.GetVarint64(&v[i]);
+    }
+    if (ok) {
+      // The frequent values from sampled votes, as for the dur column: a vote per row is a
+      // chain of stores through a few slots, which costs more than the rest of the coding.
+      HuffmanColumnStats stats;
+      for (size_t i = 0; i < n; ++i) stats.AddLength(v[i]);
+      stats.VoteSample(v.data(), n);
+      PutHuffmanBitLengthColumn(v.data(), n, stats, &huf);
+    }
+  }
+  const size_t margin = 16 + huf.size() / 128;
+  if (ok && huf.size() + margin < lz.size()) {
+    PutVarint64(raw, 1 + huf.size());
+    raw->push_back(static_cast<char>(kNameHuffman));
+    raw->append(huf);
+  } else {
+    PutVarint64(raw, 1 + varints.size());
+    raw->push_back(static_cast<char>(kNameVarint));
+    raw->append(varints);
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -780,7 +835,7 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
   PutColumn(std::string_view(s.parents.data(), o.parents), &raw);
   PutColumn(std::string_view(s.depths.data(), o.depths), &raw);
   PutColumn(std::string_view(s.kinds.data(), o.kinds), &raw);
-  PutColumn(std::string_view(s.namec.data(), o.namec), &raw);
+  PutNameColumn(std::string_view(s.namec.data(), o.namec), n, nnames, s, &raw);
   PutColumn(std::string_view(s.catc.data(), o.catc), &raw);
   PutColumn(tsc, &raw);
   PutColumn(durc, &raw);

@@ -9,15 +9,20 @@
 
 namespace tracedb::engine::block_internal {
 
-// 1: every integer column in varints. 2: the dur column in bit-length coding. 3 (current): the
-// ts and dur columns in entropy-coded bit lengths, dur of a parent against its children's
-// (docs/database-format.md "Event blocks"); the other columns as in 1. All three are read.
-constexpr uint8_t kBlockFormat = 3;
+// 1: every integer column in varints. 2: the dur column in bit-length coding. 3: the ts and dur
+// columns in entropy-coded bit lengths, dur of a parent against its children's
+// (docs/database-format.md "Event blocks"); the other columns as in 1. 4 (current): as 3, the
+// name column led by a coding byte (kNameVarint or kNameHuffman). All four are read.
+constexpr uint8_t kBlockFormat = 4;
+constexpr uint8_t kBlockFormatHuffman = 3;
 constexpr uint8_t kBlockFormatBitLength = 2;
 constexpr uint8_t kBlockFormatVarint = 1;
 constexpr uint8_t kCodecRaw = 0;
 constexpr uint8_t kCodecLz4 = 1;
 constexpr size_t kMaxRows = 65536;
+// Format 4's name column: its first byte says how the block-local name indexes follow.
+constexpr uint8_t kNameVarint = 0;   // n varints, as in formats 1-3
+constexpr uint8_t kNameHuffman = 1;  // entropy-coded bit lengths (PutHuffmanBitLengthColumn)
 
 // DurationBucket (event_block.h), inline for the encoder's per-row statistics.
 inline int DurationBucketInline(int64_t dur) {

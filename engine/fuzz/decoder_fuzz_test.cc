@@ -109,14 +109,17 @@ TEST(DecoderFuzz, SegmentBlockPayloads) {
   }
 }
 
-TEST(DecoderFuzz, EventBlockPayloads) {
+// `random_names`: names drawn at random from 8 (block format 4 then entropy-codes the name
+// column), else a repeating pattern of 3 (kept in varints).
+void FuzzEventBlockPayload(bool random_names, uint32_t seed) {
   std::vector<Row> rows;
+  std::mt19937 names_rng(seed);
   for (int i = 0; i < 200; ++i) {
     Row r;
     r.ts = 1000 + i * 10;
     r.dur = i % 5 * 3;
     r.track = 1 + i % 2;
-    r.name = 5 + i % 3;
+    r.name = random_names ? 5 + names_rng() % 8 : 5 + i % 3;
     r.kind = static_cast<RowKind>(i % 4);
     r.k = static_cast<uint64_t>(i);
     r.depth = i % 3;
@@ -148,11 +151,28 @@ TEST(DecoderFuzz, EventBlockPayloads) {
     }
     raw = out;
   }
-  std::mt19937 rng(11);
+  {
+    // The name coding byte (docs/database-format.md "Event blocks"), as the variant expects.
+    Reader r(raw);
+    uint8_t format;
+    uint64_t n, scale, nnames, ncats, id;
+    int64_t base;
+    std::string_view col;
+    ASSERT_TRUE(r.GetU8(&format) && r.GetVarint64(&n) && r.GetVarsigned(&base) &&
+                r.GetVarint64(&scale) && r.GetVarint64(&nnames));
+    for (uint64_t i = 0; i < nnames; ++i) ASSERT_TRUE(r.GetVarint64(&id));
+    ASSERT_TRUE(r.GetVarint64(&ncats));
+    for (uint64_t i = 0; i < ncats; ++i) ASSERT_TRUE(r.GetVarint64(&id));
+    for (int c = 0; c <= 5; ++c) ASSERT_TRUE(r.GetLengthPrefixed(&col));
+    ASSERT_EQ(format, 4);
+    ASSERT_FALSE(col.empty());
+    EXPECT_EQ(col[0], random_names ? 1 : 0);
+  }
+  std::mt19937 rng(seed);
   Tally t;
   t.Add(fuzz::EventBlockPayload(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()), raw);
   EXPECT_EQ(t.ok, 1u) << "the unmutated block must decode";
-  for (int i = 0; i < 20000 && !HasFatalFailure(); ++i) {
+  for (int i = 0; i < 20000 && !::testing::Test::HasFatalFailure(); ++i) {
     std::string input = raw;
     Mutate(&rng, &input);
     t.Add(fuzz::EventBlockPayload(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
@@ -160,6 +180,10 @@ TEST(DecoderFuzz, EventBlockPayloads) {
   }
   t.ExpectBoth();
 }
+
+TEST(DecoderFuzz, EventBlockPayloads) { FuzzEventBlockPayload(false, 11); }
+
+TEST(DecoderFuzz, EventBlockPayloadsWithEntropyCodedNames) { FuzzEventBlockPayload(true, 12); }
 
 TEST(DecoderFuzz, WholeSegmentFiles) {
   std::string file;
