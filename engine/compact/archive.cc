@@ -12,59 +12,38 @@
 
 #include "engine/db/block_store.h"
 #include "engine/db/db_schema.h"
+#include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "engine/util/coding.h"
-#include "engine/util/crc32c.h"
 #include "engine/util/lz4_codec.h"
 #include "engine/util/path.h"
 
 namespace tracedb::engine {
 namespace {
 
-constexpr uint8_t kCodecRaw = 0;  // docs/database-format.md "Event blocks"
-constexpr uint8_t kCodecLz4 = 1;
 constexpr const char* kRecompressedBelow = "archive.recompressed_below";
 
 // Re-encodes one blocks.data value with LZ4-HC at `level`. Sets *out and returns true when the
 // result is smaller; false when the block is better left as it is. Corruption when the stored
 // block does not decode (its CRC or sizes are wrong).
 StatusOr<bool> RecompressBlock(std::string_view data, int level, std::string* out) {
-  Reader hdr(data);
-  uint8_t codec;
-  uint64_t raw_size;
-  uint32_t crc;
-  if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&raw_size) || !hdr.GetFixed32(&crc)) {
-    return Status::Corruption("truncated block header");
-  }
-  if (raw_size > kMaxRawBlockBytes || raw_size > static_cast<uint64_t>(LZ4_MAX_INPUT_SIZE)) {
-    return Status::Corruption("block larger than the format allows");
-  }
-  const std::string_view payload(hdr.data(), hdr.remaining());
   std::string raw;
-  if (codec == kCodecLz4) {
-    TRACEDB_RETURN_IF_ERROR(Lz4Decompress(payload, raw_size, &raw));
-  } else if (codec == kCodecRaw) {
-    if (payload.size() != raw_size) return Status::Corruption("raw size mismatch");
-    raw.assign(payload);
-  } else {
-    return Status::Corruption("unknown codec " + std::to_string(codec));
-  }
-  if (Crc32c(raw.data(), raw.size()) != crc) return Status::Corruption("bad CRC");
+  BlockContainer box;
+  TRACEDB_RETURN_IF_ERROR(UnpackBlock(data, &raw, &box));
   std::string hc(static_cast<size_t>(LZ4_compressBound(static_cast<int>(raw.size()))), '\0');
   const int n = LZ4_compress_HC(raw.data(), hc.data(), static_cast<int>(raw.size()),
                                 static_cast<int>(hc.size()), level);
   if (n <= 0) return false;  // LZ4-HC failed: the block stays as it is
   hc.resize(static_cast<size_t>(n));
-  const size_t header = data.size() - payload.size();
-  if (hc.size() >= raw.size() || header + hc.size() >= data.size()) return false;
+  if (hc.size() >= raw.size() || box.header_bytes + hc.size() >= data.size()) return false;
   // What readers will do: decode it and get the same bytes back.
   std::string check;
   TRACEDB_RETURN_IF_ERROR(Lz4Decompress(hc, raw.size(), &check));
   if (check != raw) return Status::Internal("LZ4-HC output does not decode to its input");
   out->clear();
-  out->push_back(static_cast<char>(kCodecLz4));
-  PutVarint64(out, raw_size);
-  PutFixed32(out, crc);
+  out->push_back(static_cast<char>(kBlockCodecLz4));
+  PutVarint64(out, raw.size());
+  PutFixed32(out, box.crc);
   out->append(hc);
   return true;
 }

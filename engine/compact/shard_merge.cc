@@ -20,8 +20,6 @@
 namespace tracedb::engine {
 namespace {
 
-constexpr uint8_t kCodecRaw = 0;
-constexpr uint8_t kCodecLz4 = 1;
 // The block formats whose header and track column this file rewrites (event_block.cc writes 4
 // and reads 1 to 3): u8 format, varint n, svarint base, varint scale, the two dictionaries,
 // then the columns, the track runs first. The other columns are copied byte for byte: they
@@ -159,24 +157,8 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   auto bad = [&](std::string_view why) {
     return Status::Corruption("block " + std::to_string(block) + ": " + std::string(why));
   };
-  Reader hdr(data);
-  uint8_t codec;
-  uint64_t raw_size;
-  uint32_t crc;
-  if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&raw_size) || !hdr.GetFixed32(&crc)) {
-    return bad("truncated header");
-  }
   thread_local std::string raw;
-  if (codec == kCodecLz4) {
-    Status s = Lz4Decompress(std::string_view(hdr.data(), hdr.remaining()), raw_size, &raw);
-    if (!s.ok()) return bad(s.message());
-  } else if (codec == kCodecRaw) {
-    if (hdr.remaining() != raw_size) return bad("raw size mismatch");
-    raw.assign(hdr.data(), hdr.remaining());
-  } else {
-    return bad("unknown codec");
-  }
-  if (Crc32c(raw.data(), raw.size()) != crc) return bad("bad CRC");
+  if (Status s = UnpackBlock(data, &raw); !s.ok()) return bad(s.message());
 
   Reader r(raw);
   uint8_t format;
@@ -249,7 +231,7 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   compressed.clear();
   const bool use_lz4 =
       compress && Lz4Compress(payload, &compressed).ok() && compressed.size() < payload.size();
-  out->push_back(static_cast<char>(use_lz4 ? kCodecLz4 : kCodecRaw));
+  out->push_back(static_cast<char>(use_lz4 ? kBlockCodecLz4 : kBlockCodecRaw));
   PutVarint64(out, payload.size());
   PutFixed32(out, Crc32c(payload.data(), payload.size()));
   out->append(use_lz4 ? compressed : payload);

@@ -146,27 +146,32 @@ Row DecodedBlock::RowAt(size_t i) const {
   return r;
 }
 
-Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want) {
-  out->decoded_ = 0;
-  out->block_ = block;
+Status UnpackBlock(std::string_view data, std::string* raw, BlockContainer* info) {
   Reader hdr(data);
   uint8_t codec;
   uint64_t raw_size;
   uint32_t crc;
   if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&raw_size) || !hdr.GetFixed32(&crc)) {
-    return Bad(block, "truncated header");
+    return Status::Corruption("truncated header");
   }
-  if (codec == kCodecLz4) {
-    Status s =
-        Lz4Decompress(std::string_view(hdr.data(), hdr.remaining()), raw_size, &out->storage_);
-    if (!s.ok()) return Bad(block, s.message());
-  } else if (codec == kCodecRaw) {
-    if (hdr.remaining() != raw_size) return Bad(block, "raw size mismatch");
-    out->storage_.assign(hdr.data(), hdr.remaining());
+  const std::string_view stored(hdr.data(), hdr.remaining());
+  if (codec == kBlockCodecLz4) {
+    TRACEDB_RETURN_IF_ERROR(Lz4Decompress(stored, raw_size, raw));
+  } else if (codec == kBlockCodecRaw) {
+    if (stored.size() != raw_size) return Status::Corruption("raw size mismatch");
+    raw->assign(stored);
   } else {
-    return Bad(block, "unknown codec");
+    return Status::Corruption("unknown codec " + std::to_string(codec));
   }
-  if (Crc32c(out->storage_.data(), out->storage_.size()) != crc) return Bad(block, "bad CRC");
+  if (Crc32c(raw->data(), raw->size()) != crc) return Status::Corruption("bad CRC");
+  if (info != nullptr) *info = {codec, crc, data.size() - stored.size()};
+  return Status::Ok();
+}
+
+Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want) {
+  out->decoded_ = 0;
+  out->block_ = block;
+  if (Status s = UnpackBlock(data, &out->storage_); !s.ok()) return Bad(block, s.message());
 
   Reader r(out->storage_);
   uint8_t format;

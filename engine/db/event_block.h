@@ -230,6 +230,21 @@ struct RowColumns {
 // Rows. REQUIRES: cols.n in [1, 65536].
 void EncodeBlock(const RowColumns& cols, std::string* out, BlockZone* zone);
 
+// The container of a blocks.data value (docs/database-format.md "Event blocks"): u8 codec,
+// varint size of the payload, u32 CRC-32C of the payload, then the payload, stored raw or LZ4.
+inline constexpr uint8_t kBlockCodecRaw = 0;
+inline constexpr uint8_t kBlockCodecLz4 = 1;
+struct BlockContainer {
+  uint8_t codec = 0;
+  uint32_t crc = 0;         // of the uncompressed payload
+  size_t header_bytes = 0;  // before the stored payload
+};
+// Checks the container of `data` and puts its uncompressed payload in *raw, the container's
+// fields in *info when given: the one reader of the container (the decoder, the shard merge's
+// remapping, the archive's recompression). Corruption, the reason without a block id, on a
+// truncated header, an unknown codec, a size that does not hold (64 MiB at most) or a bad CRC.
+Status UnpackBlock(std::string_view data, std::string* raw, BlockContainer* info = nullptr);
+
 // Decompresses and checks a block, then decodes the column groups in `want` (more can follow
 // with Need()). Corruption (never a crash) on malformed input; `block` is the block id, for
 // messages.

@@ -843,7 +843,7 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
   for (const ByteBuf* c : {&s.args, &s.values, &s.json}) PutColumn(*c, &raw);
 
   out->clear();
-  out->push_back(static_cast<char>(kCodecLz4));
+  out->push_back(static_cast<char>(kBlockCodecLz4));
   PutVarint64(out, raw.size());
   PutFixed32(out, Crc32c(raw.data(), raw.size()));
   // Compressed in place after the header (no copy); a failed compression, or one that saves
@@ -851,7 +851,7 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
   const size_t header = out->size();
   if (!Lz4Compress(raw, out).ok() || out->size() - header >= raw.size()) {
     out->resize(header);
-    (*out)[0] = static_cast<char>(kCodecRaw);
+    (*out)[0] = static_cast<char>(kBlockCodecRaw);
     out->append(raw);
   }
 }

@@ -17,8 +17,6 @@ constexpr uint8_t kBlockFormat = 4;
 constexpr uint8_t kBlockFormatHuffman = 3;
 constexpr uint8_t kBlockFormatBitLength = 2;
 constexpr uint8_t kBlockFormatVarint = 1;
-constexpr uint8_t kCodecRaw = 0;
-constexpr uint8_t kCodecLz4 = 1;
 constexpr size_t kMaxRows = 65536;
 // Format 4's name column: its first byte says how the block-local name indexes follow.
 constexpr uint8_t kNameVarint = 0;   // n varints, as in formats 1-3
