@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -167,6 +168,50 @@ TEST(ViewsMemory, StragglersInBoundedMemory) {
       "GROUP BY last ORDER BY sum(skew) DESC, last";
   EXPECT_EQ(small, Csv(j.small, plain));
   EXPECT_EQ(big, Csv(j.big, plain));
+}
+
+// The events table reads a job's steps (millions of rows in a long job: every rank's every step)
+// only for a query that uses the step column. The small job copied, 2M steps added to the copy
+// (250,000 a rank, one every 500 ns from 0): a top-3 by duration must not grow by what holding
+// them costs (16 bytes each at least), and gives the same rows; a query by step on the copy
+// counts what plain SQL over ts counts.
+TEST(ViewsMemory, EventsQueriesWithoutStepsDoNotReadThem) {
+  const Jobs& j = TheJobs();
+  const std::string with_steps = j.dir.Sub("steps.tdb");
+  {
+    std::ifstream in(j.small, std::ios::binary);
+    std::ofstream out(with_steps, std::ios::binary);
+    out << in.rdbuf();
+  }
+  {
+    auto db = engine::Db::Open(with_steps, engine::Db::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    ASSERT_TRUE((*db)
+                    ->Exec("DELETE FROM steps; WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT "
+                           "i + 1 FROM c WHERE i < 1999999) INSERT INTO steps(rank, ts, step) "
+                           "SELECT i % 8, (i / 8) * 500, i / 8 FROM c")
+                    .ok());
+  }
+  const std::string top = "SELECT rank, name, dur FROM events ORDER BY dur DESC LIMIT 3";
+  long peak[2] = {0, 0};
+  std::string out[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = j.dir.Sub(i ? "steps-big.log" : "steps-small.log");
+    const MeasuredRun r =
+        RunMeasured({TracedbBin(), "query", "-f", "csv", i ? with_steps : j.small, top}, {}, log);
+    EXPECT_EQ(r.exit_code, 0) << ReadFile(log);
+    peak[i] = r.peak_kb;
+    out[i] = ReadFile(log);
+  }
+  EXPECT_EQ(out[1], out[0]);
+  const double steps_kb = 2000000.0 * 16 / 1024;
+  EXPECT_LT(static_cast<double>(peak[1] - peak[0]), steps_kb / 4)
+      << "peak " << peak[0] << " KB without the steps, " << peak[1] << " KB with them";
+  // A query by step still reads them: step 249999 of rank 0 runs from ts 124,999,500 on.
+  EXPECT_EQ(Csv(with_steps, "SELECT count(*) FROM events WHERE rank = 0 AND step = 249999"),
+            Csv(with_steps, "SELECT count(*) FROM events WHERE rank = 0 AND ts >= 124999500"));
+  EXPECT_EQ(Csv(with_steps, "SELECT count(*) FROM events WHERE rank = 0 AND step = 249999"),
+            Csv(j.small, "SELECT count(*) FROM events WHERE rank = 0 AND ts >= 124999500"));
 }
 
 }  // namespace

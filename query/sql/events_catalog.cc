@@ -66,17 +66,11 @@ void DbCatalog::Refresh(engine::Db* db) {
       t.lane_key = t.lane ? t.name_key : 0;
     }
   }
+  // The steps themselves are read by LoadSteps, for a query that needs them.
   auto sc = db->QueryInt("SELECT count(*) FROM steps", 0);
   if (sc.ok() && *sc != step_count) {
     steps.clear();
-    auto st = db->Prepare("SELECT rank, ts, step FROM steps ORDER BY rank, ts");
-    if (st.ok()) {
-      while (true) {
-        auto row = st->Step();
-        if (!row.ok() || !*row) break;
-        steps[static_cast<int32_t>(st->Int(0))].emplace_back(st->Int(1), st->Int(2));
-      }
-    }
+    steps_loaded = false;
     step_count = *sc;
   }
   // name_stats grows with the blocks (one transaction): reread it when a block was added.
@@ -93,6 +87,20 @@ void DbCatalog::Refresh(engine::Db* db) {
     }
     data_version = *mb;
   }
+}
+
+void DbCatalog::LoadSteps(engine::Db* db) {
+  if (steps_loaded) return;
+  steps.clear();
+  auto st = db->Prepare("SELECT rank, ts, step FROM steps ORDER BY rank, ts");
+  if (st.ok()) {
+    while (true) {
+      auto row = st->Step();
+      if (!row.ok() || !*row) break;
+      steps[static_cast<int32_t>(st->Int(0))].emplace_back(st->Int(1), st->Int(2));
+    }
+  }
+  steps_loaded = true;
 }
 
 std::optional<int64_t> DbCatalog::StepAt(int32_t rank, int64_t ts) const {

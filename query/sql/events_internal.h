@@ -88,7 +88,10 @@ struct DbCatalog {
     uint32_t tid_key = 0, name_key = 0, lane_key = 0;
   };
   std::vector<Track> tracks;
-  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> steps;  // rank -> (ts, step)
+  // rank -> (ts, step), read only for a query that uses the step column (LoadSteps): a long
+  // job's steps table has millions of rows, which a query without steps need not hold.
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> steps;
+  bool steps_loaded = false;
   std::map<int32_t, int64_t> rank_min_dur;  // from name_stats: no row of the rank is shorter
   int64_t max_string = 0, max_track = 0, step_count = -1, data_version = -1;
   int64_t seen_data_version = -1, seen_changes = -1;
@@ -100,7 +103,9 @@ struct DbCatalog {
     if (it == ids.end()) return std::nullopt;
     return it->second;
   }
-  // The step in effect at `ts` on `rank`, if any.
+  // Reads the steps table when Refresh found it changed since it was last read.
+  void LoadSteps(engine::Db* db);
+  // The step in effect at `ts` on `rank`, if any. REQUIRES: LoadSteps since the last Refresh.
   std::optional<int64_t> StepAt(int32_t rank, int64_t ts) const;
   int64_t MinDur(int32_t rank) const {
     auto it = rank_min_dur.find(rank);

@@ -457,6 +457,7 @@ int ParseConstraints(EventsCursor* c, int col_used, const char* idx, int argc,
     f.rank.Apply(kEq, cat.tracks[static_cast<size_t>(f.track.lo)].rank);
   }
   if (!f.step.All()) {
+    cat.LoadSteps(c->vtab->db.get());
     for (const auto& [rank, markers] : cat.steps) {
       Range r;
       r.lo = INT64_MAX;

@@ -36,6 +36,8 @@ int Filter(sqlite3_vtab_cursor* cur, int col_used, const char* idx, int argc,
   c->eof = false;
   int rc = events::ParseConstraints(c, col_used, idx, argc, argv);
   if (rc != SQLITE_OK || c->eof) return rc;
+  // (A step constraint has loaded them already: ParseConstraints.)
+  if ((col_used & (1 << events::kStep)) != 0) c->vtab->catalog.LoadSteps(c->vtab->db.get());
   rc = events::CollectBlocks(c);
   if (rc != SQLITE_OK) return rc;
   if (c->f.top_by_dur) {
