@@ -553,6 +553,35 @@ bool GetHuffmanBitLengthColumns(std::string_view col_a, std::string_view col_b, 
   return a.at_end() && b.at_end();
 }
 
+namespace {
+
+// The depth sums of the backward walk that DurationsToResiduals and ResidualsToDurations share:
+// acc[t + 1] holds depth t's sum (acc[0]: a slot for depth -1, written, never read), except
+// depth `top`'s, which is `cur` (a register: siblings add without a store and a load each).
+// The sum of the children of a row of depth di (the rows of depth di + 1 after it, up to the
+// next row of depth <= di): depths above `top` count as zero.
+[[gnu::always_inline]] inline uint64_t ChildrenSum(const uint64_t* acc, int top, uint64_t cur,
+                                                   int di) {
+  return di + 1 < top ? acc[di + 2] : di + 1 == top ? cur : 0;
+}
+// A row of depth di and duration x joins the sums; the depths between `top` and di are cleared
+// when first used.
+[[gnu::always_inline]] inline void AddToDepthSums(uint64_t* acc, int& top, uint64_t& cur, int di,
+                                                  uint64_t x) {
+  acc[top + 1] = cur;
+  if (di > top) {
+    for (int t = top + 1; t < di; ++t) acc[t + 1] = 0;
+    cur = x;
+  } else if (di == top) {
+    cur += x;
+  } else {
+    cur = acc[di + 1] + x;
+  }
+  top = di;
+}
+
+}  // namespace
+
 void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* track, size_t n,
                           HuffmanColumnStats* stats) {
   // Backwards, a track run at a time (the next row's depth kept in a local: no per-row look at
@@ -583,21 +612,12 @@ void DurationsToResiduals(uint64_t* dur, const uint32_t* depth, const uint32_t* 
       const int di = static_cast<int>(d);
       uint64_t coded = x;
       if (nd > d) {
-        const uint64_t children = di + 1 < top ? acc[d + 2] : di + 1 == top ? cur : 0;
+        const uint64_t children = ChildrenSum(acc, top, cur, di);
         coded = ZigZag(static_cast<int64_t>(x - children));
         dur[j] = coded;
       }
       st.AddLength(coded);
-      acc[top + 1] = cur;
-      if (di > top) {
-        for (int t = top + 1; t < di; ++t) acc[t + 1] = 0;
-        cur = x;
-      } else if (di == top) {
-        cur += x;
-      } else {
-        cur = acc[d + 1] + x;
-      }
-      top = di;
+      AddToDepthSums(acc, top, cur, di, x);
     }
     end = begin;
   }
@@ -624,20 +644,11 @@ void ResidualsToDurations(uint64_t* v, const uint32_t* depth, const uint32_t* tr
       const int di = static_cast<int>(d);
       uint64_t x = v[j];
       if (nd > d) {
-        const uint64_t children = di + 1 < top ? acc[d + 2] : di + 1 == top ? cur : 0;
+        const uint64_t children = ChildrenSum(acc, top, cur, di);
         x = children + static_cast<uint64_t>(UnZigZag(x));
         v[j] = x;
       }
-      acc[top + 1] = cur;
-      if (di > top) {
-        for (int t = top + 1; t < di; ++t) acc[t + 1] = 0;
-        cur = x;
-      } else if (di == top) {
-        cur += x;
-      } else {
-        cur = acc[d + 1] + x;
-      }
-      top = di;
+      AddToDepthSums(acc, top, cur, di, x);
     }
     end = begin;
   }
