@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "engine/util/percentile_rank.h"
+#include "engine/util/saturating.h"
 #include "query/sql/functions.h"
 
 namespace tracedb::query {
@@ -184,7 +185,9 @@ StatusOr<Overview> BuildOverview(Db* db, int bins, int64_t t0, int64_t t1) {
 
 StatusOr<std::vector<StepPoint>> BuildStepSeries(Db* db) {
   std::map<int64_t, StepPoint> by_step;
-  std::map<int64_t, int64_t> sums;
+  // Summed wide: a DB made elsewhere can hold durations whose int64 sum overflows (the mean of
+  // int64 values always fits).
+  std::map<int64_t, __int128> sums;
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("SELECT rank, step, start_ts, dur FROM step_times ORDER BY step, rank"));
   while (true) {
@@ -210,7 +213,7 @@ StatusOr<std::vector<StepPoint>> BuildStepSeries(Db* db) {
   std::vector<StepPoint> out;
   out.reserve(by_step.size());
   for (auto& [step, p] : by_step) {
-    p.mean_ns = sums[step] / p.ranks;
+    p.mean_ns = engine::SaturateInt64(sums[step] / p.ranks);
     out.push_back(p);
   }
   if (out.size() >= 5) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "engine/db/trace_writer.h"
 #include "query/open/query_db.h"
 #include "tests/test_util.h"
 
@@ -91,6 +92,42 @@ TEST(ReportDataTest, MergeIntervalsAndPercentile) {
   for (int i = 1; i <= 100; ++i) hundred.push_back(i);
   EXPECT_DOUBLE_EQ(Percentile(&hundred, 7), 7);
   EXPECT_DOUBLE_EQ(Percentile(&hundred, 99), 99);
+}
+
+// Step durations whose sum over the ranks passes int64 (a DB made elsewhere): the mean is still
+// the exact mean. Two ranks, each with step 1 at -4e18 and step 2 at 4.5e18 and no events (so
+// step 2 has no end and no duration): step 1 lasts 8.5e18 ns on both, whose sum is 1.7e19.
+TEST(ReportDataTest, StepMeansOfDurationsWhoseSumPassesInt64) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("steps.tdb");
+  constexpr int64_t kStart = -4'000'000'000'000'000'000, kNext = 4'500'000'000'000'000'000;
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    engine::TraceWriter* tw = w->get();
+    ASSERT_TRUE(tw->BeginBatch().ok());
+    for (int32_t r = 0; r < 2; ++r) {
+      engine::RankRecord rec;
+      rec.rank = r;
+      rec.world_size = 2;
+      rec.source = "report-data-test";
+      ASSERT_TRUE(tw->SetRank(rec).ok());
+      tw->AddStep(r, kStart, 1);
+      tw->AddStep(r, kNext, 2);
+    }
+    ASSERT_TRUE(tw->CommitBatch().ok());
+  }
+  auto db = OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  auto steps = BuildStepSeries(db->get());
+  ASSERT_TRUE(steps.ok()) << steps.status().message();
+  ASSERT_EQ(steps->size(), 1u);
+  const StepPoint& p = steps->front();
+  EXPECT_EQ(p.step, 1);
+  EXPECT_EQ(p.ranks, 2);
+  EXPECT_EQ(p.start_ts, kStart);
+  EXPECT_EQ(p.max_ns, kNext - kStart);
+  EXPECT_EQ(p.mean_ns, kNext - kStart);
 }
 
 #ifdef REPORT_JOB_GEN_PATH
