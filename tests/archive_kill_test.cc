@@ -7,10 +7,8 @@
 // finishes, and the database must hold, per thread, exactly the serials 0..n-1 (no gap, no
 // duplicate) with n at least what the log promised; files were deleted along the way, and none
 // is left.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +23,6 @@
 #include "engine/segment/segment_dir.h"
 #include "query/open/query_db.h"
 #include "tests/test_util.h"
-
-extern char** environ;
 
 namespace tracedb::testing {
 namespace {
@@ -43,24 +39,9 @@ std::string KillProgram() {
 
 pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env_extra,
             const std::string& stderr_path = "") {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_store(env_extra);
-  for (char** e = environ; *e != nullptr; ++e) env_store.emplace_back(*e);
-  std::vector<char*> envp;
-  for (std::string& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  if (!stderr_path.empty()) {
-    posix_spawn_file_actions_addopen(&fa, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-  }
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
+  return SpawnChild(args, env_extra,
+                    stderr_path.empty() ? ChildOutput::kInherit : ChildOutput::kStderrAppended,
+                    stderr_path);
 }
 
 void KillAndReap(pid_t pid) {

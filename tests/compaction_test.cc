@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,8 +24,6 @@
 #include "tests/db_invariants.h"
 #include "tests/segment_fixture.h"
 #include "tests/test_util.h"
-
-extern char** environ;
 
 namespace tracedb::testing {
 namespace {
@@ -220,12 +217,8 @@ TEST(Compaction, KilledAtAnyMomentResumesToTheSameRows) {
   int kills = 0;
   for (int attempt = 0; attempt < 40; ++attempt) {
     const std::string bin = TracedbBin();
-    std::vector<std::string> args = {bin, "compact", trace, "-o", db, "-q"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid;
-    ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+    const pid_t pid = SpawnChild({bin, "compact", trace, "-o", db, "-q"}, {});
+    ASSERT_GT(pid, 0) << bin << ": could not be started";
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 60));
     const bool killed = kill(pid, SIGKILL) == 0;
     int status = 0;

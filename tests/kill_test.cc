@@ -8,7 +8,6 @@
 // follows its file incrementally and waits for the rest.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +22,6 @@
 #include "engine/db/sqlite.h"
 #include "query/open/query_db.h"
 #include "tests/test_util.h"
-
-extern char** environ;
 
 namespace tracedb::testing {
 namespace {
@@ -64,14 +61,7 @@ std::vector<uint64_t> LastFlush(const std::string& log, uint64_t* lines) {
 }
 
 pid_t Start(const std::string& dir, const std::string& log) {
-  const std::string prog = KillProgram();
-  const std::string threads = std::to_string(kThreads);
-  std::vector<char*> argv = {const_cast<char*>(prog.c_str()), const_cast<char*>(dir.c_str()),
-                             const_cast<char*>(log.c_str()), const_cast<char*>(threads.c_str()),
-                             nullptr};
-  pid_t pid = -1;
-  if (posix_spawn(&pid, prog.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  return pid;
+  return SpawnChild({KillProgram(), dir, log, std::to_string(kThreads)}, {});
 }
 
 // Waits until the log holds at least `n` flush lines; false when the program exited first.

@@ -195,22 +195,9 @@ Collected CollectDir(const std::string& dir) {
   return c;
 }
 
-void RunAndKillAfter(const std::vector<std::string>& args, int64_t delay_us) {
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (std::string& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
-  ASSERT_EQ(rc, 0) << args[0] << ": " << std::strerror(rc);
-  std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-}
-
-MeasuredRun RunMeasured(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                        const std::string& log) {
+pid_t SpawnChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                 ChildOutput output, const std::string& path) {
+  if (argv.empty()) return -1;
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -221,13 +208,32 @@ MeasuredRun RunMeasured(const std::vector<std::string>& argv, const std::vector<
   envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  MeasuredRun r;
+  if (output == ChildOutput::kBothToFile) {
+    posix_spawn_file_actions_addopen(&fa, 1, path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  } else if (output == ChildOutput::kStderrAppended) {
+    posix_spawn_file_actions_addopen(&fa, 2, path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
+  pid_t pid = -1;
   const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return r;
+  return rc == 0 ? pid : -1;
+}
+
+void RunAndKillAfter(const std::vector<std::string>& args, int64_t delay_us) {
+  const pid_t pid = SpawnChild(args, {});
+  ASSERT_GT(pid, 0) << args[0] << ": could not be started";
+  std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+MeasuredRun RunMeasured(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                        const std::string& log) {
+  MeasuredRun r;
+  const pid_t pid = SpawnChild(argv, env, ChildOutput::kBothToFile, log);
+  if (pid < 0) return r;
   int status = 0;
   struct rusage ru {};
   if (wait4(pid, &status, 0, &ru) != pid) return r;

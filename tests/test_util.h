@@ -2,6 +2,8 @@
 // a trace directory holds.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -30,6 +32,18 @@ void WriteFile(const std::string& path, const std::string& bytes);
 
 // Runs `cmd` with /bin/sh; returns its stdout and sets *exit_code (-1 when it could not run).
 std::string RunCommand(const std::string& cmd, int* exit_code);
+
+// Where a child started by SpawnChild writes its output.
+enum class ChildOutput {
+  kInherit,         // this process's stdout and stderr
+  kBothToFile,      // stdout and stderr to `path`, truncated first
+  kStderrAppended,  // stderr appended to `path`; stdout inherited
+};
+// Starts argv[0] with `argv` (no shell) and `env` ("NAME=value" entries) added to this process's
+// environment (an entry there comes first, so it overrides an inherited one of the same name);
+// the child's pid, or -1 when it could not be started. The one posix_spawn of the test helpers.
+pid_t SpawnChild(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                 ChildOutput output = ChildOutput::kInherit, const std::string& path = "");
 
 // A child's exit code (-1: it could not be started or waited for) and its peak resident memory.
 struct MeasuredRun {
