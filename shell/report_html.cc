@@ -243,7 +243,8 @@ class PageData {
       bool first = true;
       for (size_t i = 0; i < points.size();) {
         const int64_t bin = (points[i].first - lo) / width;
-        int64_t max = 0, sum = 0, n = 0;
+        int64_t max = 0, n = 0;
+        __int128 sum = 0;  // skews of a DB made elsewhere can sum past int64
         size_t j = i;
         for (; j < points.size() && (points[j].first - lo) / width == bin; ++j) {
           max = std::max(max, points[j].second);
@@ -294,7 +295,7 @@ class PageData {
             ",\"steps_grouped\":" + Num(static_cast<int64_t>(group)) + ",\"steps\":[";
     for (size_t i = 0; i < steps.size(); i += group) {
       query::StepPoint p = steps[i];
-      int64_t sum = 0;
+      __int128 sum = 0;  // the mean of the group's means, summed wide as BuildStepSeries does
       size_t n = 0;
       for (size_t j = i; j < steps.size() && j < i + group; ++j, ++n) {
         if (steps[j].max_ns > p.max_ns) {
@@ -304,7 +305,7 @@ class PageData {
         p.outlier = p.outlier || steps[j].outlier;
         sum += steps[j].mean_ns;
       }
-      p.mean_ns = sum / static_cast<int64_t>(n);
+      p.mean_ns = static_cast<int64_t>(sum / static_cast<__int128>(n));  // a mean of int64s fits
       out_ += (i ? "," : "");
       out_ += "{\"step\":" + Num(p.step) + ",\"ranks\":" + Num(int64_t{p.ranks}) +
               ",\"max_ns\":" + Num(p.max_ns) + ",\"mean_ns\":" + Num(p.mean_ns) +

@@ -275,7 +275,7 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
     const int64_t dur = st.Int(4);
     NameStats& s = out[i];
     ++s.count;
-    s.total_ns += dur;
+    s.total_ns = engine::SaturatingAdd(s.total_ns, dur);  // a hostile DB's durations
     durs[i].push_back(static_cast<double>(dur));
     const int64_t bytes = st.Int(5);  // NULL reads 0
     if (bytes > 0) ++sizes[i][63 - __builtin_clzll(static_cast<uint64_t>(bytes))];
@@ -285,11 +285,15 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
     if (last_entry == per_step.end() || last_entry->first != k) {
       last_entry = per_step.try_emplace(k, 0).first;
     }
-    last_entry->second += dur;
+    last_entry->second = engine::SaturatingAdd(last_entry->second, dur);
   }
   for (size_t i = 0; i < out.size(); ++i) {
     NameStats& s = out[i];
-    s.mean_ns = s.count ? static_cast<double>(s.total_ns) / static_cast<double>(s.count) : 0;
+    // From the durations themselves, not total_ns, which saturates on a hostile DB's (the same
+    // value otherwise: sums of int64 durations are exact in doubles up to 2^53 ns).
+    double dsum = 0;
+    for (double d : durs[i]) dsum += d;
+    s.mean_ns = s.count ? dsum / static_cast<double>(s.count) : 0;
     s.p50_ns = static_cast<int64_t>(Percentile(&durs[i], 50));
     s.p99_ns = static_cast<int64_t>(Percentile(&durs[i], 99));
     std::vector<double>().swap(durs[i]);

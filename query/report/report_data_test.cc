@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "engine/db/trace_builder.h"
 #include "engine/db/trace_writer.h"
 #include "query/open/query_db.h"
 #include "tests/test_util.h"
@@ -128,6 +129,57 @@ TEST(ReportDataTest, StepMeansOfDurationsWhoseSumPassesInt64) {
   EXPECT_EQ(p.start_ts, kStart);
   EXPECT_EQ(p.max_ns, kNext - kStart);
   EXPECT_EQ(p.mean_ns, kNext - kStart);
+}
+
+// Span durations whose total passes int64 (a DB made elsewhere): the total saturates at the
+// int64 maximum instead of wrapping, and the mean and percentiles are the durations' own. Two
+// ranks, one span "big" of 6e18 ns each (sum 1.2e19), and one "small" of 5 ns.
+TEST(ReportDataTest, NameTotalsOfDurationsWhoseSumPassesInt64) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("spans.tdb");
+  constexpr int64_t kBig = 6'000'000'000'000'000'000;
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    engine::TraceWriter* tw = w->get();
+    engine::TraceBuilder b(tw);
+    ASSERT_TRUE(tw->BeginBatch().ok());
+    const uint32_t big = tw->Intern("big"), small = tw->Intern("small"), cat = tw->Intern("c");
+    for (int32_t r = 0; r < 2; ++r) {
+      engine::RankRecord rec;
+      rec.rank = r;
+      rec.world_size = 2;
+      rec.source = "report-data-test";
+      ASSERT_TRUE(tw->SetRank(rec).ok());
+      engine::TrackSpec t;
+      t.rank = r;
+      t.kind = "thread";
+      t.name = "main";
+      t.tid = 100 + r;
+      t.local_id = t.tid;
+      const uint32_t track = tw->Track(t);
+      ASSERT_TRUE(b.Complete(track, 10, kBig, big, cat, nullptr).ok());
+      if (r == 0) {
+        ASSERT_TRUE(b.Complete(track, 20, 5, small, cat, nullptr).ok());
+      }
+    }
+    ASSERT_TRUE(tw->CommitBatch().ok());
+  }
+  auto db = OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  auto names = BuildNameStats(db->get());
+  ASSERT_TRUE(names.ok()) << names.status().message();
+  ASSERT_EQ(names->size(), 2u);
+  const NameStats& b = names->front();  // by total, largest first
+  EXPECT_EQ(b.name, "big");
+  EXPECT_EQ(b.count, 2u);
+  EXPECT_EQ(b.total_ns, INT64_MAX);
+  EXPECT_DOUBLE_EQ(b.mean_ns, static_cast<double>(kBig));
+  EXPECT_EQ(b.p50_ns, kBig);
+  EXPECT_EQ(b.p99_ns, kBig);
+  EXPECT_EQ(names->back().name, "small");
+  EXPECT_EQ(names->back().total_ns, 5);
+  EXPECT_DOUBLE_EQ(names->back().mean_ns, 5.0);
 }
 
 #ifdef REPORT_JOB_GEN_PATH

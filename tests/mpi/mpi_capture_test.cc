@@ -337,8 +337,17 @@ void ExpectCollectivesMatch(const std::map<int, RankTrace>& traces, int world_si
   EXPECT_GT(by_key.size(), 50u);
 }
 
+// The recorder clock of the jobs whose sync points ExpectClockSync checks. With the CPU counter
+// (the default) each process converts it to ns by a rate it calibrated itself over 10 ms, and
+// two processes' clocks then drift apart by a few ppm: a true offset between them, which the
+// sync measures (and compaction removes through the anchors, docs/database-format.md), of
+// hundreds of ns by MPI_Finalize; a 2-rank job measured 508 ns with an uncertainty of 453.
+// CLOCK_MONOTONIC is one clock for every process of the host, so there the offset is the
+// sync's measurement error alone, which a min-RTT ping-pong bounds.
+const char* const kOneClock = "TRACEDB_CLOCK=monotonic";
+
 // Two sync points per rank (MPI_Init and MPI_Finalize) against rank 0, around every MPI event
-// recorded after MPI_Init and before MPI_Finalize.
+// recorded after MPI_Init and before MPI_Finalize. The job ran with kOneClock.
 void ExpectClockSync(const std::map<int, RankTrace>& traces) {
   for (const auto& [rank, t] : traces) {
     ASSERT_EQ(t.sync.size(), 2u) << "rank " << rank;
@@ -349,8 +358,8 @@ void ExpectClockSync(const std::map<int, RankTrace>& traces) {
         EXPECT_EQ(p.uncertainty_ns, 0);
       } else {
         EXPECT_GT(p.uncertainty_ns, 0) << "rank " << rank;
-        // One host, one clock: the measured offset is calibration error only, and a min-RTT
-        // ping-pong bounds it by half the round trip, which is the stored uncertainty (composed
+        // One host, one clock (kOneClock): the true offset is 0, and a min-RTT ping-pong bounds
+        // the measured one by half the round trip, which is the stored uncertainty (composed
         // through a node leader, the sum of both). That holds whatever the load; the round trip
         // itself does not (ranks busy-polling on two busy cores took up to 12 ms), so its
         // bound is only a sanity bound.
@@ -421,8 +430,9 @@ class MpiWorkload : public ::testing::Test {
     passthrough_ = new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib}, {prog, "-", code}, d + "/pass"));
     traced_exit_ = new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib, "TRACEDB_DIR=" + d + "/trace3"},
                                   {prog, "-", code}, d + "/traced3"));
-    traced_ = new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib, "TRACEDB_DIR=" + d + "/trace"},
-                             {prog, d + "/expect-traced", "0"}, d + "/traced"));
+    traced_ =
+        new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib, "TRACEDB_DIR=" + d + "/trace", kOneClock},
+                       {prog, d + "/expect-traced", "0"}, d + "/traced"));
     // Only rank 1 records: every rank must still agree on communicator ids (no hang).
     partial_ =
         new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib},
@@ -617,8 +627,9 @@ class MpiThreads : public ::testing::Test {
     const std::string lib = Env("TRACEDB_MPI_LIB"), prog = Env("MPI_THREADS");
     std::filesystem::create_directories(d + "/expect");
     plain_ = new Job(RunMpi(kRanks, {}, {prog, "-", std::to_string(kThreads), "40"}, d + "/plain"));
-    traced_ = new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib, "TRACEDB_DIR=" + d + "/trace"},
-                             {prog, d + "/expect", std::to_string(kThreads), "40"}, d + "/traced"));
+    traced_ =
+        new Job(RunMpi(kRanks, {"LD_PRELOAD=" + lib, "TRACEDB_DIR=" + d + "/trace", kOneClock},
+                       {prog, d + "/expect", std::to_string(kThreads), "40"}, d + "/traced"));
     traces_ = new std::map<int, RankTrace>(LoadTrace(d + "/trace", kRanks));
   }
   static void TearDownTestSuite() {
@@ -667,7 +678,7 @@ TEST(MpiClockSync, HierarchicalThroughNodeLeaders) {
   const std::string d = Scratch("sync");
   const Job job = RunMpi(4,
                          {"LD_PRELOAD=" + Env("TRACEDB_MPI_LIB"), "TRACEDB_DIR=" + d + "/trace",
-                          "TRACEDB_MPI_SYNC_GROUP=2"},
+                          "TRACEDB_MPI_SYNC_GROUP=2", kOneClock},
                          {Env("MPI_THREADS"), "-", "1", "5"}, d + "/job");
   ASSERT_EQ(job.exit_code, 0) << job.err;
   const std::map<int, RankTrace> traces = LoadTrace(d + "/trace", 4);
