@@ -11,6 +11,7 @@
 #include "engine/db/trace_builder.h"
 #include "engine/db/trace_writer.h"
 #include "query/open/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::query {
@@ -108,11 +109,7 @@ TEST(ReportDataTest, StepMeansOfDurationsWhoseSumPassesInt64) {
     engine::TraceWriter* tw = w->get();
     ASSERT_TRUE(tw->BeginBatch().ok());
     for (int32_t r = 0; r < 2; ++r) {
-      engine::RankRecord rec;
-      rec.rank = r;
-      rec.world_size = 2;
-      rec.source = "report-data-test";
-      ASSERT_TRUE(tw->SetRank(rec).ok());
+      ASSERT_NE(testing::AddRankTrack(tw, r, 2, "report-data-test"), 0u);
       tw->AddStep(r, kStart, 1);
       tw->AddStep(r, kNext, 2);
     }
@@ -146,18 +143,8 @@ TEST(ReportDataTest, NameTotalsOfDurationsWhoseSumPassesInt64) {
     ASSERT_TRUE(tw->BeginBatch().ok());
     const uint32_t big = tw->Intern("big"), small = tw->Intern("small"), cat = tw->Intern("c");
     for (int32_t r = 0; r < 2; ++r) {
-      engine::RankRecord rec;
-      rec.rank = r;
-      rec.world_size = 2;
-      rec.source = "report-data-test";
-      ASSERT_TRUE(tw->SetRank(rec).ok());
-      engine::TrackSpec t;
-      t.rank = r;
-      t.kind = "thread";
-      t.name = "main";
-      t.tid = 100 + r;
-      t.local_id = t.tid;
-      const uint32_t track = tw->Track(t);
+      const uint32_t track = testing::AddRankTrack(tw, r, 2, "report-data-test");
+      ASSERT_NE(track, 0u);
       ASSERT_TRUE(b.Complete(track, 10, kBig, big, cat, nullptr).ok());
       if (r == 0) {
         ASSERT_TRUE(b.Complete(track, 20, 5, small, cat, nullptr).ok());
