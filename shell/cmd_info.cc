@@ -13,6 +13,7 @@
 #include "engine/db/db_schema.h"
 #include "engine/segment/segment_dir.h"
 #include "engine/util/json_text.h"
+#include "engine/util/saturating.h"
 #include "query/open/query_db.h"
 #include "shell/commands.h"
 #include "shell/format.h"
@@ -78,10 +79,11 @@ void PrintDirText(const std::string& path, const engine::DirSummary& s) {
   std::printf("\n  %6s  %-20s %6s %14s %10s %12s %12s\n", "rank", "host", "files", "events",
               "dropped", "bytes", "span");
   for (const auto& [rank, r] : s.per_rank) {
-    std::printf("  %6d  %-20.20s %6llu %14s %10s %12s %12s\n", rank, r.host.c_str(),
-                static_cast<unsigned long long>(r.files), WithCommas(r.events).c_str(),
-                WithCommas(r.dropped).c_str(), HumanBytes(static_cast<double>(r.bytes)).c_str(),
-                HumanDuration(static_cast<double>(r.last_ts - r.first_ts)).c_str());
+    std::printf(
+        "  %6d  %-20.20s %6llu %14s %10s %12s %12s\n", rank, r.host.c_str(),
+        static_cast<unsigned long long>(r.files), WithCommas(r.events).c_str(),
+        WithCommas(r.dropped).c_str(), HumanBytes(static_cast<double>(r.bytes)).c_str(),
+        HumanDuration(static_cast<double>(engine::SaturatingSub(r.last_ts, r.first_ts))).c_str());
   }
   if (s.corrupt_blocks || s.torn_tails || s.unreadable_files || s.open_files) {
     std::printf(
@@ -218,7 +220,9 @@ void PrintDbText(const std::string& path, const DbInfo& d) {
   std::printf("  ranks %zu, events %s, %s on disk", d.ranks.size(), WithCommas(d.events).c_str(),
               HumanBytes(static_cast<double>(d.bytes)).c_str());
   if (d.events) std::printf(" (%.2f bytes/event)", double(d.bytes) / double(d.events));
-  std::printf("\n  time span %s", HumanDuration(static_cast<double>(d.max_end - d.min_ts)).c_str());
+  std::printf(
+      "\n  time span %s",
+      HumanDuration(static_cast<double>(engine::SaturatingSub(d.max_end, d.min_ts))).c_str());
   std::printf(", %s blocks, dropped %s, open spans %s", WithCommas(d.blocks).c_str(),
               WithCommas(d.dropped).c_str(), WithCommas(d.open_spans).c_str());
   // Spans whose process ended first, written as rows flagged open (docs/hang.md).
@@ -233,7 +237,8 @@ void PrintDbText(const std::string& path, const DbInfo& d) {
     std::printf(
         "  %6lld  %-20.20s %14s %12s  %-10s %s\n", static_cast<long long>(rank), r.host.c_str(),
         WithCommas(r.events).c_str(),
-        HumanDuration(static_cast<double>(r.max_end - r.min_ts)).c_str(), r.method.c_str(),
+        HumanDuration(static_cast<double>(engine::SaturatingSub(r.max_end, r.min_ts))).c_str(),
+        r.method.c_str(),
         r.uncertainty >= 0 ? HumanDuration(static_cast<double>(r.uncertainty)).c_str() : "unknown");
   }
   if (!d.stats.empty()) {

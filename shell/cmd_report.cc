@@ -23,6 +23,7 @@
 #include "engine/compact/compactor.h"
 #include "engine/db/trace_writer.h"
 #include "engine/util/json_text.h"
+#include "engine/util/saturating.h"
 #include "query/export/csv_text.h"
 #include "query/hang/hang_report.h"
 #include "query/open/query_db.h"
@@ -112,7 +113,7 @@ std::string RenderText(const std::string& path, const query::MpiReport& r, bool 
   std::vector<query::RoutineStat> total;
   int64_t comm = 0;
   for (const auto& s : spread) total.push_back({s.routine, s.calls, s.bytes, s.time_ns});
-  for (const auto& x : r.ranks) comm += x.has_calls ? x.comm_ns : 0;
+  for (const auto& x : r.ranks) comm = engine::SaturatingAdd(comm, x.has_calls ? x.comm_ns : 0);
   if (r.all_ranks_have_calls()) {
     out += "\nSummary for all tasks (every rank's calls together):\n";
   } else if (with_calls.size() == 1) {

@@ -27,6 +27,7 @@
 #include "engine/compact/compactor.h"
 #include "engine/db/trace_writer.h"
 #include "engine/util/atomic_file.h"
+#include "engine/util/saturating.h"
 #include "query/open/query_db.h"
 #include "query/report/report_data.h"
 #include "shell/commands.h"
@@ -92,21 +93,25 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
   TRACEDB_ASSIGN_OR_RETURN(int64_t t_end, db->QueryInt("SELECT max(max_end) FROM main.blocks", 0));
   TRACEDB_ASSIGN_OR_RETURN(int64_t t_first, db->QueryInt("SELECT min(min_ts) FROM main.blocks", 0));
   const int64_t window = std::max<int64_t>(1, static_cast<int64_t>(o.window_s * 1e9));
-  const int64_t t0 = std::max(t_first, t_end - window);
-  const double span_s = std::max(1e-9, static_cast<double>(t_end - t0) / 1e9);
+  // Saturating: the times of a DB made elsewhere can lie at the ends of int64.
+  const int64_t t0 = std::max(t_first, engine::SaturatingSub(t_end, window));
+  const double span_s = std::max(1e-9, static_cast<double>(engine::SaturatingSub(t_end, t0)) / 1e9);
   std::map<int32_t, RankRow> rows;
   if (total > 0) {
-    TRACEDB_ASSIGN_OR_RETURN(query::Overview ov, query::BuildOverview(db, 1, t0, t_end + 1));
+    TRACEDB_ASSIGN_OR_RETURN(query::Overview ov,
+                             query::BuildOverview(db, 1, t0, engine::SaturatingAdd(t_end, 1)));
     for (const auto& ra : ov.ranks) {
       RankRow& r = rows[ra.rank];
       r.rank = ra.rank;
-      const int64_t wall = std::min(ra.last_end, t_end + 1) - std::max(ra.first_ts, t0);
+      const int64_t wall = engine::SaturatingSub(
+          std::min(ra.last_end, engine::SaturatingAdd(t_end, 1)), std::max(ra.first_ts, t0));
       if (wall > 0) {
         r.compute_share = static_cast<double>(ra.compute_ns) / static_cast<double>(wall);
         r.comm_share = static_cast<double>(ra.comm_ns) / static_cast<double>(wall);
         // busy is the union of the two: what exceeds it was counted in both.
         r.overlap_share =
-            static_cast<double>(std::max<int64_t>(0, ra.compute_ns + ra.comm_ns - ra.busy_ns)) /
+            std::max(0.0, static_cast<double>(ra.compute_ns) + static_cast<double>(ra.comm_ns) -
+                              static_cast<double>(ra.busy_ns)) /
             static_cast<double>(wall);
       }
       r.compute_ns = ra.compute_ns;
@@ -207,9 +212,9 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
       Fmt("%zu ranks, %s events, %s of trace, %s dropped; last %s of trace time: "
           "%s events/s\n\n",
           rows.size(), WithCommas(static_cast<uint64_t>(total)).c_str(),
-          HumanDuration(static_cast<double>(t_end - t_first)).c_str(),
+          HumanDuration(static_cast<double>(engine::SaturatingSub(t_end, t_first))).c_str(),
           WithCommas(static_cast<uint64_t>(dropped)).c_str(),
-          HumanDuration(static_cast<double>(t_end - t0)).c_str(),
+          HumanDuration(static_cast<double>(engine::SaturatingSub(t_end, t0))).c_str(),
           WithCommas(static_cast<uint64_t>(ev_rate + 0.5)).c_str());
   out += Fmt("%6s %8s %8s %11s %11s %9s %7s %12s %9s %8s\n", "rank", "steps", "step", "step time",
              "last step", "compute", "comm", "events/s", "dropped", "drops/s");

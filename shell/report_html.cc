@@ -17,6 +17,7 @@
 #include "engine/util/atomic_file.h"
 #include "engine/util/interrupt_cleanup.h"
 #include "engine/util/json_text.h"
+#include "engine/util/saturating.h"
 #include "engine/util/version.h"
 #include "query/analysis/why.h"
 #include "query/analysis/why_summary.h"
@@ -119,8 +120,8 @@ class PageData {
     out_ = "{\"db\":" + engine::json::String(path) +
            ",\"version\":" + engine::json::String(engine::kTracedbVersion) +
            ",\"generated\":" + engine::json::String(when) + ",\"events\":" + Num(events) +
-           ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) +
-           ",\"duration_ns\":" + Num(ov.ranks.empty() ? int64_t{0} : ov.t1 - ov.t0);
+           ",\"ranks\":" + Num(static_cast<int64_t>(ov.ranks.size())) + ",\"duration_ns\":" +
+           Num(ov.ranks.empty() ? int64_t{0} : engine::SaturatingSub(ov.t1, ov.t0));
     Overview(ov);
     TRACEDB_RETURN_IF_ERROR(Names());
     TRACEDB_RETURN_IF_ERROR(Slowest());
@@ -227,37 +228,21 @@ class PageData {
               ",\"max_skew_ns\":" + Num(r->max_skew_ns) + "}";
     }
     out_ += "]";
-    // Skew over time, binned: per bin the maximum and mean skew.
-    std::vector<std::pair<int64_t, int64_t>> points;
+    // The last arrival at the first matched collective (where start-up ends, Startup()).
     for (const auto& c : cd.collectives) {
-      if (c.ranks > 1 && first_collective_end_ < 0) {
-        first_collective_end_ = c.first_arrival + c.skew_ns;
+      if (c.ranks > 1) {
+        first_collective_end_ = engine::SaturatingAdd(c.first_arrival, c.skew_ns);
+        break;
       }
-      if (c.ranks > 1) points.push_back({c.first_arrival - ov.t0, c.skew_ns});
     }
+    // Skew over time, binned: per bin the maximum and mean skew.
     out_ += ",\"skew\":[";
-    if (!points.empty()) {
-      constexpr int64_t kBins = 500;
-      const int64_t lo = points.front().first, hi = points.back().first + 1;
-      const int64_t width = std::max<int64_t>(1, (hi - lo + kBins - 1) / kBins);
-      bool first = true;
-      for (size_t i = 0; i < points.size();) {
-        const int64_t bin = (points[i].first - lo) / width;
-        int64_t max = 0, n = 0;
-        __int128 sum = 0;  // skews of a DB made elsewhere can sum past int64
-        size_t j = i;
-        for (; j < points.size() && (points[j].first - lo) / width == bin; ++j) {
-          max = std::max(max, points[j].second);
-          sum += points[j].second;
-          ++n;
-        }
-        out_ += (first ? "" : ",");
-        first = false;
-        out_ += "{\"t\":" + Num(lo + bin * width + width / 2) + ",\"max_ns\":" + Num(max) +
-                ",\"mean_ns\":" + Num(static_cast<double>(sum) / static_cast<double>(n)) +
-                ",\"collectives\":" + Num(n) + "}";
-        i = j;
-      }
+    bool first = true;
+    for (const query::SkewBin& b : query::BinSkew(cd, ov.t0, 500)) {
+      out_ += (first ? "" : ",");
+      first = false;
+      out_ += "{\"t\":" + Num(b.t) + ",\"max_ns\":" + Num(b.max_ns) +
+              ",\"mean_ns\":" + Num(b.mean_ns) + ",\"collectives\":" + Num(b.collectives) + "}";
     }
     out_ += "]";
     return Status::Ok();
@@ -334,7 +319,8 @@ class PageData {
       end = -1;
       basis.clear();
     }
-    out_ += ",\"startup\":{\"end_ns\":" + (end < 0 ? std::string("null") : Num(end - ov.t0)) +
+    out_ += ",\"startup\":{\"end_ns\":" +
+            (end < 0 ? std::string("null") : Num(engine::SaturatingSub(end, ov.t0))) +
             ",\"basis\":" + engine::json::String(basis) + ",\"names\":{";
     // Each span name's time inside start-up (spans that start before it ends): the page keeps
     // names spent mostly there (MPI_Init, init_process_group) from setting the scale of the

@@ -15,10 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/db/trace_builder.h"
 #include "engine/db/trace_writer.h"
 #include "engine/verify/verify.h"
 #include "query/fuzz/db_fuzz.h"
 #include "query/open/query_db.h"
+#include "tests/hand_trace.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -338,6 +340,148 @@ TEST(HostileDb, AHotJournalIsNotRolledBackByAReadOnlyOpen) {
   EXPECT_EQ(ReadFile(db), before);
   EXPECT_EQ(QueryOne(db, "SELECT count(*) FROM events"),
             std::to_string(PlainInt(db, "SELECT sum(count) FROM blocks")));
+}
+
+// A trace whose events lie `lo` and `hi` apart on `ranks` ranks (a DB made elsewhere; a recorder
+// never writes such times): steps 1 and 2 at lo and hi; collective 1 with every rank but the last
+// arriving at lo and the last at hi; collective 2 near hi; a message from rank 0 to the last rank,
+// received at hi + 60; a span "forward" on every rank but the last. With `extremes`, the early
+// ranks' calls of collective 1 last 10 ns and are followed by the message's send and a "forward"
+// of the largest duration, and the first and last ranks hold instants at the int64 extremes;
+// without, those calls last until the last rank arrives (each rank waits hi - lo there), and the
+// send and "forward" come after them.
+void WriteFarApart(const std::string& path, int64_t lo, int64_t hi, int ranks, bool extremes) {
+  auto w = engine::TraceWriter::Open(path);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  engine::TraceWriter* tw = w->get();
+  engine::TraceBuilder b(tw);
+  ASSERT_TRUE(tw->BeginBatch().ok());
+  const uint32_t allreduce = tw->Intern("MPI_Allreduce"), send = tw->Intern("MPI_Send"),
+                 recv = tw->Intern("MPI_Recv"), fwd = tw->Intern("forward"),
+                 mark = tw->Intern("mark"), mpi = tw->Intern("mpi"), py = tw->Intern("python");
+  auto coll = [](uint64_t seq) {
+    engine::EventArgs a;
+    a.mask = engine::EventArgs::kComm | engine::EventArgs::kSeq | engine::EventArgs::kBytes;
+    a.comm = 1;
+    a.seq = seq;
+    a.bytes = 4096;
+    return a;
+  };
+  auto p2p = [](int32_t peer) {
+    engine::EventArgs a;
+    a.mask = engine::EventArgs::kPeer | engine::EventArgs::kTag | engine::EventArgs::kBytes |
+             engine::EventArgs::kComm;
+    a.peer = peer;
+    a.tag = 5;
+    a.bytes = 100;
+    a.comm = 1;
+    return a;
+  };
+  const int32_t last = ranks - 1;
+  const engine::EventArgs c1 = coll(1), c2 = coll(2), to_last = p2p(last), from0 = p2p(0);
+  for (int32_t r = 0; r < ranks; ++r) {
+    const uint32_t t = AddRankTrack(tw, r, ranks, "hostile-db-test");
+    ASSERT_NE(t, 0u);
+    tw->AddStep(r, lo, 1);
+    tw->AddStep(r, hi, 2);
+    if (r == 0 && extremes) {
+      ASSERT_TRUE(b.Instant(t, INT64_MIN, mark, py, nullptr).ok());
+    }
+    if (r != last) {
+      ASSERT_TRUE(b.Complete(t, lo, extremes ? 10 : hi - lo + 10, allreduce, mpi, &c1).ok());
+      const int64_t after = extremes ? lo : hi;
+      if (r == 0) {
+        ASSERT_TRUE(b.Complete(t, after + 20, 5, send, mpi, &to_last).ok());
+      }
+      ASSERT_TRUE(b.Complete(t, after + 40, extremes ? INT64_MAX : 20, fwd, py, nullptr).ok());
+      ASSERT_TRUE(b.Complete(t, hi + 100, 10, allreduce, mpi, &c2).ok());
+    } else {
+      ASSERT_TRUE(b.Complete(t, lo + 30, 20, fwd, py, nullptr).ok());
+      ASSERT_TRUE(b.Complete(t, hi, 10, allreduce, mpi, &c1).ok());
+      ASSERT_TRUE(b.Complete(t, hi + 40, 10, allreduce, mpi, &c2).ok());
+      ASSERT_TRUE(b.Complete(t, hi + 60, 5, recv, mpi, &from0).ok());
+      if (extremes) {
+        ASSERT_TRUE(b.Instant(t, INT64_MAX, mark, py, nullptr).ok());
+      }
+    }
+  }
+  ASSERT_TRUE(tw->CommitBatch().ok());
+}
+
+// Every reader of the harness, every built-in view read whole, and every command that analyses
+// a whole trace (each a process of the binary under test) on `db`: each must end with a result
+// or a described error (exit 0, or 1 or 2 with a message). Under UBSan (scripts/test.sh) a signed
+// overflow anywhere aborts the process, which fails this.
+void ReadEverywhereCleanly(const std::string& db, const std::string& scratch) {
+  const DbResult r = ReadEverything(db, scratch);
+  EXPECT_TRUE(r.clean) << r.detail;  // (SQLite's sum(dur) ends with "integer overflow": described)
+  {
+    auto qdb = query::OpenQueryDb(db);
+    ASSERT_TRUE(qdb.ok()) << qdb.status().message();
+    std::vector<std::string> views;
+    {
+      auto st = (*qdb)->Prepare("SELECT name FROM sqlite_temp_master WHERE type = 'view'");
+      ASSERT_TRUE(st.ok()) << st.status().message();
+      while (true) {
+        auto row = st->Step();
+        ASSERT_TRUE(row.ok()) << row.status().message();
+        if (!*row) break;
+        views.emplace_back(st->Text(0));
+      }
+    }
+    EXPECT_GE(views.size(), 25u);
+    for (const std::string& v : views) {
+      auto st = (*qdb)->Prepare("SELECT * FROM " + v);
+      ASSERT_TRUE(st.ok()) << v << ": " << st.status().message();
+      while (true) {
+        auto row = st->Step();
+        if (!row.ok() || !*row) break;  // an error is a described end
+      }
+    }
+  }
+  const std::string q = ShellQuote(db), out = ShellQuote(scratch + "-out");
+  for (const std::string& args :
+       {"info " + q, "report mpi " + q, "report stragglers " + q, "report hang " + q,
+        "report html -q -o " + out + ".html " + q, "explain " + q, "explain -f json " + q,
+        "top --once " + q, "diff " + q + " " + q, "check --baseline " + q + " " + q,
+        "export -q --chrome -o " + out + ".json " + q, "verify " + q}) {
+    SCOPED_TRACE(args);
+    int rc = -1;
+    const std::string text = RunCommand(TracedbBin() + " " + args + " 2>&1", &rc);
+    // (check exits 2 when there is nothing to compare: no steps to compare here.)
+    EXPECT_TRUE(rc >= 0 && rc <= 2) << "exit " << rc << ":\n" << text;
+    EXPECT_EQ(text.find("runtime error"), std::string::npos) << text;
+  }
+}
+
+// Timestamps at both ends of the int64 range: any difference of two of them passes int64, and
+// so does any bin or scale computed from the trace's extent. (Overflows this found: the
+// report's overview, skew bins and collective sums, the collective views' late and wait times,
+// `report mpi`, the Chrome export's origin, the why analyses.) The why analyses refuse a trace
+// that spans more than 2^62 ns with a described error.
+TEST(HostileDb, TimestampsAtTheInt64ExtremesReadEverywhere) {
+  TempDir tmp;
+  const std::string db = tmp.Sub("extremes.tdb");
+  WriteFarApart(db, -9'000'000'000'000'000'000, 9'000'000'000'000'000'000, 2, true);
+  EXPECT_EQ(QueryOne(db, "SELECT count(*) FROM events"), "10");
+  ReadEverywhereCleanly(db, tmp.Sub("scratch"));
+  int rc = -1;
+  const std::string text = RunCommand(TracedbBin() + " explain " + ShellQuote(db) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 1) << text;
+  EXPECT_NE(text.find("more than 2^62 ns"), std::string::npos) << text;
+}
+
+// Within the why analyses' 2^62 ns, but on 5 ranks: the 4 that wait in collective 1 wait 4e18 ns
+// each, so the sums of their waits and costs pass int64 (they saturate).
+TEST(HostileDb, WaitsWhoseSumPassesInt64ReadEverywhere) {
+  TempDir tmp;
+  const std::string db = tmp.Sub("far.tdb");
+  WriteFarApart(db, 0, 4'000'000'000'000'000'000, 5, false);
+  ReadEverywhereCleanly(db, tmp.Sub("scratch"));
+  int rc = -1;
+  const std::string text =
+      RunCommand(TracedbBin() + " explain -f json " + ShellQuote(db) + " 2>&1", &rc);
+  EXPECT_EQ(rc, 0) << text;
 }
 
 TEST(HostileDb, SeedCorpusEndsCleanly) {

@@ -12,6 +12,7 @@
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "engine/util/json_text.h"
+#include "engine/util/saturating.h"
 
 namespace tracedb::view {
 namespace {
@@ -81,7 +82,7 @@ class WindowBuilder {
 
  private:
   int32_t PixelOf(int64_t ts) const {
-    const double x = static_cast<double>(ts - req_.t0) / ns_per_px_;
+    const double x = (static_cast<double>(ts) - static_cast<double>(req_.t0)) / ns_per_px_;
     return static_cast<int32_t>(std::clamp(x, 0.0, static_cast<double>(req_.px - 1)));
   }
   bool Cancelled() const { return req_.cancelled && req_.cancelled(); }
@@ -272,8 +273,8 @@ Status WindowBuilder::Decode(engine::BlockStore* store, const BlockZoneRow& z, b
     if (kind == RowKind::kSpan && b.dur[i] >= min_dur_) {
       tw->whole.push_back({id, b.ts[i], b.dur[i], b.name[i], depth, b.kind[i]});
     } else {
-      AddSmall(
-          tw, {b.ts[i], b.ts[i] + std::max<int64_t>(b.dur[i], 0), id, depth, b.name[i], b.kind[i]});
+      AddSmall(tw, {b.ts[i], engine::SaturatingAdd(b.ts[i], std::max<int64_t>(b.dur[i], 0)), id,
+                    depth, b.name[i], b.kind[i]});
     }
   }
   return Status::Ok();
@@ -307,8 +308,10 @@ void WindowBuilder::AddSmall(TrackWork* tw, const Small& s) {
   }
   for (int32_t x = x0; x <= x1; ++x) {
     r.occupied[x] = 1;
-    const double a = std::max(static_cast<double>(s.ts - req_.t0) / ns_per_px_, double(x));
-    const double b = std::min(static_cast<double>(s.end - req_.t0) / ns_per_px_, x + 1.0);
+    const double a = std::max(
+        (static_cast<double>(s.ts) - static_cast<double>(req_.t0)) / ns_per_px_, double(x));
+    const double b =
+        std::min((static_cast<double>(s.end) - static_cast<double>(req_.t0)) / ns_per_px_, x + 1.0);
     if (b > a) r.cover[x] += static_cast<float>(b - a);
   }
 }
@@ -366,8 +369,10 @@ void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
   depths = std::max<uint32_t>(depths, static_cast<uint32_t>(w.small.size()));
   std::vector<std::vector<double>> cover(depths, std::vector<double>(req_.px, 0.0));
   auto add = [&](uint32_t depth, int64_t ts, int64_t end) {
-    const double a = std::max(0.0, static_cast<double>(ts - req_.t0) / ns_per_px_);
-    const double b = std::min<double>(req_.px, static_cast<double>(end - req_.t0) / ns_per_px_);
+    const double a =
+        std::max(0.0, (static_cast<double>(ts) - static_cast<double>(req_.t0)) / ns_per_px_);
+    const double b = std::min<double>(
+        req_.px, (static_cast<double>(end) - static_cast<double>(req_.t0)) / ns_per_px_);
     if (b <= a) {  // an instant: marks its pixel
       cover[depth][PixelOf(ts)] += 1.0;
       return;
@@ -378,7 +383,8 @@ void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
   };
   for (const LodEvent& e : t->items) {
     if (e.kind == static_cast<uint8_t>(RowKind::kSpan) && e.dur >= min_dur_) {
-      add(e.depth, e.ts, e.ts + e.dur);  // the small ones are in the pixel rows
+      add(e.depth, e.ts,
+          engine::SaturatingAdd(e.ts, e.dur));  // the small ones are in the pixel rows
     }
   }
   for (uint32_t d = 0; d < w.small.size(); ++d) {

@@ -20,6 +20,7 @@
 #include "engine/db/sqlite.h"
 #include "engine/segment/segment_format.h"
 #include "engine/util/parse_number.h"
+#include "engine/util/saturating.h"
 
 namespace tracedb::python {
 
@@ -341,7 +342,8 @@ void Scan(const Query& q, ScanResult* r) {
       if (q.want[kDur]) put(kDur, d.dur);
       if (q.want[kEndTs]) {
         int64_t* dst = C[kEndTs].As<int64_t>() + o;
-        for (size_t x = 0; x < m; ++x) dst[x] = d.ts[sel[x]] + d.dur[sel[x]];
+        for (size_t x = 0; x < m; ++x)
+          dst[x] = engine::SaturatingAdd(d.ts[sel[x]], d.dur[sel[x]]);  // as events.end_ts
       }
       if (q.want[kDepth]) put(kDepth, d.depth);
       auto i64 = [](auto v) { return static_cast<int64_t>(v); };

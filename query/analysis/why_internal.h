@@ -82,7 +82,7 @@ struct Message {
 struct MatchInput {
   // An MPI event (cat "mpi") that may be a send, a receive or a receive's completion.
   struct Mpi {
-    int64_t id, ts, end_ts;  // end_ts as events.end_ts (wrapping)
+    int64_t id, ts, end_ts;  // end_ts as events.end_ts (saturating)
     int32_t rank;
     uint32_t name;  // string id
     uint32_t mask;  // EventArgs

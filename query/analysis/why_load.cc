@@ -8,6 +8,7 @@
 #include "engine/db/block_check.h"
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
+#include "engine/util/saturating.h"
 #include "query/analysis/why_internal.h"
 #include "query/views/comm_match.h"
 #include "query/views/negotiation_rows.h"
@@ -290,8 +291,7 @@ StatusOr<Model> LoadModel(engine::Db* db) {
             a.id = id;
             a.ts = ts;
             a.has_dur = true;
-            a.end_ts =
-                static_cast<int64_t>(static_cast<uint64_t>(ts) + static_cast<uint64_t>(b.dur[i]));
+            a.end_ts = engine::SaturatingAdd(ts, b.dur[i]);  // as events.end_ts
             a.has_peer = is_comm && (mask & EventArgs::kPeer);
             a.peer = a.has_peer ? b.peer[i] : 0;
             a.lane_wait = lane_wait;
@@ -308,10 +308,8 @@ StatusOr<Model> LoadModel(engine::Db* db) {
             if ((peer && (p & (comm_match::kSend | comm_match::kRecv))) ||
                 ((mask & EventArgs::kFlow) && (peer || (p & comm_match::kPost)))) {
               in.mpi.push_back(MatchInput::Mpi{
-                  id, ts,
-                  static_cast<int64_t>(static_cast<uint64_t>(ts) + static_cast<uint64_t>(b.dur[i])),
-                  static_cast<int32_t>(rank), b.name[i], mask, b.peer[i], b.tag[i], b.comm[i],
-                  b.flow[i], is_comm, ev});
+                  id, ts, engine::SaturatingAdd(ts, b.dur[i]), static_cast<int32_t>(rank),
+                  b.name[i], mask, b.peer[i], b.tag[i], b.comm[i], b.flow[i], is_comm, ev});
             }
           }
         }
@@ -341,6 +339,28 @@ StatusOr<Model> LoadModel(engine::Db* db) {
                               : Err("blocks", s);
     }
   }
+  {
+    // The analyses add and subtract timestamps (waits, gaps, step times, path lengths) in
+    // int64: events and steps more than 2^62 ns (146 years) apart are no job on one clock (a DB
+    // made elsewhere), and are refused here, by name, rather than computed with overflow. Sums
+    // of many such differences saturate where they are made.
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (const auto& [rank, rd] : m.ranks) {
+      if (rd.first_ts <= rd.last_end) {
+        lo = std::min(lo, rd.first_ts);
+        hi = std::max(hi, rd.last_end);
+      }
+      for (const auto& [ts, step] : rd.steps) {
+        lo = std::min(lo, ts);
+        hi = std::max(hi, ts);
+      }
+    }
+    if (lo <= hi && static_cast<__int128>(hi) - lo > (int64_t{1} << 62)) {
+      return Status::InvalidArgument(
+          "why analysis: the events and steps span from ts " + std::to_string(lo) + " to " +
+          std::to_string(hi) + " ns, more than 2^62 ns (146 years): not one job on one clock");
+    }
+  }
   for (auto& [key, v] : spans) {
     // Blocks hold a track's events in start order, so this is mostly a check.
     auto by_start = [](const SpanRec& x, const SpanRec& y) {
@@ -358,7 +378,7 @@ StatusOr<Model> LoadModel(engine::Db* db) {
     int64_t best = -1;
     for (size_t t = 0; t < rd.tracks.size(); ++t) {
       int64_t total = 0;
-      for (const Seg& s : rd.tracks[t]) total += s.b - s.a;
+      for (const Seg& s : rd.tracks[t]) total = engine::SaturatingAdd(total, s.b - s.a);
       if (total > best) {
         best = total;
         rd.main_track = static_cast<int>(t);

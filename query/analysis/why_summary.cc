@@ -13,6 +13,7 @@
 #include "engine/util/human_units.h"
 #include "engine/util/json_text.h"
 #include "engine/util/parse_number.h"
+#include "engine/util/saturating.h"
 #include "engine/util/str_format.h"
 
 namespace tracedb::query::analysis {
@@ -80,7 +81,7 @@ WhySummary Summarize(const Analysis& a, const StepRange& r, int n) {
     if (!r.Has(w.has_step, w.step)) continue;
     WhySummary::Pattern& p = patterns[PatternName(w.pattern)];
     p.waits++;
-    p.wait_ns += w.wait_ns;
+    p.wait_ns = engine::SaturatingAdd(p.wait_ns, w.wait_ns);  // (a DB made elsewhere)
   }
   for (auto& [name, p] : patterns) {
     p.pattern = name;
@@ -89,8 +90,9 @@ WhySummary Summarize(const Analysis& a, const StepRange& r, int n) {
   std::map<std::string, int64_t> by_name;
   for (const PathPiece& p : a.path) {
     if (!r.Has(p.has_step, p.step)) continue;
-    by_name[WhyName(a, p.name)] += p.dur;
-    s.path_ns += p.dur;
+    int64_t& named = by_name[WhyName(a, p.name)];
+    named = engine::SaturatingAdd(named, p.dur);
+    s.path_ns = engine::SaturatingAdd(s.path_ns, p.dur);
   }
   s.path.assign(by_name.begin(), by_name.end());
   std::stable_sort(s.path.begin(), s.path.end(),

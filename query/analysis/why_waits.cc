@@ -16,6 +16,7 @@
 #include <memory_resource>
 #include <tuple>
 
+#include "engine/util/saturating.h"
 #include "query/analysis/why_internal.h"
 
 namespace tracedb::query::analysis {
@@ -441,7 +442,7 @@ void ComputeCauses(const Model& m, const Options& o, Analysis* out) {
           for (; it != last && it->ts < b; ++it) {
             const int64_t w = std::min(it->ts + it->wait_ns, b) - std::max(it->ts, a);
             if (w <= 0) continue;
-            total += w;
+            total = engine::SaturatingAdd(total, w);
             auto n = t->find(it->call);
             if (n != t->end()) n->second = std::max<int64_t>(0, n->second - w);
             if (list) list->emplace_back(&*it, w);

@@ -331,7 +331,7 @@ char* ChromeTraceWriter::WriteFlowPair(char* p, uint64_t id, const TrackOut& fro
   *p++ = ',';
   p = Put(p, from.prefix);
   p = Put(p, ",\"ts\":");
-  p = engine::json::WriteMicros(p, engine::SaturatingAdd(from_ts, -o_.origin_ns));
+  p = engine::json::WriteMicros(p, engine::SaturatingSub(from_ts, o_.origin_ns));
   p = Put(p, ",\"name\":");
   p = Put(p, name_literal);
   p = Put(p, ",\"cat\":\"flow\"}");
@@ -341,7 +341,7 @@ char* ChromeTraceWriter::WriteFlowPair(char* p, uint64_t id, const TrackOut& fro
   *p++ = ',';
   p = Put(p, to.prefix);
   p = Put(p, ",\"ts\":");
-  p = engine::json::WriteMicros(p, engine::SaturatingAdd(to_ts, -o_.origin_ns));
+  p = engine::json::WriteMicros(p, engine::SaturatingSub(to_ts, o_.origin_ns));
   p = Put(p, ",\"name\":");
   p = Put(p, name_literal);
   p = Put(p, ",\"cat\":\"flow\"}");
@@ -457,7 +457,7 @@ bool ChromeTraceWriter::Write(const DecodedBlock& b, size_t i, int32_t rank) {
     }
     p = Put(p, t->prefix);
     p = Put(p, ",\"ts\":");
-    p = engine::json::WriteMicros(p, engine::SaturatingAdd(ts, -o_.origin_ns));
+    p = engine::json::WriteMicros(p, engine::SaturatingSub(ts, o_.origin_ns));
     if (kind == static_cast<uint8_t>(RowKind::kSpan)) {
       p = Put(p, ",\"dur\":");
       p = engine::json::WriteMicros(p, b.dur[i]);

@@ -320,7 +320,14 @@ DbResult ReadEverything(const std::string& path, const std::string& scratch) {
     o.Run("report steps", [&] { return BuildStepSeries(d).status(); });
     o.Run("report names", [&] { return BuildNameStats(d).status(); });
     o.Run("report summary", [&] { return BuildRunSummary(d, path).status(); });
-    o.Run("report collectives", [&] { return BuildCollectives(d).status(); });
+    o.Run("report collectives", [&]() -> Status {
+      auto cd = BuildCollectives(d);
+      if (!cd.ok()) return cd.status();
+      // report html's skew over time, from the trace's first timestamp as the page has it.
+      auto ov = BuildOverview(d, 100);
+      BinSkew(*cd, ov.ok() ? ov->t0 : 0, 500);
+      return Status::Ok();
+    });
     o.Run("report mpi", [&] { return BuildMpiReport(d).status(); });
     // export --chrome
     o.Run("export", [&] {

@@ -11,6 +11,7 @@
 #include "engine/db/block_check.h"
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
+#include "engine/util/saturating.h"
 
 namespace tracedb::query {
 namespace {
@@ -158,9 +159,7 @@ Status FromEvents(Db* db, MpiReport* out) {
         if (!e.has_init || b.ts[i] < e.init) e.init = b.ts[i];
         e.has_init = true;
       } else {
-        // events.end_ts: ts + dur, wrapping.
-        const auto end =
-            static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(dur));
+        const int64_t end = engine::SaturatingAdd(b.ts[i], dur);  // as events.end_ts
         if (!e.has_finalize || end > e.finalize) e.finalize = end;
         e.has_finalize = true;
       }
@@ -194,7 +193,7 @@ Status FromEvents(Db* db, MpiReport* out) {
     if (Excluded(name)) continue;
     RoutineStat s{name, sums.calls, static_cast<double>(sums.bytes), 0};
     TRACEDB_RETURN_IF_ERROR(to_int64(sums.dur, &s.time_ns));
-    r.comm_ns += s.time_ns;
+    r.comm_ns = engine::SaturatingAdd(r.comm_ns, s.time_ns);
     r.routines.push_back(std::move(s));
   }
   std::vector<std::pair<std::tuple<int64_t, int32_t, int64_t>, const Sums*>> bins;
@@ -223,7 +222,7 @@ Status FromEvents(Db* db, MpiReport* out) {
   for (const auto& [rank, e] : elapsed) {
     auto it = ranks.find(static_cast<int32_t>(rank));
     if (it != ranks.end() && e.has_init && e.has_finalize) {
-      it->second.elapsed_ns = e.finalize - e.init;
+      it->second.elapsed_ns = engine::SaturatingSub(e.finalize, e.init);
     }
   }
   {
@@ -235,7 +234,7 @@ Status FromEvents(Db* db, MpiReport* out) {
       if (!row) break;
       auto it = ranks.find(static_cast<int32_t>(st.Int(0)));
       if (it != ranks.end() && it->second.elapsed_ns == 0) {
-        it->second.elapsed_ns = st.Int(2) - st.Int(1);
+        it->second.elapsed_ns = engine::SaturatingSub(st.Int(2), st.Int(1));
       }
     }
   }
@@ -302,7 +301,8 @@ Status FromProfiles(Db* db, MpiReport* out) {
   }
   for (auto& [rank, r] : ranks) {
     if (r.comm_ns == 0) {
-      for (const RoutineStat& s : r.routines) r.comm_ns += s.time_ns;
+      for (const RoutineStat& s : r.routines)
+        r.comm_ns = engine::SaturatingAdd(r.comm_ns, s.time_ns);
     }
     out->ranks.push_back(std::move(r));
   }
@@ -450,7 +450,7 @@ std::vector<RoutineSpread> SpreadAcrossRanks(const MpiReport& r) {
     for (const auto& [rank, st] : per_rank) {
       s.calls += st->calls;
       s.bytes += st->bytes;
-      s.time_ns += st->time_ns;
+      s.time_ns = engine::SaturatingAdd(s.time_ns, st->time_ns);
       const double t = static_cast<double>(st->time_ns);
       sum += t;
       sum2 += t * t;

@@ -43,18 +43,20 @@ class ActivityCache {
 };
 
 // Adds the part of each (merged) interval inside [t0, t0 + bins * bin_ns) to its bins.
+// In 128 bits: the bins of a DB made elsewhere can span more than the int64 range (timestamps
+// at both of its ends). A bin's total fits: the merged intervals are disjoint, so it is at most
+// bin_ns.
 void AddToBins(const std::vector<Interval>& merged, int64_t t0, int64_t bin_ns,
                std::vector<int64_t>* bins) {
-  const int64_t n = static_cast<int64_t>(bins->size());
-  const int64_t t1 = t0 + n * bin_ns;
+  const __int128 lo = t0, width = bin_ns;
+  const __int128 hi = lo + static_cast<__int128>(bins->size()) * width;
   for (const Interval& iv : merged) {
-    int64_t b = std::max(iv.begin, t0);
-    const int64_t e = std::min(iv.end, t1);
+    __int128 b = std::max<__int128>(iv.begin, lo);
+    const __int128 e = std::min<__int128>(iv.end, hi);
     while (b < e) {
-      const int64_t i = (b - t0) / bin_ns;
-      const int64_t bin_end = t0 + (i + 1) * bin_ns;
-      const int64_t stop = std::min(e, bin_end);
-      (*bins)[static_cast<size_t>(i)] += stop - b;
+      const __int128 i = (b - lo) / width;
+      const __int128 stop = std::min(e, lo + (i + 1) * width);
+      (*bins)[static_cast<size_t>(i)] += static_cast<int64_t>(stop - b);
       b = stop;
     }
   }
@@ -116,9 +118,9 @@ int64_t MergeIntervals(std::vector<Interval>* v) {
     }
   }
   v->resize(out + 1);
-  int64_t total = 0;
-  for (const Interval& iv : *v) total += iv.end - iv.begin;
-  return total;
+  __int128 total = 0;  // saturates: intervals of a DB made elsewhere can cover more than int64
+  for (const Interval& iv : *v) total += static_cast<__int128>(iv.end) - iv.begin;
+  return engine::SaturateInt64(total);
 }
 
 StatusOr<Overview> BuildOverview(Db* db, int bins, int64_t t0, int64_t t1) {
@@ -128,12 +130,16 @@ StatusOr<Overview> BuildOverview(Db* db, int bins, int64_t t0, int64_t t1) {
   if (whole) {
     TRACEDB_ASSIGN_OR_RETURN(t0, db->QueryInt("SELECT min(min_ts) FROM main.blocks", 0));
     TRACEDB_ASSIGN_OR_RETURN(t1, db->QueryInt("SELECT max(max_end) FROM main.blocks", 0));
-    if (t1 <= t0) t1 = t0 + 1;
+    if (t1 <= t0) t1 = engine::SaturatingAdd(t0, 1);
   }
   ov.t0 = t0;
   ov.bins = bins;
-  ov.bin_ns = std::max<int64_t>(1, (t1 - t0 + bins - 1) / bins);
-  ov.t1 = t0 + ov.bin_ns * bins;
+  // In 128 bits (timestamps of a DB made elsewhere can lie at both ends of the int64 range); t1
+  // saturates, so the last bin of such a DB ends at the int64 maximum.
+  const __int128 span = static_cast<__int128>(t1) - t0;
+  ov.bin_ns = engine::SaturateInt64(std::max<__int128>(1, (span + bins - 1) / bins));
+  ov.t1 =
+      engine::SaturateInt64(static_cast<__int128>(t0) + static_cast<__int128>(ov.bin_ns) * bins);
   TRACEDB_ASSIGN_OR_RETURN(auto sources, RankSources(db));
   TRACEDB_ASSIGN_OR_RETURN(auto gpu, GpuRanks(db));
   TRACEDB_ASSIGN_OR_RETURN(auto ranks, RanksWithEvents(db));
@@ -158,7 +164,7 @@ StatusOr<Overview> BuildOverview(Db* db, int bins, int64_t t0, int64_t t1) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
       const int64_t ts = st.Int(0);
-      const int64_t end = ts + std::max<int64_t>(0, st.Int(1));
+      const int64_t end = engine::SaturatingAdd(ts, std::max<int64_t>(0, st.Int(1)));
       ++ra.spans;
       ra.first_ts = std::min(ra.first_ts, ts);
       ra.last_end = std::max(ra.last_end, end);
@@ -168,7 +174,7 @@ StatusOr<Overview> BuildOverview(Db* db, int bins, int64_t t0, int64_t t1) {
       busy.push_back({ts, end});
     }
     if (ra.spans == 0) continue;
-    ra.wall_ns = ra.last_end - ra.first_ts;
+    ra.wall_ns = engine::SaturatingSub(ra.last_end, ra.first_ts);
     ra.compute_ns = MergeIntervals(&compute);
     ra.comm_ns = MergeIntervals(&comm);
     ra.busy_ns = MergeIntervals(&busy);
@@ -294,8 +300,8 @@ StatusOr<std::vector<NameStats>> BuildNameStats(Db* db) {
     double dsum = 0;
     for (double d : durs[i]) dsum += d;
     s.mean_ns = s.count ? dsum / static_cast<double>(s.count) : 0;
-    s.p50_ns = static_cast<int64_t>(Percentile(&durs[i], 50));
-    s.p99_ns = static_cast<int64_t>(Percentile(&durs[i], 99));
+    s.p50_ns = engine::SaturateInt64(Percentile(&durs[i], 50));  // INT64_MAX rounds to 2^63
+    s.p99_ns = engine::SaturateInt64(Percentile(&durs[i], 99));
     std::vector<double>().swap(durs[i]);
     s.size_buckets.assign(sizes[i].begin(), sizes[i].end());
   }
@@ -371,12 +377,14 @@ StatusOr<CollectiveData> BuildCollectives(Db* db) {
   std::map<int32_t, RankCollectives> ranks;
   for (size_t i = 0; i < out.collectives.size(); ++i) {
     CollectiveSkew& c = out.collectives[i];
-    c.skew_ns = last_ts[i] - c.first_arrival;
+    // Saturating, as the sums below: arrivals of a DB made elsewhere can be further apart than
+    // int64 holds.
+    c.skew_ns = engine::SaturatingSub(last_ts[i], c.first_arrival);
     if (c.ranks > 1) {
       RankCollectives& r = ranks[c.last_rank];
       r.rank = c.last_rank;
       ++r.times_last;
-      r.caused_wait_ns += c.skew_ns;
+      r.caused_wait_ns = engine::SaturatingAdd(r.caused_wait_ns, c.skew_ns);
       r.max_skew_ns = std::max(r.max_skew_ns, c.skew_ns);
     }
   }
@@ -384,14 +392,46 @@ StatusOr<CollectiveData> BuildCollectives(Db* db) {
     RankCollectives& r = ranks[call.rank];
     r.rank = call.rank;
     ++r.collectives;
-    r.waited_ns += last_ts[call.coll] - call.ts;
-    r.late_ns += call.ts - out.collectives[call.coll].first_arrival;
+    r.waited_ns =
+        engine::SaturatingAdd(r.waited_ns, engine::SaturatingSub(last_ts[call.coll], call.ts));
+    r.late_ns = engine::SaturatingAdd(
+        r.late_ns, engine::SaturatingSub(call.ts, out.collectives[call.coll].first_arrival));
   }
   for (auto& [rank, r] : ranks) out.ranks.push_back(r);
   std::sort(out.collectives.begin(), out.collectives.end(),
             [](const CollectiveSkew& a, const CollectiveSkew& b) {
               return a.first_arrival < b.first_arrival;
             });
+  return out;
+}
+
+std::vector<SkewBin> BinSkew(const CollectiveData& cd, int64_t t0, int bins) {
+  std::vector<SkewBin> out;
+  std::vector<std::pair<__int128, int64_t>> points;  // (first arrival - t0, skew)
+  for (const CollectiveSkew& c : cd.collectives) {
+    if (c.ranks > 1) points.push_back({static_cast<__int128>(c.first_arrival) - t0, c.skew_ns});
+  }
+  if (points.empty() || bins < 1) return out;
+  // BuildCollectives orders them by first arrival; a caller's data may not be.
+  std::stable_sort(points.begin(), points.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  const __int128 lo = points.front().first, hi = points.back().first + 1;
+  const __int128 width = std::max<__int128>(1, (hi - lo + bins - 1) / bins);
+  for (size_t i = 0; i < points.size();) {
+    const __int128 bin = (points[i].first - lo) / width;
+    SkewBin b;
+    __int128 sum = 0;  // skews of a DB made elsewhere can sum past int64
+    size_t j = i;
+    for (; j < points.size() && (points[j].first - lo) / width == bin; ++j) {
+      b.max_ns = std::max(b.max_ns, points[j].second);
+      sum += points[j].second;
+      ++b.collectives;
+    }
+    b.t = engine::SaturateInt64(lo + bin * width + width / 2);
+    b.mean_ns = static_cast<double>(sum) / static_cast<double>(b.collectives);
+    out.push_back(b);
+    i = j;
+  }
   return out;
 }
 

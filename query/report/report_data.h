@@ -130,6 +130,18 @@ struct CollectiveData {
 };
 StatusOr<CollectiveData> BuildCollectives(engine::Db* db);
 
+// The arrival skew of the collectives of more than one rank over time: the collectives' first
+// arrivals (ns after t0) cut into at most `bins` bins of equal width, and per non-empty bin (in
+// time order) its middle, the largest and the mean skew. Any timestamps (a DB made elsewhere
+// can hold them at both ends of int64): the arithmetic is 128-bit and the times saturate.
+struct SkewBin {
+  int64_t t = 0;  // ns after t0, the middle of the bin
+  int64_t max_ns = 0;
+  double mean_ns = 0;
+  int64_t collectives = 0;
+};
+std::vector<SkewBin> BinSkew(const CollectiveData& cd, int64_t t0, int bins);
+
 // The straggler ranks, worst first (at most `limit`): the ranks that others waited for in
 // collectives (stragglers view), else the ranks most often slowest in a step. *basis says which.
 // *caused_wait (optional) gets every rank's caused wait (ranks that were last at least once).

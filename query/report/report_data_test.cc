@@ -169,6 +169,117 @@ TEST(ReportDataTest, NameTotalsOfDurationsWhoseSumPassesInt64) {
   EXPECT_DOUBLE_EQ(names->back().mean_ns, 5.0);
 }
 
+// Collectives whose arrivals lie at both ends of the int64 range (a DB made elsewhere): every
+// difference and sum of timestamps saturates at the int64 maximum instead of wrapping (UBSan
+// reported none of this before; now it must stay clean). Two ranks, spans of 10 ns:
+//   collective 1 (comm 1, seq 1): rank 0 at kLo, rank 1 at kHi   (skew past int64, rank 1 last)
+//   collective 2 (comm 1, seq 2): rank 0 at kHi + 100, rank 1 at kHi + 40   (skew 60, rank 0 last)
+TEST(ReportDataTest, CollectivesAndOverviewAtTheInt64Extremes) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("extremes.tdb");
+  constexpr int64_t kLo = -9'000'000'000'000'000'000, kHi = 9'000'000'000'000'000'000;
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    engine::TraceWriter* tw = w->get();
+    engine::TraceBuilder b(tw);
+    ASSERT_TRUE(tw->BeginBatch().ok());
+    const uint32_t name = tw->Intern("MPI_Allreduce"), cat = tw->Intern("mpi");
+    const int64_t ts[2][2] = {{kLo, kHi + 100}, {kHi, kHi + 40}};
+    for (int32_t r = 0; r < 2; ++r) {
+      const uint32_t track = testing::AddRankTrack(tw, r, 2, "report-data-test");
+      ASSERT_NE(track, 0u);
+      for (uint64_t seq = 1; seq <= 2; ++seq) {
+        engine::EventArgs a;
+        a.mask = engine::EventArgs::kComm | engine::EventArgs::kSeq;
+        a.comm = 1;
+        a.seq = seq;
+        ASSERT_TRUE(b.Complete(track, ts[r][seq - 1], 10, name, cat, &a).ok());
+      }
+    }
+    ASSERT_TRUE(tw->CommitBatch().ok());
+  }
+  auto db = OpenQueryDb(path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+
+  auto cd = BuildCollectives(db->get());
+  ASSERT_TRUE(cd.ok()) << cd.status().message();
+  ASSERT_EQ(cd->collectives.size(), 2u);
+  EXPECT_EQ(cd->collectives[0].first_arrival, kLo);
+  EXPECT_EQ(cd->collectives[0].skew_ns, INT64_MAX);
+  EXPECT_EQ(cd->collectives[0].last_rank, 1);
+  EXPECT_EQ(cd->collectives[1].first_arrival, kHi + 40);
+  EXPECT_EQ(cd->collectives[1].skew_ns, 60);
+  EXPECT_EQ(cd->collectives[1].last_rank, 0);
+  ASSERT_EQ(cd->ranks.size(), 2u);
+  const RankCollectives &r0 = cd->ranks[0], &r1 = cd->ranks[1];
+  EXPECT_EQ(r0.waited_ns, INT64_MAX);
+  EXPECT_EQ(r0.late_ns, 60);
+  EXPECT_EQ(r0.caused_wait_ns, 60);
+  EXPECT_EQ(r1.waited_ns, 60);
+  EXPECT_EQ(r1.late_ns, INT64_MAX);
+  EXPECT_EQ(r1.caused_wait_ns, INT64_MAX);
+  EXPECT_EQ(r1.max_skew_ns, INT64_MAX);
+
+  // The trace spans [kLo, kHi + 110): 100 bins of ceil(1.8e19 + 110) / 100) ns, by hand.
+  auto ov = BuildOverview(db->get(), 100);
+  ASSERT_TRUE(ov.ok()) << ov.status().message();
+  EXPECT_EQ(ov->t0, kLo);
+  EXPECT_EQ(ov->bin_ns, 180'000'000'000'000'002);
+  EXPECT_EQ(ov->t1, 9'000'000'000'000'000'200);
+  ASSERT_EQ(ov->ranks.size(), 2u);
+  EXPECT_EQ(ov->ranks[0].wall_ns, INT64_MAX);  // kHi + 110 - kLo
+  EXPECT_EQ(ov->ranks[1].wall_ns, 50);
+  for (const RankActivity& ra : ov->ranks) {
+    EXPECT_EQ(ra.busy_ns, 20) << "rank " << ra.rank;
+    ASSERT_EQ(ra.busy_bins.size(), 100u);
+  }
+  EXPECT_EQ(ov->ranks[0].busy_bins[0], 10);
+  EXPECT_EQ(ov->ranks[0].busy_bins[99], 10);
+  EXPECT_EQ(ov->ranks[1].busy_bins[99], 20);
+
+  // The skew over time: first arrivals 0 and 1.8e19 + 40 ns after kLo, in 500 bins of
+  // ceil((1.8e19 + 41) / 500) = 36,000,000,000,000,001 ns: bins 0 and 499, the second's
+  // middle (1.7982e19) saturating.
+  const std::vector<SkewBin> bins = BinSkew(*cd, ov->t0, 500);
+  ASSERT_EQ(bins.size(), 2u);
+  EXPECT_EQ(bins[0].t, 18'000'000'000'000'000);
+  EXPECT_EQ(bins[0].max_ns, INT64_MAX);
+  EXPECT_DOUBLE_EQ(bins[0].mean_ns, static_cast<double>(INT64_MAX));
+  EXPECT_EQ(bins[0].collectives, 1);
+  EXPECT_EQ(bins[1].t, INT64_MAX);
+  EXPECT_EQ(bins[1].max_ns, 60);
+  EXPECT_DOUBLE_EQ(bins[1].mean_ns, 60.0);
+  EXPECT_EQ(bins[1].collectives, 1);
+}
+
+// BinSkew on ordinary times, by hand: 4 collectives (one of a single rank, left out) in 2 bins.
+TEST(ReportDataTest, BinSkewByHand) {
+  CollectiveData cd;
+  auto add = [&cd](int64_t first, int64_t skew, int32_t ranks) {
+    CollectiveSkew c;
+    c.first_arrival = first;
+    c.skew_ns = skew;
+    c.ranks = ranks;
+    cd.collectives.push_back(c);
+  };
+  add(1000, 5, 2);
+  add(1001, 100, 1);  // one rank: no skew
+  add(1004, 7, 4);
+  add(1019, 40, 2);
+  // From t0 = 1000: points at 0, 4 and 19; 2 bins of ceil(20 / 2) = 10 ns.
+  const std::vector<SkewBin> bins = BinSkew(cd, 1000, 2);
+  ASSERT_EQ(bins.size(), 2u);
+  EXPECT_EQ(bins[0].t, 5);
+  EXPECT_EQ(bins[0].max_ns, 7);
+  EXPECT_DOUBLE_EQ(bins[0].mean_ns, 6.0);
+  EXPECT_EQ(bins[0].collectives, 2);
+  EXPECT_EQ(bins[1].t, 15);
+  EXPECT_EQ(bins[1].max_ns, 40);
+  EXPECT_EQ(bins[1].collectives, 1);
+  EXPECT_TRUE(BinSkew(CollectiveData{}, 0, 500).empty());
+}
+
 #ifdef REPORT_JOB_GEN_PATH
 // The aggregates of a generated job equal the built-in views' answers (plain SQL over events).
 TEST(ReportDataTest, AggregatesMatchTheViews) {

@@ -3,6 +3,7 @@
 // reads the column arrays directly. See events_internal.h.
 #include <array>
 
+#include "engine/util/saturating.h"
 #include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
@@ -122,7 +123,9 @@ void Emit(const Src& s, int32_t rank, const DbCatalog& cat, sqlite3_context* ctx
       sqlite3_result_int64(ctx, s.dur());
       return;
     case kEndTs:
-      sqlite3_result_int64(ctx, s.ts() + s.dur());
+      // Clamped at the int64 maximum (a DB made elsewhere), as the zone maps' max_end: the
+      // planner's ts <= end_ts <= max_end holds for every row (events_scan.cc).
+      sqlite3_result_int64(ctx, engine::SaturatingAdd(s.ts(), s.dur()));
       return;
     case kDepth:
       sqlite3_result_int64(ctx, s.depth());

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "engine/db/block_check.h"
+#include "engine/util/saturating.h"
 #include "query/sql/events_internal.h"
 
 namespace tracedb::query::events {
@@ -150,7 +151,8 @@ void Select(const Constraints& f, const RowChecks& k, const DecodedBlock& b, int
     Refine(&first, n, sel, [&](uint32_t i) { return b.ts[i] >= lo && b.ts[i] <= hi; });
   }
   if (k.end) {
-    Refine(&first, n, sel, [&](uint32_t i) { return f.end.Contains(b.ts[i] + b.dur[i]); });
+    Refine(&first, n, sel,
+           [&](uint32_t i) { return f.end.Contains(engine::SaturatingAdd(b.ts[i], b.dur[i])); });
   }
   if (k.id) {
     Refine(&first, n, sel, [&](uint32_t i) {
@@ -286,7 +288,7 @@ bool RowMatches(const EventsCursor& c, const DecodedBlock& b, size_t i, int32_t 
   if (!f.track.Contains(b.track[i])) return false;
   if (!f.dur.All() && !f.dur.Contains(b.dur[i])) return false;
   if (!f.ts.All() && !f.ts.Contains(b.ts[i])) return false;
-  if (!f.end.All() && !f.end.Contains(b.ts[i] + b.dur[i])) return false;
+  if (!f.end.All() && !f.end.Contains(engine::SaturatingAdd(b.ts[i], b.dur[i]))) return false;
   if (!f.id.All()) {
     const int64_t id = (static_cast<int64_t>(b.track[i]) << 32) | static_cast<int64_t>(b.k[i]);
     if (!f.id.Contains(id)) return false;

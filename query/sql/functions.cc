@@ -4,6 +4,7 @@
 
 #include "engine/db/sqlite_guard.h"
 #include "engine/util/human_units.h"
+#include "engine/util/saturating.h"
 
 #include <algorithm>
 #include <bit>
@@ -265,7 +266,7 @@ void IntervalStep(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   const int64_t dur = std::max<int64_t>(0, sqlite3_value_int64(argv[1]));
   const bool b = argc > 2 && sqlite3_value_int(argv[2]) != 0;
   try {
-    (b ? s->b : s->a).emplace_back(ts, ts + dur);
+    (b ? s->b : s->a).emplace_back(ts, engine::SaturatingAdd(ts, dur));
   } catch (...) {
     sqlite3_result_error_nomem(ctx);
   }

@@ -17,6 +17,7 @@
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
+#include "engine/util/saturating.h"
 #include "query/sql/vtab_module.h"
 #include "query/views/comm_match.h"
 #include "query/views/negotiation_rows.h"
@@ -143,8 +144,7 @@ Arrival CallAt(const DecodedBlock& b, size_t i, int64_t rank, Names* names) {
   a.ts = b.ts[i];
   a.has_dur = true;
   a.dur = b.dur[i];
-  // As events.end_ts: ts + dur (wrapping instead of undefined on overflow).
-  a.end_ts = static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(b.dur[i]));
+  a.end_ts = engine::SaturatingAdd(b.ts[i], b.dur[i]);  // as events.end_ts
   return a;
 }
 
@@ -153,8 +153,10 @@ void SetPartition(std::vector<Arrival>* rows, size_t lo, size_t hi) {
   std::vector<Arrival>& r = *rows;
   const int64_t max_ts = r[lo].ts, min_ts = r[hi - 1].ts, last = r[lo].rank;
   for (size_t i = lo; i < hi; ++i) {
-    r[i].late = r[i].ts - min_ts;
-    r[i].wait = max_ts - r[i].ts;
+    // Saturating (arrivals of a DB made elsewhere can be further apart than int64 holds; the
+    // SQL's integer overflow gives a REAL there, as large).
+    r[i].late = engine::SaturatingSub(r[i].ts, min_ts);
+    r[i].wait = engine::SaturatingSub(max_ts, r[i].ts);
     r[i].ranks = static_cast<int64_t>(hi - lo);
     r[i].last_rank = last;
   }

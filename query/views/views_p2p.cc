@@ -16,6 +16,7 @@
 #include "engine/db/block_store.h"
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
+#include "engine/util/saturating.h"
 #include "query/sql/vtab_module.h"
 #include "query/views/comm_match.h"
 
@@ -131,9 +132,7 @@ Status ReadInputs(engine::Db* db, Which which, const char* table, Inputs* in) {
       e.name = b.name[i];
       e.mask = b.arg_mask[i];
       e.ts = b.ts[i];
-      // As events.end_ts: ts + dur (wrapping instead of undefined on overflow).
-      e.end_ts =
-          static_cast<int64_t>(static_cast<uint64_t>(b.ts[i]) + static_cast<uint64_t>(b.dur[i]));
+      e.end_ts = engine::SaturatingAdd(b.ts[i], b.dur[i]);  // as events.end_ts
       e.peer = b.peer[i];
       e.tag = b.tag[i];
       e.comm = b.comm[i];
