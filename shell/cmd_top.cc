@@ -92,7 +92,8 @@ StatusOr<std::string> Frame(engine::Db* db, const TopOptions& o, const std::stri
   TRACEDB_ASSIGN_OR_RETURN(int64_t total, db->QueryInt("SELECT sum(count) FROM main.blocks", 0));
   TRACEDB_ASSIGN_OR_RETURN(int64_t t_end, db->QueryInt("SELECT max(max_end) FROM main.blocks", 0));
   TRACEDB_ASSIGN_OR_RETURN(int64_t t_first, db->QueryInt("SELECT min(min_ts) FROM main.blocks", 0));
-  const int64_t window = std::max<int64_t>(1, static_cast<int64_t>(o.window_s * 1e9));
+  // (Saturating: --window 1e30 is "all of it", not an undefined conversion.)
+  const int64_t window = std::max<int64_t>(1, engine::SaturateInt64(o.window_s * 1e9));
   // Saturating: the times of a DB made elsewhere can lie at the ends of int64.
   const int64_t t0 = std::max(t_first, engine::SaturatingSub(t_end, window));
   const double span_s = std::max(1e-9, static_cast<double>(engine::SaturatingSub(t_end, t0)) / 1e9);
@@ -293,7 +294,7 @@ int RunTop(const TopOptions& o) {
                  std::strerror(errno));
     return kExitError;
   }
-  if (o.interval_s <= 0 || o.window_s <= 0) {
+  if (!(o.interval_s > 0) || !(o.window_s > 0)) {  // (NaN too)
     std::fprintf(stderr, "tracedb top: --interval and --window must be positive\n");
     return kExitUsage;
   }

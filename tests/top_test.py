@@ -159,6 +159,14 @@ def test(o, work):
     subprocess.run([o.tracedb, "compact", job, "-o", db, "-q"], check=True, env=env)
     r = top(db, "--once")
     check(r.returncode == 0 and total_events(r.stdout) == recorded, "database input")
+    # A window longer than int64 ns holds is the whole trace (it was an undefined conversion);
+    # NaN is no window.
+    r = top(db, "--once", "--window", "1e30")
+    check(r.returncode == 0 and total_events(r.stdout) == recorded and
+          "last 0 ns" not in r.stdout and "last 1 ns" not in r.stdout,
+          "--window 1e30: " + r.stdout + r.stderr)
+    r = top(db, "--once", "--window", "nan")
+    check(r.returncode == 2 and "must be positive" in r.stderr, "--window nan: " + r.stderr)
 
     # q in a real terminal.
     if shutil.which("tmux"):
