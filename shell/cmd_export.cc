@@ -167,8 +167,10 @@ int RunExport(const ExportCmdOptions& o) {
     if (c.empty()) return Fail(kExitUsage, "--cat: empty category");
     eo.cats.push_back(c);
   }
-  if (o.max_mb < 0) return Fail(kExitUsage, "--max-mb must be positive");
-  eo.max_file_bytes = static_cast<uint64_t>(o.max_mb * 1e6);
+  if (!(o.max_mb >= 0)) return Fail(kExitUsage, "--max-mb must be positive");  // (NaN too)
+  // A size past uint64 is no limit at all (the conversion would be undefined).
+  eo.max_file_bytes =
+      o.max_mb * 1e6 >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(o.max_mb * 1e6);
   if (o.max_mb > 0 && eo.max_file_bytes < 4096) {
     return Fail(kExitUsage, "--max-mb must allow at least 4096 bytes per file");
   }

@@ -507,6 +507,9 @@ TEST_F(ChromeExportTest, ClearErrorsAndExitCodes) {
       {"--chrome " + db + " -o " + out + " --from +2s", 0, ""},
       {"--chrome " + db + " -o " + out + " --from 5ms --to 2ms", 2, "empty time window"},
       {"--chrome " + db + " -o " + out + " --max-mb 0.001", 2, "at least 4096 bytes"},
+      {"--chrome " + db + " -o " + out + " --max-mb nan", 2, "--max-mb must be positive"},
+      // Past uint64 bytes: one file, no limit (the size's conversion was undefined).
+      {"--chrome -q " + db + " -o " + out + " --max-mb 1e30", 0, ""},
       {"--chrome " + db + " -o " + db, 2, "is the database itself"},
       {"--chrome " + db + " -o " + ShellQuote(Out("no/such/dir/e.json")), 1,
        "cannot create " + Out("no/such/dir/e.json") + ": No such file or directory"},
