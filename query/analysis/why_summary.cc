@@ -141,9 +141,10 @@ std::string WhySummaryJson(const Analysis& a, const WhySummary& s) {
     out += ",\"rank\":" + std::to_string(c->rank);
     out += ",\"name\":" + engine::json::String(WhyName(a, c->name));
     out += Fmt(",\"cost_ns\":%lld,\"direct_ns\":%lld,\"indirect_ns\":%lld,\"excess_ns\":%lld",
-               static_cast<long long>(std::llround(c->cost_ns)),
-               static_cast<long long>(std::llround(c->direct_ns)),
-               static_cast<long long>(std::llround(c->indirect_ns)),
+               // (clamped: costs summed in doubles can pass int64)
+               static_cast<long long>(engine::SaturateInt64(std::round(c->cost_ns))),
+               static_cast<long long>(engine::SaturateInt64(std::round(c->direct_ns))),
+               static_cast<long long>(engine::SaturateInt64(std::round(c->indirect_ns))),
                static_cast<long long>(c->excess_ns));
     out += Fmt(",\"noise_z\":%.3f", std::isfinite(c->noise_z) ? c->noise_z : 1e300);
     out += ",\"waiting_ranks\":[";

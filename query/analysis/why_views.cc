@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/db/sqlite.h"
+#include "engine/util/saturating.h"
 #include "query/analysis/why.h"
 #include "query/sql/vtab_module.h"
 
@@ -130,7 +131,9 @@ int Column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
   auto* c = reinterpret_cast<Cursor*>(cur);
   const Analysis& a = *c->a;
   auto i64 = [&](int64_t v) { sqlite3_result_int64(ctx, v); };
-  auto rnd = [&](double v) { sqlite3_result_int64(ctx, std::llround(v)); };
+  // Rounded and clamped to int64 (costs summed in doubles can pass it; llround's result there is
+  // unspecified, INT64_MIN in practice).
+  auto rnd = [&](double v) { sqlite3_result_int64(ctx, engine::SaturateInt64(std::round(v))); };
   switch (c->vtab->info->mode) {
     case Mode::kWaits: {
       const WaitState& w = a.waits[c->row];
