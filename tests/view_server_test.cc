@@ -180,6 +180,10 @@ TEST_F(ViewServerTest, BadRequestsGetClearErrorsAndTheServerSurvives) {
   ASSERT_TRUE(huge);
   EXPECT_EQ(huge->status, 200) << huge->body.substr(0, 300);
   EXPECT_LT(huge->body.size(), 4u << 20);
+  // And one of the whole int64 range (its span and pixel width passed int64), one pixel wide.
+  auto all = Get("/api/window?t0=-9223372036854775808&t1=9223372036854775807&px=1");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->status, 200) << all->body.substr(0, 300);
   // A URI over the limit and a body over the limit are refused; the server still answers.
   auto long_uri = Get("/api/sql?q=" + std::string(20000, 'x'));
   ASSERT_TRUE(long_uri);

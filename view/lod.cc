@@ -72,9 +72,10 @@ class WindowBuilder {
  public:
   WindowBuilder(const WindowRequest& req, WindowResult* out)
       : req_(req), out_(out), w_{req.t0, req.t1} {
-    span_ = static_cast<double>(req.t1 - req.t0);
+    // In doubles and clamped: a client's window can span the whole int64 range.
+    span_ = static_cast<double>(req.t1) - static_cast<double>(req.t0);
     ns_per_px_ = span_ / req.px;
-    min_dur_ = static_cast<int64_t>(std::ceil(ns_per_px_ * req.min_px));
+    min_dur_ = engine::SaturateInt64(std::ceil(ns_per_px_ * req.min_px));
     for (uint32_t t : req.tracks) only_.insert(t);
   }
 
@@ -531,7 +532,7 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
       s += "[\"";
       AppendInt(&s, e.id);
       s += "\",";
-      AppendInt(&s, e.ts - req.t0);
+      AppendInt(&s, engine::SaturatingSub(e.ts, req.t0));
       s += ',';
       AppendInt(&s, e.dur);
       s += ',';
@@ -549,9 +550,9 @@ std::string WindowJson(const WindowResult& r, const WindowRequest& req,
       const LodRun& u = t.runs[i];
       if (i) s += ',';
       s += '[';
-      AppendInt(&s, u.ts - req.t0);
+      AppendInt(&s, engine::SaturatingSub(u.ts, req.t0));
       s += ',';
-      AppendInt(&s, u.end - req.t0);
+      AppendInt(&s, engine::SaturatingSub(u.end, req.t0));
       s += ',';
       AppendInt(&s, u.depth);
       s += ',';
