@@ -66,11 +66,13 @@ unset TSAN_OPTIONS
 
 stage "core tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang 14)"
 # The engine, compaction (with its kill campaign), diff, import, export, round-trip and CLI
-# tests: everything but the MPI and recorder tests (TSan above covers the recorder, and the
-# recording programs these tests run come from the main build).
-# The longest first, so that the two cores stay busy to the end.
+# tests, the hostile databases, the report's data (its overflow known answers) and the view's
+# server (a hostile client): the readers of bytes from outside. Not the MPI and recorder tests
+# (TSan above covers the recorder, and the recording programs these tests run come from the main
+# build). The longest first, so that the two cores stay busy to the end.
 asan_tests=(import_test mpi_profile_import_test export_test compaction_test kill_test
-  roundtrip_test engine_test cli_test diff_test output_file_test hostile_db_test)
+  roundtrip_test engine_test hostile_db_test view_test cli_test diff_test report_data_test
+  output_file_test)
 fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz
   hostile_db_fuzz)
 cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
