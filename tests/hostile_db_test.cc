@@ -418,17 +418,8 @@ void ReadEverywhereCleanly(const std::string& db, const std::string& scratch) {
   {
     auto qdb = query::OpenQueryDb(db);
     ASSERT_TRUE(qdb.ok()) << qdb.status().message();
-    std::vector<std::string> views;
-    {
-      auto st = (*qdb)->Prepare("SELECT name FROM sqlite_temp_master WHERE type = 'view'");
-      ASSERT_TRUE(st.ok()) << st.status().message();
-      while (true) {
-        auto row = st->Step();
-        ASSERT_TRUE(row.ok()) << row.status().message();
-        if (!*row) break;
-        views.emplace_back(st->Text(0));
-      }
-    }
+    const std::vector<std::string> views =
+        SqlRows(qdb->get(), "SELECT name FROM sqlite_temp_master WHERE type = 'view'");
     EXPECT_GE(views.size(), 25u);
     for (const std::string& v : views) {
       auto st = (*qdb)->Prepare("SELECT * FROM " + v);

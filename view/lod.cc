@@ -82,9 +82,13 @@ class WindowBuilder {
   Status Run(engine::Db* db);
 
  private:
+  // The pixel position of `ts` in the window, unclamped (in doubles: a client's window can span
+  // the whole int64 range).
+  double PxOf(int64_t ts) const {
+    return (static_cast<double>(ts) - static_cast<double>(req_.t0)) / ns_per_px_;
+  }
   int32_t PixelOf(int64_t ts) const {
-    const double x = (static_cast<double>(ts) - static_cast<double>(req_.t0)) / ns_per_px_;
-    return static_cast<int32_t>(std::clamp(x, 0.0, static_cast<double>(req_.px - 1)));
+    return static_cast<int32_t>(std::clamp(PxOf(ts), 0.0, static_cast<double>(req_.px - 1)));
   }
   bool Cancelled() const { return req_.cancelled && req_.cancelled(); }
   Status Decode(engine::BlockStore* store, const BlockZoneRow& z, bool big_only);
@@ -309,10 +313,8 @@ void WindowBuilder::AddSmall(TrackWork* tw, const Small& s) {
   }
   for (int32_t x = x0; x <= x1; ++x) {
     r.occupied[x] = 1;
-    const double a = std::max(
-        (static_cast<double>(s.ts) - static_cast<double>(req_.t0)) / ns_per_px_, double(x));
-    const double b =
-        std::min((static_cast<double>(s.end) - static_cast<double>(req_.t0)) / ns_per_px_, x + 1.0);
+    const double a = std::max(PxOf(s.ts), double(x));
+    const double b = std::min(PxOf(s.end), x + 1.0);
     if (b > a) r.cover[x] += static_cast<float>(b - a);
   }
 }
@@ -370,10 +372,8 @@ void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
   depths = std::max<uint32_t>(depths, static_cast<uint32_t>(w.small.size()));
   std::vector<std::vector<double>> cover(depths, std::vector<double>(req_.px, 0.0));
   auto add = [&](uint32_t depth, int64_t ts, int64_t end) {
-    const double a =
-        std::max(0.0, (static_cast<double>(ts) - static_cast<double>(req_.t0)) / ns_per_px_);
-    const double b = std::min<double>(
-        req_.px, (static_cast<double>(end) - static_cast<double>(req_.t0)) / ns_per_px_);
+    const double a = std::max(0.0, PxOf(ts));
+    const double b = std::min<double>(req_.px, PxOf(end));
     if (b <= a) {  // an instant: marks its pixel
       cover[depth][PixelOf(ts)] += 1.0;
       return;
@@ -384,8 +384,8 @@ void WindowBuilder::FinishTrack(uint32_t track, TrackWork& w, TrackLod* t) {
   };
   for (const LodEvent& e : t->items) {
     if (e.kind == static_cast<uint8_t>(RowKind::kSpan) && e.dur >= min_dur_) {
-      add(e.depth, e.ts,
-          engine::SaturatingAdd(e.ts, e.dur));  // the small ones are in the pixel rows
+      // (The small ones are in the pixel rows.)
+      add(e.depth, e.ts, engine::SaturatingAdd(e.ts, e.dur));
     }
   }
   for (uint32_t d = 0; d < w.small.size(); ++d) {
