@@ -73,7 +73,8 @@ class WindowBuilder {
   WindowBuilder(const WindowRequest& req, WindowResult* out)
       : req_(req), out_(out), w_{req.t0, req.t1} {
     // In doubles and clamped: a client's window can span the whole int64 range.
-    span_ = static_cast<double>(req.t1) - static_cast<double>(req.t0);
+    t0_ = static_cast<double>(req.t0);
+    span_ = static_cast<double>(req.t1) - t0_;
     ns_per_px_ = span_ / req.px;
     min_dur_ = engine::SaturateInt64(std::ceil(ns_per_px_ * req.min_px));
     for (uint32_t t : req.tracks) only_.insert(t);
@@ -84,9 +85,7 @@ class WindowBuilder {
  private:
   // The pixel position of `ts` in the window, unclamped (in doubles: a client's window can span
   // the whole int64 range).
-  double PxOf(int64_t ts) const {
-    return (static_cast<double>(ts) - static_cast<double>(req_.t0)) / ns_per_px_;
-  }
+  double PxOf(int64_t ts) const { return (static_cast<double>(ts) - t0_) / ns_per_px_; }
   int32_t PixelOf(int64_t ts) const {
     return static_cast<int32_t>(std::clamp(PxOf(ts), 0.0, static_cast<double>(req_.px - 1)));
   }
@@ -100,7 +99,7 @@ class WindowBuilder {
   const WindowRequest& req_;
   WindowResult* out_;
   TimeWindow w_;
-  double span_ = 0, ns_per_px_ = 1;
+  double t0_ = 0, span_ = 0, ns_per_px_ = 1;  // t0_: req_.t0 as a double
   int64_t min_dur_ = 1;
   std::unordered_set<uint32_t> only_;
   std::map<uint32_t, TrackWork> work_;
@@ -311,10 +310,11 @@ void WindowBuilder::AddSmall(TrackWork* tw, const Small& s) {
     r.cover[x0] += s.end > s.ts ? static_cast<float>((s.end - s.ts) / ns_per_px_) : 1.f;
     return;
   }
+  const double from = PxOf(s.ts), to = PxOf(s.end);
   for (int32_t x = x0; x <= x1; ++x) {
     r.occupied[x] = 1;
-    const double a = std::max(PxOf(s.ts), double(x));
-    const double b = std::min(PxOf(s.end), x + 1.0);
+    const double a = std::max(from, double(x));
+    const double b = std::min(to, x + 1.0);
     if (b > a) r.cover[x] += static_cast<float>(b - a);
   }
 }
