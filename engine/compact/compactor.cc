@@ -532,10 +532,13 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   const std::string this_host = LocalHostName();
   TRACEDB_RETURN_IF_ERROR(w->BeginBatch());
   std::set<int32_t> clocks_stored;  // ranks whose clock row this run has written
+  // Every file of both passes is read into these buffers (engine/util/read_buffer.h).
+  ScanBuffers scan_buffers;
   for (const SegmentFileRef* f : prepass_files) {
     PrepassVisitor v;
     ScanOptions o;
     o.events = false;
+    o.buffers = &scan_buffers;
     StatusOr<SegmentScan> scan = ScanSegment(f->path, &v, o);
     if (scan.ok()) TRACEDB_RETURN_IF_ERROR(StorePrepass(db, *f, v));
     // A lock seen free says nothing about a writer on another host (a filesystem whose locks
@@ -642,6 +645,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     ScanOptions head;
     head.events = false;
     head.end_offset = prev.offset;
+    head.buffers = &scan_buffers;
     const StatusOr<SegmentScan>& probe_or = probes.at(f.path);
     StatusOr<SegmentScan> scan = probe_or.ok() ? ScanSegment(f.path, &v, head) : probe_or;
     if (!scan.ok()) {
@@ -678,6 +682,7 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     body.end_offset = stop;
     body.event_chunk = kEventChunk;
     body.event_columns = true;
+    body.buffers = &scan_buffers;
     v.set_count_stats(true);
     StatusOr<SegmentScan> got = ScanSegment(f.path, &v, body);
     if (!got.ok()) return got.status();

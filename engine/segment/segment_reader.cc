@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/segment/segment_blocks.h"
@@ -133,13 +135,8 @@ FrameResult ParseFrame(std::string_view bytes, uint64_t pos, RangeCrc* crcs, Fra
 }
 
 // Buffers reused from block to block of a scan.
-struct EventBuffers {
-  std::vector<SegmentEvent> events;
-  EventColumns columns;
-};
-
 Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, SegmentScan* scan,
-                EventBuffers* bufs, const ScanOptions& options) {
+                ScanBuffers* bufs, const ScanOptions& options) {
   std::vector<SegmentEvent>* events_buf = &bufs->events;
   const size_t event_chunk = options.event_chunk;
   switch (f.type) {
@@ -292,8 +289,9 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
     return Status::InvalidArgument("segment " + name + ": resume offset " +
                                    std::to_string(start_offset) + " is past the end of the file");
   }
-  std::string raw_buf;
-  EventBuffers event_bufs;
+  ScanBuffers own;
+  ScanBuffers& bufs = options.buffers != nullptr ? *options.buffers : own;
+  std::string& raw_buf = bufs.raw;
   RangeCrc crcs(bytes);
   scan.end_offset = pos;
   while (pos < bytes.size() && pos < options.end_offset) {
@@ -335,7 +333,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
       s = Lz4Decompress(f.payload, f.raw, &raw_buf);
       raw = raw_buf;
     }
-    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &event_bufs, options);
+    if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &bufs, options);
     if (!s.ok()) {
       Problem(&scan, pos, s.message());
       scan.corrupt_blocks++;
@@ -369,10 +367,21 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
       options.end_offset <= kFileHeaderSize && options.start_offset <= kFileHeaderSize;
   const uint64_t want = header_only ? std::min<uint64_t>(file_size, 1u << 16) : file_size;
   // Not zero-filled: pread overwrites it, and the scan sees only the `got` bytes read.
-  std::unique_ptr<char[]> bytes(new char[std::max<uint64_t>(want, 1)]);
+  // The whole file in one buffer, the caller's when it passes one; the scan itself (the
+  // blocks' buffers) is given the same.
+  ScanBuffers own;
+  ScanOptions o = options;
+  if (o.buffers == nullptr) o.buffers = &own;
+  char* const bytes =
+      want <= SIZE_MAX ? o.buffers->file.Reserve(static_cast<size_t>(want)) : nullptr;
+  if (bytes == nullptr) {
+    ::close(fd);
+    return Status::IOError("cannot read segment " + path + ": no memory for its " +
+                           std::to_string(want) + " bytes");
+  }
   size_t got = 0;
   while (got < want) {
-    ssize_t n = ::pread(fd, bytes.get() + got, want - got, static_cast<off_t>(got));
+    ssize_t n = ::pread(fd, bytes + got, want - got, static_cast<off_t>(got));
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -383,8 +392,7 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
     got += static_cast<size_t>(n);
   }
   ::close(fd);
-  StatusOr<SegmentScan> scan =
-      ScanSegmentBytes(path, std::string_view(bytes.get(), got), visitor, options);
+  StatusOr<SegmentScan> scan = ScanSegmentBytes(path, std::string_view(bytes, got), visitor, o);
   if (scan.ok() && header_only && got == want) scan->file_size = file_size;
   return scan;
 }

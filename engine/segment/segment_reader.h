@@ -14,6 +14,7 @@
 
 #include "engine/segment/segment_blocks.h"
 #include "engine/segment/segment_format.h"
+#include "engine/util/read_buffer.h"
 #include "engine/util/status.h"
 
 namespace tracedb::engine {
@@ -54,6 +55,16 @@ struct SegmentScan {
   static constexpr size_t kMaxProblems = 16;
 };
 
+// What a scan allocates for a file: its bytes (ScanSegment), a block's decompressed payload
+// and the decoded events. Kept between scans, they are allocated once for the largest file
+// and block, instead of once per file (compaction reads each file twice). One per thread.
+struct ScanBuffers {
+  ReadBuffer file;
+  std::string raw;
+  std::vector<SegmentEvent> events;
+  EventColumns columns;
+};
+
 struct ScanOptions {
   uint64_t start_offset = 0;         // where to start (0, or a previous scan's end_offset)
   uint64_t end_offset = UINT64_MAX;  // stop before the block that starts at or after this
@@ -67,6 +78,10 @@ struct ScanOptions {
   // Hand EVENTS blocks to OnEventColumns (decoded column by column, no SegmentEvent per event)
   // instead of OnEvents; event_chunk applies the same way.
   bool event_columns = false;
+  // Where a scan reads the file and decompresses its blocks: a caller that scans many files
+  // (compaction) passes one ScanBuffers for all of them (engine/util/read_buffer.h says why);
+  // null: the call's own.
+  ScanBuffers* buffers = nullptr;
 };
 
 // Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or

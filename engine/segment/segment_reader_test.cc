@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <tuple>
+
 #include "engine/segment/segment_blocks.h"
 #include "engine/segment/segment_writer.h"
 #include "engine/util/coding.h"
@@ -194,6 +196,84 @@ TEST(SegmentReader, ChunkedEventsEqualWholeBlocks) {
     EXPECT_EQ(scan->events, 500u);
     EXPECT_EQ(scan->corrupt_blocks, 0u);
   }
+}
+
+// ReadBuffer: room for what is asked, at least a byte; it grows to whole 2 MiB pages past one
+// and never shrinks; every byte of the room can be written and read back.
+TEST(ReadBuffer, GrowsAndKeepsItsRoom) {
+  ReadBuffer b;
+  EXPECT_EQ(b.capacity(), 0u);
+  char* p = b.Reserve(0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_GE(b.capacity(), 1u);
+  p = b.Reserve(5000);
+  ASSERT_NE(p, nullptr);
+  EXPECT_GE(b.capacity(), 5000u);
+  p = b.Reserve((size_t{3} << 20) + 1);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(b.capacity(), size_t{4} << 20);
+  for (size_t i = 0; i < b.capacity(); i += 4093) p[i] = static_cast<char>(i);
+  EXPECT_EQ(b.Reserve(100), p);  // smaller: the same room
+  EXPECT_EQ(b.capacity(), size_t{4} << 20);
+  for (size_t i = 0; i < b.capacity(); i += 4093) ASSERT_EQ(p[i], static_cast<char>(i));
+}
+
+// One ScanBuffers for many scans (compaction's two passes over every file): a large file, a
+// small one, a damaged one and the large one again, each in rows, in columns and as a catalog,
+// read exactly as scans with buffers of their own read them.
+TEST(SegmentReader, SharedBuffersReadEachFileAsItsOwnDo) {
+  TempDir tmp;
+  const std::string large = tmp.Sub("seg-77-000000.tds");
+  const std::string small = tmp.Sub("seg-77-000001.tds");
+  const std::string damaged = tmp.Sub("seg-77-000002.tds");
+  WriteSample(large, 40000);
+  WriteSample(small, 3);
+  WriteSample(damaged, 40, /*end=*/false);
+  std::string bytes = ReadFile(damaged);
+  ASSERT_GT(ReadFile(large).size(), size_t{2} << 20);  // past a huge page
+  bytes[bytes.size() / 2] ^= 0x5a;
+  bytes.resize(bytes.size() - 7);  // a torn tail too
+  WriteFile(damaged, bytes);
+
+  class ColumnVisitor : public CountingVisitor {
+   public:
+    void OnEventColumns(uint32_t, const EventColumns& c) override {
+      blocks++;
+      ts.insert(ts.end(), c.ts.begin(), c.ts.begin() + static_cast<ptrdiff_t>(c.n));
+    }
+  };
+  auto scan_with = [](const std::string& path, ScanOptions o, ScanBuffers* buffers,
+                      std::vector<int64_t>* ts) {
+    ColumnVisitor columns;
+    CountingVisitor rows;
+    SegmentVisitor* v = o.event_columns ? static_cast<SegmentVisitor*>(&columns) : &rows;
+    o.buffers = buffers;
+    auto scan = ScanSegment(path, v, o);
+    EXPECT_TRUE(scan.ok()) << path << ": " << scan.status().ToString();
+    *ts = o.event_columns ? columns.ts : rows.ts;
+    return scan.ok() ? std::make_tuple(scan->events, scan->blocks, scan->corrupt_blocks,
+                                       scan->torn_tail_bytes, scan->end_offset, scan->closed)
+                     : std::make_tuple(uint64_t{0}, uint64_t{0}, uint64_t{0}, uint64_t{0},
+                                       uint64_t{0}, false);
+  };
+  ScanBuffers shared;
+  for (const std::string& path : {large, small, damaged, large, small}) {
+    for (int mode = 0; mode < 3; ++mode) {
+      ScanOptions o;
+      o.events = mode != 2;
+      o.event_columns = mode == 1;
+      o.event_chunk = mode == 1 ? 64 : 0;
+      std::vector<int64_t> own_ts, shared_ts;
+      const auto own = scan_with(path, o, nullptr, &own_ts);
+      const auto got = scan_with(path, o, &shared, &shared_ts);
+      EXPECT_EQ(got, own) << path << " mode " << mode;
+      EXPECT_EQ(shared_ts, own_ts) << path << " mode " << mode;
+      if (mode != 2 && path != damaged) {
+        EXPECT_EQ(shared_ts.size(), std::get<0>(own));
+      }
+    }
+  }
+  EXPECT_GE(shared.file.capacity(), ReadFile(large).size());
 }
 
 TEST(SegmentReader, TornTailAtEveryOffsetKeepsWholeBlocks) {

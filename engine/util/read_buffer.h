@@ -1,0 +1,33 @@
+// A buffer for reading whole files into memory, kept between reads: compaction reads every
+// segment file twice (its catalog, then its events), and a file of the recorder's default size
+// (64 MB) is past glibc's largest mmap threshold (32 MB), so a buffer from `new` was a fresh
+// mapping each time, every 4 KiB page of it faulted in and zeroed by the kernel: about 0.2 s of
+// system CPU per 64 MB file read on the shared VM of docs/bench-compaction.md ("Page faults"),
+// more than the user CPU of decoding it. This one is an anonymous mapping advised for huge
+// pages (MADV_HUGEPAGE: 2 MiB pages where the kernel has them, 512 times fewer faults), grown
+// only when a larger file comes, and unmapped when the object goes. Thread safety: one object
+// per thread.
+#pragma once
+
+#include <cstddef>
+
+namespace tracedb::engine {
+
+class ReadBuffer {
+ public:
+  ReadBuffer() = default;
+  ~ReadBuffer();
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+
+  // Room for `n` bytes (at least 1), or null when the memory cannot be had. What the buffer
+  // held is not kept when it grows; the bytes are those of the last read, or zeros.
+  char* Reserve(size_t n);
+  size_t capacity() const { return capacity_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+}  // namespace tracedb::engine
