@@ -4,20 +4,53 @@
 
 #include <algorithm>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRACEDB_READ_BUFFER_ASAN 1
+#endif
+#elif defined(__SANITIZE_ADDRESS__)
+#define TRACEDB_READ_BUFFER_ASAN 1
+#endif
+#ifdef TRACEDB_READ_BUFFER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tracedb::engine {
 
 namespace {
+
 constexpr size_t kHugePage = size_t{2} << 20;
+
+// Under AddressSanitizer, the room past what was asked for is poisoned: a reader that runs past
+// a file's bytes is caught as it was in a buffer from new[] (whose redzone a mapping lacks).
+void Fence(char* data, size_t used, size_t capacity) {
+#ifdef TRACEDB_READ_BUFFER_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(data, capacity);
+  ASAN_POISON_MEMORY_REGION(data + used, capacity - used);
+#else
+  (void)data, (void)used, (void)capacity;
+#endif
+}
+
 }  // namespace
 
 ReadBuffer::~ReadBuffer() {
-  if (data_ != nullptr) ::munmap(data_, capacity_);
+  if (data_ != nullptr) {
+    Fence(data_, capacity_, capacity_);
+    ::munmap(data_, capacity_);
+  }
 }
 
 char* ReadBuffer::Reserve(size_t n) {
   n = std::max<size_t>(n, 1);
-  if (n <= capacity_) return data_;
-  if (data_ != nullptr) ::munmap(data_, capacity_);
+  if (n <= capacity_) {
+    Fence(data_, n, capacity_);
+    return data_;
+  }
+  if (data_ != nullptr) {
+    Fence(data_, capacity_, capacity_);
+    ::munmap(data_, capacity_);
+  }
   data_ = nullptr;
   capacity_ = 0;
   // Whole huge pages; a small buffer (a file's header) is not worth one.
@@ -31,6 +64,7 @@ char* ReadBuffer::Reserve(size_t n) {
 #endif
   data_ = static_cast<char*>(p);
   capacity_ = size;
+  Fence(data_, n, capacity_);
   return data_;
 }
 

@@ -21,7 +21,8 @@ class ReadBuffer {
   ReadBuffer& operator=(const ReadBuffer&) = delete;
 
   // Room for `n` bytes (at least 1), or null when the memory cannot be had. What the buffer
-  // held is not kept when it grows; the bytes are those of the last read, or zeros.
+  // held is not kept when it grows; the bytes are those of the last read, or zeros. Only the
+  // `n` bytes may be used until the next call (AddressSanitizer holds a reader to it).
   char* Reserve(size_t n);
   size_t capacity() const { return capacity_; }
 
