@@ -5,8 +5,10 @@
 // system CPU per 64 MB file read on the shared VM of docs/bench-compaction.md ("Page faults"),
 // more than the user CPU of decoding it. This one is an anonymous mapping advised for huge
 // pages (MADV_HUGEPAGE: 2 MiB pages where the kernel has them, 512 times fewer faults), grown
-// only when a larger file comes, and unmapped when the object goes. Thread safety: one object
-// per thread.
+// only when a larger file comes, and unmapped when the object goes. (Where the kernel's
+// transparent huge pages are set to `madvise` with direct defragmentation, the first touch of a
+// huge page may wait for the kernel to compact memory; on a fragmented host that is the price
+// of the fewer faults.) Thread safety: one object per thread.
 #pragma once
 
 #include <cstddef>
