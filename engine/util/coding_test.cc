@@ -5,8 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/util/crc32c.h"
+#include "engine/util/lz4_codec.h"
 #include "engine/util/parse_number.h"
 
 namespace tracedb::engine {
@@ -321,6 +325,45 @@ TEST(ParseInt64, WholeDecimalTextOnly) {
 TEST(ParseInt64, AllDigits) {
   for (const char* yes : {"0", "7", "0012", "99999999999999999999999"}) EXPECT_TRUE(AllDigits(yes));
   for (const char* no : {"", "-1", "+1", " 1", "1 ", "1a", "x"}) EXPECT_FALSE(AllDigits(no)) << no;
+}
+
+// Lz4Compress appends to what `dst` holds, whether the input's bound is under the 4 MiB that the
+// thread's buffer is kept for or past it, and from several threads at once (each has its own
+// buffer): every output decompresses to its input, after the bytes that were there before.
+TEST(Lz4Codec, CompressAppendsAndRoundTripsAtEverySize) {
+  auto check = [](size_t size, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::string raw(size, '\0');
+    // Half repeats (compressible), half random (not): both of LZ4's paths.
+    for (size_t i = 0; i < size; ++i) {
+      raw[i] = (i / 4096) % 2 ? static_cast<char>(rng()) : static_cast<char>(i % 7);
+    }
+    std::string dst = "prefix";
+    if (!Lz4Compress(raw, &dst).ok())
+      return std::string("compress failed at ") + std::to_string(size);
+    if (dst.compare(0, 6, "prefix") != 0)
+      return std::string("prefix lost at ") + std::to_string(size);
+    std::string back;
+    const Status s = Lz4Decompress(std::string_view(dst).substr(6), raw.size(), &back);
+    if (!s.ok() || back != raw) return std::string("round trip failed at ") + std::to_string(size);
+    return std::string();
+  };
+  for (size_t size : {size_t{0}, size_t{1}, size_t{63}, size_t{100000}, (size_t{4} << 20) - 100,
+                      (size_t{5} << 20), size_t{1000}}) {
+    EXPECT_EQ(check(size, static_cast<uint32_t>(size)), "");
+  }
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < errors.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t k = 0; k < 20 && errors[t].empty(); ++k) {
+        errors[t] =
+            check(1000 + (k * 7919 + t * 104729) % 300000, static_cast<uint32_t>(t * 100 + k));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <lz4.h>
 
+#include <memory>
+
 namespace tracedb::engine {
 
 Status Lz4Compress(std::string_view raw, std::string* dst) {
@@ -11,13 +13,35 @@ Status Lz4Compress(std::string_view raw, std::string* dst) {
                                    " bytes exceeds LZ4's limit");
   }
   const int bound = LZ4_compressBound(static_cast<int>(raw.size()));
+  const auto failed = [&raw] {
+    return Status::Internal("LZ4 compression of " + std::to_string(raw.size()) + " bytes failed");
+  };
+  // Up to 4 MiB of bound (every event block of a DB, the recorder's usual segment blocks), the
+  // input is compressed into a buffer of the thread's, kept at the largest bound seen, and then
+  // appended: growing `dst` by the bound first zero-filled it (about the input's size) on every
+  // call, where the append copies only what the compression wrote (a 200th of it for most event
+  // blocks). Larger inputs are rare and not worth keeping a buffer for.
+  constexpr size_t kKeptBound = size_t{4} << 20;
+  if (static_cast<size_t>(bound) <= kKeptBound) {
+    thread_local std::unique_ptr<char[]> buffer;
+    thread_local size_t capacity = 0;
+    if (static_cast<size_t>(bound) > capacity) {
+      buffer.reset(new char[static_cast<size_t>(bound)]);
+      capacity = static_cast<size_t>(bound);
+    }
+    const int n =
+        LZ4_compress_default(raw.data(), buffer.get(), static_cast<int>(raw.size()), bound);
+    if (n <= 0 && !raw.empty()) return failed();
+    dst->append(buffer.get(), static_cast<size_t>(n > 0 ? n : 0));
+    return Status::Ok();
+  }
   const size_t old = dst->size();
   dst->resize(old + static_cast<size_t>(bound));
   const int n =
       LZ4_compress_default(raw.data(), dst->data() + old, static_cast<int>(raw.size()), bound);
   if (n <= 0 && !raw.empty()) {
     dst->resize(old);
-    return Status::Internal("LZ4 compression of " + std::to_string(raw.size()) + " bytes failed");
+    return failed();
   }
   dst->resize(old + static_cast<size_t>(n > 0 ? n : 0));
   return Status::Ok();

@@ -1,6 +1,6 @@
 // LZ4 block compression of whole column payloads (the LZ4 "block" API, not the frame API: the
 // segment and DB block headers already carry both sizes and a CRC).
-// Thread safety: pure functions.
+// Thread safety: any thread (Lz4Compress keeps a scratch buffer per thread, up to 4 MiB).
 // Format: docs/segment-format.md, section "Compression".
 #pragma once
 
