@@ -221,6 +221,8 @@ void ReportUnfinishedWriters(const std::string& dir) {
   engine::ScanOptions so;
   so.events = false;
   so.catalog = false;
+  engine::ScanBuffers buffers;  // one for every file (engine/util/read_buffer.h)
+  so.buffers = &buffers;
   for (const auto& [key, f] : last) {
     engine::SegmentVisitor none;
     auto scan = engine::ScanSegment(f->path, &none, so);

@@ -190,6 +190,7 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
   }
   const std::string this_host = HostName();
   std::map<std::string, uint64_t> bytes_by_rank_dir;
+  ScanBuffers buffers;  // one for every file (engine/util/read_buffer.h)
   for (const SegmentFileRef* f : candidates) {
     // Asked before reading: a writer seen gone (or a closed file) cannot grow afterwards.
     const WriterState writer = ProbeSegmentWriter(f->path);
@@ -197,7 +198,7 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
       stats.kept++;
       continue;
     }
-    StatusOr<SegmentMetaScan> scan = ScanSegmentMeta(f->path);
+    StatusOr<SegmentMetaScan> scan = ScanSegmentMeta(f->path, &buffers);
     if (!scan.ok()) {
       // Unreadable files were recorded finished with nothing taken: keep them for a person.
       stats.kept++;

@@ -150,11 +150,12 @@ StatusOr<std::vector<NodeShard>> CompactByNode(const CompactOptions& base,
                                                const std::string& manifest) {
   // Each rank's host, from the META of its first segment file.
   std::map<int32_t, std::string> host_of;
+  ScanBuffers buffers;  // one for every file (engine/util/read_buffer.h)
   for (const std::string& dir : base.inputs) {
     TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> files, ListSegmentFiles(dir));
     for (const SegmentFileRef& f : files) {
       if (host_of.count(f.rank) && !host_of[f.rank].empty()) continue;
-      StatusOr<SegmentMetaScan> scan = ScanSegmentMeta(f.path);
+      StatusOr<SegmentMetaScan> scan = ScanSegmentMeta(f.path, &buffers);
       host_of[f.rank] = scan.ok() && scan->meta ? scan->meta->host : "";
     }
   }

@@ -205,6 +205,9 @@ std::vector<std::string> RemoveRecordedSegments(const std::string& dir) {
 StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir) {
   TRACEDB_ASSIGN_OR_RETURN(std::vector<SegmentFileRef> files, ListSegmentFiles(dir));
   DirSummary sum;
+  ScanBuffers buffers;  // one for every file (engine/util/read_buffer.h)
+  ScanOptions options;
+  options.buffers = &buffers;
   for (const SegmentFileRef& f : files) {
     RankSummary& r = sum.per_rank[f.rank];
     r.rank = f.rank;
@@ -214,7 +217,7 @@ StatusOr<DirSummary> SummarizeSegmentDir(const std::string& dir) {
     sum.files++;
     sum.bytes += f.size;
     SummaryVisitor v(&r, &sum);
-    StatusOr<SegmentScan> scan = ScanSegment(f.path, &v);
+    StatusOr<SegmentScan> scan = ScanSegment(f.path, &v, options);
     if (!scan.ok()) {
       sum.unreadable_files++;
       if (sum.problems.size() < 32) sum.problems.push_back(scan.status().message());

@@ -409,10 +409,11 @@ class FirstMetaVisitor : public SegmentVisitor {
 
 }  // namespace
 
-StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path) {
+StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path, ScanBuffers* buffers) {
   FirstMetaVisitor v;
   ScanOptions o;
   o.events = false;
+  o.buffers = buffers;
   TRACEDB_ASSIGN_OR_RETURN(SegmentScan scan, ScanSegment(path, &v, o));
   return SegmentMetaScan{std::move(scan), std::move(v.meta)};
 }

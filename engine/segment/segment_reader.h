@@ -108,6 +108,7 @@ struct SegmentMetaScan {
   SegmentScan scan;
   std::optional<SegmentMeta> meta;
 };
-StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path);
+// `buffers`: as ScanOptions::buffers (a caller reading many files passes one for all).
+StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path, ScanBuffers* buffers = nullptr);
 
 }  // namespace tracedb::engine

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <tuple>
 
 #include "engine/segment/segment_blocks.h"
@@ -224,6 +225,20 @@ TEST(ReadBuffer, GrowsAndKeepsItsRoom) {
   EXPECT_DEATH((void)*static_cast<volatile char*>(p + 100), "use-after-poison");
 #endif
 #endif
+  // Below 2 MiB, a heap block: the same room, reused and fenced the same way.
+  ReadBuffer small;
+  char* q = small.Reserve(5000);
+  ASSERT_NE(q, nullptr);
+  std::memset(q, 1, 5000);
+  EXPECT_EQ(small.Reserve(100), q);
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  EXPECT_DEATH((void)*static_cast<volatile char*>(q + 100), "use-after-poison");
+#endif
+#endif
+  EXPECT_EQ(small.Reserve(5000), q);
+  q[4999] = 2;  // all of it usable again
+  EXPECT_EQ(q[4998], 1);
 }
 
 // One ScanBuffers for many scans (compaction's two passes over every file): a small file, a

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -22,7 +23,8 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 
 // Under AddressSanitizer, the room past what was asked for is poisoned: a reader that runs past
-// a file's bytes is caught as it was in a buffer from new[] (whose redzone a mapping lacks).
+// a file's bytes is caught as it was in a buffer from new[] (a mapping has no redzone, and a
+// heap block reused for a smaller file has its old size's).
 void Fence(char* data, size_t used, size_t capacity) {
 #ifdef TRACEDB_READ_BUFFER_ASAN
   ASAN_UNPOISON_MEMORY_REGION(data, capacity);
@@ -34,11 +36,18 @@ void Fence(char* data, size_t used, size_t capacity) {
 
 }  // namespace
 
-ReadBuffer::~ReadBuffer() {
-  if (data_ != nullptr) {
-    Fence(data_, capacity_, capacity_);
+ReadBuffer::~ReadBuffer() { Release(); }
+
+void ReadBuffer::Release() {
+  if (data_ == nullptr) return;
+  Fence(data_, capacity_, capacity_);
+  if (mapped_) {
     ::munmap(data_, capacity_);
+  } else {
+    std::free(data_);
   }
+  data_ = nullptr;
+  capacity_ = 0;
 }
 
 char* ReadBuffer::Reserve(size_t n) {
@@ -47,22 +56,27 @@ char* ReadBuffer::Reserve(size_t n) {
     Fence(data_, n, capacity_);
     return data_;
   }
-  if (data_ != nullptr) {
-    Fence(data_, capacity_, capacity_);
-    ::munmap(data_, capacity_);
+  Release();
+  if (n < kHugePage) {
+    // Below a huge page, from the heap: a mapping would cost two system calls and a fault per
+    // page for every file (a directory of small files, a file's header), where the heap reuses.
+    data_ = static_cast<char*>(std::malloc(n));
+    if (data_ == nullptr) return nullptr;
+    mapped_ = false;
+    capacity_ = n;
+    return data_;
   }
-  data_ = nullptr;
-  capacity_ = 0;
-  // Whole huge pages; a small buffer (a file's header) is not worth one.
-  const size_t size = n < kHugePage ? n : (n + kHugePage - 1) / kHugePage * kHugePage;
+  // Whole huge pages.
+  const size_t size = (n + kHugePage - 1) / kHugePage * kHugePage;
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
 #ifdef MADV_HUGEPAGE
   // Advice only: a kernel without transparent huge pages (or with them off) says no, and the
   // buffer is simply of small pages.
-  if (size >= kHugePage) (void)::madvise(p, size, MADV_HUGEPAGE);
+  (void)::madvise(p, size, MADV_HUGEPAGE);
 #endif
   data_ = static_cast<char*>(p);
+  mapped_ = true;
   capacity_ = size;
   Fence(data_, n, capacity_);
   return data_;

@@ -3,12 +3,12 @@
 // (64 MB) is past glibc's largest mmap threshold (32 MB), so a buffer from `new` was a fresh
 // mapping each time, every 4 KiB page of it faulted in and zeroed by the kernel: about 0.2 s of
 // system CPU per 64 MB file read on the shared VM of docs/bench-compaction.md ("Page faults"),
-// more than the user CPU of decoding it. This one is an anonymous mapping advised for huge
-// pages (MADV_HUGEPAGE: 2 MiB pages where the kernel has them, 512 times fewer faults), grown
-// only when a larger file comes, and unmapped when the object goes. (Where the kernel's
-// transparent huge pages are set to `madvise` with direct defragmentation, the first touch of a
-// huge page may wait for the kernel to compact memory; on a fragmented host that is the price
-// of the fewer faults.) Thread safety: one object per thread.
+// more than the user CPU of decoding it. From 2 MiB up this one is an anonymous mapping advised
+// for huge pages (MADV_HUGEPAGE: 2 MiB pages where the kernel has them, 512 times fewer faults),
+// below that a heap block; it grows only when a larger file comes, and is freed when the object
+// goes. (Where transparent huge pages are set to `madvise` with direct defragmentation, the
+// first touch of a huge page may wait for the kernel to compact memory: on a fragmented host,
+// the price of the fewer faults.) Thread safety: one object per thread.
 #pragma once
 
 #include <cstddef>
@@ -29,8 +29,11 @@ class ReadBuffer {
   size_t capacity() const { return capacity_; }
 
  private:
+  void Release();
+
   char* data_ = nullptr;
   size_t capacity_ = 0;
+  bool mapped_ = false;  // an mmap (else malloc)
 };
 
 }  // namespace tracedb::engine
