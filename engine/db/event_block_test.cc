@@ -366,6 +366,31 @@ TEST(HuffmanBitLengthColumn, RareValuesBesideAFrequentOneOfTheirLengthKeepACode)
   }
 }
 
+// Columns of small values (a block's name indexes): every alphabet size up to 64, uniform and
+// skewed (frequent values get symbols of their own), odd and even lengths, decoded back
+// exactly; and each again with one large last value.
+TEST(HuffmanBitLengthColumn, SmallValuesRoundTrip) {
+  std::mt19937_64 rng(11);
+  for (uint64_t alphabet :
+       {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{8}, uint64_t{33}, uint64_t{64}}) {
+    for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{64}, size_t{65}, size_t{4097}}) {
+      for (int skew = 0; skew < 2; ++skew) {
+        std::vector<uint64_t> v(n);
+        for (uint64_t& x : v) x = skew && rng() % 4 != 0 ? alphabet - 1 : rng() % alphabet;
+        for (int big = 0; big < 2; ++big) {
+          if (big) v.back() = 1000 + rng() % 100000;
+          std::string col;
+          PutHuffmanBitLengthColumn(v.data(), n, &col);
+          std::vector<uint64_t> got(n);
+          ASSERT_TRUE(GetHuffmanBitLengthColumn(col, n, got.data()))
+              << alphabet << " " << n << " " << skew << " " << big;
+          EXPECT_EQ(got, v) << alphabet << " " << n << " " << skew << " " << big;
+        }
+      }
+    }
+  }
+}
+
 TEST(HuffmanBitLengthColumn, MalformedTablesAreRejected) {
   std::vector<uint64_t> v = {5, 6, 7, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 9};
   std::string col;
