@@ -134,7 +134,7 @@ FrameResult ParseFrame(std::string_view bytes, uint64_t pos, RangeCrc* crcs, Fra
   return FrameResult::kOk;
 }
 
-// Buffers reused from block to block of a scan.
+// One block of a scan to the visitor, through the buffers of the scan (ScanBuffers).
 Status Dispatch(const Frame& f, std::string_view raw, SegmentVisitor* v, SegmentScan* scan,
                 ScanBuffers* bufs, const ScanOptions& options) {
   std::vector<SegmentEvent>* events_buf = &bufs->events;
