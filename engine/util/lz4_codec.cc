@@ -3,7 +3,7 @@
 
 #include <lz4.h>
 
-#include <memory>
+#include "engine/util/read_buffer.h"
 
 namespace tracedb::engine {
 
@@ -23,16 +23,12 @@ Status Lz4Compress(std::string_view raw, std::string* dst) {
   // blocks). Larger inputs are rare and not worth keeping a buffer for.
   constexpr size_t kKeptBound = size_t{4} << 20;
   if (static_cast<size_t>(bound) <= kKeptBound) {
-    thread_local std::unique_ptr<char[]> buffer;
-    thread_local size_t capacity = 0;
-    if (static_cast<size_t>(bound) > capacity) {
-      buffer.reset(new char[static_cast<size_t>(bound)]);
-      capacity = static_cast<size_t>(bound);
-    }
-    const int n =
-        LZ4_compress_default(raw.data(), buffer.get(), static_cast<int>(raw.size()), bound);
+    thread_local ReadBuffer buffer;
+    char* const out = buffer.Reserve(static_cast<size_t>(bound));
+    if (out == nullptr) return failed();
+    const int n = LZ4_compress_default(raw.data(), out, static_cast<int>(raw.size()), bound);
     if (n <= 0 && !raw.empty()) return failed();
-    dst->append(buffer.get(), static_cast<size_t>(n > 0 ? n : 0));
+    dst->append(out, static_cast<size_t>(n > 0 ? n : 0));
     return Status::Ok();
   }
   const size_t old = dst->size();
