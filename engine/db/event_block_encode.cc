@@ -107,6 +107,7 @@ struct EncodeScratch {
   // Only for rows out of (track, k) order.
   std::vector<uint32_t> name_idx, cat_idx, order;
   std::vector<SortKey> keys;
+  std::vector<uint8_t> row_slot;  // each row's track slot (OrderByTrack)
   std::string raw, tsc, durc;
   // Format 4's name column: the indexes as values, and the two codings tried.
   std::vector<uint64_t> name_vals;
@@ -703,6 +704,59 @@ void PutNameColumn(std::string_view varints, size_t n, size_t nnames, EncodeScra
 
 namespace {
 
+// The rows' order by (track, k, row index), into order[0, n), in linear time when it can be
+// had so: a block usually holds a few tracks interleaved in time (a rank's thread and its
+// Horovod or CUDA lanes), each track's rows already in k order (the builder emits each track's
+// events in start order). Then a counting sort by track, stable, is that order. False, with
+// `order` untouched, for more than kMaxTracks tracks or a track whose k goes back (the caller
+// sorts).
+template <class Rows>
+bool OrderByTrack(const Rows& rows, size_t n, std::vector<uint8_t>* row_slot, uint32_t* order) {
+  constexpr size_t kMaxTracks = 64;
+  uint32_t track_of[kMaxTracks];
+  uint64_t last_k[kMaxTracks];
+  uint32_t count[kMaxTracks];
+  size_t tracks = 0;
+  row_slot->resize(n);
+  uint8_t* const slot_of_row = row_slot->data();
+  uint32_t cur_track = 0;
+  size_t cur = kMaxTracks;  // the slot of cur_track; none yet
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t t = rows.track(i);
+    const uint64_t k = rows.k(i);
+    if (cur == kMaxTracks || t != cur_track) {
+      size_t j = 0;
+      while (j < tracks && track_of[j] != t) ++j;
+      if (j == tracks) {
+        if (tracks == kMaxTracks) return false;
+        track_of[j] = t;
+        last_k[j] = k;
+        count[j] = 0;
+        ++tracks;
+      }
+      cur = j;
+      cur_track = t;
+    }
+    if (k < last_k[cur]) return false;
+    last_k[cur] = k;
+    ++count[cur];
+    slot_of_row[i] = static_cast<uint8_t>(cur);
+  }
+  // Each slot's first place in the output: the slots in ascending track order.
+  uint8_t by_track[kMaxTracks];
+  for (size_t j = 0; j < tracks; ++j) by_track[j] = static_cast<uint8_t>(j);
+  std::sort(by_track, by_track + tracks,
+            [&track_of](uint8_t a, uint8_t b) { return track_of[a] < track_of[b]; });
+  uint32_t next[kMaxTracks];
+  uint32_t at = 0;
+  for (size_t j = 0; j < tracks; ++j) {
+    next[by_track[j]] = at;
+    at += count[by_track[j]];
+  }
+  for (size_t i = 0; i < n; ++i) order[next[slot_of_row[i]]++] = static_cast<uint32_t>(i);
+  return true;
+}
+
 // `plain`: the same rows as columns, every one a plain span (ColumnPass), or null.
 template <class Rows>
 void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string* out,
@@ -732,7 +786,6 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
     clear_rows_outputs();
     s.name_idx.resize(n);
     s.cat_idx.resize(n);
-    s.keys.resize(n);
     uint32_t last_name = rows.name(0), last_name_idx = s.names.Index(last_name);
     uint32_t last_cat = rows.cat(0), last_cat_idx = s.cats.Index(last_cat);
     for (size_t i = 0; i < n; ++i) {
@@ -747,14 +800,19 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
       }
       s.name_idx[i] = last_name_idx;
       s.cat_idx[i] = last_cat_idx;
-      s.keys[i] = SortKey{rows.track(i), static_cast<uint32_t>(i), rows.k(i)};
     }
-    std::sort(s.keys.begin(), s.keys.end(), [](const SortKey& a, const SortKey& b) {
-      if (a.track != b.track) return a.track < b.track;
-      return a.k != b.k ? a.k < b.k : a.idx < b.idx;
-    });
     s.order.resize(n);
-    for (size_t j = 0; j < n; ++j) s.order[j] = s.keys[j].idx;
+    if (!OrderByTrack(rows, n, &s.row_slot, s.order.data())) {
+      s.keys.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        s.keys[i] = SortKey{rows.track(i), static_cast<uint32_t>(i), rows.k(i)};
+      }
+      std::sort(s.keys.begin(), s.keys.end(), [](const SortKey& a, const SortKey& b) {
+        if (a.track != b.track) return a.track < b.track;
+        return a.k != b.k ? a.k < b.k : a.idx < b.idx;
+      });
+      for (size_t j = 0; j < n; ++j) s.order[j] = s.keys[j].idx;
+    }
     o = RowPassOut();
     RowPass<true>(rows, s.order.data(), n, s, zone, &o);
   }

@@ -630,6 +630,10 @@ TEST(EventBlock, EveryShapeOfBlockMatchesAPlainComputation) {
       {"one track in order", 1, 1, false, false, false, true},
       {"tracks in order, a later track starts first", 3, 1, false, false, false, true},
       {"tracks interleaved", 3, 1, false, false, false, false},
+      // Up to 64 tracks a block's rows are put in order by a counting sort, past that by a
+      // comparison sort (OrderByTrack); a track whose k goes back is the shuffled input below.
+      {"64 tracks interleaved", 64, 1, false, false, false, false},
+      {"65 tracks interleaved", 65, 1, false, false, false, false},
       {"microseconds in order", 2, 1000, false, false, false, true},
       {"microseconds interleaved", 2, 1000, false, false, false, false},
       {"overlapping events", 1, 1, true, false, false, true},
