@@ -263,7 +263,20 @@ class EventsVisitor : public SegmentVisitor {
         }
         const size_t n = end - i;
         int64_t range_off;
-        if (!by_offset || !model_->OffsetOver(lo, hi, &range_off) || range_off != off) {
+        const bool offset_holds =
+            by_offset && model_->OffsetOver(lo, hi, &range_off) && range_off == off;
+        ClockModel::Affine affine;
+        if (!offset_holds && model_->AffineOver(lo, hi, &affine)) {
+          // A clock of another rate (drift) over one of its segments, with Map's own arithmetic.
+          // Durations are >= 0 and the map is monotonic: no end maps before its start.
+          for (size_t j = 0; j < n; ++j) {
+            const int64_t t0 = tss[i + j];
+            const int64_t ts = affine.At(t0);
+            TraceBuilder::RunEvent& r = run_[j];
+            r.ts = ts;
+            r.dur = affine.At(SaturatingAdd(t0, ints[ii + j])) - ts;
+          }
+        } else if (!offset_holds) {
           for (size_t j = 0; j < n; ++j) {  // names and arguments are set already
             const int64_t t0 = tss[i + j];
             const int64_t ts = model_->Map(t0);

@@ -89,6 +89,26 @@ bool ClockModel::OffsetOver(int64_t lo, int64_t hi, int64_t* offset) const {
   return true;
 }
 
+bool ClockModel::AffineOver(int64_t lo, int64_t hi, Affine* affine) const {
+  if (knots_.empty() || lo > hi) return false;
+  if (lo < cached_.lo || hi >= cached_.hi) {
+    MapSlow(lo);  // points the cache at lo's segment (when lo is past the first knot)
+    if (lo < cached_.lo || hi >= cached_.hi) return false;
+  }
+  // In the segment, Map(t) = common + ((t - local) * slope >> 32), saturated, with local <= t.
+  // At a slope >= 0 that is monotonic: unsaturated at both ends, it is unsaturated between.
+  if (cached_.slope < 0) return false;
+  const auto at = [this](int64_t t) {
+    return static_cast<__int128>(cached_.common) +
+           ((static_cast<__int128>(t) - cached_.local) * cached_.slope >> 32);
+  };
+  if (at(lo) < INT64_MIN || at(hi) > INT64_MAX) return false;
+  affine->local = cached_.local;
+  affine->common = cached_.common;
+  affine->slope = static_cast<uint64_t>(cached_.slope);
+  return true;
+}
+
 int64_t ClockModel::offset_ns() const {
   return knots_.empty()
              ? 0

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,51 @@ TEST(ClockModel, OffsetOverOnlyWhereMapIsAnOffset) {
   EXPECT_FALSE(two.OffsetOver(9 * kSec, 11 * kSec, &off));   // across the knot
   EXPECT_FALSE(two.OffsetOver(11 * kSec, 12 * kSec, &off));  // rate 2
   EXPECT_EQ(two.Map(12 * kSec), 14 * kSec + 100);
+}
+
+// AffineOver: where it says yes, At(t) is Map(t) at every t of the range (both ends, and random
+// ones between), at rates other than 1 and a second or more past the segment's knot (where Map
+// takes its 128-bit path); no across a knot, before the first knot, or where Map saturates.
+TEST(ClockModel, AffineOverEqualsMapWhereItHolds) {
+  ClockModel::Affine a;
+  EXPECT_FALSE(ClockModel().AffineOver(0, 10, &a));  // no knots: Map(t) == t (OffsetOver's)
+
+  const ClockModel drift = ClockModel::FromKnots(Knots(1700000000 * kSec, 37.0, 11.3, 20));
+  std::mt19937_64 rng(5);
+  size_t ranges = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t lo = static_cast<int64_t>(rng() % (25 * kSec));
+    const int64_t hi = lo + static_cast<int64_t>(rng() % (i % 2 ? kSec / 50 : 3 * kSec));
+    const bool across = lo / kSec != hi / kSec && lo / kSec < 19;
+    ASSERT_EQ(drift.AffineOver(lo, hi, &a), !across) << lo << " " << hi;
+    if (across) continue;
+    ++ranges;
+    EXPECT_EQ(a.At(lo), drift.Map(lo));
+    EXPECT_EQ(a.At(hi), drift.Map(hi));
+    for (int j = 0; j < 20; ++j) {
+      const int64_t t = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+      ASSERT_EQ(a.At(t), drift.Map(t)) << t;
+    }
+  }
+  EXPECT_GT(ranges, 1000u);
+  // Past the last knot the last segment goes on: 100 s in, Map's 128-bit path.
+  ASSERT_TRUE(drift.AffineOver(120 * kSec, 121 * kSec, &a));
+  EXPECT_EQ(a.At(120 * kSec + 12345), drift.Map(120 * kSec + 12345));
+
+  // Rate 2 from 10 s on (the clamp of a damaged, flat segment; the last knot keeps the rate of
+  // the segment before it), up to where Map saturates.
+  const ClockModel two =
+      ClockModel::FromKnots({{0, 100}, {10 * kSec, 10 * kSec + 100}, {20 * kSec, 30 * kSec + 100}});
+  ASSERT_TRUE(two.AffineOver(11 * kSec, 12 * kSec, &a));
+  EXPECT_EQ(a.At(11 * kSec + 7), two.Map(11 * kSec + 7));
+  EXPECT_EQ(a.At(11 * kSec + 7), 12 * kSec + 114);
+  EXPECT_FALSE(two.AffineOver(-kSec, kSec, &a));  // before the first knot
+  const int64_t last = INT64_MAX / 2;             // maps to INT64_MAX - 10 s + 99
+  ASSERT_TRUE(two.AffineOver(21 * kSec, last, &a));
+  EXPECT_EQ(a.At(last), two.Map(last));
+  EXPECT_EQ(a.At(last), INT64_MAX - 10 * kSec + 99);
+  EXPECT_FALSE(two.AffineOver(21 * kSec, last + 6 * kSec, &a));  // Map saturates there
+  EXPECT_EQ(two.Map(last + 6 * kSec), INT64_MAX);
 }
 
 TEST(ClockModel, InvertedUndoesTheMap) {
