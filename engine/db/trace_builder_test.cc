@@ -294,6 +294,32 @@ TEST(TraceBuilderNesting, LateArrivalsNestByContainmentNotArrival) {
   ExpectDbInvariants(path, {.check_info = false});
 }
 
+// TraceWriter::AddStat keeps the entry it added to last: repeats, a change of name or rank, and
+// a batch's commit (which empties its map) between two additions must all land in their rows.
+TEST(TraceWriterStats, AddStatSumsEveryNameAndRankAcrossBatches) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("stats.tdb");
+  {
+    auto w = engine::TraceWriter::Open(path);
+    ASSERT_TRUE(w.ok());
+    engine::TraceWriter& tw = **w;
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    tw.AddStat("late_arrivals", 0, 2);
+    tw.AddStat("late_arrivals", 0, 3);
+    tw.AddStat("improper_nesting", 0, 1);
+    tw.AddStat("late_arrivals", 1, 7);
+    tw.AddStat(std::string("late_") + "arrivals", 0, 1);  // equal text, another buffer
+    ASSERT_TRUE(tw.CommitBatch().ok());
+    ASSERT_TRUE(tw.BeginBatch().ok());
+    tw.AddStat("late_arrivals", 0, 10);  // the entry added to last is gone with the batch
+    tw.AddStat("improper_nesting", -1, 4);
+    ASSERT_TRUE(tw.CommitBatch().ok());
+  }
+  EXPECT_EQ(QueryRows(path, "SELECT name, rank, value FROM stats ORDER BY name, rank"),
+            "improper_nesting|-1|4\nimproper_nesting|0|1\nlate_arrivals|0|16\n"
+            "late_arrivals|1|7\n");
+}
+
 // The invariant checker itself, on rows written past the builder with known defects: a parent
 // that starts after its child, one that ends before its child, a depth that is not the parent's
 // plus one, and a name_stats count changed behind the rows' back. Each must be reported under its

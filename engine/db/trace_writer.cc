@@ -114,7 +114,11 @@ void TraceWriter::AddStep(int32_t rank, int64_t ts, int64_t step) {
 }
 
 void TraceWriter::AddStat(std::string_view name, int32_t rank, int64_t delta) {
-  stats_[{std::string(name), rank}] += delta;
+  if (last_stat_ == nullptr || last_stat_key_.second != rank || last_stat_key_.first != name) {
+    last_stat_key_ = {std::string(name), rank};
+    last_stat_ = &stats_[last_stat_key_];
+  }
+  *last_stat_ += delta;
 }
 
 Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
@@ -306,6 +310,7 @@ Status TraceWriter::CommitBatch() {
       TRACEDB_RETURN_IF_ERROR(st.Bind(1, key.first).Bind(2, key.second).Bind(3, v).Run());
     }
     stats_.clear();
+    last_stat_ = nullptr;
   }
   TRACEDB_RETURN_IF_ERROR(db_->Commit());
   in_batch_ = false;

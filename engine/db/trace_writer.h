@@ -205,6 +205,10 @@ class TraceWriter {
   std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
   std::vector<std::tuple<int32_t, int64_t, int64_t>> steps_;
   std::map<std::pair<std::string, int32_t>, int64_t> stats_;
+  // AddStat's cache: the entry it added to last (a job with a defect usually repeats it, e.g.
+  // improper nesting on every step), null after stats_ is cleared.
+  std::pair<std::string, int32_t> last_stat_key_;
+  int64_t* last_stat_ = nullptr;
   uint64_t rows_written_ = 0;
   uint64_t blocks_written_ = 0;
   std::string block_scratch_;
