@@ -291,7 +291,7 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
   }
   ScanBuffers own;
   ScanBuffers& bufs = options.buffers != nullptr ? *options.buffers : own;
-  std::string& raw_buf = bufs.raw;
+  ReadBuffer& raw_buf = bufs.raw;
   RangeCrc crcs(bytes);
   scan.end_offset = pos;
   while (pos < bytes.size() && pos < options.end_offset) {
@@ -330,8 +330,13 @@ StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::string_view
     std::string_view raw = f.payload;
     Status s;
     if (f.codec == Codec::kLz4) {
-      s = Lz4Decompress(f.payload, f.raw, &raw_buf);
-      raw = raw_buf;
+      char* const out = raw_buf.Reserve(f.raw);
+      if (out == nullptr) {  // (f.raw is at most kMaxRawBlockBytes: memory, not the file)
+        return Status::IOError("segment " + name + ": no memory to decompress the block at " +
+                               std::to_string(pos) + " (" + std::to_string(f.raw) + " bytes)");
+      }
+      s = Lz4DecompressTo(f.payload, f.raw, out);
+      raw = std::string_view(out, f.raw);
     }
     if (s.ok()) s = Dispatch(f, raw, visitor, &scan, &bufs, options);
     if (!s.ok()) {

@@ -60,7 +60,7 @@ struct SegmentScan {
 // and block, instead of once per file (compaction reads each file twice). One per thread.
 struct ScanBuffers {
   ReadBuffer file;
-  std::string raw;
+  ReadBuffer raw;  // a compressed block's payload
   std::vector<SegmentEvent> events;
   EventColumns columns;
 };

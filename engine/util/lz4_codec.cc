@@ -43,19 +43,27 @@ Status Lz4Compress(std::string_view raw, std::string* dst) {
   return Status::Ok();
 }
 
-Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst) {
-  if (raw_size > kMaxRawBlockBytes) {
-    return Status::Corruption("declared uncompressed size " + std::to_string(raw_size) +
-                              " exceeds the limit");
-  }
-  dst->resize(raw_size);
-  const int n =
-      LZ4_decompress_safe(compressed.data(), dst->data(), static_cast<int>(compressed.size()),
-                          static_cast<int>(raw_size));
+namespace {
+Status TooLarge(size_t raw_size) {
+  return Status::Corruption("declared uncompressed size " + std::to_string(raw_size) +
+                            " exceeds the limit");
+}
+}  // namespace
+
+Status Lz4DecompressTo(std::string_view compressed, size_t raw_size, char* out) {
+  if (raw_size > kMaxRawBlockBytes) return TooLarge(raw_size);
+  const int n = LZ4_decompress_safe(compressed.data(), out, static_cast<int>(compressed.size()),
+                                    static_cast<int>(raw_size));
   if (n < 0 || static_cast<size_t>(n) != raw_size) {
     return Status::Corruption("LZ4 payload does not decompress to its declared size");
   }
   return Status::Ok();
+}
+
+Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst) {
+  if (raw_size > kMaxRawBlockBytes) return TooLarge(raw_size);
+  dst->resize(raw_size);
+  return Lz4DecompressTo(compressed, raw_size, dst->data());
 }
 
 }  // namespace tracedb::engine

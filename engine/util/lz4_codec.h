@@ -22,5 +22,8 @@ inline constexpr size_t kMaxRawBlockBytes = 64u << 20;
 // Decompresses `compressed` into exactly `raw_size` bytes in *dst (replacing its contents).
 // Corruption when the input is malformed or does not expand to exactly raw_size bytes.
 Status Lz4Decompress(std::string_view compressed, size_t raw_size, std::string* dst);
+// Same, into out[0, raw_size): room the caller keeps between blocks (a string resized for each
+// block zero-fills whatever it grows by, before LZ4 writes over it).
+Status Lz4DecompressTo(std::string_view compressed, size_t raw_size, char* out);
 
 }  // namespace tracedb::engine
