@@ -99,7 +99,12 @@ uint32_t TraceWriter::Track(const TrackSpec& spec) {
 }
 
 void TraceWriter::SelectRank(int32_t rank) {
-  last_rows_ = &pending_[rank];
+  auto [it, fresh] = pending_.try_emplace(rank);
+  if (fresh && !spare_cols_.empty()) {
+    it->second.cols = std::move(spare_cols_.back());
+    spare_cols_.pop_back();
+  }
+  last_rows_ = &it->second;
   last_rank_ = rank;
 }
 
@@ -210,6 +215,7 @@ StatusOr<std::optional<std::string>> TraceWriter::LoadState(std::string_view key
 Status TraceWriter::CommitBatch() {
   if (!in_batch_) return Status::Internal("no batch open");
   for (auto& [rank, rows] : pending_) TRACEDB_RETURN_IF_ERROR(WriteBlock(rank, &rows));
+  for (auto& [rank, rows] : pending_) spare_cols_.push_back(std::move(rows.cols));
   pending_.clear();
   last_rows_ = nullptr;
   // Each section below is skipped when it has nothing to write: a small batch (one text

@@ -199,7 +199,10 @@ class TraceWriter {
   std::map<std::tuple<int32_t, std::string, int64_t, int64_t>, uint32_t> track_by_local_;
   std::map<std::tuple<int32_t, std::string, std::string>, uint32_t> track_by_name_;
   std::map<int32_t, PendingRows> pending_;  // rank -> rows not yet in a block
-  int32_t last_rank_ = INT32_MIN;           // NewRow's cache of pending_[last_rank_]
+  // The columns of the last batch's ranks, emptied, for the next batch's: grown again from
+  // nothing, each batch copied its ranks' rows at every doubling. As many as a batch had ranks.
+  std::vector<RowColumns> spare_cols_;
+  int32_t last_rank_ = INT32_MIN;  // NewRow's cache of pending_[last_rank_]
   PendingRows* last_rows_ = nullptr;
   Row scratch_;  // NewRow()'s row, until CommitRow()
   std::map<std::tuple<int32_t, uint32_t, uint32_t, uint8_t>, NameStat> name_stats_;
