@@ -62,6 +62,17 @@ int64_t ClockModel::MapSlow(int64_t t) const {
   cached_.local = k.local;
   cached_.common = k.common;
   cached_.slope = k.slope_fp;
+  // The last t of the segment that maps without saturating: all of it at slope 0 (slopes are
+  // clamped to [0, 2]), else the largest d = t - local with common + (d * slope >> 32) <=
+  // INT64_MAX, i.e. d * slope < (INT64_MAX - common + 1) * 2^32. Map is monotonic in between.
+  __int128 safe = static_cast<__int128>(cached_.hi) - 1;
+  if (k.slope_fp < 0) {
+    safe = INT64_MIN;
+  } else if (k.slope_fp > 0) {
+    const __int128 room = static_cast<__int128>(INT64_MAX) - k.common + 1;  // <= 2^64
+    safe = std::min(safe, k.local + ((room << 32) - 1) / k.slope_fp);
+  }
+  cached_.safe_hi = static_cast<int64_t>(safe);
   return MapOn(i, t);
 }
 
@@ -91,18 +102,12 @@ bool ClockModel::OffsetOver(int64_t lo, int64_t hi, int64_t* offset) const {
 
 bool ClockModel::AffineOver(int64_t lo, int64_t hi, Affine* affine) const {
   if (knots_.empty() || lo > hi) return false;
-  if (lo < cached_.lo || hi >= cached_.hi) {
+  if (lo < cached_.lo || hi > cached_.safe_hi) {
     MapSlow(lo);  // points the cache at lo's segment (when lo is past the first knot)
-    if (lo < cached_.lo || hi >= cached_.hi) return false;
+    if (lo < cached_.lo || hi > cached_.safe_hi) return false;
   }
-  // In the segment, Map(t) = common + ((t - local) * slope >> 32), saturated, with local <= t.
-  // At a slope >= 0 that is monotonic: unsaturated at both ends, it is unsaturated between.
-  if (cached_.slope < 0) return false;
-  const auto at = [this](int64_t t) {
-    return static_cast<__int128>(cached_.common) +
-           ((static_cast<__int128>(t) - cached_.local) * cached_.slope >> 32);
-  };
-  if (at(lo) < INT64_MIN || at(hi) > INT64_MAX) return false;
+  // In the segment, Map(t) = common + ((t - local) * slope >> 32), saturated, with local <= t;
+  // up to safe_hi it does not saturate.
   affine->local = cached_.local;
   affine->common = cached_.common;
   affine->slope = static_cast<uint64_t>(cached_.slope);

@@ -95,6 +95,7 @@ class ClockModel {
   struct Segment {
     int64_t lo = 0, hi = 0;  // local range [lo, hi) the segment covers (empty when lo == hi)
     int64_t local = 0, common = 0, slope = 0;
+    int64_t safe_hi = INT64_MIN;  // the last t of [lo, hi) that Map takes unsaturated
   };
   void Recompute();
   int64_t MapSlow(int64_t t) const;

@@ -108,6 +108,13 @@ TEST(ClockModel, AffineOverEqualsMapWhereItHolds) {
   EXPECT_EQ(a.At(last), two.Map(last));
   EXPECT_EQ(a.At(last), INT64_MAX - 10 * kSec + 99);
   EXPECT_FALSE(two.AffineOver(21 * kSec, last + 6 * kSec, &a));  // Map saturates there
+  // To the ns: the last t whose 30 s + 100 + 2 (t - 20 s) is at most INT64_MAX.
+  const int64_t edge = 20 * kSec + (INT64_MAX - 30 * kSec - 100) / 2;
+  ASSERT_TRUE(two.AffineOver(21 * kSec, edge, &a));
+  EXPECT_EQ(a.At(edge), two.Map(edge));
+  EXPECT_EQ(a.At(edge), INT64_MAX - 1);
+  EXPECT_FALSE(two.AffineOver(21 * kSec, edge + 1, &a));
+  EXPECT_TRUE(two.AffineOver(edge, edge, &a));  // after a miss, from the segment's cache
   EXPECT_EQ(two.Map(last + 6 * kSec), INT64_MAX);
 }
 
