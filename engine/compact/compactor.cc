@@ -396,8 +396,12 @@ class EventsVisitor : public SegmentVisitor {
     return id;
   }
   uint32_t LaneTrack(uint32_t lane) {
+    // A thread's events usually alternate between its own track and one lane: the last lane's
+    // track without a map walk.
+    if (lane == last_lane_ && last_lane_track_ != 0) return last_lane_track_;
+    last_lane_ = lane;
     auto it = lane_tracks_.find(lane);
-    if (it != lane_tracks_.end()) return it->second;
+    if (it != lane_tracks_.end()) return last_lane_track_ = it->second;
     TrackSpec spec;
     spec.rank = rank_;
     spec.kind = "lane";
@@ -410,7 +414,7 @@ class EventsVisitor : public SegmentVisitor {
     spec.sort_index = 1000000 + lane;
     const uint32_t id = w_->Track(spec);
     lane_tracks_[lane] = id;
-    return id;
+    return last_lane_track_ = id;
   }
 
   TraceWriter* w_;
@@ -430,6 +434,7 @@ class EventsVisitor : public SegmentVisitor {
   std::map<uint32_t, ThreadInfo> threads_;
   std::map<uint32_t, uint32_t> thread_tracks_;
   std::map<uint32_t, uint32_t> lane_tracks_;
+  uint32_t last_lane_ = 0, last_lane_track_ = 0;  // LaneTrack's last answer (track 0: none)
 };
 
 // This host's name, as the recorder writes it in META blocks by default (gethostname).
