@@ -247,7 +247,8 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   if (empty) {
     // 16 KiB pages: an event block (tens of KB) is a chain of a few pages, not of 4 KiB ones;
     // compaction then writes, logs and checkpoints a quarter as many pages, one system call
-    // each (docs/bench-compaction.md, "Larger pages"). An empty DB is 430 KB, not 120 KB.
+    // each (docs/bench-compaction.md, "Many tracks, drifting clocks, larger pages"). An empty DB
+    // is 430 KB, not 120 KB.
     TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA page_size=16384"));
     TRACEDB_RETURN_IF_ERROR(db->Begin());
     Status s = CreateSchema(db.get());

@@ -706,9 +706,9 @@ namespace {
 
 // The rows' order by (track, k, row index), into order[0, n), in linear time when it can be
 // had so: a block usually holds a few tracks interleaved in time (a rank's thread and its
-// Horovod or CUDA lanes), each track's rows already in k order (the builder emits each track's
-// events in start order). Then a counting sort by track, stable, is that order. False, with
-// `order` untouched, for more than kMaxTracks tracks or a track whose k goes back (the caller
+// Horovod or CUDA lanes), each track's rows already in k order (the builder numbers a track's
+// rows in the order it places them). Then a counting sort by track, stable, is that order. False,
+// with `order` untouched, for more than kMaxTracks tracks or a track whose k goes back (the caller
 // sorts).
 template <class Rows>
 bool OrderByTrack(const Rows& rows, size_t n, std::vector<uint8_t>* row_slot, uint32_t* order) {
