@@ -210,7 +210,8 @@ class EventsVisitor : public SegmentVisitor {
         // The run's events, with their times mapped by the clock's offset at the first one
         // (the common case: a clock of rate 1 over the run). The run's local time range is
         // checked after (durations are >= 0: the decoder checks them): when one offset does not
-        // map all of it, the run is mapped again with Map, event by event.
+        // map all of it, the run is mapped again, by its clock segment's arithmetic when it lies
+        // in one (AffineOver: a clock of another rate), else with Map, event by event.
         int64_t off = 0;
         const bool by_offset = model_->OffsetOver(tss[i], tss[i], &off);
         // The run's extent first, then its events in a loop of their own: in one loop, the

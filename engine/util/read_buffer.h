@@ -8,7 +8,9 @@
 // below that a heap block; it grows only when a larger file comes, and is freed when the object
 // goes. (Where transparent huge pages are set to `madvise` with direct defragmentation, the
 // first touch of a huge page may wait for the kernel to compact memory: on a fragmented host,
-// the price of the fewer faults.) Thread safety: one object per thread.
+// the price of the fewer faults.) The same kind of room, kept for the same reason, holds a
+// segment block's decompressed payload (ScanBuffers::raw) and Lz4Compress's output.
+// Thread safety: one object per thread.
 #pragma once
 
 #include <cstddef>
