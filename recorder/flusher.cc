@@ -171,19 +171,45 @@ Status Flusher::Start(const FlusherConfig& config) {
   return Status::Ok();
 }
 
-Status Flusher::OpenNextFile() {
+Status Flusher::CreateNextFile(engine::SegmentWriter* w) {
   for (int attempt = 0; attempt < 1000000; ++attempt, ++seq_) {
     const std::string path = rank_dir_ + "/" + engine::SegmentFileName(meta_.pid, seq_);
-    Status s = writer_.Open(path, meta_.pid, seq_);
+    Status s = w->Open(path, meta_.pid, seq_);
     if (s.ok()) {
       ++seq_;
-      WriteFileHeaderBlocks();
       return Status::Ok();
     }
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return s;  // a real error, not a name collision
   }
   return Status::IOError("no free segment file name in " + rank_dir_);
+}
+
+Status Flusher::OpenNextFile() {
+  TRACEDB_RETURN_IF_ERROR(CreateNextFile(&writer_));
+  WriteFileHeaderBlocks();
+  return Status::Ok();
+}
+
+bool Flusher::RotateFile() {
+  const Status created = CreateNextFile(&next_writer_);
+  if (!created.ok()) {
+    // The current file is ended as usual; nothing more is written.
+    CloseFile();
+    FailWriting(created);
+    return false;
+  }
+  CloseFile();
+  if (writing_disabled_) {  // the END block could not be written
+    // The new file holds nothing yet: removed, its descriptor (and so its lock) closed.
+    const std::string path = next_writer_.path();
+    next_writer_.Abandon();
+    ::unlink(path.c_str());
+    return false;
+  }
+  writer_.Swap(next_writer_);  // next_writer_ now holds the closed file's emptied buffers
+  WriteFileHeaderBlocks();
+  return true;
 }
 
 void Flusher::WriteFileHeaderBlocks() {
@@ -412,18 +438,9 @@ void Flusher::Cycle(bool final, bool partial, bool trigger) {
     drops_.clear();
     return;
   }
-  if (writer_.size() >= config_.segment_bytes && file_events_ > 0) {
-    CloseFile();
-    if (writing_disabled_) {  // the END block could not be written
-      discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
-      return;
-    }
-    Status s = OpenNextFile();
-    if (!s.ok()) {
-      FailWriting(s);
-      discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
-      return;
-    }
+  if (writer_.size() >= config_.segment_bytes && file_events_ > 0 && !RotateFile()) {
+    discarded_events.fetch_add(staged_events_total_, std::memory_order_relaxed);
+    return;
   }
   AppendCatalogDeltas(/*all=*/false);
   if (!comms.empty()) {

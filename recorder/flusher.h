@@ -120,7 +120,15 @@ class Flusher {
   void DrainBuffer(ThreadBuffer* b, bool partial);
   void DecodeSlots(ThreadBuffer* b, const Record* slots, uint32_t from, uint32_t to);
   void FinishBlock(uint32_t thread_index);
+  // Creates the next file of this process (seg-<pid>-<seq>) in `w`, without its header blocks.
+  Status CreateNextFile(engine::SegmentWriter* w);
+  // CreateNextFile into writer_, then its header blocks.
   Status OpenNextFile();
+  // Ends the current file and continues in the next one, created before the current one gets
+  // its END block: while the process lives it holds an unfinished file at every moment, so a
+  // reader that finds every file of the directory ended knows the job is over, also between two
+  // files (`compact --watch`). False when writing is disabled (an error was reported).
+  bool RotateFile();
   void WriteFileHeaderBlocks();
   void AppendCatalogDeltas(bool all);
   void AppendStatsIfChanged(bool force);
@@ -136,6 +144,7 @@ class Flusher {
   engine::SegmentMeta meta_;
   uint32_t seq_ = 0;
   engine::SegmentWriter writer_;
+  engine::SegmentWriter next_writer_;  // open only during RotateFile (file_mu_ held)
   uint64_t file_events_ = 0;
   bool writing_disabled_ = false;
   std::atomic<bool> failed_{false};

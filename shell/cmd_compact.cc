@@ -433,11 +433,15 @@ int RunCompact(const CompactCmdOptions& o) {
       stats = engine::Compact(writer.get(), co, progress);
       pass_done();
     }
+    // The job is over when two passes in a row find every file closed and taken (a pass that
+    // finds a file still written, or new events, starts the count again). A recorder creates
+    // its next file before it ends the current one, so a live one always holds an open file.
+    bool idle = false;
     if (o.delete_compacted && writer != nullptr && (stats.ok() || stats.status().IsNotFound())) {
       const Status d = DeleteCompacted(writer->db(), o, false, quiet, &deleted_any);
       if (!d.ok()) return fail(d);
       // Every file was closed, taken and deleted: as idle as a pass over closed files.
-      if (!stats.ok() && ++idle_passes >= 2) break;
+      idle = !stats.ok();
     }
     if (!stats.ok()) {
       if (stats.status().IsNotFound()) {
@@ -451,11 +455,11 @@ int RunCompact(const CompactCmdOptions& o) {
                      WithCommas(stats->rows).c_str(), WithCommas(stats->segment_events).c_str(),
                      Now() - pass_start);
       }
-      idle_passes = 0;
     } else if (stats->files > 0 && stats->files_waiting == 0) {
-      // Every file is closed and taken: the job is over.
-      if (++idle_passes >= 2) break;
+      idle = true;  // every file is closed and taken
     }
+    idle_passes = idle ? idle_passes + 1 : 0;
+    if (idle_passes >= 2) break;
     if (g_stop.load()) break;
     for (double waited = 0; waited < o.interval_s && !g_stop.load(); waited += 0.05) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

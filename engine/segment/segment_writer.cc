@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "engine/util/coding.h"
 #include "engine/util/crc32c.h"
@@ -69,6 +70,16 @@ Status SegmentWriter::Open(const std::string& path, uint32_t pid, uint32_t seq) 
   append_error_ = Status::Ok();
   EncodeFileHeader(pid, seq, &pending_);
   return Status::Ok();
+}
+
+void SegmentWriter::Swap(SegmentWriter& other) noexcept {
+  std::swap(fd_, other.fd_);
+  std::swap(locked_, other.locked_);
+  path_.swap(other.path_);
+  std::swap(written_, other.written_);
+  pending_.swap(other.pending_);
+  scratch_.swap(other.scratch_);
+  std::swap(append_error_, other.append_error_);
 }
 
 void SegmentWriter::AppendBlock(BlockType type, std::string_view raw, bool compress) {

@@ -35,6 +35,9 @@ class SegmentWriter {
   Status Open(const std::string& path, uint32_t pid, uint32_t seq);
   // Whether Open() obtained the writer lock.
   bool locked() const { return locked_; }
+  // Exchanges the two writers' files and buffers (the recorder creates its next file before it
+  // ends the current one, then swaps).
+  void Swap(SegmentWriter& other) noexcept;
   bool is_open() const { return fd_ >= 0; }
   const std::string& path() const { return path_; }
 
