@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds tracedb and runs every test; the README's test command and what CI runs (.ci/run, with
 # CI=true: tests on ../shared/fixtures then fail instead of skipping). Stages, in order: the
-# format check (clang-format 14); the main build (warnings are errors) and every test under CTest;
-# the recorder's concurrency tests again under ThreadSanitizer; the core (non-MPI) tests again in
+# format check (clang-format 14); the main build (warnings are errors) and every test under CTest,
+# the two sanitizer builds beside it at the lowest priority; the recorder's concurrency tests
+# again under ThreadSanitizer; the core (non-MPI) tests again in
 # a clang 14 ASan+UBSan build (every report fatal); every libFuzzer target for FUZZ_SECONDS
 # (default 5) on its seed corpus (fixtures/fuzz/). It depends on no compiler cache. Target: under
 # 20 minutes from a fresh clone on an idle 2-core machine; the measured stage times and how the
@@ -49,14 +50,51 @@ run_side_by_side() {
   [ "$failed" = 0 ] || { echo "test binaries failed in $dir" >&2; exit 1; }
 }
 
-stage "tests"
+# The sanitizer stages' test binaries (ASan+UBSan: the engine, compaction with its kill campaign,
+# diff, import, export, round-trip and CLI tests, the hostile databases, the report's data (its
+# overflow known answers) and the view's server (a hostile client): the readers of bytes from
+# outside; the longest first, so that the two cores stay busy to the end) and fuzz targets.
+asan_tests=(import_test mpi_profile_import_test export_test compaction_test kill_test
+  roundtrip_test engine_test hostile_db_test view_test cli_test diff_test report_data_test
+  output_file_test)
+fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz
+  hostile_db_fuzz)
+
+# The two sanitizer builds run beside CTest, at the lowest CPU priority (nice 19): the tests wait
+# on processes, sockets and timers for about a third of their time, and the compilers take what
+# the tests leave (docs/testing.md has the stage times with and without). The builds' output goes
+# to build/sanitizer-builds.log, printed when one fails. They need only the main build's programs.
+sanitizer_builds() {
+  cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
+    -DTRACEDB_SANITIZE=thread -DTRACEDB_BENCH=OFF -DTRACEDB_TEST_BIN="$root/build/tracedb"
+  cmake --build "$root/build-tsan" -j "$jobs" --target recorder_stress_test recorder_test
+  cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DTRACEDB_SANITIZE=address,undefined -DTRACEDB_BENCH=OFF -DTRACEDB_UNITY_CLI=ON \
+    -DTRACEDB_RECORDING_PROGRAMS_DIR="$root/build/tests"
+  cmake --build "$root/build-asan" -j "$jobs" --target "${asan_tests[@]}" "${fuzzers[@]}"
+}
+san_log="$root/build/sanitizer-builds.log"
+# In a session of its own, so that a failed run stops the whole build (compilers included).
+setsid -w nice -n 19 bash -c "$(declare -p root flags jobs asan_tests fuzzers); $(declare -f sanitizer_builds); set -euo pipefail; sanitizer_builds" \
+  >"$san_log" 2>&1 &
+san_pid=$!
+trap 'kill -- -"$san_pid" 2>/dev/null || true' EXIT
+
+stage "tests (the sanitizer builds beside them)"
 (cd "$root/build" && ctest -j "$jobs" --output-on-failure --timeout 600)
+
+stage "the sanitizer builds' end"
+if ! wait "$san_pid"; then
+  cat "$san_log"
+  echo "a sanitizer build failed (log above: $san_log)" >&2
+  exit 1
+fi
+trap - EXIT
+tail -n 2 "$san_log"
 
 stage "recorder tests under ThreadSanitizer"
 # The tests run the main build's tracedb (the CLI is not what this stage checks).
-cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
-  -DTRACEDB_SANITIZE=thread -DTRACEDB_BENCH=OFF -DTRACEDB_TEST_BIN="$root/build/tracedb" >/dev/null
-cmake --build "$root/build-tsan" -j "$jobs" --target recorder_stress_test recorder_test
 # die_after_fork=0: the fork test starts a session in the child, which TSan otherwise refuses.
 export TSAN_OPTIONS="halt_on_error=1 die_after_fork=0"
 export TRACEDB_TEST_TMP="$root/build-tsan/test-tmp"
@@ -65,21 +103,8 @@ run_side_by_side "$root/build-tsan/tests" "$root/build-tsan/test-logs" recorder_
 unset TSAN_OPTIONS
 
 stage "core tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang 14)"
-# The engine, compaction (with its kill campaign), diff, import, export, round-trip and CLI
-# tests, the hostile databases, the report's data (its overflow known answers) and the view's
-# server (a hostile client): the readers of bytes from outside. Not the MPI and recorder tests
-# (TSan above covers the recorder, and the recording programs these tests run come from the main
-# build). The longest first, so that the two cores stay busy to the end.
-asan_tests=(import_test mpi_profile_import_test export_test compaction_test kill_test
-  roundtrip_test engine_test hostile_db_test view_test cli_test diff_test report_data_test
-  output_file_test)
-fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz
-  hostile_db_fuzz)
-cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DTRACEDB_SANITIZE=address,undefined -DTRACEDB_BENCH=OFF -DTRACEDB_UNITY_CLI=ON \
-  -DTRACEDB_RECORDING_PROGRAMS_DIR="$root/build/tests" >/dev/null
-cmake --build "$root/build-asan" -j "$jobs" --target "${asan_tests[@]}" "${fuzzers[@]}"
+# (asan_tests above.) Not the MPI and recorder tests: TSan above covers the recorder, and the
+# recording programs these tests run come from the main build.
 export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TRACEDB_TEST_TMP="$root/build-asan/test-tmp"
