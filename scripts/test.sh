@@ -31,23 +31,32 @@ cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${
   -DTRACEDB_UNITY_CLI=ON -DTRACEDB_TESTS=ON -DTRACEDB_BENCH=ON -DTRACEDB_WERROR=ON >/dev/null
 cmake --build "$root/build" -j "$jobs"
 
-# Runs test binaries DIR/NAME... side by side, at most $jobs at a time, each one's output in
-# LOGS/NAME.log; prints a line per binary, the whole output of any that failed, and fails then.
+# Runs test binaries BUILD/tests/NAME (BUILD/NAME given as one argument) side by side, at most
+# $jobs at a time, each one's output in BUILD/test-logs/NAME.log and its scratch folders under
+# BUILD/test-tmp; prints a line per binary with its time, the whole output of any that failed,
+# and fails then.
 run_side_by_side() {
-  local dir=$1 logs=$2 t rc failed=0
-  shift 2
-  rm -rf "$logs" && mkdir -p "$logs"
-  for t in "$@"; do
+  local spec t dir name rc failed=0 t0
+  for spec in "$@"; do
+    dir=${spec%/*}
+    rm -rf "$dir/test-logs" && mkdir -p "$dir/test-logs"
+  done
+  for spec in "$@"; do
+    dir=${spec%/*} name=${spec##*/}
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
-    ( rc=0; "$dir/$t" --gtest_brief=1 >"$logs/$t.log" 2>&1 || rc=$?; echo "$rc" >"$logs/$t.rc" ) &
+    ( rc=0; t0=$(date +%s)
+      TRACEDB_TEST_TMP="$dir/test-tmp" "$dir/tests/$name" --gtest_brief=1 \
+        >"$dir/test-logs/$name.log" 2>&1 || rc=$?
+      echo "$rc $(($(date +%s) - t0))" >"$dir/test-logs/$name.rc" ) &
   done
   wait
-  for t in "$@"; do
-    rc=$(cat "$logs/$t.rc")
-    echo "-- $t: exit $rc, $(grep -E '^\[==========\].*ran' "$logs/$t.log" | tail -1)"
-    if [ "$rc" != 0 ]; then cat "$logs/$t.log"; failed=1; fi
+  for spec in "$@"; do
+    dir=${spec%/*} name=${spec##*/}
+    read -r rc t <"$dir/test-logs/$name.rc"
+    echo "-- ${dir##*/}/$name: exit $rc in $t s, $(grep -E '^\[==========\].*ran' "$dir/test-logs/$name.log" | tail -1)"
+    if [ "$rc" != 0 ]; then cat "$dir/test-logs/$name.log"; failed=1; fi
   done
-  [ "$failed" = 0 ] || { echo "test binaries failed in $dir" >&2; exit 1; }
+  [ "$failed" = 0 ] || { echo "test binaries failed" >&2; exit 1; }
 }
 
 # The sanitizer stages' test binaries (ASan+UBSan: the engine, compaction with its kill campaign,
@@ -93,22 +102,18 @@ fi
 trap - EXIT
 tail -n 2 "$san_log"
 
-stage "recorder tests under ThreadSanitizer"
-# The tests run the main build's tracedb (the CLI is not what this stage checks).
-# die_after_fork=0: the fork test starts a session in the child, which TSan otherwise refuses.
+stage "recorder tests under ThreadSanitizer, core tests under ASan+UBSan (clang 14)"
+# One pool for both, so that neither stage's last binary leaves a core idle. The recorder's
+# tests run the main build's tracedb (the CLI is not what TSan checks here); die_after_fork=0:
+# the fork test starts a session in the child, which TSan otherwise refuses. The ASan tests
+# (asan_tests above) leave out the MPI and recorder tests: TSan covers the recorder, and the
+# recording programs these tests run come from the main build. Each sanitizer reads only its
+# own options.
 export TSAN_OPTIONS="halt_on_error=1 die_after_fork=0"
-export TRACEDB_TEST_TMP="$root/build-tsan/test-tmp"
-run_side_by_side "$root/build-tsan/tests" "$root/build-tsan/test-logs" recorder_stress_test recorder_test
-
-unset TSAN_OPTIONS
-
-stage "core tests under AddressSanitizer + UndefinedBehaviorSanitizer (clang 14)"
-# (asan_tests above.) Not the MPI and recorder tests: TSan above covers the recorder, and the
-# recording programs these tests run come from the main build.
 export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export TRACEDB_TEST_TMP="$root/build-asan/test-tmp"
-run_side_by_side "$root/build-asan/tests" "$root/build-asan/test-logs" "${asan_tests[@]}"
+run_side_by_side "$root/build-tsan/recorder_stress_test" "$root/build-tsan/recorder_test" \
+  "${asan_tests[@]/#/$root/build-asan/}"
 
 stage "fuzz smoke runs (libFuzzer, ${FUZZ_SECONDS:-5} s each)"
 # One target per core at a time (each is one process on one thread, for the same time each).
