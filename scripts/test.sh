@@ -69,18 +69,22 @@ asan_tests=(import_test mpi_profile_import_test export_test compaction_test kill
 fuzzers=(segment_file_fuzz segment_block_payload_fuzz event_block_payload_fuzz json_fuzz
   hostile_db_fuzz)
 
+# The sanitizer builds compile the tests' own code at the build's -O2 (TRACEDB_TEST_OPT_FLAGS
+# empty; the main build's default is -O1, tests/CMakeLists.txt): under ASan the test bodies do
+# much of the work, and clang saves little by -O1 (docs/testing.md).
 # The two sanitizer builds run beside CTest, at the lowest CPU priority (nice 19): the tests wait
 # on processes, sockets and timers for about a third of their time, and the compilers take what
 # the tests leave (docs/testing.md has the stage times with and without). The builds' output goes
 # to build/sanitizer-builds.log, printed when one fails. They need only the main build's programs.
 sanitizer_builds() {
   cmake -S "$root" -B "$root/build-tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
-    -DTRACEDB_SANITIZE=thread -DTRACEDB_BENCH=OFF -DTRACEDB_TEST_BIN="$root/build/tracedb"
+    -DTRACEDB_SANITIZE=thread -DTRACEDB_BENCH=OFF -DTRACEDB_TEST_BIN="$root/build/tracedb" \
+    -DTRACEDB_TEST_OPT_FLAGS=
   cmake --build "$root/build-tsan" -j "$jobs" --target recorder_stress_test recorder_test
   cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${flags[@]}" \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DTRACEDB_SANITIZE=address,undefined -DTRACEDB_BENCH=OFF -DTRACEDB_UNITY_CLI=ON \
-    -DTRACEDB_RECORDING_PROGRAMS_DIR="$root/build/tests"
+    -DTRACEDB_RECORDING_PROGRAMS_DIR="$root/build/tests" -DTRACEDB_TEST_OPT_FLAGS=
   cmake --build "$root/build-asan" -j "$jobs" --target "${asan_tests[@]}" "${fuzzers[@]}"
 }
 san_log="$root/build/sanitizer-builds.log"
