@@ -159,7 +159,7 @@ TEST_F(DiffCmdTest, TextAndJsonSayTheSame) {
           &rc);
   ASSERT_EQ(rc, 0);
   const std::string check = RunCommand(
-      "python3 -c " +
+      ShellQuote(Python3Bin()) + " -c " +
           ShellQuote("import json,sys; d=json.load(open(sys.argv[1])); "
                      "n={x['name']: x for x in d['names']}; "
                      "print(n['backward']['significant'], n['forward']['significant'], "

@@ -78,8 +78,9 @@ TEST(ExportViewer, SpeedscopeLoadsTheExport) {
   ASSERT_EQ(rc, 0) << out;
   auto load = [&](const std::string& file) {
     std::string report =
-        RunCommand("python3 " + ShellQuote(SourceRoot() + "/tests/viewers/speedscope_load.py") +
-                       " --app " + ShellQuote(app) + " --chromium " + ShellQuote(chromium) + " " +
+        RunCommand(ShellQuote(Python3Bin()) + " " +
+                       ShellQuote(SourceRoot() + "/tests/viewers/speedscope_load.py") + " --app " +
+                       ShellQuote(app) + " --chromium " + ShellQuote(chromium) + " " +
                        ShellQuote(file) + " 2>&1",
                    &rc);
     EXPECT_EQ(rc, 0) << file << "\n" << report;

@@ -64,8 +64,8 @@ Summary FromDb(const std::string& db, std::map<std::string, std::string>* names)
 Summary FromPython(const std::string& format, const std::string& file) {
   Summary s;
   std::string out;
-  const std::string cmd = "python3 '" + SourceRoot() + "/tests/independent_trace_summary.py' " +
-                          format + " '" + file + "'";
+  const std::string cmd = ShellQuote(Python3Bin()) + " '" + SourceRoot() +
+                          "/tests/independent_trace_summary.py' " + format + " '" + file + "'";
   int rc = 0;
   out = RunCommand(cmd + " 2>&1", &rc);
   EXPECT_EQ(rc, 0) << cmd << "\n" << out;

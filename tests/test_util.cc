@@ -123,6 +123,16 @@ std::string TracedbBin() {
 #endif
 }
 
+std::string Python3Bin() {
+  const char* p = std::getenv("TRACEDB_TEST_PYTHON3");
+  if (p && *p) return p;
+#ifdef TRACEDB_PYTHON3_PATH
+  return TRACEDB_PYTHON3_PATH;
+#else
+  return "python3";
+#endif
+}
+
 namespace {
 
 class CollectVisitor : public engine::SegmentVisitor {

@@ -73,6 +73,10 @@ std::string SharedFixtures();
 std::string SharedFixturePath(const std::string& sub = "");
 // The tracedb binary under test ($TRACEDB_BIN).
 std::string TracedbBin();
+// The Python the tests run their scripts with (TRACEDB_TEST_PYTHON3 from the environment, else
+// the python3 that was on PATH at configure time, resolved to its executable: a version
+// manager's shim costs about 0.3 s per start, and some tests start it dozens of times).
+std::string Python3Bin();
 
 // An event as read back, with its thread and names resolved.
 struct ReadEvent {

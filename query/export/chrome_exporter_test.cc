@@ -130,7 +130,7 @@ void ExpectCsv(const std::string& db, const std::string& where, const std::strin
 }
 
 Result Check(const std::vector<std::string>& files, const std::string& extra) {
-  std::string cmd = "python3 " + ShellQuote(Checker()) + " --node " + extra;
+  std::string cmd = ShellQuote(Python3Bin()) + " " + ShellQuote(Checker()) + " --node " + extra;
   for (const std::string& f : files) cmd += " " + ShellQuote(f);
   Result r;
   r.out = RunCommand(cmd + " 2>&1", &r.rc);
@@ -145,11 +145,12 @@ int64_t Count(const std::string& out, const std::string& key) {
 
 int64_t CsvRows(const std::string& path) {
   int rc = 0;
-  const std::string out = RunCommand(
-      "python3 -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1], "
-      "encoding=\"utf-8\", errors=\"replace\", newline=\"\"))))' " +
-          ShellQuote(path),
-      &rc);
+  const std::string out =
+      RunCommand(ShellQuote(Python3Bin()) +
+                     " -c 'import csv,sys; print(sum(1 for _ in csv.DictReader(open(sys.argv[1], "
+                     "encoding=\"utf-8\", errors=\"replace\", newline=\"\"))))' " +
+                     ShellQuote(path),
+                 &rc);
   return rc == 0 ? std::stoll(out) : -1;
 }
 
