@@ -108,6 +108,9 @@ struct EncodeScratch {
   std::vector<uint32_t> name_idx, cat_idx, order;
   std::vector<SortKey> keys;
   std::vector<uint8_t> row_slot;  // each row's track slot (OrderByTrack)
+  // Whether the last block out of order had a negative ts delta: the next one is counted as
+  // zigzags in its pass if so (a rank's blocks are alike; a wrong guess costs a recount).
+  bool permuted_signed = false;
   std::string raw, tsc, durc;
   // Format 4's name column: the indexes as values, and the two codings tried.
   std::vector<uint64_t> name_vals;
@@ -212,8 +215,10 @@ struct RowPassOut {
   __int128 last_end = INT64_MIN;  // the largest ts + dur, exact
   int64_t max_dur = 0;
   uint64_t ts_gcd = 0, dur_gcd = 0;  // of the starts' differences, and of the durations
-  int64_t ts_ref = 0;      // the first row's ts, what the runs' first deltas are against so far
+  int64_t ts_ref = 0;      // what the runs' first deltas are against so far: the first row's ts, or
+                           // the block's base when RowPass was given it
   bool ts_signed = false;  // a negative ts delta
+  bool stats_zigzag = false;  // ts_stats counted the deltas' zigzags
   // The entropy coder's statistics of the ts deltas, counted where each delta is made (this
   // pass waits on the rows' memory, and the counting fits in the wait): exact when the block's
   // base is ts_ref (the first row starts first: 608 of the 616 blocks of the 10M workload) and
@@ -272,9 +277,14 @@ __int128 ExactLastEnd(const Rows& rows, size_t n) {
 // `order` it also checks the order and assigns the dense name and category indexes; it returns
 // false, its outputs to be discarded, at the first row out of order. (Rows are large, and a
 // block of them does not fit in a core's cache: the one pass reads each once.)
+//
+// With `order`, `base` is the block's smallest ts (the caller's pre-pass finds it): the runs'
+// first deltas are taken against it, so that the ts statistics hold the final values whatever
+// row comes first (a block of interleaved tracks seldom starts with its lowest track's first
+// row), and with `zigzag` they are counted as zigzags (exact for a block with a negative delta).
 template <bool kPermuted, class Rows>
 bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s, BlockZone* zone,
-             RowPassOut* o) {
+             RowPassOut* o, int64_t base_in = 0, bool zigzag = false) {
   char* const ks0 = s.ks.data();
   char* const parents0 = s.parents.data();
   char* const depths0 = s.depths.data();
@@ -312,7 +322,7 @@ bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s
     return x;
   };
   const int64_t ts0 = rows.ts(0);
-  const int64_t ts_ref = rows.ts(kPermuted ? order[0] : 0);
+  const int64_t ts_ref = kPermuted ? base_in : rows.ts(0);
   int64_t base = INT64_MAX, max_dur = 0, max_end = INT64_MIN;
   bool end_overflow = false;  // some ts + dur outside int64 (hostile input): max_end is wrong
   uint64_t ts_gcd = 0, dur_gcd = 0, runs = 0;
@@ -400,7 +410,7 @@ bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s
         WrapSub(r_ts, TsReference(run_start, ts_ref, prev_ts, prev_end, r_depth, prev_depth));
     tss[j] = static_cast<uint64_t>(delta);
     ts_signed |= delta < 0;
-    o->ts_stats.Add(static_cast<uint64_t>(delta));
+    o->ts_stats.Add(kPermuted && zigzag ? ZigZag(delta) : static_cast<uint64_t>(delta));
     durs[j] = static_cast<uint64_t>(r_dur);
     sorted_depth[j] = r_depth;
     sorted_track[j] = r_track;
@@ -464,6 +474,7 @@ bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s
   o->dur_gcd = dur_gcd;
   o->ts_ref = ts_ref;
   o->ts_signed = ts_signed;
+  o->stats_zigzag = kPermuted && zigzag;
   o->runs = runs;
   o->ks = static_cast<size_t>(ks - ks0);
   o->parents = static_cast<size_t>(parents - parents0);
@@ -788,7 +799,9 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
     s.cat_idx.resize(n);
     uint32_t last_name = rows.name(0), last_name_idx = s.names.Index(last_name);
     uint32_t last_cat = rows.cat(0), last_cat_idx = s.cats.Index(last_cat);
+    int64_t base = INT64_MAX;
     for (size_t i = 0; i < n; ++i) {
+      base = std::min(base, rows.ts(i));
       const uint32_t r_name = rows.name(i), r_cat = rows.cat(i);
       if (r_name != last_name) {
         last_name = r_name;
@@ -814,7 +827,7 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
       for (size_t j = 0; j < n; ++j) s.order[j] = s.keys[j].idx;
     }
     o = RowPassOut();
-    RowPass<true>(rows, s.order.data(), n, s, zone, &o);
+    RowPass<true>(rows, s.order.data(), n, s, zone, &o, base, s.permuted_signed);
   }
   const size_t nnames = s.names.list().size(), ncats = s.cats.list().size();
   s.ResetNameInfos();
@@ -852,15 +865,20 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
     ts_signed = false;
     for (size_t j = 0; j < n; ++j) ts_signed |= static_cast<int64_t>(tss[j]) < 0;
   }
+  if (!in_order) s.permuted_signed = ts_signed;
   // Deltas in start order are rarely negative: a block without any stores them as they are, not
-  // zigzagged (which would spend a bit on the sign of each).
+  // zigzagged (which would spend a bit on the sign of each). The pass's statistics stand when
+  // they counted the final values in the final coding.
   HuffmanColumnStats& ts_stats = o.ts_stats;
-  if (ts_signed || !stats_exact) {
+  const bool stats_stand = stats_exact && o.stats_zigzag == ts_signed;
+  if (!stats_stand) {
     ts_stats = HuffmanColumnStats();
     for (size_t j = 0; j < n; ++j) {
       if (ts_signed) tss[j] = ZigZag(static_cast<int64_t>(tss[j]));
       ts_stats.Add(tss[j]);
     }
+  } else if (ts_signed) {
+    for (size_t j = 0; j < n; ++j) tss[j] = ZigZag(static_cast<int64_t>(tss[j]));
   }
   ByteBuf& tracks = s.tracks;
   tracks.Clear();
