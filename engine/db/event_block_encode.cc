@@ -107,7 +107,8 @@ struct EncodeScratch {
   // Only for rows out of (track, k) order.
   std::vector<uint32_t> name_idx, cat_idx, order;
   std::vector<SortKey> keys;
-  std::vector<uint8_t> row_slot;  // each row's track slot (OrderByTrack)
+  // OrderByTrack's runs of rows on one track: each run's first row and the track's slot.
+  std::vector<std::pair<uint32_t, uint8_t>> track_runs;
   // Whether the last block out of order had a negative ts delta: the next one is counted as
   // zigzags in its pass if so (a rank's blocks are alike; a wrong guess costs a recount).
   bool permuted_signed = false;
@@ -722,20 +723,27 @@ namespace {
 // with `order` untouched, for more than kMaxTracks tracks or a track whose k goes back (the caller
 // sorts).
 template <class Rows>
-bool OrderByTrack(const Rows& rows, size_t n, std::vector<uint8_t>* row_slot, uint32_t* order) {
+bool OrderByTrack(const Rows& rows, size_t n, std::vector<std::pair<uint32_t, uint8_t>>* runs,
+                  uint32_t* order) {
   constexpr size_t kMaxTracks = 64;
   uint32_t track_of[kMaxTracks];
   uint64_t last_k[kMaxTracks];
   uint32_t count[kMaxTracks];
   size_t tracks = 0;
-  row_slot->resize(n);
-  uint8_t* const slot_of_row = row_slot->data();
+  // The rows as runs on one track (a row's slot, stored per row, made the scatter below a chain
+  // of loads and stores through next[] of the same slot, row after row).
+  runs->clear();
   uint32_t cur_track = 0;
   size_t cur = kMaxTracks;  // the slot of cur_track; none yet
+  uint32_t run_start = 0;
   for (size_t i = 0; i < n; ++i) {
     const uint32_t t = rows.track(i);
     const uint64_t k = rows.k(i);
     if (cur == kMaxTracks || t != cur_track) {
+      if (cur != kMaxTracks) {
+        count[cur] += static_cast<uint32_t>(i) - run_start;
+        runs->emplace_back(run_start, static_cast<uint8_t>(cur));
+      }
       size_t j = 0;
       while (j < tracks && track_of[j] != t) ++j;
       if (j == tracks) {
@@ -747,11 +755,14 @@ bool OrderByTrack(const Rows& rows, size_t n, std::vector<uint8_t>* row_slot, ui
       }
       cur = j;
       cur_track = t;
+      run_start = static_cast<uint32_t>(i);
     }
     if (k < last_k[cur]) return false;
     last_k[cur] = k;
-    ++count[cur];
-    slot_of_row[i] = static_cast<uint8_t>(cur);
+  }
+  if (cur != kMaxTracks) {
+    count[cur] += static_cast<uint32_t>(n) - run_start;
+    runs->emplace_back(run_start, static_cast<uint8_t>(cur));
   }
   // Each slot's first place in the output: the slots in ascending track order.
   uint8_t by_track[kMaxTracks];
@@ -764,7 +775,13 @@ bool OrderByTrack(const Rows& rows, size_t n, std::vector<uint8_t>* row_slot, ui
     next[by_track[j]] = at;
     at += count[by_track[j]];
   }
-  for (size_t i = 0; i < n; ++i) order[next[slot_of_row[i]]++] = static_cast<uint32_t>(i);
+  for (size_t r = 0; r < runs->size(); ++r) {
+    const auto [first, slot] = (*runs)[r];
+    const uint32_t end = r + 1 < runs->size() ? (*runs)[r + 1].first : static_cast<uint32_t>(n);
+    uint32_t* dst = order + next[slot];
+    for (uint32_t i = first; i < end; ++i) *dst++ = i;
+    next[slot] += end - first;
+  }
   return true;
 }
 
@@ -815,7 +832,7 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
       s.cat_idx[i] = last_cat_idx;
     }
     s.order.resize(n);
-    if (!OrderByTrack(rows, n, &s.row_slot, s.order.data())) {
+    if (!OrderByTrack(rows, n, &s.track_runs, s.order.data())) {
       s.keys.resize(n);
       for (size_t i = 0; i < n; ++i) {
         s.keys[i] = SortKey{rows.track(i), static_cast<uint32_t>(i), rows.k(i)};
