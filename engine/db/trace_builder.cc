@@ -154,7 +154,7 @@ Status TraceBuilder::Complete(uint32_t track, int64_t ts, int64_t dur, uint32_t 
   return w_->CommitRow();
 }
 
-Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n) {
+Status TraceBuilder::CompleteRun(uint32_t track, const RunEvent* events, size_t n) {
   TrackState& s = State(track);
   const int32_t rank = w_->TrackRank(track);
   auto& stack = s.stack;
@@ -203,7 +203,7 @@ Status TraceBuilder::CompleteRun(uint32_t track, uint32_t cat, const RunEvent* e
       dur_col[j] = dur;
       track_col[j] = track;
       name_col[j] = e.name;
-      cat_col[j] = cat;
+      cat_col[j] = e.cat;
       k_col[j] = k;
       if (depth > 0 && f[depth - 1].ts > ts) [[unlikely]] {
         // Arrived late: placed by containment and not pushed (trace_builder.h).

@@ -52,12 +52,14 @@ class TraceBuilder {
     int64_t ts;
     int64_t dur;
     uint32_t name;
+    uint32_t cat;
     const EventArgs* args;
   };
-  // The same as Complete(track, e.ts, e.dur, e.name, cat, e.args) for each of the n events in
+  // The same as Complete(track, e.ts, e.dur, e.name, e.cat, e.args) for each of the n events in
   // order, without JSON. A run pays the track lookup and the call once, not per event: most of
-  // a compaction's events are runs of complete events of one thread.
-  Status CompleteRun(uint32_t track, uint32_t cat, const RunEvent* events, size_t n);
+  // a compaction's events are runs of complete events of one thread or lane (of any categories:
+  // a Horovod lane alternates its phases with the collective that holds them).
+  Status CompleteRun(uint32_t track, const RunEvent* events, size_t n);
   Status Instant(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, const EventArgs* args,
                  std::string_view json = {}, RowKind kind = RowKind::kInstant);
   Status Counter(uint32_t track, int64_t ts, uint32_t name, uint32_t cat, double value);

@@ -196,14 +196,14 @@ void BuildCompletes(const std::string& path, bool runs) {
       const uint32_t pick = rng() % 100;
       // Mostly nested or disjoint; a few overlapping (improper) or negative.
       const int64_t dur = pick < 3 ? -5 : static_cast<int64_t>(rng() % 120);
-      run.push_back({ts, dur, names[rng() % 3], pick % 4 == 0 ? &args : nullptr});
+      run.push_back({ts, dur, names[rng() % 3], names[rng() % 2], pick % 4 == 0 ? &args : nullptr});
     }
     made += run.size();
     if (runs) {
-      ASSERT_TRUE(b.CompleteRun(track, names[0], run.data(), run.size()).ok());
+      ASSERT_TRUE(b.CompleteRun(track, run.data(), run.size()).ok());
     } else {
       for (const engine::TraceBuilder::RunEvent& e : run) {
-        ASSERT_TRUE(b.Complete(track, e.ts, e.dur, e.name, names[0], e.args).ok());
+        ASSERT_TRUE(b.Complete(track, e.ts, e.dur, e.name, e.cat, e.args).ok());
       }
     }
   }
