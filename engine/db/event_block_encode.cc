@@ -220,10 +220,11 @@ struct RowPassOut {
                            // the block's base when RowPass was given it
   bool ts_signed = false;  // a negative ts delta
   bool stats_zigzag = false;  // ts_stats counted the deltas' zigzags
-  // The entropy coder's statistics of the ts deltas, counted where each delta is made (this
-  // pass waits on the rows' memory, and the counting fits in the wait): exact when the block's
-  // base is ts_ref (the first row starts first: 608 of the 616 blocks of the 10M workload) and
-  // its scale is 1; EncodeBlock counts them again otherwise.
+  // The bit lengths of the ts deltas for the entropy coder's statistics, counted where each
+  // delta is made (this pass waits on the rows' memory, and the counting fits in the wait):
+  // exact when the block's base is ts_ref (the first row starts first: 608 of the 616 blocks
+  // of the 10M workload) and its scale is 1; EncodeBlock counts them again otherwise. The
+  // frequent values' votes are taken from a sample afterwards (VoteSample).
   HuffmanColumnStats ts_stats;
   size_t ks = 0, parents = 0, depths = 0, kinds = 0, namec = 0, catc = 0, masks = 0;  // sizes
   uint64_t runs = 0;
@@ -411,7 +412,7 @@ bool RowPass(const Rows& rows, const uint32_t* order, size_t n, EncodeScratch& s
         WrapSub(r_ts, TsReference(run_start, ts_ref, prev_ts, prev_end, r_depth, prev_depth));
     tss[j] = static_cast<uint64_t>(delta);
     ts_signed |= delta < 0;
-    o->ts_stats.Add(kPermuted && zigzag ? ZigZag(delta) : static_cast<uint64_t>(delta));
+    o->ts_stats.AddLength(kPermuted && zigzag ? ZigZag(delta) : static_cast<uint64_t>(delta));
     durs[j] = static_cast<uint64_t>(r_dur);
     sorted_depth[j] = r_depth;
     sorted_track[j] = r_track;
@@ -609,13 +610,13 @@ bool ColumnPass(const RowColumns& c, size_t n, EncodeScratch& s, BlockZone* zone
       int64_t delta = WrapSub(ts[b], ts_ref);
       tss[b] = static_cast<uint64_t>(delta);
       ts_signed |= delta < 0;
-      stats.Add(static_cast<uint64_t>(delta));
+      stats.AddLength(static_cast<uint64_t>(delta));
       for (size_t j = b + 1; j < e; ++j) {
         const int64_t ref = depth[j] > depth[j - 1] ? ts[j - 1] : WrapAdd(ts[j - 1], dur[j - 1]);
         delta = WrapSub(ts[j], ref);
         tss[j] = static_cast<uint64_t>(delta);
         ts_signed |= delta < 0;
-        stats.Add(static_cast<uint64_t>(delta));
+        stats.AddLength(static_cast<uint64_t>(delta));
       }
     }
     o->ts_ref = ts_ref;
@@ -892,11 +893,14 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
     ts_stats = HuffmanColumnStats();
     for (size_t j = 0; j < n; ++j) {
       if (ts_signed) tss[j] = ZigZag(static_cast<int64_t>(tss[j]));
-      ts_stats.Add(tss[j]);
+      ts_stats.AddLength(tss[j]);
     }
   } else if (ts_signed) {
     for (size_t j = 0; j < n; ++j) tss[j] = ZigZag(static_cast<int64_t>(tss[j]));
   }
+  // The frequent values' votes from a sample of the final values, as for the durations (a
+  // vote per row in the passes was a chain of stores to its slot, about 2% of compaction).
+  ts_stats.VoteSample(tss, n);
   ByteBuf& tracks = s.tracks;
   tracks.Clear();
   tracks.Reserve(10 + s.run_col.size());
