@@ -22,14 +22,33 @@
 
 namespace tracedb::testing {
 
+namespace {
+// The environment variable `name` when it is set and not empty, else `fallback` (what CMake
+// compiled in).
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+}  // namespace
+
+// Without CMake's definitions (a build by hand): the source tree here, the programs on PATH,
+// scratch directories under /tmp.
+#ifndef TRACEDB_SOURCE_ROOT
+#define TRACEDB_SOURCE_ROOT "."
+#endif
+#ifndef TRACEDB_BIN_PATH
+#define TRACEDB_BIN_PATH "tracedb"
+#endif
+#ifndef TRACEDB_PYTHON3_PATH
+#define TRACEDB_PYTHON3_PATH "python3"
+#endif
+#ifndef TRACEDB_TEST_TMP_ROOT
+#define TRACEDB_TEST_TMP_ROOT "/tmp/tracedb-test"
+#endif
+
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
-  const char* base = std::getenv("TRACEDB_TEST_TMP");
-#ifdef TRACEDB_TEST_TMP_ROOT
-  std::string root = base && *base ? base : TRACEDB_TEST_TMP_ROOT;
-#else
-  std::string root = base && *base ? base : "/tmp/tracedb-test";
-#endif
+  const std::string root = EnvOr("TRACEDB_TEST_TMP", TRACEDB_TEST_TMP_ROOT);
   std::filesystem::create_directories(root);
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "t";
@@ -89,15 +108,7 @@ std::string ShellQuote(const std::string& s) {
   return q + "'";
 }
 
-std::string SourceRoot() {
-  const char* s = std::getenv("TRACEDB_SOURCE_DIR");
-  if (s && *s) return s;
-#ifdef TRACEDB_SOURCE_ROOT
-  return TRACEDB_SOURCE_ROOT;
-#else
-  return ".";
-#endif
-}
+std::string SourceRoot() { return EnvOr("TRACEDB_SOURCE_DIR", TRACEDB_SOURCE_ROOT); }
 
 std::string SharedFixtures() { return SourceRoot() + "/../shared/fixtures"; }
 
@@ -113,25 +124,9 @@ std::string SharedFixturePath(const std::string& sub) {
   return "";
 }
 
-std::string TracedbBin() {
-  const char* b = std::getenv("TRACEDB_BIN");
-  if (b && *b) return b;
-#ifdef TRACEDB_BIN_PATH
-  return TRACEDB_BIN_PATH;
-#else
-  return "tracedb";
-#endif
-}
+std::string TracedbBin() { return EnvOr("TRACEDB_BIN", TRACEDB_BIN_PATH); }
 
-std::string Python3Bin() {
-  const char* p = std::getenv("TRACEDB_TEST_PYTHON3");
-  if (p && *p) return p;
-#ifdef TRACEDB_PYTHON3_PATH
-  return TRACEDB_PYTHON3_PATH;
-#else
-  return "python3";
-#endif
-}
+std::string Python3Bin() { return EnvOr("TRACEDB_TEST_PYTHON3", TRACEDB_PYTHON3_PATH); }
 
 namespace {
 
