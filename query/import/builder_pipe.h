@@ -35,6 +35,7 @@ namespace tracedb::query {
 class BuilderPipe {
  public:
   static constexpr size_t kBatchCommands = 8192;
+  static constexpr size_t kFirstBatchCommands = 256;
   static constexpr size_t kMaxBatchesInFlight = 16;
 
   explicit BuilderPipe(engine::TraceWriter* writer);

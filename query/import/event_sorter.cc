@@ -10,7 +10,9 @@
 namespace tracedb::query {
 namespace {
 
-// The first reservations of the buffers (see Add).
+// The buffers' reservations (see Add): from the small ones, doubling up to the first caps.
+constexpr size_t kSmallItems = 256;
+constexpr size_t kSmallArenaBytes = 16 << 10;
 constexpr size_t kFirstItems = 16384;
 constexpr size_t kFirstArenaBytes = 1 << 20;
 constexpr size_t kIoBytes = 1 << 16;  // a spilled run's read buffer, and Spill's write batches
@@ -174,20 +176,23 @@ bool EventSorter::Less(const PendingEvent& a, const PendingEvent& b) {
 
 Status EventSorter::Add(const PendingEvent& e, std::string_view json) {
   // Half the budget for the items, half for their JSON, so that the buffers never grow past
-  // the budget by doubling: a first small reservation (most imported files are small), then
-  // the whole half at once when that is full. (Reserving the whole budget for every import
-  // cost little natively, untouched pages being free, but under ASan it mapped and poisoned
-  // 64 MB per import: a quarter of import_test's every-cut test.) The sort's permutation takes
-  // 4 bytes more per item, counted in the items' half.
+  // the budget by doubling: small reservations doubled up to a first cap (most imported files
+  // are small), then the whole half at once when that is full. (Reserving the whole budget for
+  // every import cost little natively, untouched pages being free, but under ASan it mapped and
+  // poisoned 64 MB per import: a quarter of import_test's every-cut test; the first caps, 1.6 and
+  // 1 MB, still cost a tenth of it.) The sort's permutation takes 4 bytes more per item, counted
+  // in the items' half.
   const size_t item_cap = std::max<size_t>(1024, budget_ / 2 / (sizeof(Item) + sizeof(uint32_t)));
   const size_t arena_cap = budget_ / 2;
-  auto next_cap = [](size_t cap, size_t need, size_t first, size_t full) {
+  auto next_cap = [](size_t cap, size_t need, size_t small, size_t first, size_t full) {
     if (need <= cap) return cap;
-    return need <= first ? first : full;
+    if (need > first) return full;
+    return std::min(first, std::max({small, need, 2 * cap}));
   };
-  items_.reserve(
-      next_cap(items_.capacity(), items_.size() + 1, std::min(kFirstItems, item_cap), item_cap));
+  items_.reserve(next_cap(items_.capacity(), items_.size() + 1, std::min(kSmallItems, item_cap),
+                          std::min(kFirstItems, item_cap), item_cap));
   arena_.reserve(next_cap(arena_.capacity(), arena_.size() + json.size(),
+                          std::min(kSmallArenaBytes, arena_cap),
                           std::min(kFirstArenaBytes, arena_cap), arena_cap));
   if (!items_.empty() && (items_.size() == item_cap || arena_.size() + json.size() > budget_ / 2)) {
     TRACEDB_RETURN_IF_ERROR(Spill());

@@ -7,9 +7,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <vector>
 
 namespace tracedb::query::json {
 namespace {
@@ -28,8 +28,16 @@ class Source : public ByteSource {
 
   // Looks at the first bytes: gzip or plain. Called once, before any Read().
   Status Start() {
-    if (fd_ < 0) file_size_ = mem_.size();
-    raw_.resize(kRawChunk);
+    if (fd_ < 0) {
+      file_size_ = mem_.size();
+      size_known_ = true;
+    }
+    // Sized to a small file (and a byte, for the read that finds its end). Not zeroed: only
+    // [raw_pos_, raw_end_) is read.
+    raw_size_ = size_known_
+                    ? static_cast<size_t>(std::clamp<uint64_t>(file_size_ + 1, 4096, kRawChunk))
+                    : kRawChunk;
+    raw_ = std::make_unique_for_overwrite<char[]>(raw_size_);
     TRACEDB_RETURN_IF_ERROR(FillRaw());
     compressed_ = raw_end_ - raw_pos_ >= 2 && static_cast<unsigned char>(raw_[raw_pos_]) == 0x1f &&
                   static_cast<unsigned char>(raw_[raw_pos_ + 1]) == 0x8b;
@@ -53,7 +61,7 @@ class Source : public ByteSource {
         if (raw_pos_ == raw_end_) return size_t{0};
       }
       const size_t k = std::min(n, raw_end_ - raw_pos_);
-      std::memcpy(dst, raw_.data() + raw_pos_, k);
+      std::memcpy(dst, raw_.get() + raw_pos_, k);
       raw_pos_ += k;
       return k;
     }
@@ -77,14 +85,14 @@ class Source : public ByteSource {
   Status FillRaw() {
     raw_pos_ = raw_end_ = 0;
     if (fd_ < 0) {
-      const size_t k = std::min(raw_.size(), mem_.size() - mem_pos_);
-      std::memcpy(raw_.data(), mem_.data() + mem_pos_, k);
+      const size_t k = std::min(raw_size_, mem_.size() - mem_pos_);
+      std::memcpy(raw_.get(), mem_.data() + mem_pos_, k);
       mem_pos_ += k;
       raw_read_ += k;
       raw_end_ = k;
       return Status::Ok();
     }
-    TRACEDB_ASSIGN_OR_RETURN(size_t k, ReadFd(raw_.data(), raw_.size()));
+    TRACEDB_ASSIGN_OR_RETURN(size_t k, ReadFd(raw_.get(), raw_size_));
     raw_end_ = k;
     return Status::Ok();
   }
@@ -121,7 +129,7 @@ class Source : public ByteSource {
         }
         member_start_ = false;
       }
-      z_.next_in = reinterpret_cast<Bytef*>(raw_.data() + raw_pos_);
+      z_.next_in = reinterpret_cast<Bytef*>(raw_.get() + raw_pos_);
       z_.avail_in = static_cast<uInt>(raw_end_ - raw_pos_);
       const int rc = inflate(&z_, Z_NO_FLUSH);
       raw_pos_ = raw_end_ - z_.avail_in;
@@ -152,7 +160,8 @@ class Source : public ByteSource {
   int fd_;
   std::string mem_;
   size_t mem_pos_ = 0;
-  std::vector<char> raw_;
+  std::unique_ptr<char[]> raw_;
+  size_t raw_size_ = 0;
   size_t raw_pos_ = 0;
   size_t raw_end_ = 0;
   z_stream z_;
@@ -178,6 +187,7 @@ StatusOr<std::unique_ptr<ByteSource>> ByteSource::Open(const std::string& path) 
   }
   auto src = std::make_unique<Source>(fd, std::string(), path);
   src->file_size_ = static_cast<uint64_t>(st.st_size);
+  src->size_known_ = S_ISREG(st.st_mode);
   TRACEDB_RETURN_IF_ERROR(src->Start());
   return std::unique_ptr<ByteSource>(std::move(src));
 }

@@ -33,7 +33,10 @@ class ByteSource {
   const std::string& name() const { return name_; }
   bool compressed() const { return compressed_; }
   uint64_t file_size() const { return file_size_; }  // bytes on disk (compressed size)
-  uint64_t raw_read() const { return raw_read_; }    // bytes taken from disk so far
+  // Whether file_size() is the input's size when opened: a regular file or bytes in memory, not
+  // a pipe or a device (whose size is 0).
+  bool size_known() const { return size_known_; }
+  uint64_t raw_read() const { return raw_read_; }  // bytes taken from disk so far
   // Set when a gzip stream ended before its trailer; empty otherwise.
   const std::string& warning() const { return warning_; }
 
@@ -41,6 +44,7 @@ class ByteSource {
   std::string name_;
   bool compressed_ = false;
   uint64_t file_size_ = 0;
+  bool size_known_ = false;
   uint64_t raw_read_ = 0;
   std::string warning_;
 };

@@ -245,6 +245,12 @@ EventReader::EventReader(std::unique_ptr<ByteSource> source, Options options)
     options_.parallel_window_bytes = std::max<size_t>(options_.parallel_window_bytes, 16);
     cap_ = std::max(cap_, options_.parallel_window_bytes + options_.chunk_bytes);
   }
+  // A plain file smaller than that gets a buffer of its size, and one byte for the read that
+  // finds its end (Fill grows it if the file grows meanwhile): most imported files are small,
+  // and under ASan every large buffer is a fresh mapping whose shadow is poisoned and cleared.
+  if (source_->size_known() && !source_->compressed() && source_->file_size() < cap_) {
+    cap_ = std::max<size_t>(source_->file_size() + 1, 4096);
+  }
   // Not zeroed: only [0, end_) is ever read. Zeroing the 2 MB cost more than reading a small
   // file (every page touched, and under ASan a fresh mapping per reader).
   buf_ = std::make_unique_for_overwrite<char[]>(cap_);
@@ -339,9 +345,10 @@ StatusOr<bool> EventReader::Fill(size_t keep_from) {
     end_ -= keep_from;
     pos_ -= std::min(pos_, keep_from);
   }
-  if (cap_ - end_ < options_.chunk_bytes / 2) {
-    // The kept bytes (a long record) fill the buffer: grow it, up to the record limit.
-    const size_t want = std::max(cap_ * 2, end_ + options_.chunk_bytes);
+  if (cap_ - end_ < std::min(options_.chunk_bytes, cap_) / 2) {
+    // The kept bytes (a long record) fill the buffer: grow it, up to the record limit. (A
+    // buffer sized to a small file doubles.)
+    const size_t want = std::max(cap_ * 2, end_ + std::min(options_.chunk_bytes, cap_));
     auto bigger = std::make_unique_for_overwrite<char[]>(want);
     std::memcpy(bigger.get(), buf_.get(), end_);
     buf_ = std::move(bigger);

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/test_util.h"
@@ -36,9 +40,8 @@ std::unique_ptr<EventReader> Reader(const std::string& data, size_t chunk,
   return std::make_unique<EventReader>(ByteSource::FromString(data, std::move(name)), o);
 }
 
-Read ReadAll(const std::string& data, size_t chunk = 1 << 20) {
+Read Drain(EventReader* reader) {
   Read r;
-  auto reader = Reader(data, chunk);
   TraceEvent ev;
   for (;;) {
     auto more = reader->Next(&ev);
@@ -68,6 +71,10 @@ Read ReadAll(const std::string& data, size_t chunk = 1 << 20) {
   r.errors = reader->errors();
   r.members = reader->members();
   return r;
+}
+
+Read ReadAll(const std::string& data, size_t chunk = 1 << 20) {
+  return Drain(Reader(data, chunk).get());
 }
 
 std::string Gzip(const std::string& data) {
@@ -370,6 +377,50 @@ TEST(EventReader, FilesOnDisk) {
   auto head = ReadHead(dir.Sub("a.json.gz"), 10);
   ASSERT_TRUE(head.ok());
   EXPECT_EQ(*head, std::string(kOldHorovod).substr(0, 10));
+}
+
+// A regular file's buffers are sized to it when it is opened. A file that grows after that (a
+// timeline still being written) is read to its end all the same, records longer than the first
+// size included; a pipe, whose size is unknown, reads as a file does.
+TEST(EventReader, AFileThatGrowsAfterTheOpenAndAPipeReadWhole) {
+  std::string data = "[";
+  for (int i = 0; i < 400; ++i) {
+    data += "{\"ph\": \"X\", \"name\": \"n" + std::to_string(i) +
+            "\", \"ts\": " + std::to_string(i) +
+            ", \"dur\": 1, \"pid\": 1, \"args\": {\"pad\": \"" +
+            std::string(i == 300 ? 50000 : 10, 'x') + "\"}},\n";
+  }
+  const Read want = ReadAll(data);
+  ASSERT_EQ(want.events.size(), 400u);
+  testing::TempDir dir;
+  const std::string path = dir.Sub("growing.json");
+  const size_t first = 2000;  // under the smallest buffer: the first read takes all of it
+  testing::WriteFile(path, data.substr(0, first));
+  auto r = EventReader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE((*r)->source().size_known());
+  {
+    std::ofstream out(path, std::ios::app | std::ios::binary);
+    out << data.substr(first);
+  }
+  const Read got = Drain(r->get());
+  EXPECT_TRUE(got.status.ok()) << got.status.ToString();
+  EXPECT_EQ(got.events, want.events);
+  EXPECT_EQ(got.truncated, 0u);
+
+  const std::string fifo = dir.Sub("pipe.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] {
+    std::ofstream out(fifo, std::ios::binary);
+    for (size_t at = 0; at < data.size(); at += 3000) out << data.substr(at, 3000) << std::flush;
+  });
+  auto p = EventReader::Open(fifo);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE((*p)->source().size_known());
+  const Read piped = Drain(p->get());
+  writer.join();
+  EXPECT_TRUE(piped.status.ok()) << piped.status.ToString();
+  EXPECT_EQ(piped.events, want.events);
 }
 
 }  // namespace
