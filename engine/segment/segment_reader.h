@@ -82,6 +82,11 @@ struct ScanOptions {
   // (compaction) passes one ScanBuffers for all of them (engine/util/read_buffer.h says why);
   // null: the call's own.
   ScanBuffers* buffers = nullptr;
+  // ScanSegment reads a file larger than this a window of this size at a time (at least 64 KiB;
+  // larger for a larger block), the whole file only from a damaged block or a torn tail on, so
+  // that a large file does not need a buffer of its size; 0: the whole file at once. The scan's
+  // result is the same.
+  size_t window_bytes = size_t{8} << 20;
 };
 
 // Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or

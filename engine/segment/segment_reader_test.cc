@@ -419,5 +419,121 @@ TEST(SegmentReader, CorruptLengthFieldResynchronises) {
   EXPECT_TRUE(scan->closed);
 }
 
+// A file larger than ScanOptions::window_bytes is read a window at a time: small blocks that
+// straddle the windows' ends, a block larger than a window, and from a damaged block or a torn
+// tail on the whole file. Every scan must equal the scan of the same bytes read whole: a clean
+// file, flipped bytes in blocks before, across and after window ends and in the large block,
+// cuts anywhere, a bad length, junk at the end, and resumed and bounded scans.
+TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
+  TempDir tmp;
+  const std::string path = tmp.Sub("big.tds");
+  std::vector<uint64_t> offsets;  // each EVENTS block's
+  uint64_t big_at = 0;
+  {
+    SegmentWriter w;
+    ASSERT_TRUE(w.Open(path, 77, 0).ok());
+    std::string raw;
+    SegmentMeta m;
+    m.host = "h";
+    EncodeMeta(m, &raw);
+    w.AppendBlock(BlockType::kMeta, raw, false);
+    raw.clear();
+    EncodeStrings(1, {"forward", "backward"}, &raw);
+    w.AppendBlock(BlockType::kStrings, raw, true);
+    EventsBlockEncoder enc;
+    uint64_t x = 12345;
+    int64_t ts = 0;
+    for (int b = 0; b < 700; ++b) {
+      // Block 300 holds 20,000 events of random times, which LZ4 cannot shrink below a window.
+      const int n = b == 300 ? 20000 : 60;
+      enc.Reset(1);
+      for (int i = 0; i < n; ++i) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ts += static_cast<int64_t>(x >> 40);
+        enc.AddWithInt(EventKind::kComplete, 0, ts, 1 + static_cast<uint32_t>(x >> 63), 0,
+                       static_cast<int64_t>(x >> 50), nullptr);
+      }
+      raw.clear();
+      enc.Finish(&raw);
+      if (b == 300) big_at = w.size();
+      offsets.push_back(w.size());
+      w.AppendBlock(BlockType::kEvents, raw, true);
+    }
+    raw.clear();
+    EncodeEnd({699 * 60 + 20000}, &raw);
+    w.AppendBlock(BlockType::kEnd, raw, false);
+    ASSERT_TRUE(w.Close().ok());
+  }
+  const std::string clean = ReadFile(path);
+  constexpr size_t kWindow = 1 << 16;
+  ASSERT_GT(clean.size(), 4 * kWindow);
+  ASSERT_GT(offsets[301] - big_at, kWindow);
+
+  // The same bytes, read whole and in windows; both scans' results and visits compared.
+  auto same = [&](const std::string& bytes, uint64_t start, uint64_t end, const std::string& what) {
+    SCOPED_TRACE(what);
+    WriteFile(path, bytes);
+    CountingVisitor whole_v, win_v;
+    ScanOptions o;
+    o.start_offset = start;
+    o.end_offset = end;
+    o.window_bytes = 0;
+    const auto whole = ScanSegment(path, &whole_v, o);
+    o.window_bytes = kWindow;
+    const auto win = ScanSegment(path, &win_v, o);
+    ASSERT_EQ(whole.ok(), win.ok());
+    if (!whole.ok()) {
+      EXPECT_EQ(whole.status().ToString(), win.status().ToString());
+      return;
+    }
+    EXPECT_EQ(std::tie(whole->version, whole->pid, whole->seq, whole->file_size, whole->end_offset,
+                       whole->blocks, whole->events, whole->corrupt_blocks, whole->corrupt_bytes,
+                       whole->torn_tail_bytes, whole->closed, whole->anchor_end, whole->problems),
+              std::tie(win->version, win->pid, win->seq, win->file_size, win->end_offset,
+                       win->blocks, win->events, win->corrupt_blocks, win->corrupt_bytes,
+                       win->torn_tail_bytes, win->closed, win->anchor_end, win->problems));
+    EXPECT_EQ(std::tie(whole_v.metas, whole_v.strings, whole_v.blocks, whole_v.ends, whole_v.ts),
+              std::tie(win_v.metas, win_v.strings, win_v.blocks, win_v.ends, win_v.ts));
+  };
+  same(clean, 0, UINT64_MAX, "clean");
+  {
+    CountingVisitor v;
+    ScanOptions o;
+    o.window_bytes = kWindow;
+    const auto scan = ScanSegment(path, &v, o);
+    ASSERT_TRUE(scan.ok());
+    EXPECT_EQ(v.ts.size(), 699u * 60 + 20000);
+    EXPECT_TRUE(scan->closed);
+  }
+  // Blocks whose frame crosses a window's end (the first windows start at 0, then at a block).
+  std::vector<uint64_t> flips = {offsets[0] + 3,  offsets[5] + 25,   big_at + 9,
+                                 big_at + 40000,  offsets[301] + 30, offsets[698] + 22,
+                                 clean.size() - 5};
+  for (size_t b = 1; b < offsets.size(); ++b) {
+    if (offsets[b - 1] / kWindow != offsets[b] / kWindow && flips.size() < 12) {
+      flips.push_back(offsets[b - 1] + 21);
+    }
+  }
+  for (uint64_t at : flips) {
+    std::string bad = clean;
+    bad[at] ^= 0x40;
+    same(bad, 0, UINT64_MAX, "flip at " + std::to_string(at));
+  }
+  for (uint64_t cut : {offsets[1] + 7, kWindow - 1, kWindow + 3, big_at + 5, big_at + 70000,
+                       offsets[301], offsets[650] + 11, clean.size() - 1}) {
+    same(clean.substr(0, cut), 0, UINT64_MAX, "cut at " + std::to_string(cut));
+  }
+  {
+    std::string bad = clean;
+    EncodeFixed32(&bad[offsets[400] + 8], 0x7fffff);  // stored length far past the end
+    same(bad, 0, UINT64_MAX, "bad length");
+  }
+  same(clean + std::string(5000, 'j'), 0, UINT64_MAX, "junk after the END block");
+  same(clean, offsets[200], UINT64_MAX, "resumed");
+  same(clean, offsets[100] + 1, UINT64_MAX, "resumed inside a block");
+  same(clean, 0, offsets[500], "bounded");
+  same(clean, clean.size() + 1, UINT64_MAX, "resumed past the end");
+}
+
 }  // namespace
 }  // namespace tracedb::engine
