@@ -35,19 +35,25 @@ class CountingVisitor : public SegmentVisitor {
   std::vector<int64_t> ts;
 };
 
+// A segment's first blocks: META (host "h"), then STRINGS 1 and 2 ("forward", "backward").
+void WriteHead(SegmentWriter* w) {
+  std::string raw;
+  SegmentMeta m;
+  m.host = "h";
+  EncodeMeta(m, &raw);
+  w->AppendBlock(BlockType::kMeta, raw, false);
+  raw.clear();
+  EncodeStrings(1, {"forward", "backward"}, &raw);
+  w->AppendBlock(BlockType::kStrings, raw, true);
+}
+
 // Writes a segment with META, STRINGS, `nblocks` EVENTS blocks of 100 events, END.
 // Returns the offsets where each EVENTS block starts.
 std::vector<uint64_t> WriteSample(const std::string& path, int nblocks, bool end = true) {
   SegmentWriter w;
   EXPECT_TRUE(w.Open(path, 77, 0).ok());
+  WriteHead(&w);
   std::string raw;
-  SegmentMeta m;
-  m.host = "h";
-  EncodeMeta(m, &raw);
-  w.AppendBlock(BlockType::kMeta, raw, false);
-  raw.clear();
-  EncodeStrings(1, {"forward", "backward"}, &raw);
-  w.AppendBlock(BlockType::kStrings, raw, true);
   std::vector<uint64_t> offsets;
   EventsBlockEncoder enc;
   for (int b = 0; b < nblocks; ++b) {
@@ -432,14 +438,8 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
   {
     SegmentWriter w;
     ASSERT_TRUE(w.Open(path, 77, 0).ok());
+    WriteHead(&w);
     std::string raw;
-    SegmentMeta m;
-    m.host = "h";
-    EncodeMeta(m, &raw);
-    w.AppendBlock(BlockType::kMeta, raw, false);
-    raw.clear();
-    EncodeStrings(1, {"forward", "backward"}, &raw);
-    w.AppendBlock(BlockType::kStrings, raw, true);
     EventsBlockEncoder enc;
     uint64_t x = 12345;
     int64_t ts = 0;
