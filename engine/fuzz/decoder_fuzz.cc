@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "engine/db/event_block.h"
 #include "engine/segment/segment_blocks.h"
@@ -93,6 +94,29 @@ Result SegmentFile(const uint8_t* data, size_t size) {
   Result c = CheckScan(column_scan, column_sink, size);
   if (c.outcome != Outcome::kOk) return c;
   if (!column_sink.columns_ok) return Unclean("event columns disagree with their kinds");
+  // Again as a file larger than its window is read (a window at a time, the whole file from a
+  // bad block on): the same scan, whatever the window.
+  ScanOptions windows;
+  windows.window_bytes = 64 + size % 193;
+  Sink window_sink;
+  const auto window_scan = ScanSegmentBytesInWindows("fuzz", bytes, &window_sink, windows);
+  Result w = CheckScan(window_scan, window_sink, size);
+  if (w.outcome != Outcome::kOk) return w;
+  if (scan.ok() != window_scan.ok()) return Unclean("a windowed scan failed differently");
+  if (scan.ok()) {
+    const SegmentScan& a = *scan;
+    const SegmentScan& b = *window_scan;
+    if (std::tie(a.version, a.pid, a.seq, a.file_size, a.end_offset, a.blocks, a.events,
+                 a.corrupt_blocks, a.corrupt_bytes, a.torn_tail_bytes, a.closed, a.anchor_end,
+                 a.problems) != std::tie(b.version, b.pid, b.seq, b.file_size, b.end_offset,
+                                         b.blocks, b.events, b.corrupt_blocks, b.corrupt_bytes,
+                                         b.torn_tail_bytes, b.closed, b.anchor_end, b.problems) ||
+        sink.events != window_sink.events) {
+      return Unclean("a windowed scan differs from the whole file's");
+    }
+  } else if (scan.status().ToString() != window_scan.status().ToString()) {
+    return Unclean("a windowed scan failed with another error");
+  }
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -254,7 +255,7 @@ uint64_t Resync(std::string_view bytes, uint64_t pos, RangeCrc* crcs) {
 }
 
 // The file header at bytes[0] (`file_size`: the whole file's, of which `bytes` may be the first
-// part, holding at least 64 KiB of it): the scan's version, pid and seq, and the header's size.
+// part): the scan's version, pid and seq, and the header's size (the blocks start there).
 Status ParseFileHeader(const std::string& name, std::string_view bytes, uint64_t file_size,
                        SegmentScan* scan, uint16_t* header_size) {
   if (bytes.size() < kFileHeaderSize) {
@@ -403,18 +404,20 @@ StatusOr<std::string_view> ReadInto(int fd, const std::string& path, uint64_t at
 // page of a fresh buffer: for one 64 MB file that was a tenth of its compaction's CPU, and 64 MB
 // of its peak memory). Only whole, valid blocks are taken this way; at the first block that is
 // not (a damaged one, a torn tail), the file is read whole and ScanSegmentBytes goes on from
-// there, so that every defect is found and reported as a scan of the whole file does. `*whole`
-// is set when it did.
-StatusOr<SegmentScan> ScanWindows(int fd, const std::string& path, uint64_t file_size,
-                                  SegmentVisitor* visitor, const ScanOptions& o, bool* whole) {
-  *whole = false;
-  const uint64_t window = std::max<uint64_t>(o.window_bytes, 1u << 16);
-  ReadBuffer& buf = o.buffers->file;
+// there, so that every defect is found and reported as a scan of the whole file does.
+// Where a windowed scan gets its bytes: up to `n` of them at offset `at` of the file, fewer at
+// its end, valid until the next call.
+using ReadRange = std::function<StatusOr<std::string_view>(uint64_t at, uint64_t n)>;
+
+StatusOr<SegmentScan> ScanWindows(const std::string& path, uint64_t file_size,
+                                  const ReadRange& read, SegmentVisitor* visitor,
+                                  const ScanOptions& o) {
+  // (At least a file header and a block header; a header larger than the first window comes
+  // with the second.)
+  const uint64_t window = std::max<uint64_t>(o.window_bytes, 64);
   SegmentScan scan;
-  // The first window holds the header (at most 64 KiB) and the first blocks.
   uint64_t base = 0;
-  TRACEDB_ASSIGN_OR_RETURN(std::string_view win,
-                           ReadInto(fd, path, 0, std::min(window, file_size), &buf));
+  TRACEDB_ASSIGN_OR_RETURN(std::string_view win, read(0, std::min(window, file_size)));
   uint64_t end = win.size() < std::min(window, file_size) ? win.size() : file_size;
   uint16_t header_size = 0;
   TRACEDB_RETURN_IF_ERROR(ParseFileHeader(path, win, end, &scan, &header_size));
@@ -423,9 +426,10 @@ StatusOr<SegmentScan> ScanWindows(int fd, const std::string& path, uint64_t file
   scan.end_offset = pos;
   while (pos < end && pos < o.end_offset) {
     if (pos - base >= win.size()) {
-      // (A block's payload ended the window exactly.)
+      // (The window ended where this block starts: a payload ended it exactly, or a file
+      // header longer than the first window.)
       base = pos;
-      TRACEDB_ASSIGN_OR_RETURN(win, ReadInto(fd, path, pos, std::min(window, end - pos), &buf));
+      TRACEDB_ASSIGN_OR_RETURN(win, read(pos, std::min(window, end - pos)));
       if (win.size() < std::min(window, end - pos)) end = pos + win.size();  // the file shrank
       continue;
     }
@@ -443,14 +447,13 @@ StatusOr<SegmentScan> ScanWindows(int fd, const std::string& path, uint64_t file
         want = std::max<uint64_t>(want, kBlockHeaderSize + uint64_t{stored});
       }
       base = pos;
-      TRACEDB_ASSIGN_OR_RETURN(win, ReadInto(fd, path, pos, std::min(want, end - pos), &buf));
+      TRACEDB_ASSIGN_OR_RETURN(win, read(pos, std::min(want, end - pos)));
       if (win.size() < std::min(want, end - pos)) end = pos + win.size();
       continue;
     }
     if (r != FrameResult::kOk) {
       // Not a whole, valid block: the rest as a scan of the whole file does it.
-      *whole = true;
-      TRACEDB_ASSIGN_OR_RETURN(std::string_view all, ReadInto(fd, path, 0, file_size, &buf));
+      TRACEDB_ASSIGN_OR_RETURN(std::string_view all, read(0, file_size));
       ScanOptions rest = o;
       rest.start_offset = pos;
       TRACEDB_ASSIGN_OR_RETURN(SegmentScan tail, ScanSegmentBytes(path, all, visitor, rest));
@@ -506,8 +509,11 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
   if (o.buffers == nullptr) o.buffers = &own;
   StatusOr<SegmentScan> scan = Status::Ok();
   if (!header_only && o.window_bytes != 0 && want > o.window_bytes) {
-    bool whole = false;
-    scan = ScanWindows(fd, path, file_size, visitor, o, &whole);
+    ReadBuffer* const buf = &o.buffers->file;
+    scan = ScanWindows(
+        path, file_size,
+        [fd, &path, buf](uint64_t at, uint64_t n) { return ReadInto(fd, path, at, n, buf); },
+        visitor, o);
   } else {
     StatusOr<std::string_view> bytes = ReadInto(fd, path, 0, want, &o.buffers->file);
     if (!bytes.ok()) {
@@ -519,6 +525,30 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
   }
   ::close(fd);
   return scan;
+}
+
+StatusOr<SegmentScan> ScanSegmentBytesInWindows(const std::string& name, std::string_view bytes,
+                                                SegmentVisitor* visitor,
+                                                const ScanOptions& options) {
+  ScanBuffers own;
+  ScanOptions o = options;
+  if (o.buffers == nullptr) o.buffers = &own;
+  if (o.window_bytes == 0 || bytes.size() <= o.window_bytes) {
+    return ScanSegmentBytes(name, bytes, visitor, o);
+  }
+  // Each window copied into the scan's buffer, as a read from a file is: under ASan, a decoder
+  // that runs past its window is caught there.
+  ReadBuffer* const buf = &o.buffers->file;
+  return ScanWindows(
+      name, bytes.size(),
+      [bytes, buf](uint64_t at, uint64_t n) -> StatusOr<std::string_view> {
+        const std::string_view part = bytes.substr(at, n);
+        char* const to = buf->Reserve(part.size());
+        if (to == nullptr) return Status::IOError("no memory for a segment window");
+        std::memcpy(to, part.data(), part.size());
+        return std::string_view(to, part.size());
+      },
+      visitor, o);
 }
 
 namespace {

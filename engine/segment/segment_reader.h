@@ -82,9 +82,9 @@ struct ScanOptions {
   // (compaction) passes one ScanBuffers for all of them (engine/util/read_buffer.h says why);
   // null: the call's own.
   ScanBuffers* buffers = nullptr;
-  // ScanSegment reads a file larger than this a window of this size at a time (at least 64 KiB;
-  // larger for a larger block), the whole file only from a damaged block or a torn tail on, so
-  // that a large file does not need a buffer of its size; 0: the whole file at once. The scan's
+  // ScanSegment reads a file larger than this a window of this size at a time (at least 64
+  // bytes; larger for a larger block), the whole file only from a damaged block or a torn tail on,
+  // so that a large file does not need a buffer of its size; 0: the whole file at once. The scan's
   // result is the same.
   size_t window_bytes = size_t{8} << 20;
 };
@@ -106,6 +106,13 @@ inline StatusOr<SegmentScan> ScanSegmentBytes(const std::string& name, std::stri
   o.start_offset = start_offset;
   return ScanSegmentBytes(name, bytes, visitor, o);
 }
+
+// The same bytes read as ScanSegment reads a file larger than options.window_bytes: a window at a
+// time, each copied into the scan's buffer (ScanSegmentBytes when window_bytes is 0 or the bytes
+// are no larger). The result is ScanSegmentBytes'; the fuzz target and the tests check that.
+StatusOr<SegmentScan> ScanSegmentBytesInWindows(const std::string& name, std::string_view bytes,
+                                                SegmentVisitor* visitor,
+                                                const ScanOptions& options);
 
 // A file's first META (none: nullopt) and its scan, its events left undecoded: what segment GC
 // and the by-node shard split need of each file.

@@ -470,8 +470,9 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
   ASSERT_GT(offsets[301] - big_at, kWindow);
 
   // The same bytes, read whole and in windows; both scans' results and visits compared.
+  size_t window = kWindow;
   auto same = [&](const std::string& bytes, uint64_t start, uint64_t end, const std::string& what) {
-    SCOPED_TRACE(what);
+    SCOPED_TRACE(what + ", windows of " + std::to_string(window));
     WriteFile(path, bytes);
     CountingVisitor whole_v, win_v;
     ScanOptions o;
@@ -479,7 +480,7 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
     o.end_offset = end;
     o.window_bytes = 0;
     const auto whole = ScanSegment(path, &whole_v, o);
-    o.window_bytes = kWindow;
+    o.window_bytes = window;
     const auto win = ScanSegment(path, &win_v, o);
     ASSERT_EQ(whole.ok(), win.ok());
     if (!whole.ok()) {
@@ -495,7 +496,11 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
     EXPECT_EQ(std::tie(whole_v.metas, whole_v.strings, whole_v.blocks, whole_v.ends, whole_v.ts),
               std::tie(win_v.metas, win_v.strings, win_v.blocks, win_v.ends, win_v.ts));
   };
-  same(clean, 0, UINT64_MAX, "clean");
+  for (size_t w : {size_t{64}, size_t{1000}, kWindow}) {
+    window = w;
+    same(clean, 0, UINT64_MAX, "clean");
+  }
+  window = kWindow;
   {
     CountingVisitor v;
     ScanOptions o;
@@ -533,6 +538,12 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
   same(clean, offsets[100] + 1, UINT64_MAX, "resumed inside a block");
   same(clean, 0, offsets[500], "bounded");
   same(clean, clean.size() + 1, UINT64_MAX, "resumed past the end");
+  // Windows smaller than most blocks: every block read from a window of its own.
+  window = 100;
+  same(clean.substr(0, offsets[40] + 50), 0, UINT64_MAX, "cut, windows of 100 bytes");
+  std::string bad = clean;
+  bad[offsets[20] + 30] ^= 1;
+  same(bad, offsets[10], UINT64_MAX, "flip, resumed, windows of 100 bytes");
 }
 
 }  // namespace
