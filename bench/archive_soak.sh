@@ -14,7 +14,8 @@
 # Usage: bench/archive_soak.sh [--steps N] [--spans N] [--pause-us N] [--keep-steps K]
 #          [--archive-every S] [--disk-bound-mb N] [--rss-growth-kb N] [--pass-ratio-max R]
 #          [--out DIR]
-# Binaries: $TRACEDB_BIN (default build/tracedb), $SOAK_PROGRAM (build/tests/soak_program).
+# Binaries: $TRACEDB_BIN (default build/tracedb), $SOAK_PROGRAM (build/tests/soak_program),
+# $PYTHON3 (default python3, for the checks).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 steps=36000 spans=200 pause_us=2000 keep=3600 every=10 bound_mb=64 rss_kb=1024 ratio=4
@@ -102,7 +103,7 @@ if command -v sqlite3 >/dev/null; then
   echo "database pages by table (bytes): $(sqlite3 "$work/job.tdb" "SELECT group_concat(name || ' ' || b, ', ') FROM (SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name ORDER BY b DESC LIMIT 4)")"
 fi
 
-python3 - "$work" "$steps" "$spans" "$keep" "$bound_mb" "$rss_kb" "$ratio" "$wall" \
+"${PYTHON3:-python3}" - "$work" "$steps" "$spans" "$keep" "$bound_mb" "$rss_kb" "$ratio" "$wall" \
   "$summary_events" "$summary_steps" "$kept_events" "$kept_min_step" "$left_files" "$deleted" \
   "$integrity" <<'PY'
 import json, re, statistics, sys

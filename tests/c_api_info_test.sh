@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the C program on several threads and checks that `tracedb info --json` counts exactly
 # the events it emitted (a begin/end pair once, as the span it is), over every rank, and that
-# `tracedb compact` reports and the DB holds the same number (counted with plain SQL).
+# `tracedb compact` reports and the DB holds the same number (counted with plain SQL). The
+# checks run in $PYTHON3 (default: python3; CTest passes TRACEDB_TEST_PYTHON3).
 set -euo pipefail
 tmp="${TRACEDB_TEST_TMP:-/tmp}/c-api-$$"
 rm -rf "$tmp"
@@ -23,7 +24,7 @@ done
 
 json=$("$TRACEDB_BIN" info "$tmp/trace" --json)
 echo "$json"
-python3 - "$json" "$total" <<'PY'
+"${PYTHON3:-python3}" - "$json" "$total" <<'PY'
 import json, sys
 info = json.loads(sys.argv[1])
 total = int(sys.argv[2])
