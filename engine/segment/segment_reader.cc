@@ -399,16 +399,16 @@ StatusOr<std::string_view> ReadInto(int fd, const std::string& path, uint64_t at
   return std::string_view(bytes, got);
 }
 
-// The scan of a file larger than its window (ScanOptions::window_bytes): its blocks read a window
-// at a time into one buffer, which a large file no longer needs in full (the kernel zeroes every
-// page of a fresh buffer: for one 64 MB file that was a tenth of its compaction's CPU, and 64 MB
-// of its peak memory). Only whole, valid blocks are taken this way; at the first block that is
-// not (a damaged one, a torn tail), the file is read whole and ScanSegmentBytes goes on from
-// there, so that every defect is found and reported as a scan of the whole file does.
 // Where a windowed scan gets its bytes: up to `n` of them at offset `at` of the file, fewer at
 // its end, valid until the next call.
 using ReadRange = std::function<StatusOr<std::string_view>(uint64_t at, uint64_t n)>;
 
+// The scan of a file larger than its window (ScanOptions::window_bytes): its blocks read a window
+// at a time into one buffer, so that a large file no longer needs a buffer of its size (64 MB of
+// compaction's peak memory at the recorder's default file size). Only whole, valid blocks are
+// taken this way; at the first block that is not (a damaged one, a torn tail), the file is read
+// whole and ScanSegmentBytes goes on from there, so that every defect is found and reported as
+// a scan of the whole file does.
 StatusOr<SegmentScan> ScanWindows(const std::string& path, uint64_t file_size,
                                   const ReadRange& read, SegmentVisitor* visitor,
                                   const ScanOptions& o) {
@@ -417,8 +417,12 @@ StatusOr<SegmentScan> ScanWindows(const std::string& path, uint64_t file_size,
   const uint64_t window = std::max<uint64_t>(o.window_bytes, 64);
   SegmentScan scan;
   uint64_t base = 0;
-  TRACEDB_ASSIGN_OR_RETURN(std::string_view win, read(0, std::min(window, file_size)));
-  uint64_t end = win.size() < std::min(window, file_size) ? win.size() : file_size;
+  // The first window holds the header; a scan resumed further on (compact --watch's passes)
+  // reads no more of the file's start than a header can take.
+  const uint64_t first = std::min(
+      o.start_offset > (1u << 16) ? std::min<uint64_t>(window, 1u << 16) : window, file_size);
+  TRACEDB_ASSIGN_OR_RETURN(std::string_view win, read(0, first));
+  uint64_t end = win.size() < first ? win.size() : file_size;
   uint16_t header_size = 0;
   TRACEDB_RETURN_IF_ERROR(ParseFileHeader(path, win, end, &scan, &header_size));
   uint64_t pos = std::max<uint64_t>(o.start_offset, header_size);
