@@ -535,6 +535,8 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
   }
   same(clean + std::string(5000, 'j'), 0, UINT64_MAX, "junk after the END block");
   same(clean, offsets[200], UINT64_MAX, "resumed");
+  ASSERT_GT(offsets[600], 2 * kWindow);
+  same(clean, offsets[600], UINT64_MAX, "resumed past the first windows");
   same(clean, offsets[100] + 1, UINT64_MAX, "resumed inside a block");
   same(clean, 0, offsets[500], "bounded");
   same(clean, clean.size() + 1, UINT64_MAX, "resumed past the end");
