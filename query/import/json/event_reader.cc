@@ -345,7 +345,11 @@ StatusOr<bool> EventReader::Fill(size_t keep_from) {
     end_ -= keep_from;
     pos_ -= std::min(pos_, keep_from);
   }
-  if (cap_ - end_ < std::min(options_.chunk_bytes, cap_) / 2) {
+  // A buffer that already holds the rest of a plain file of known size needs no more room: the
+  // read below finds its end (or what the file grew by, and the next call grows it).
+  const bool rest_held = cap_ > end_ && source_->size_known() && !source_->compressed() &&
+                         base_ + end_ >= source_->file_size();
+  if (cap_ - end_ < std::min(options_.chunk_bytes, cap_) / 2 && !rest_held) {
     // The kept bytes (a long record) fill the buffer: grow it, up to the record limit. (A
     // buffer sized to a small file doubles.)
     const size_t want = std::max(cap_ * 2, end_ + std::min(options_.chunk_bytes, cap_));
