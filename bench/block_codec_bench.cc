@@ -101,18 +101,9 @@ std::string Varints(const std::vector<uint64_t>& v) {
 // block's format; false when the blob does not parse.
 bool StoredColumn(std::string_view blob, int c, uint8_t* format, std::string* raw,
                   std::string_view* col) {
-  Reader hdr(blob);
-  uint8_t codec;
-  uint64_t size, n, scale, count, id;
-  uint32_t crc;
+  uint64_t n, scale, count, id;
   int64_t base;
-  if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&size) || !hdr.GetFixed32(&crc)) return false;
-  const std::string_view body(hdr.data(), hdr.remaining());
-  if (codec == 1) {
-    if (!Lz4Decompress(body, size, raw).ok()) return false;
-  } else {
-    raw->assign(body);
-  }
+  if (!UnpackBlock(blob, raw).ok()) return false;
   Reader r(*raw);
   if (!r.GetU8(format) || !r.GetVarint64(&n) || !r.GetVarsigned(&base) || !r.GetVarint64(&scale)) {
     return false;

@@ -23,28 +23,39 @@ namespace {
 
 constexpr const char* kRecompressedBelow = "archive.recompressed_below";
 
-// Re-encodes one blocks.data value with LZ4-HC at `level`. Sets *out and returns true when the
-// result is smaller; false when the block is better left as it is. Corruption when the stored
-// block does not decode (its CRC or sizes are wrong).
+// Re-encodes one blocks.data value with LZ4-HC at `level` (a stored section, codec 2, stays
+// stored). Sets *out and returns true when the result is smaller; false when the block is
+// better left as it is. Corruption when the stored block does not decode (its CRC or sizes are
+// wrong).
 StatusOr<bool> RecompressBlock(std::string_view data, int level, std::string* out) {
   std::string raw;
   BlockContainer box;
   TRACEDB_RETURN_IF_ERROR(UnpackBlock(data, &raw, &box));
-  std::string hc(static_cast<size_t>(LZ4_compressBound(static_cast<int>(raw.size()))), '\0');
-  const int n = LZ4_compress_HC(raw.data(), hc.data(), static_cast<int>(raw.size()),
+  const std::string_view stored = std::string_view(raw).substr(box.stored_at, box.stored_len);
+  std::string lz_in = raw.substr(0, box.stored_at);
+  lz_in.append(raw, box.stored_at + box.stored_len);
+  std::string hc(static_cast<size_t>(LZ4_compressBound(static_cast<int>(lz_in.size()))), '\0');
+  const int n = LZ4_compress_HC(lz_in.data(), hc.data(), static_cast<int>(lz_in.size()),
                                 static_cast<int>(hc.size()), level);
   if (n <= 0) return false;  // LZ4-HC failed: the block stays as it is
   hc.resize(static_cast<size_t>(n));
-  if (hc.size() >= raw.size() || box.header_bytes + hc.size() >= data.size()) return false;
-  // What readers will do: decode it and get the same bytes back.
-  std::string check;
-  TRACEDB_RETURN_IF_ERROR(Lz4Decompress(hc, raw.size(), &check));
-  if (check != raw) return Status::Internal("LZ4-HC output does not decode to its input");
+  if (hc.size() >= lz_in.size()) return false;
   out->clear();
-  out->push_back(static_cast<char>(kBlockCodecLz4));
+  out->push_back(
+      static_cast<char>(box.codec == kBlockCodecLz4Stored ? kBlockCodecLz4Stored : kBlockCodecLz4));
   PutVarint64(out, raw.size());
   PutFixed32(out, box.crc);
+  if (box.codec == kBlockCodecLz4Stored) {
+    PutVarint64(out, box.stored_at);
+    PutVarint64(out, box.stored_len);
+  }
   out->append(hc);
+  out->append(stored);
+  if (out->size() >= data.size()) return false;
+  // What readers will do: decode it and get the same bytes back.
+  std::string check;
+  TRACEDB_RETURN_IF_ERROR(UnpackBlock(*out, &check));
+  if (check != raw) return Status::Internal("LZ4-HC output does not decode to its input");
   return true;
 }
 

@@ -15,7 +15,6 @@
 #include "engine/util/coding.h"
 #include "engine/util/crc32c.h"
 #include "engine/util/hash.h"
-#include "engine/util/lz4_codec.h"
 
 namespace tracedb::engine {
 namespace {
@@ -158,7 +157,8 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
     return Status::Corruption("block " + std::to_string(block) + ": " + std::string(why));
   };
   thread_local std::string raw;
-  if (Status s = UnpackBlock(data, &raw); !s.ok()) return bad(s.message());
+  BlockContainer box;
+  if (Status s = UnpackBlock(data, &raw, &box); !s.ok()) return bad(s.message());
 
   Reader r(raw);
   uint8_t format;
@@ -224,17 +224,28 @@ Status RemapBlock(std::string_view data, int64_t block, const IdMap& strings, co
   if (same) return Status::Ok();
   PutVarint64(&payload, new_tracks.size());
   payload.append(new_tracks);
-  payload.append(r.data(), r.remaining());  // every other column, byte for byte
-
+  // Every other column, byte for byte; a stored section among them (the entropy-coded ts and
+  // dur columns) stays one.
+  const std::string_view rest(r.data(), r.remaining());
+  const size_t rest_at = raw.size() - rest.size();
+  if (compress && box.stored_len > 0 && box.stored_at >= rest_at) {
+    const size_t in_rest = box.stored_at - rest_at;
+    const size_t stored_at = payload.size() + in_rest;
+    payload.append(rest.substr(0, in_rest));
+    payload.append(rest.substr(in_rest + box.stored_len));
+    PackBlock(payload, stored_at, rest.substr(in_rest, box.stored_len), out);
+    return Status::Ok();
+  }
+  payload.append(rest);
+  if (compress) {
+    PackBlock(payload, payload.size(), {}, out);
+    return Status::Ok();
+  }
   out->clear();
-  thread_local std::string compressed;
-  compressed.clear();
-  const bool use_lz4 =
-      compress && Lz4Compress(payload, &compressed).ok() && compressed.size() < payload.size();
-  out->push_back(static_cast<char>(use_lz4 ? kBlockCodecLz4 : kBlockCodecRaw));
+  out->push_back(static_cast<char>(kBlockCodecRaw));
   PutVarint64(out, payload.size());
   PutFixed32(out, Crc32c(payload.data(), payload.size()));
-  out->append(use_lz4 ? compressed : payload);
+  out->append(payload);
   return Status::Ok();
 }
 

@@ -154,9 +154,31 @@ Status UnpackBlock(std::string_view data, std::string* raw, BlockContainer* info
   if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&raw_size) || !hdr.GetFixed32(&crc)) {
     return Status::Corruption("truncated header");
   }
+  uint64_t at = 0, len = 0;
+  if (codec == kBlockCodecLz4Stored) {
+    if (!hdr.GetVarint64(&at) || !hdr.GetVarint64(&len)) {
+      return Status::Corruption("truncated header");
+    }
+    if (raw_size > kMaxRawBlockBytes) {
+      return Status::Corruption("declared uncompressed size " + std::to_string(raw_size) +
+                                " exceeds the limit");
+    }
+    if (at > raw_size || len > raw_size - at || len > hdr.remaining()) {
+      return Status::Corruption("bad stored section");
+    }
+  }
   const std::string_view stored(hdr.data(), hdr.remaining());
   if (codec == kBlockCodecLz4) {
     TRACEDB_RETURN_IF_ERROR(Lz4Decompress(stored, raw_size, raw));
+  } else if (codec == kBlockCodecLz4Stored) {
+    // The LZ4 part expands to the payload without the section, which then goes in at `at`:
+    // what follows it in the payload (a few small columns) moves up by its size.
+    raw->resize(raw_size);
+    char* const out = raw->data();
+    TRACEDB_RETURN_IF_ERROR(
+        Lz4DecompressTo(stored.substr(0, stored.size() - len), raw_size - len, out));
+    std::memmove(out + at + len, out + at, raw_size - len - at);
+    std::memcpy(out + at, stored.data() + stored.size() - len, len);
   } else if (codec == kBlockCodecRaw) {
     if (stored.size() != raw_size) return Status::Corruption("raw size mismatch");
     raw->assign(stored);
@@ -164,8 +186,39 @@ Status UnpackBlock(std::string_view data, std::string* raw, BlockContainer* info
     return Status::Corruption("unknown codec " + std::to_string(codec));
   }
   if (Crc32c(raw->data(), raw->size()) != crc) return Status::Corruption("bad CRC");
-  if (info != nullptr) *info = {codec, crc, data.size() - stored.size()};
+  if (info != nullptr) *info = {codec, crc, data.size() - stored.size(), at, len};
   return Status::Ok();
+}
+
+void PackBlock(std::string_view lz_part, size_t stored_at, std::string_view stored,
+               std::string* out) {
+  uint32_t crc = Crc32c(lz_part.data(), stored_at);
+  crc = Crc32c(stored.data(), stored.size(), crc);
+  crc = Crc32c(lz_part.data() + stored_at, lz_part.size() - stored_at, crc);
+  const size_t raw_size = lz_part.size() + stored.size();
+  const bool split = !stored.empty();
+  out->clear();
+  out->push_back(static_cast<char>(split ? kBlockCodecLz4Stored : kBlockCodecLz4));
+  PutVarint64(out, raw_size);
+  PutFixed32(out, crc);
+  if (split) {
+    PutVarint64(out, stored_at);
+    PutVarint64(out, stored.size());
+  }
+  // Compressed in place after the header (no copy); a failed compression, or one that saves
+  // nothing, stores the payload raw, never an empty LZ4 part.
+  const size_t header = out->size();
+  if (!Lz4Compress(lz_part, out).ok() || out->size() - header >= lz_part.size()) {
+    out->clear();
+    out->push_back(static_cast<char>(kBlockCodecRaw));
+    PutVarint64(out, raw_size);
+    PutFixed32(out, crc);
+    out->append(lz_part.substr(0, stored_at));
+    out->append(stored);
+    out->append(lz_part.substr(stored_at));
+    return;
+  }
+  if (split) out->append(stored);
 }
 
 Status DecodeBlock(std::string_view data, int64_t block, DecodedBlock* out, uint32_t want) {

@@ -231,14 +231,25 @@ struct RowColumns {
 void EncodeBlock(const RowColumns& cols, std::string* out, BlockZone* zone);
 
 // The container of a blocks.data value (docs/database-format.md "Event blocks"): u8 codec,
-// varint size of the payload, u32 CRC-32C of the payload, then the payload, stored raw or LZ4.
+// varint size of the payload, u32 CRC-32C of the payload, then the payload, stored raw or LZ4;
+// or (codec 2) LZ4 but for one section of the payload kept as it is, after the LZ4 bytes: the
+// entropy-coded ts and dur columns, which LZ4 only copies, at a third of its time.
 inline constexpr uint8_t kBlockCodecRaw = 0;
 inline constexpr uint8_t kBlockCodecLz4 = 1;
+inline constexpr uint8_t kBlockCodecLz4Stored = 2;
 struct BlockContainer {
   uint8_t codec = 0;
   uint32_t crc = 0;         // of the uncompressed payload
-  size_t header_bytes = 0;  // before the stored payload
+  size_t header_bytes = 0;  // before the stored payload (codec 2: before its LZ4 part)
+  size_t stored_at = 0;     // codec 2: where the section kept as it is lies in the payload
+  size_t stored_len = 0;    // and its size (0 for the other codecs)
 };
+// Writes the container of the payload `lz_part` with `stored` inserted at offset `stored_at`
+// (<= lz_part.size()) into *out (replacing it): codec 2 when `stored` is not empty, else codec
+// 1; codec 0 (the whole payload) when LZ4 does not shrink what it is given. The one writer of
+// the container (the encoder, the shard merge's remapping).
+void PackBlock(std::string_view lz_part, size_t stored_at, std::string_view stored,
+               std::string* out);
 // Checks the container of `data` and puts its uncompressed payload in *raw, the container's
 // fields in *info when given: the one reader of the container (the decoder, the shard merge's
 // remapping, the archive's recompression). Corruption, the reason without a block id, on a

@@ -11,7 +11,6 @@
 #include "engine/db/event_block.h"
 #include "engine/db/event_block_internal.h"
 #include "engine/util/coding.h"
-#include "engine/util/crc32c.h"
 #include "engine/util/hash.h"
 #include "engine/util/lz4_codec.h"
 
@@ -112,7 +111,7 @@ struct EncodeScratch {
   // Whether the last block out of order had a negative ts delta: the next one is counted as
   // zigzags in its pass if so (a rank's blocks are alike; a wrong guess costs a recount).
   bool permuted_signed = false;
-  std::string raw, tsc, durc;
+  std::string raw, tsc, durc, stored;
   // Format 4's name column: the indexes as values, and the two codings tried.
   std::vector<uint64_t> name_vals;
   std::string name_huffman, name_lz4;
@@ -787,6 +786,18 @@ bool OrderByTrack(const Rows& rows, size_t n, std::vector<std::pair<uint32_t, ui
 }
 
 // `plain`: the same rows as columns, every one a plain span (ColumnPass), or null.
+// Whether a column of at least 512 bytes is one LZ4 would only copy: its first 2 KiB do not
+// shrink by an eighth (the entropy coder's bits of random values; the bits of a periodic column
+// repeat, and LZ4 finds them). The sample costs a small part of compressing the column whole.
+bool LooksIncompressible(std::string_view col) {
+  constexpr size_t kMinBytes = 512, kSample = 2048;
+  if (col.size() < kMinBytes) return false;
+  thread_local std::string sample;
+  sample.clear();
+  const std::string_view probe = col.substr(0, kSample);
+  return !Lz4Compress(probe, &sample).ok() || sample.size() >= probe.size() - probe.size() / 8;
+}
+
 template <class Rows>
 void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string* out,
                 BlockZone* zone) {
@@ -934,23 +945,19 @@ void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string
   PutColumn(std::string_view(s.kinds.data(), o.kinds), &raw);
   PutNameColumn(std::string_view(s.namec.data(), o.namec), n, nnames, s, &raw);
   PutColumn(std::string_view(s.catc.data(), o.catc), &raw);
-  PutColumn(tsc, &raw);
-  PutColumn(durc, &raw);
+  // The ts and dur columns go in the container's stored section (PackBlock, codec 2), out of
+  // LZ4's way, when they look like what the entropy coder makes of random values; one that LZ4
+  // can shrink (a periodic column's bits) stays with the rest. The payload is `raw` with the
+  // section at `stored_at`.
+  const bool ts_stored = LooksIncompressible(tsc), dur_stored = LooksIncompressible(durc);
+  std::string& stored = s.stored;
+  stored.clear();
+  PutColumn(tsc, ts_stored ? &stored : &raw);
+  const size_t stored_at = raw.size();  // after the ts column when it stays in raw
+  PutColumn(durc, dur_stored ? &stored : &raw);
   PutColumn(std::string_view(s.masks.data(), o.masks), &raw);
   for (const ByteBuf* c : {&s.args, &s.values, &s.json}) PutColumn(*c, &raw);
-
-  out->clear();
-  out->push_back(static_cast<char>(kBlockCodecLz4));
-  PutVarint64(out, raw.size());
-  PutFixed32(out, Crc32c(raw.data(), raw.size()));
-  // Compressed in place after the header (no copy); a failed compression, or one that saves
-  // nothing, stores the block raw, never an empty LZ4 payload.
-  const size_t header = out->size();
-  if (!Lz4Compress(raw, out).ok() || out->size() - header >= raw.size()) {
-    out->resize(header);
-    (*out)[0] = static_cast<char>(kBlockCodecRaw);
-    out->append(raw);
-  }
+  PackBlock(raw, stored_at, stored, out);
 }
 
 }  // namespace

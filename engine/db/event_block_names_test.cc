@@ -31,17 +31,7 @@ struct Payload {
   std::vector<std::string> cols;
 };
 
-bool Unwrap(const std::string& blob, std::string* raw) {
-  Reader hdr(blob);
-  uint8_t codec;
-  uint64_t size;
-  uint32_t crc;
-  if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&size) || !hdr.GetFixed32(&crc)) return false;
-  const std::string_view body(hdr.data(), hdr.remaining());
-  if (codec == 1) return Lz4Decompress(body, size, raw).ok();
-  raw->assign(body);
-  return codec == 0;
-}
+bool Unwrap(const std::string& blob, std::string* raw) { return UnpackBlock(blob, raw).ok(); }
 
 bool Parse(const std::string& blob, Payload* p) {
   std::string raw;

@@ -803,5 +803,118 @@ TEST(EventBlock, BlocksOutOfOrderEncodeAloneWhateverCameBefore) {
   }
 }
 
+// The container's codec 2 (a stored section after the LZ4 bytes) against the plain
+// concatenation it stands for, for sections anywhere in payloads of every kind: compressible or
+// not, empty or not. Each blob unpacks to the concatenation; its codec is the one the contents
+// call for; every cut and every out-of-range section is an error, never a crash.
+TEST(BlockContainer, StoredSectionsUnpackToTheConcatenation) {
+  std::mt19937_64 rng(11);
+  auto bytes = [&rng](size_t n, bool random) {
+    std::string b(n, '\0');
+    for (size_t i = 0; i < n; ++i) b[i] = static_cast<char>(random ? rng() : i % 13);
+    return b;
+  };
+  for (int round = 0; round < 200; ++round) {
+    SCOPED_TRACE(round);
+    const bool lz_random = round % 5 == 4;
+    const std::string lz = bytes(200 + rng() % 3000, lz_random);
+    const std::string stored = bytes(round % 3 == 0 ? 0 : rng() % 5000, true);
+    const size_t at = rng() % (lz.size() + 1);
+    const std::string want = lz.substr(0, at) + stored + lz.substr(at);
+    std::string blob;
+    PackBlock(lz, at, stored, &blob);
+    const uint8_t codec =
+        lz_random ? kBlockCodecRaw : (stored.empty() ? kBlockCodecLz4 : kBlockCodecLz4Stored);
+    ASSERT_EQ(static_cast<uint8_t>(blob[0]), codec);
+    std::string raw;
+    BlockContainer box;
+    ASSERT_TRUE(UnpackBlock(blob, &raw, &box).ok());
+    EXPECT_EQ(raw, want);
+    EXPECT_EQ(box.codec, codec);
+    EXPECT_EQ(box.stored_len, codec == kBlockCodecLz4Stored ? stored.size() : 0);
+    if (codec == kBlockCodecLz4Stored) {
+      EXPECT_EQ(box.stored_at, at);
+    }
+    for (size_t n = 0; n < blob.size(); n += 1 + n / 16) {
+      EXPECT_FALSE(UnpackBlock(std::string_view(blob.data(), n), &raw).ok()) << n;
+    }
+  }
+  // A section that does not lie in the payload, or claims more bytes than follow the header.
+  const std::string lz = bytes(2000, false), stored = bytes(1500, true);
+  std::string blob;
+  PackBlock(lz, 700, stored, &blob);
+  ASSERT_EQ(static_cast<uint8_t>(blob[0]), kBlockCodecLz4Stored);
+  Reader hdr(blob);
+  uint8_t codec;
+  uint64_t size, at, len;
+  uint32_t crc;
+  ASSERT_TRUE(hdr.GetU8(&codec) && hdr.GetVarint64(&size) && hdr.GetFixed32(&crc) &&
+              hdr.GetVarint64(&at) && hdr.GetVarint64(&len));
+  const std::string_view body(hdr.data(), hdr.remaining());
+  const std::vector<std::pair<uint64_t, uint64_t>> bad = {
+      {size + 1, 0},     {0, size + 1},    {size, 1},     {at, body.size() + 1},
+      {UINT64_MAX, len}, {at, UINT64_MAX}, {at + 1, len}, {at, len - 1}};
+  for (const auto& [a, l] : bad) {
+    std::string b;
+    b.push_back(static_cast<char>(kBlockCodecLz4Stored));
+    PutVarint64(&b, size);
+    PutFixed32(&b, crc);
+    PutVarint64(&b, a);
+    PutVarint64(&b, l);
+    b.append(body);
+    std::string raw;
+    EXPECT_FALSE(UnpackBlock(b, &raw).ok()) << a << " " << l;
+  }
+}
+
+// The encoder keeps the entropy-coded ts and dur columns of random values out of LZ4 (codec 2),
+// and leaves a column LZ4 can shrink with the rest: durations that repeat a cycle of 40 values
+// make bits that repeat, which LZ4 compresses several-fold.
+TEST(EventBlock, RandomColumnsAreStoredAndPeriodicOnesCompressed) {
+  auto block = [](bool periodic_dur, bool periodic_ts) {
+    std::mt19937_64 rng(5);
+    std::vector<int64_t> cycle(40);
+    for (int64_t& c : cycle) c = static_cast<int64_t>(rng() % 1000000);
+    std::vector<Row> rows;
+    int64_t ts = 1700000000000000000;
+    for (uint64_t i = 0; i < 16384; ++i) {
+      Row r;
+      r.track = 1;
+      r.k = i;
+      r.name = 10;
+      r.dur = periodic_dur ? cycle[i % cycle.size()] : static_cast<int64_t>(rng() % 1000000);
+      r.ts = ts;
+      ts += r.dur +
+            (periodic_ts ? cycle[(i * 7) % cycle.size()] : static_cast<int64_t>(rng() % 5000));
+      rows.push_back(r);
+    }
+    std::string blob;
+    BlockZone zone;
+    EncodeBlock(rows, &blob, &zone);
+    DecodedBlock d;
+    EXPECT_TRUE(DecodeBlock(blob, 1, &d).ok());
+    EXPECT_EQ(d.n, rows.size());
+    for (size_t i = 0; i < d.n && i < rows.size(); ++i) {
+      if (d.ts[i] != rows[i].ts || d.dur[i] != rows[i].dur) {
+        ADD_FAILURE() << "row " << i;
+        break;
+      }
+    }
+    std::string raw;
+    BlockContainer box;
+    EXPECT_TRUE(UnpackBlock(blob, &raw, &box).ok());
+    return std::make_pair(box, blob.size());
+  };
+  const auto [random_box, random_bytes] = block(false, false);
+  EXPECT_EQ(random_box.codec, kBlockCodecLz4Stored);
+  const auto [dur_box, dur_bytes] = block(true, false);  // ts random, dur periodic: ts stored
+  EXPECT_EQ(dur_box.codec, kBlockCodecLz4Stored);
+  EXPECT_LT(dur_box.stored_len, random_box.stored_len * 3 / 4);
+  const auto [both_box, both_bytes] = block(true, true);
+  EXPECT_EQ(both_box.codec, kBlockCodecLz4);
+  EXPECT_EQ(both_box.stored_len, 0u);
+  EXPECT_LT(both_bytes, random_bytes / 4);
+}
+
 }  // namespace
 }  // namespace tracedb::engine

@@ -136,21 +136,7 @@ void FuzzEventBlockPayload(bool random_names, uint32_t seed) {
   DecodedBlock whole;
   ASSERT_TRUE(DecodeBlock(blob, 1, &whole).ok());
   std::string raw;
-  {
-    // Re-encode raw: decompress by decoding the header ourselves.
-    Reader hdr(blob);
-    uint8_t codec;
-    uint64_t size;
-    uint32_t crc;
-    ASSERT_TRUE(hdr.GetU8(&codec) && hdr.GetVarint64(&size) && hdr.GetFixed32(&crc));
-    std::string out;
-    if (codec == 1) {
-      ASSERT_TRUE(Lz4Decompress(std::string_view(hdr.data(), hdr.remaining()), size, &out).ok());
-    } else {
-      out.assign(hdr.data(), hdr.remaining());
-    }
-    raw = out;
-  }
+  ASSERT_TRUE(UnpackBlock(blob, &raw).ok());
   {
     // The name coding byte (docs/database-format.md "Event blocks"), as the variant expects.
     Reader r(raw);

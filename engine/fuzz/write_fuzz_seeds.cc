@@ -30,19 +30,8 @@ std::string EventBlockRaw(const std::vector<Row>& rows) {
   std::string blob;
   BlockZone zone;
   EncodeBlock(rows, &blob, &zone);
-  Reader hdr(blob);
-  uint8_t codec;
-  uint64_t raw_size;
-  uint32_t crc;
   std::string raw;
-  if (!hdr.GetU8(&codec) || !hdr.GetVarint64(&raw_size) || !hdr.GetFixed32(&crc)) return "";
-  if (codec == 1) {
-    if (!Lz4Decompress(std::string_view(hdr.data(), hdr.remaining()), raw_size, &raw).ok()) {
-      return "";
-    }
-  } else {
-    raw.assign(hdr.data(), hdr.remaining());
-  }
+  if (!UnpackBlock(blob, &raw).ok()) return "";
   return raw;
 }
 
