@@ -556,11 +556,20 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
   // Every file of both passes is read into these buffers (engine/util/read_buffer.h).
   ScanBuffers scan_buffers;
   for (const SegmentFileRef* f : prepass_files) {
+    // The EVENTS blocks, nearly all of a file, are passed over unread (pass 2 reads and checks
+    // them); a file in which that scan meets a block not whole and valid (a damaged one, a torn
+    // tail) is scanned again with every block checked, as this pass did before.
     PrepassVisitor v;
     ScanOptions o;
     o.events = false;
+    o.skip_unread_events = true;
     o.buffers = &scan_buffers;
     StatusOr<SegmentScan> scan = ScanSegment(f->path, &v, o);
+    if (scan.ok() && scan->skip_stopped) {
+      v = PrepassVisitor();
+      o.skip_unread_events = false;
+      scan = ScanSegment(f->path, &v, o);
+    }
     if (scan.ok()) TRACEDB_RETURN_IF_ERROR(StorePrepass(db, *f, v));
     // A lock seen free says nothing about a writer on another host (a filesystem whose locks
     // are local to each node, e.g. Lustre's localflock): only this host's writers are judged.

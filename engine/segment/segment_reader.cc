@@ -399,6 +399,23 @@ StatusOr<std::string_view> ReadInto(int fd, const std::string& path, uint64_t at
   return std::string_view(bytes, got);
 }
 
+// The window of a scan that passes over EVENTS blocks (ScanOptions::skip_unread_events).
+constexpr size_t kSkipWindow = 4096;
+
+// Whether the block header at `h` (20 bytes; `left` bytes of the file from there) is that of an
+// EVENTS block whose header holds together as ParseFrame checks it, but for the CRC: its
+// payload's size in *stored.
+bool UnreadEventsBlock(const char* h, uint64_t left, uint32_t* stored) {
+  const auto type = static_cast<BlockType>(static_cast<uint8_t>(h[4]));
+  const auto codec = static_cast<Codec>(static_cast<uint8_t>(h[5]));
+  *stored = DecodeFixed32(h + 8);
+  const uint32_t raw = DecodeFixed32(h + 12);
+  return DecodeFixed32(h) == kBlockMagic && type == BlockType::kEvents &&
+         *stored <= kMaxStoredBlockBytes && raw <= kMaxRawBlockBytes &&
+         (codec == Codec::kLz4 || (codec == Codec::kRaw && raw == *stored)) &&
+         left - kBlockHeaderSize >= *stored;
+}
+
 // Where a windowed scan gets its bytes: up to `n` of them at offset `at` of the file, fewer at
 // its end, valid until the next call.
 using ReadRange = std::function<StatusOr<std::string_view>(uint64_t at, uint64_t n)>;
@@ -413,8 +430,11 @@ StatusOr<SegmentScan> ScanWindows(const std::string& path, uint64_t file_size,
                                   const ReadRange& read, SegmentVisitor* visitor,
                                   const ScanOptions& o) {
   // (At least a file header and a block header; a header larger than the first window comes
-  // with the second.)
-  const uint64_t window = std::max<uint64_t>(o.window_bytes, 64);
+  // with the second.) Passing over EVENTS blocks, a window need hold little more than a header:
+  // the other blocks are small, and one that is not gets a window of its size.
+  const bool skip = !o.events && o.skip_unread_events;
+  const uint64_t window =
+      std::max<uint64_t>(skip ? std::min<size_t>(o.window_bytes, kSkipWindow) : o.window_bytes, 64);
   SegmentScan scan;
   uint64_t base = 0;
   // The first window holds the header; a scan resumed further on (compact --watch's passes)
@@ -437,6 +457,16 @@ StatusOr<SegmentScan> ScanWindows(const std::string& path, uint64_t file_size,
       if (win.size() < std::min(window, end - pos)) end = pos + win.size();  // the file shrank
       continue;
     }
+    if (skip && win.size() - (pos - base) >= kBlockHeaderSize) {
+      uint32_t stored = 0;
+      if (UnreadEventsBlock(win.data() + (pos - base), end - pos, &stored)) {
+        pos += kBlockHeaderSize + uint64_t{stored};
+        scan.blocks++;
+        scan.unread_blocks++;
+        scan.end_offset = pos;
+        continue;
+      }
+    }
     RangeCrc crcs(win);
     Frame f;
     std::string why;
@@ -454,6 +484,10 @@ StatusOr<SegmentScan> ScanWindows(const std::string& path, uint64_t file_size,
       TRACEDB_ASSIGN_OR_RETURN(win, read(pos, std::min(want, end - pos)));
       if (win.size() < std::min(want, end - pos)) end = pos + win.size();
       continue;
+    }
+    if (r != FrameResult::kOk && skip) {
+      scan.skip_stopped = true;  // the caller scans again, checking every block
+      break;
     }
     if (r != FrameResult::kOk) {
       // Not a whole, valid block: the rest as a scan of the whole file does it.
@@ -512,7 +546,8 @@ StatusOr<SegmentScan> ScanSegment(const std::string& path, SegmentVisitor* visit
   ScanOptions o = options;
   if (o.buffers == nullptr) o.buffers = &own;
   StatusOr<SegmentScan> scan = Status::Ok();
-  if (!header_only && o.window_bytes != 0 && want > o.window_bytes) {
+  const bool skip = !o.events && o.skip_unread_events;
+  if (!header_only && o.window_bytes != 0 && (want > o.window_bytes || skip)) {
     ReadBuffer* const buf = &o.buffers->file;
     scan = ScanWindows(
         path, file_size,
@@ -537,7 +572,8 @@ StatusOr<SegmentScan> ScanSegmentBytesInWindows(const std::string& name, std::st
   ScanBuffers own;
   ScanOptions o = options;
   if (o.buffers == nullptr) o.buffers = &own;
-  if (o.window_bytes == 0 || bytes.size() <= o.window_bytes) {
+  if (o.window_bytes == 0 ||
+      (bytes.size() <= o.window_bytes && (o.events || !o.skip_unread_events))) {
     return ScanSegmentBytes(name, bytes, visitor, o);
   }
   // Each window copied into the scan's buffer, as a read from a file is: under ASan, a decoder

@@ -51,6 +51,8 @@ struct SegmentScan {
   bool closed = false;                // an END block was seen
   uint64_t anchor_end = 0;            // just past the last ANCHOR or END block (0: none)
   uint64_t crc_work_bytes = 0;        // bytes checksummed: at most ~3x the file, whatever it holds
+  uint64_t unread_blocks = 0;         // EVENTS blocks passed over unread (skip_unread_events)
+  bool skip_stopped = false;          // skip_unread_events: stopped at a block not whole and valid
   std::vector<std::string> problems;  // "offset N: reason", at most kMaxProblems
   static constexpr size_t kMaxProblems = 16;
 };
@@ -87,6 +89,17 @@ struct ScanOptions {
   // so that a large file does not need a buffer of its size; 0: the whole file at once. The scan's
   // result is the same.
   size_t window_bytes = size_t{8} << 20;
+  // With `events` false: an EVENTS block is passed over by the length its header gives, neither
+  // read nor CRC-checked, when the header holds together (magic, lengths in range, a known codec,
+  // the payload inside the file); the file is read a small window at a time, so that a scan for
+  // the other blocks reads a few KB of a 64 MB file of events instead of all of it. Such a block
+  // counts in `blocks` and `unread_blocks`. At the first block that is not whole and valid (a
+  // damaged block, a torn tail) the scan stops, `skip_stopped` set, its end_offset there: the
+  // caller scans again without this to have it found and reported. A damaged payload goes
+  // unseen, and a length crafted to land on another header hides the blocks between: a caller
+  // that needs every defect found checks every block's CRC in a later pass (compaction: its
+  // catalog pass skips, its events pass checks).
+  bool skip_unread_events = false;
 };
 
 // Scans `path`. IOError when the file cannot be read; Corruption when its file header is bad or

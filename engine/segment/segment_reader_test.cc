@@ -245,6 +245,13 @@ TEST(ReadBuffer, GrowsAndKeepsItsRoom) {
   EXPECT_EQ(small.Reserve(5000), q);
   q[4999] = 2;  // all of it usable again
   EXPECT_EQ(q[4998], 1);
+  // Growing, by half at least: blocks of slowly growing sizes get few new buffers.
+  ReadBuffer grows;
+  ASSERT_NE(grows.Reserve(100000), nullptr);
+  ASSERT_NE(grows.Reserve(100001), nullptr);
+  EXPECT_GE(grows.capacity(), 150000u);
+  char* const r = grows.Reserve(140000);
+  EXPECT_EQ(grows.Reserve(150000), r);
 }
 
 // One ScanBuffers for many scans (compaction's two passes over every file): a small file, a
@@ -546,6 +553,155 @@ TEST(SegmentReader, WindowsReadAsTheWholeFileDoes) {
   std::string bad = clean;
   bad[offsets[20] + 30] ^= 1;
   same(bad, offsets[10], UINT64_MAX, "flip, resumed, windows of 100 bytes");
+}
+
+// A scan that passes over EVENTS blocks unread (ScanOptions::skip_unread_events, compaction's
+// catalog pass) sees every other block as a checked scan does, reads none of the events'
+// payloads (a payload damaged on purpose goes unseen), and stops at the first block that is not
+// whole and valid, for its caller to scan again checked.
+TEST(SegmentReader, SkippedEventsBlocksAreUnreadAndDamageStopsTheScan) {
+  class CatalogLog : public SegmentVisitor {
+   public:
+    void OnMeta(const SegmentMeta& m) override { log += "meta " + m.host + ";"; }
+    void OnStrings(uint32_t first, const std::vector<std::string>& s) override {
+      log += "strings " + std::to_string(first) + "+" + std::to_string(s.size()) + ";";
+    }
+    void OnSync(const std::vector<SyncPoint>& p) override {
+      log += "sync " + std::to_string(p.at(0).local_ns) + ";";
+    }
+    void OnAnchors(const std::vector<AnchorPoint>& p) override {
+      log += "anchor " + std::to_string(p.at(0).clock_ns) + ";";
+    }
+    void OnEvents(uint32_t, const std::vector<SegmentEvent>&) override { log += "events;"; }
+    void OnEnd(const SegmentEnd&) override { log += "end;"; }
+    std::string log;
+  };
+  TempDir tmp;
+  const std::string path = tmp.Sub("s.tds");
+  std::vector<uint64_t> offsets;  // each EVENTS block's
+  {
+    SegmentWriter w;
+    ASSERT_TRUE(w.Open(path, 77, 0).ok());
+    WriteHead(&w);
+    std::string raw;
+    EventsBlockEncoder enc;
+    uint64_t x = 99;
+    for (int b = 0; b < 60; ++b) {
+      enc.Reset(1);
+      for (int i = 0; i < 2000; ++i) {  // random times: blocks of about 10 KB, larger than a window
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        enc.AddWithInt(EventKind::kComplete, 0, int64_t{b} * 100000000 + i * 1000 + (x >> 54), 1, 0,
+                       static_cast<int64_t>(x >> 52), nullptr);
+      }
+      raw.clear();
+      enc.Finish(&raw);
+      offsets.push_back(w.size());
+      w.AppendBlock(BlockType::kEvents, raw, b % 2 == 0);  // LZ4 and raw payloads
+      if (b % 10 == 9) {
+        raw.clear();
+        EncodeSync({SyncPoint{0, b, 5, 1}}, &raw);
+        w.AppendBlock(BlockType::kSync, raw, false);
+        raw.clear();
+        EncodeAnchors({AnchorPoint{1, b, 0}}, &raw);
+        w.AppendBlock(BlockType::kAnchor, raw, true);
+      }
+    }
+    raw.clear();
+    EncodeEnd({60 * 2000}, &raw);
+    w.AppendBlock(BlockType::kEnd, raw, false);
+    ASSERT_TRUE(w.Close().ok());
+  }
+  const std::string clean = ReadFile(path);
+  ASSERT_GT(offsets[1] - offsets[0], 5000u);
+  auto scan = [&](const std::string& bytes, bool skip, CatalogLog* v, uint64_t start = 0) {
+    WriteFile(path, bytes);
+    ScanOptions o;
+    o.events = false;
+    o.skip_unread_events = skip;
+    o.start_offset = start;
+    return ScanSegment(path, v, o);
+  };
+  CatalogLog checked_v, skip_v;
+  const auto checked = scan(clean, false, &checked_v);
+  const auto skipped = scan(clean, true, &skip_v);
+  ASSERT_TRUE(checked.ok() && skipped.ok());
+  EXPECT_EQ(skip_v.log, checked_v.log);
+  EXPECT_NE(checked_v.log.find("sync 59;anchor 59;end;"), std::string::npos) << checked_v.log;
+  EXPECT_EQ(std::tie(skipped->file_size, skipped->end_offset, skipped->blocks,
+                     skipped->corrupt_blocks, skipped->torn_tail_bytes, skipped->closed,
+                     skipped->anchor_end, skipped->skip_stopped),
+            std::tie(checked->file_size, checked->end_offset, checked->blocks,
+                     checked->corrupt_blocks, checked->torn_tail_bytes, checked->closed,
+                     checked->anchor_end, checked->skip_stopped));
+  EXPECT_EQ(skipped->unread_blocks, 60u);
+  EXPECT_EQ(checked->unread_blocks, 0u);
+  EXPECT_LT(skipped->crc_work_bytes, clean.size() / 20);  // the catalog's bytes only
+  {
+    // Resumed past the first blocks: the same again.
+    CatalogLog a, b;
+    const auto c = scan(clean, false, &a, offsets[25]);
+    const auto s = scan(clean, true, &b, offsets[25]);
+    ASSERT_TRUE(c.ok() && s.ok());
+    EXPECT_EQ(b.log, a.log);
+    EXPECT_EQ(s->end_offset, c->end_offset);
+  }
+  {
+    // A payload byte flipped: the checked scan counts the block corrupt, the skipping one never
+    // read it.
+    std::string bad = clean;
+    bad[offsets[33] + 500] ^= 0x10;
+    CatalogLog a, b;
+    const auto c = scan(bad, false, &a);
+    const auto s = scan(bad, true, &b);
+    ASSERT_TRUE(c.ok() && s.ok());
+    EXPECT_EQ(c->corrupt_blocks, 1u);
+    EXPECT_EQ(s->corrupt_blocks, 0u);
+    EXPECT_FALSE(s->skip_stopped);
+    EXPECT_EQ(b.log, a.log);
+  }
+  // A damaged header, a length past the end, a torn tail, a damaged catalog block: the
+  // skipping scan stops at that block, having visited what came before it.
+  struct Case {
+    std::string what, bytes;
+    uint64_t at;
+  };
+  std::vector<Case> cases;
+  {
+    std::string bad = clean;
+    bad[offsets[40]] = 'X';  // no magic
+    cases.push_back({"no magic", bad, offsets[40]});
+    bad = clean;
+    EncodeFixed32(&bad[offsets[41] + 8], 0x7fffff);
+    cases.push_back({"length past the end", bad, offsets[41]});
+    bad = clean;
+    bad[offsets[42] + 5] = 7;  // unknown codec
+    cases.push_back({"unknown codec", bad, offsets[42]});
+    cases.push_back({"torn tail", clean.substr(0, offsets[50] + 300), offsets[50]});
+    bad = clean;
+    bad[offsets[20] - 3] ^= 1;                    // inside the ANCHOR block after events block 19
+    cases.push_back({"damaged anchor", bad, 0});  // 0: somewhere after events block 19
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    CatalogLog v;
+    const auto s = scan(c.bytes, true, &v);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE(s->skip_stopped);
+    EXPECT_EQ(s->corrupt_blocks, 0u);
+    if (c.at != 0) {
+      EXPECT_EQ(s->end_offset, c.at);
+    } else {
+      EXPECT_LT(s->end_offset, offsets[20]);
+      EXPECT_GT(s->end_offset, offsets[19]);
+    }
+    // What it visited is what a checked scan visits before that block.
+    CatalogLog whole;
+    ScanOptions o;
+    o.events = false;
+    o.end_offset = s->end_offset;
+    ASSERT_TRUE(ScanSegment(path, &whole, o).ok());
+    EXPECT_EQ(v.log, whole.log);
+  }
 }
 
 }  // namespace
