@@ -604,11 +604,19 @@ class FirstMetaVisitor : public SegmentVisitor {
 }  // namespace
 
 StatusOr<SegmentMetaScan> ScanSegmentMeta(const std::string& path, ScanBuffers* buffers) {
+  // The EVENTS blocks passed over unread; a file in which that meets a block not whole and
+  // valid is scanned again, checked (its END block may lie past the damage).
   FirstMetaVisitor v;
   ScanOptions o;
   o.events = false;
+  o.skip_unread_events = true;
   o.buffers = buffers;
   TRACEDB_ASSIGN_OR_RETURN(SegmentScan scan, ScanSegment(path, &v, o));
+  if (scan.skip_stopped) {
+    v = FirstMetaVisitor();
+    o.skip_unread_events = false;
+    TRACEDB_ASSIGN_OR_RETURN(scan, ScanSegment(path, &v, o));
+  }
   return SegmentMetaScan{std::move(scan), std::move(v.meta)};
 }
 

@@ -127,8 +127,9 @@ StatusOr<SegmentScan> ScanSegmentBytesInWindows(const std::string& name, std::st
                                                 SegmentVisitor* visitor,
                                                 const ScanOptions& options);
 
-// A file's first META (none: nullopt) and its scan, its events left undecoded: what segment GC
-// and the by-node shard split need of each file.
+// A file's first META (none: nullopt) and its scan, its EVENTS blocks passed over unread (a file
+// whose skipping scan stops is scanned again, checked): what segment GC and the by-node shard
+// split need of each file.
 struct SegmentMetaScan {
   SegmentScan scan;
   std::optional<SegmentMeta> meta;
