@@ -13,29 +13,86 @@
 // the `events` table's do (docs/sql.md). Used by python/src/read_module.cc (docs/python.md).
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 namespace tracedb::python {
 
-// Output memory that is not zero-filled first (every item is written before it is read).
+// Output memory that is not zero-filled first (every item is written before it is read). From
+// 2 MiB up, an anonymous mapping of whole huge pages advised MADV_HUGEPAGE: a column of 10M
+// events (80 MB) from `new` was faulted in 4 KiB at a time as the scan first wrote it, 20,000
+// faults, most of the read path's time on a VM whose page faults are paravirtualised
+// (docs/bench-python.md, "Output columns on huge pages").
 struct Buffer {
-  std::unique_ptr<char[]> bytes;
   size_t size = 0;
+  Buffer() = default;
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      Free();
+      bytes_ = o.bytes_;
+      size = o.size;
+      capacity_ = o.capacity_;
+      mapped_ = o.mapped_;
+      o.bytes_ = nullptr;
+      o.size = o.capacity_ = 0;
+      o.mapped_ = false;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { Free(); }
+  // Room for n bytes, the first min(n, size) kept. Throws std::bad_alloc.
   void resize(size_t n) {
-    if (n > size) {
-      std::unique_ptr<char[]> b(new char[n]);
-      if (size) std::memcpy(b.get(), bytes.get(), size);
-      bytes = std::move(b);
+    if (n > capacity_) {
+      constexpr size_t kHuge = size_t{2} << 20;
+      char* b = nullptr;
+      size_t cap = n;
+      bool mapped = false;
+      if (n >= kHuge && n <= SIZE_MAX - kHuge) {
+        cap = (n + kHuge - 1) / kHuge * kHuge;
+        void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+        (void)::madvise(p, cap, MADV_HUGEPAGE);  // advice: small pages where it is refused
+#endif
+        b = static_cast<char*>(p);
+        mapped = true;
+      } else {
+        b = new char[n];
+      }
+      if (size) std::memcpy(b, bytes_, size);
+      Free();
+      bytes_ = b;
+      capacity_ = cap;
+      mapped_ = mapped;
     }
     size = n;
   }
-  char* data() { return bytes.get(); }
-  char& operator[](size_t i) { return bytes[i]; }
+  char* data() { return bytes_; }
+  char& operator[](size_t i) { return bytes_[i]; }
+
+ private:
+  void Free() {
+    if (bytes_ == nullptr) return;
+    if (mapped_) {
+      ::munmap(bytes_, capacity_);
+    } else {
+      delete[] bytes_;
+    }
+    bytes_ = nullptr;
+  }
+  char* bytes_ = nullptr;
+  size_t capacity_ = 0;
+  bool mapped_ = false;
 };
 
 // A typed output column (capacity: the candidate blocks' event count).
