@@ -785,7 +785,6 @@ bool OrderByTrack(const Rows& rows, size_t n, std::vector<std::pair<uint32_t, ui
   return true;
 }
 
-// `plain`: the same rows as columns, every one a plain span (ColumnPass), or null.
 // Whether a column of at least 512 bytes is one LZ4 would only copy: its first 2 KiB do not
 // shrink by an eighth (the entropy coder's bits of random values; the bits of a periodic column
 // repeat, and LZ4 finds them). The sample costs a small part of compressing the column whole.
@@ -798,6 +797,7 @@ bool LooksIncompressible(std::string_view col) {
   return !Lz4Compress(probe, &sample).ok() || sample.size() >= probe.size() - probe.size() / 8;
 }
 
+// `plain`: the same rows as columns, every one a plain span (ColumnPass), or null.
 template <class Rows>
 void EncodeRows(const Rows& rows, size_t n, const RowColumns* plain, std::string* out,
                 BlockZone* zone) {
