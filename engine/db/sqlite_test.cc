@@ -162,5 +162,22 @@ TEST(DbStatementCache, ManyDistinctTextsAllRun) {
   EXPECT_FALSE(db->PrepareCached("SELECT FROM nowhere").ok());
 }
 
+// Db::Open gives SQLite its page cache in one mapping (engine/db/sqlite.cc): a database's pages
+// are taken from it, seen in SQLite's own count of that memory's slots in use.
+TEST(DbPageCache, PagesComeFromTheConfiguredSlots) {
+  auto db = MemoryDb();
+  ASSERT_TRUE(db->Exec("PRAGMA page_size=16384; CREATE TABLE t(x BLOB)").ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(db->Exec("INSERT INTO t VALUES(zeroblob(50000))").ok());
+  }
+  sqlite3_int64 used = 0, highwater = 0;
+  ASSERT_EQ(sqlite3_status64(SQLITE_STATUS_PAGECACHE_USED, &used, &highwater, 0), SQLITE_OK);
+  EXPECT_GE(highwater, 20) << "pages taken from the heap, not from the configured slots";
+  sqlite3_int64 overflow = 0, overflow_high = 0;
+  ASSERT_EQ(sqlite3_status64(SQLITE_STATUS_PAGECACHE_SIZE, &overflow, &overflow_high, 0),
+            SQLITE_OK);
+  EXPECT_LE(overflow_high, 16384 + 1024);  // the largest page request: one of our page size
+}
+
 }  // namespace
 }  // namespace tracedb::engine
