@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "engine/db/sqlite_harden.h"
+#include "engine/util/read_buffer.h"
 
 namespace tracedb::engine {
 
@@ -28,14 +29,11 @@ void ConfigurePageCacheOnce() {
     if (sqlite3_config(SQLITE_CONFIG_PCACHE_HDRSZ, &header) != SQLITE_OK || header <= 0) {
       return false;
     }
-    constexpr size_t kSlots = 512, kPage = 16384, kHuge = size_t{2} << 20;
+    constexpr size_t kSlots = 512, kPage = 16384;
     const size_t slot = kPage + ((static_cast<size_t>(header) + 63) & ~size_t{63});
-    const size_t bytes = (slot * kSlots + kHuge - 1) / kHuge * kHuge;
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return false;
-#ifdef MADV_HUGEPAGE
-    (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice: small pages where it is refused
-#endif
+    size_t bytes = 0;
+    char* const p = MapHugePages(slot * kSlots, &bytes);
+    if (p == nullptr) return false;
     if (sqlite3_config(SQLITE_CONFIG_PAGECACHE, p, static_cast<int>(slot),
                        static_cast<int>(kSlots)) != SQLITE_OK) {
       ::munmap(p, bytes);

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #if defined(__has_feature)
@@ -71,20 +72,26 @@ char* ReadBuffer::Reserve(size_t n) {
     capacity_ = n;
     return data_;
   }
-  // Whole huge pages.
-  const size_t size = (n + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-#ifdef MADV_HUGEPAGE
-  // Advice only: a kernel without transparent huge pages (or with them off) says no, and the
-  // buffer is simply of small pages.
-  (void)::madvise(p, size, MADV_HUGEPAGE);
-#endif
-  data_ = static_cast<char*>(p);
+  size_t size = 0;
+  char* const p = MapHugePages(n, &size);
+  if (p == nullptr) return nullptr;
+  data_ = p;
   mapped_ = true;
   capacity_ = size;
   Fence(data_, n, capacity_);
   return data_;
+}
+
+char* MapHugePages(size_t n, size_t* size) {
+  if (n == 0 || n > SIZE_MAX - kHugePage) return nullptr;
+  const size_t bytes = (n + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+#ifdef MADV_HUGEPAGE
+  (void)::madvise(p, bytes, MADV_HUGEPAGE);  // advice: small pages where it is refused
+#endif
+  *size = bytes;
+  return static_cast<char*>(p);
 }
 
 }  // namespace tracedb::engine

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/util/read_buffer.h"
+
 namespace tracedb::python {
 
 // Output memory that is not zero-filled first (every item is written before it is read). From
@@ -57,14 +59,9 @@ struct Buffer {
       char* b = nullptr;
       size_t cap = n;
       bool mapped = false;
-      if (n >= kHuge && n <= SIZE_MAX - kHuge) {
-        cap = (n + kHuge - 1) / kHuge * kHuge;
-        void* p = ::mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-        (void)::madvise(p, cap, MADV_HUGEPAGE);  // advice: small pages where it is refused
-#endif
-        b = static_cast<char*>(p);
+      if (n >= kHuge) {
+        b = engine::MapHugePages(n, &cap);
+        if (b == nullptr) throw std::bad_alloc();
         mapped = true;
       } else {
         b = new char[n];
