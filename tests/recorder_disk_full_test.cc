@@ -104,7 +104,7 @@ TEST(RecorderDiskFull, RunsOnWarnsOnceCountsDropsAndWhatWasWrittenCompacts) {
   EXPECT_EQ(written + dropped, emitted) << out;
   EXPECT_GT(dropped, 0) << out << " (the filesystem did not fill up)";
   EXPECT_GE(written, kThreads * 5000) << out;  // at least the first flush
-  EXPECT_EQ(Field(out, "stop"), -2) << out;  // TRACEDB_ERR_IO: this session's writing failed
+  EXPECT_EQ(Field(out, "stop"), -2) << out;    // TRACEDB_ERR_IO: this session's writing failed
   // Exactly one warning, naming the reason.
   EXPECT_EQ(Count(warnings, "tracedb:"), 1u) << warnings;
   EXPECT_NE(warnings.find("No space left on device"), std::string::npos) << warnings;
