@@ -278,6 +278,8 @@ int RunCompact(const CompactCmdOptions& o) {
   bool deleted_any = false;  // --delete-compacted removed a file: keep the database whatever
   // Declared before the writer: released after the database is closed (output_lock.h).
   std::unique_ptr<engine::OutputLock> lock;
+  // A new database of a one-shot run is built aside and put in place whole (output_lock.h).
+  std::unique_ptr<engine::FreshBuild> build;
   std::unique_ptr<engine::TraceWriter> writer;
   // Removes the database when this run created it (and nothing made it the only copy).
   auto remove_created = [&]() {
@@ -289,21 +291,38 @@ int RunCompact(const CompactCmdOptions& o) {
   auto open_db = [&]() {
     lock = LockOutput(o);
     if (lock == nullptr) return false;
-    auto w = engine::TraceWriter::Open(o.output);
+    // Not for --watch, whose readers watch the database grow, nor for --delete-compacted, which
+    // deletes segments once each commit is durable in place.
+    if (!o.watch && !o.delete_compacted && engine::FreshBuild::Possible(*lock)) {
+      auto b = engine::FreshBuild::Begin(lock.get(), "tracedb compact");
+      if (!b.ok()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", b.status().message().c_str());
+        remove_created();
+        return false;
+      }
+      build = std::move(*b);
+      Verbose("compact", "building %s aside as %s (put in place when complete)", o.output.c_str(),
+              build->path().c_str());
+    } else if (const Status s = engine::FreshBuild::RemoveLeftover(*lock); !s.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+      remove_created();
+      return false;
+    }
+    auto w = engine::TraceWriter::Open(build ? build->path() : o.output);
     Status wal =
-        w.ok() ? engine::EnterWalForWriting(
-                     (*w)->db(),
-                     [&]() {
-                       std::fprintf(
-                           stderr,
-                           "tracedb compact: waiting for a reader of %s that began before this "
-                           "compaction (later readers do not hold it up)\n",
-                           o.output.c_str());
-                     })
-               : w.status();
+        !w.ok() ? w.status()
+        : build
+            ? engine::FreshBuild::Configure((*w)->db())
+            : engine::EnterWalForWriting((*w)->db(), [&]() {
+                std::fprintf(stderr,
+                             "tracedb compact: waiting for a reader of %s that began before this "
+                             "compaction (later readers do not hold it up)\n",
+                             o.output.c_str());
+              });
     if (!wal.ok()) {
       std::fprintf(stderr, "tracedb compact: %s\n", wal.message().c_str());
       if (w.ok()) w->reset();
+      build.reset();
       remove_created();
       return false;
     }
@@ -326,16 +345,29 @@ int RunCompact(const CompactCmdOptions& o) {
   // Every error exit after the database was opened.
   auto fail = [&](const Status& s) {
     std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
-    if (writer != nullptr && !writer->in_batch()) {
+    if (writer != nullptr && !writer->in_batch() && build == nullptr) {
       (void)engine::LeaveWalAtRest(writer->db());  // one file again, as far as it can be
     }
     writer.reset();  // rolls back the open batch, closes the file
+    build.reset();   // removes a database built aside
     remove_created();
     return kExitError;
   };
-  // Every other exit with the database open: one rollback-journal file again.
+  // Every other exit with the database open: one rollback-journal file again, or the database
+  // built aside put in place; false after printing why it could not be.
   auto close_db = [&]() {
-    if (writer == nullptr) return;
+    if (writer == nullptr) return true;
+    if (build != nullptr) {
+      writer.reset();
+      const Status s = build->Install();
+      build.reset();
+      if (!s.ok()) {
+        std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+        remove_created();
+        return false;
+      }
+      return true;
+    }
     auto rest = engine::LeaveWalAtRest(writer->db());
     if (!rest.ok()) {
       std::fprintf(stderr, "tracedb compact: %s\n", rest.status().message().c_str());
@@ -346,6 +378,7 @@ int RunCompact(const CompactCmdOptions& o) {
                    o.output.c_str());
     }
     writer.reset();
+    return true;
   };
   engine::CompactOptions co;
   co.inputs = o.inputs;
@@ -410,12 +443,11 @@ int RunCompact(const CompactCmdOptions& o) {
       const Status d = DeleteCompacted(writer->db(), o, o.finish, quiet, &deleted_any);
       if (!d.ok()) {
         std::fprintf(stderr, "tracedb compact: %s\n", d.message().c_str());
-        close_db();
+        (void)close_db();
         return kExitError;
       }
     }
-    close_db();
-    return kExitOk;
+    return close_db() ? kExitOk : kExitError;
   }
   // --watch: follow the job until every file is closed (and nothing new arrives), or Ctrl-C.
   struct sigaction sa = {};
@@ -478,7 +510,7 @@ int RunCompact(const CompactCmdOptions& o) {
       break;
     }
   }
-  close_db();
+  (void)close_db();
   if (!quiet) std::fprintf(stderr, "watch ended after %.1f s\n", Now() - t0);
   return kExitOk;
 }

@@ -82,7 +82,8 @@ StatusOr<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& pat
       ::close(fd);
       return Status::FromErrno("cannot stat " + path, e);
     }
-    return std::unique_ptr<OutputLock>(new OutputLock(path, fd, made && st.st_size == 0));
+    return std::unique_ptr<OutputLock>(
+        new OutputLock(path, fd, made && st.st_size == 0, st.st_size == 0));
   }
 }
 
@@ -95,6 +96,55 @@ std::string OutputLock::RemoveCreated() {
   std::string problems = RemoveDbFiles(path_);  // engine/util/atomic_file.h
   created_ = false;
   return problems;
+}
+
+bool FreshBuild::Possible(const OutputLock& lock) {
+  struct stat st;
+  return lock.empty() && ::lstat(lock.path().c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+StatusOr<std::unique_ptr<FreshBuild>> FreshBuild::Begin(OutputLock* lock, const std::string& who) {
+  if (!Possible(*lock)) {
+    return Status::Internal(lock->path() + ": not an empty regular file; cannot build it aside");
+  }
+  TRACEDB_RETURN_IF_ERROR(RemoveLeftover(*lock));
+  return std::unique_ptr<FreshBuild>(new FreshBuild(lock, lock->path() + kSuffix, who));
+}
+
+Status FreshBuild::RemoveLeftover(const OutputLock& lock) {
+  // Left by a run killed before it finished (the lock says none is alive): its database and
+  // SQLite's side files.
+  const std::string problems = RemoveDbFiles(lock.path() + kSuffix);  // engine/util/atomic_file.h
+  return problems.empty() ? Status::Ok() : Status::IOError(problems);
+}
+
+FreshBuild::FreshBuild(OutputLock* lock, std::string build, const std::string& who)
+    : lock_(lock), build_(std::move(build)), build_on_interrupt_(build_, who, /*sqlite_db=*/true) {
+  if (lock_->created()) output_on_interrupt_ = InterruptCleanup(lock_->path(), who);
+}
+
+FreshBuild::~FreshBuild() {
+  build_on_interrupt_.Release();
+  output_on_interrupt_.Release();
+  if (!installed_) (void)RemoveDbFiles(build_);
+}
+
+Status FreshBuild::Configure(Db* db) {
+  return db->Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF");
+}
+
+Status FreshBuild::Install() {
+  // The output is about to become the database: no longer removed on an interrupt. (The build
+  // still is until it has been renamed: a signal in between removes it and leaves the empty
+  // output, which the next run builds again.)
+  output_on_interrupt_.Release();
+  // (A journal in memory leaves no side file; one from another journal mode would be stale.)
+  for (const char* side : {"-journal", "-wal", "-shm"}) (void)::unlink((build_ + side).c_str());
+  const Status s = InstallFile(build_, lock_->path());  // synced, renamed, directory synced
+  // After the rename the registered name is gone, so an interrupt can no longer remove anything.
+  build_on_interrupt_.Release();
+  installed_ = s.ok();
+  return s.ok() ? s : s.WithContext("putting the new database in place");
 }
 
 StatusOr<std::unique_ptr<SegmentDirLock>> SegmentDirLock::Acquire(const std::string& dir,

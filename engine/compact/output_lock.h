@@ -11,7 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "engine/db/db_schema.h"
 #include "engine/db/sqlite.h"
+#include "engine/util/interrupt_cleanup.h"
 #include "engine/util/status.h"
 
 namespace tracedb::engine {
@@ -40,17 +42,66 @@ class OutputLock {
 
   // True when this process created the file and it was still empty once locked.
   bool created() const { return created_; }
+  // True when the file was empty once locked: no database yet (this run's file, or one a run
+  // killed before its first commit left behind).
+  bool empty() const { return empty_; }
   const std::string& path() const { return path_; }
   // After a failure: removes the database and SQLite's side files when created(), and only
   // while `path` still names the locked file. Returns the problems met, "" when none.
   std::string RemoveCreated();
 
  private:
-  OutputLock(std::string path, int fd, bool created)
-      : path_(std::move(path)), fd_(fd), created_(created) {}
+  OutputLock(std::string path, int fd, bool created, bool empty)
+      : path_(std::move(path)), fd_(fd), created_(created), empty_(empty) {}
   std::string path_;
   int fd_ = -1;
   bool created_ = false;
+  bool empty_ = false;
+};
+
+// A new database written aside and put in place whole (docs/database-format.md "A new database
+// is built aside"). Nobody can read a database that does not exist yet, so the one-shot
+// compaction that creates one needs neither the WAL (each page written twice: about a tenth of
+// compaction's CPU) nor a rollback journal on disk nor a sync per commit: it writes
+// OUTPUT.partial with its journal in memory and no syncs, and at the end syncs it and renames it
+// over the (empty, locked) output. A crash or SIGKILL leaves OUTPUT.partial, which the next
+// writer of OUTPUT removes (it holds the output's lock, so no live run is writing it); SIGINT,
+// SIGTERM or SIGHUP remove it at once (engine/util/interrupt_cleanup.h), with the empty output
+// when this run created it. Readers of OUTPUT meanwhile find no database, and are told that one
+// is being built (OpenTraceDb). Thread safety: one object per thread.
+class FreshBuild {
+ public:
+  // The suffix of the build beside the output.
+  static constexpr const char* kSuffix = kBuildAsideSuffix;  // engine/db/db_schema.h
+  // For the database `lock` holds, which must be empty() and a regular file (not a symlink: the
+  // rename would replace the link, not its target): removes what a killed run left at
+  // OUTPUT.partial, and registers the build (and the output, when `lock` created it) for
+  // removal on an interrupt, messages prefixed by `who` ("tracedb compact").
+  static StatusOr<std::unique_ptr<FreshBuild>> Begin(OutputLock* lock, const std::string& who);
+  // Whether `lock`'s database can be built aside (empty, a regular file).
+  static bool Possible(const OutputLock& lock);
+  // Removes what a run killed while building `lock`'s database left at OUTPUT.partial (Begin
+  // does this too); for a writer that extends the database in place.
+  static Status RemoveLeftover(const OutputLock& lock);
+  ~FreshBuild();  // not installed: the build's files removed
+  FreshBuild(const FreshBuild&) = delete;
+  FreshBuild& operator=(const FreshBuild&) = delete;
+
+  const std::string& path() const { return build_; }
+  // The settings of a connection to path() for a build nobody reads and a crash discards: the
+  // journal in memory (a failed batch still rolls back), no syncs.
+  static Status Configure(Db* db);
+  // REQUIRES: every connection to path() closed. Syncs the build, renames it over the output and
+  // syncs the directory; afterwards the output is the complete database. On failure the build
+  // is removed and the output left as it was.
+  Status Install();
+
+ private:
+  FreshBuild(OutputLock* lock, std::string build, const std::string& who);
+  OutputLock* lock_;
+  std::string build_;
+  InterruptCleanup build_on_interrupt_, output_on_interrupt_;
+  bool installed_ = false;
 };
 
 // The owner of the files in a segment directory: DIR/.tracedb-owner, locked (flock) for as long

@@ -218,7 +218,13 @@ Status UpgradeSchema(Db* db) {
 StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only) {
   struct stat st;
   const bool exists = ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
-  if (!exists && !create) return Status::NotFound(path + ": no such database");
+  if (!exists && !create) {
+    if (::stat((path + kBuildAsideSuffix).c_str(), &st) == 0) {
+      return Status::NotFound(path + ": no database yet (" + path + kBuildAsideSuffix +
+                              " is a compaction's unfinished build of it)");
+    }
+    return Status::NotFound(path + ": no such database");
+  }
   // A read-only open never writes (docs/security.md): a hot rollback journal left by a writer
   // that died mid-transaction (compact, archive, import) is not rolled back here. SQLite sees
   // it on the first read (SQLITE_READONLY_ROLLBACK), and CheckSchema's error says what to do.

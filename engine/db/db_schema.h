@@ -33,7 +33,12 @@ Status CheckSchema(Db* db);
 // current DB). Called by OpenTraceDb for writable opens.
 Status UpgradeSchema(Db* db);
 
-// Opens (or creates, when `create`) a trace database and checks or creates its schema.
+// A new database being written aside, at PATH + this suffix, until it is put in place whole
+// (engine/compact/output_lock.h, FreshBuild).
+inline constexpr const char* kBuildAsideSuffix = ".partial";
+
+// Opens (or creates, when `create`) a trace database and checks or creates its schema. A
+// database that does not exist yet is NotFound; when it is being built aside the message says so.
 StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only);
 
 }  // namespace tracedb::engine
