@@ -348,7 +348,7 @@ int RunCompact(const CompactCmdOptions& o) {
     if (writer != nullptr && !writer->in_batch() && build == nullptr) {
       (void)engine::LeaveWalAtRest(writer->db());  // one file again, as far as it can be
     }
-    writer.reset();  // rolls back the open batch, closes the file
+    writer.reset();  // rolls back the open batch (in place), closes the file
     build.reset();   // removes a database built aside
     remove_created();
     return kExitError;

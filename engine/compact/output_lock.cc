@@ -130,7 +130,7 @@ FreshBuild::~FreshBuild() {
 }
 
 Status FreshBuild::Configure(Db* db) {
-  return db->Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF");
+  return db->Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF");
 }
 
 Status FreshBuild::Install() {
@@ -138,7 +138,7 @@ Status FreshBuild::Install() {
   // still is until it has been renamed: a signal in between removes it and leaves the empty
   // output, which the next run builds again.)
   output_on_interrupt_.Release();
-  // (A journal in memory leaves no side file; one from another journal mode would be stale.)
+  // (Without a journal there is no side file; one from the schema's creation would be stale.)
   for (const char* side : {"-journal", "-wal", "-shm"}) (void)::unlink((build_ + side).c_str());
   const Status s = InstallFile(build_, lock_->path());  // synced, renamed, directory synced
   // After the rename the registered name is gone, so an interrupt can no longer remove anything.

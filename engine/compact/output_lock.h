@@ -63,7 +63,7 @@ class OutputLock {
 // is built aside"). Nobody can read a database that does not exist yet, so the one-shot
 // compaction that creates one needs neither the WAL (each page written twice: about a tenth of
 // compaction's CPU) nor a rollback journal on disk nor a sync per commit: it writes
-// OUTPUT.partial with its journal in memory and no syncs, and at the end syncs it and renames it
+// OUTPUT.partial without a journal and without syncs, and at the end syncs it and renames it
 // over the (empty, locked) output. A crash or SIGKILL leaves OUTPUT.partial, which the next
 // writer of OUTPUT removes (it holds the output's lock, so no live run is writing it); SIGINT,
 // SIGTERM or SIGHUP remove it at once (engine/util/interrupt_cleanup.h), with the empty output
@@ -88,8 +88,9 @@ class FreshBuild {
   FreshBuild& operator=(const FreshBuild&) = delete;
 
   const std::string& path() const { return build_; }
-  // The settings of a connection to path() for a build nobody reads and a crash discards: the
-  // journal in memory (a failed batch still rolls back), no syncs.
+  // The settings of a connection to path() for a build nobody reads and any failure discards:
+  // no journal (nothing is ever rolled back: a failed run removes the whole build; a journal in
+  // memory cost 3% of the CPU, 24,000 page faults and 15 MB at 1e9 events), no syncs.
   static Status Configure(Db* db);
   // REQUIRES: every connection to path() closed. Syncs the build, renames it over the output and
   // syncs the directory; afterwards the output is the complete database. On failure the build
