@@ -75,6 +75,34 @@ std::vector<uint64_t> LastPromise(const std::string& log, size_t threads = kThre
   return last;
 }
 
+// How a child ended, as words: "exit 0", "signal 11".
+std::string Ended(int st) {
+  return WIFEXITED(st)     ? "exit " + std::to_string(WEXITSTATUS(st))
+         : WIFSIGNALED(st) ? "signal " + std::to_string(WTERMSIG(st))
+                           : "status " + std::to_string(st);
+}
+
+// The segment files under `dir` with their sizes, for a failure's message.
+std::string Listing(const std::string& dir) {
+  std::string out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    out += it->path().string() + " " + std::to_string(it->file_size(ec)) + "\n";
+  }
+  return out;
+}
+
+// Kills and reaps the recorder however the test ends (an ASSERT returns early: the recorder
+// then wrote on into a removed directory, and its complaint followed the failure).
+struct KillAtExit {
+  pid_t pid;
+  ~KillAtExit() {
+    if (pid > 0) KillAndReap(pid);
+  }
+};
+
 uint64_t SegmentFiles(const std::string& dir) {
   auto f = engine::ListSegmentFiles(dir);
   return f.ok() ? f->size() : 0;
@@ -87,6 +115,7 @@ TEST(ArchiveKillTest, DeleteCompactedKilledAtRandomLosesAndDuplicatesNothing) {
   const pid_t rec = Spawn({KillProgram(), trace, log, std::to_string(kThreads)},
                           {"TRACEDB_SEGMENT_MB=1", "TRACEDB_FLUSH_MS=20"});
   ASSERT_GT(rec, 0);
+  KillAtExit rec_guard{rec};
   // The compactor needs the trace directory: wait for the recorder's first flush.
   for (int i = 0; i < 1000 && LastPromise(log)[0] == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -105,12 +134,15 @@ TEST(ArchiveKillTest, DeleteCompactedKilledAtRandomLosesAndDuplicatesNothing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     int st = 0;
     ASSERT_EQ(::waitpid(c, &st, WNOHANG), 0)
-        << "the compactor stopped by itself: " << ReadFile(compact_log);
+        << "the compactor stopped by itself (" << Ended(st) << "): " << ReadFile(compact_log)
+        << "segment files now:\n"
+        << Listing(trace);
     KillAndReap(c);
     ++kills;
     max_files = std::max(max_files, SegmentFiles(trace));
   }
   KillAndReap(rec);
+  rec_guard.pid = -1;
   const std::vector<uint64_t> promised = LastPromise(log);
   int rc = 0;
   const std::string out = RunCommand(TracedbBin() + " compact --delete-compacted " +

@@ -23,6 +23,7 @@
 #include "engine/compact/segment_gc.h"
 #include "engine/compact/shard_merge.h"
 #include "engine/db/trace_writer.h"
+#include "engine/segment/segment_dir.h"
 #include "tests/test_util.h"
 
 namespace tracedb::testing {
@@ -234,6 +235,37 @@ TEST(CompactLock, MissingDirectoryIsAnErrorOfTheWork) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_EQ(out, "tracedb compact: " + tmp.Sub("nope") + ": no such directory\n");
   EXPECT_FALSE(fs::exists(tmp.Sub("x.tdb")));
+}
+
+// `compact --watch` follows a quiet job to its end: a live file with nothing new since the last
+// pass waits like one whose tail waits for an anchor. (It counted as neither, so a watch whose
+// passes came faster than the recorder's flushes found every file "closed and taken" after two
+// passes and ended beside the live job, with none of its events.) Known answer: the job writes
+// its segment file's header at start and everything else only at its end, some 2 s later.
+TEST(CompactWatch, FollowsAQuietJobToItsEnd) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace"), db = tmp.Sub("job.tdb");
+  Bg job;
+  job.Start("TRACEDB_FLUSH_MS=600000 WORKLOAD_PAUSE_MS=700 " + std::string(TRACEDB_WORKLOAD_PATH) +
+            " " + ShellQuote(trace) + " 1 3000 0");
+  bool started = false;
+  for (int i = 0; i < 2000 && !started; ++i) {
+    auto files = engine::ListSegmentFiles(trace);
+    started = files.ok() && !files->empty();
+    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(started);
+  int rc = 0;
+  const std::string out =
+      RunCommand("timeout 60 " + TracedbBin() + " compact --watch --interval " + "0.1 " +
+                     ShellQuote(trace) + " -o " + ShellQuote(db) + " 2>&1",
+                 &rc);
+  job.Join();
+  ASSERT_EQ(job.rc, 0) << job.out;
+  const size_t at = job.out.find("rows ");
+  ASSERT_NE(at, std::string::npos) << job.out;
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(Rows(db), std::stoll(job.out.substr(at + 5))) << out;
 }
 
 // A first compaction builds its database aside (engine/compact/output_lock.h, FreshBuild). A run

@@ -522,6 +522,10 @@ StatusOr<CompactStats> Compact(TraceWriter* w, const CompactOptions& options,
     // read) when its process may be over: with `finish`, or when its writer is gone. That is
     // what writes the spans its process left open (compactor.h, "Open spans").
     if (s.offset >= f.size && !options.finish && ProbeSegmentWriter(f.path) != WriterState::kGone) {
+      // Still written, nothing new since the last pass (a quiet job between flushes): it waits
+      // all the same. (Uncounted, a `compact --watch` whose passes came faster than the
+      // recorder's flushes found every file "closed and taken" and ended beside a live job.)
+      stats.files_waiting++;
       continue;
     }
     work.push_back(&f);
