@@ -293,20 +293,17 @@ int RunCompact(const CompactCmdOptions& o) {
     if (lock == nullptr) return false;
     // Not for --watch, whose readers watch the database grow, nor for --delete-compacted, which
     // deletes segments once each commit is durable in place.
-    if (!o.watch && !o.delete_compacted && engine::FreshBuild::Possible(*lock)) {
-      auto b = engine::FreshBuild::Begin(lock.get(), "tracedb compact");
-      if (!b.ok()) {
-        std::fprintf(stderr, "tracedb compact: %s\n", b.status().message().c_str());
-        remove_created();
-        return false;
-      }
-      build = std::move(*b);
-      Verbose("compact", "building %s aside as %s (put in place when complete)", o.output.c_str(),
-              build->path().c_str());
-    } else if (const Status s = engine::FreshBuild::RemoveLeftover(*lock); !s.ok()) {
-      std::fprintf(stderr, "tracedb compact: %s\n", s.message().c_str());
+    auto b = engine::FreshBuild::Begin(lock.get(), "tracedb compact",
+                                       /*wanted=*/!o.watch && !o.delete_compacted);
+    if (!b.ok()) {
+      std::fprintf(stderr, "tracedb compact: %s\n", b.status().message().c_str());
       remove_created();
       return false;
+    }
+    build = std::move(*b);
+    if (build) {
+      Verbose("compact", "building %s aside as %s (put in place when complete)", o.output.c_str(),
+              build->path().c_str());
     }
     auto w = engine::TraceWriter::Open(build ? build->path() : o.output);
     Status wal =

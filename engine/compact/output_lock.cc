@@ -98,24 +98,17 @@ std::string OutputLock::RemoveCreated() {
   return problems;
 }
 
-bool FreshBuild::Possible(const OutputLock& lock) {
+StatusOr<std::unique_ptr<FreshBuild>> FreshBuild::Begin(OutputLock* lock, const std::string& who,
+                                                        bool wanted) {
+  const std::string build = lock->path() + kBuildAsideSuffix;  // engine/db/db_schema.h
+  const std::string problems = RemoveDbFiles(build);           // engine/util/atomic_file.h
+  if (!problems.empty()) return Status::IOError(problems);
   struct stat st;
-  return lock.empty() && ::lstat(lock.path().c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-StatusOr<std::unique_ptr<FreshBuild>> FreshBuild::Begin(OutputLock* lock, const std::string& who) {
-  if (!Possible(*lock)) {
-    return Status::Internal(lock->path() + ": not an empty regular file; cannot build it aside");
+  if (!wanted || !lock->empty() || ::lstat(lock->path().c_str(), &st) != 0 ||
+      !S_ISREG(st.st_mode)) {
+    return std::unique_ptr<FreshBuild>();
   }
-  TRACEDB_RETURN_IF_ERROR(RemoveLeftover(*lock));
-  return std::unique_ptr<FreshBuild>(new FreshBuild(lock, lock->path() + kSuffix, who));
-}
-
-Status FreshBuild::RemoveLeftover(const OutputLock& lock) {
-  // Left by a run killed before it finished (the lock says none is alive): its database and
-  // SQLite's side files.
-  const std::string problems = RemoveDbFiles(lock.path() + kSuffix);  // engine/util/atomic_file.h
-  return problems.empty() ? Status::Ok() : Status::IOError(problems);
+  return std::unique_ptr<FreshBuild>(new FreshBuild(lock, build, who));
 }
 
 FreshBuild::FreshBuild(OutputLock* lock, std::string build, const std::string& who)
@@ -138,8 +131,6 @@ Status FreshBuild::Install() {
   // still is until it has been renamed: a signal in between removes it and leaves the empty
   // output, which the next run builds again.)
   output_on_interrupt_.Release();
-  // (Without a journal there is no side file; one from the schema's creation would be stale.)
-  for (const char* side : {"-journal", "-wal", "-shm"}) (void)::unlink((build_ + side).c_str());
   const Status s = InstallFile(build_, lock_->path());  // synced, renamed, directory synced
   // After the rename the registered name is gone, so an interrupt can no longer remove anything.
   build_on_interrupt_.Release();

@@ -71,18 +71,14 @@ class OutputLock {
 // is being built (OpenTraceDb). Thread safety: one object per thread.
 class FreshBuild {
  public:
-  // The suffix of the build beside the output.
-  static constexpr const char* kSuffix = kBuildAsideSuffix;  // engine/db/db_schema.h
-  // For the database `lock` holds, which must be empty() and a regular file (not a symlink: the
-  // rename would replace the link, not its target): removes what a killed run left at
-  // OUTPUT.partial, and registers the build (and the output, when `lock` created it) for
-  // removal on an interrupt, messages prefixed by `who` ("tracedb compact").
-  static StatusOr<std::unique_ptr<FreshBuild>> Begin(OutputLock* lock, const std::string& who);
-  // Whether `lock`'s database can be built aside (empty, a regular file).
-  static bool Possible(const OutputLock& lock);
-  // Removes what a run killed while building `lock`'s database left at OUTPUT.partial (Begin
-  // does this too); for a writer that extends the database in place.
-  static Status RemoveLeftover(const OutputLock& lock);
+  // For the database `lock` holds: first removes what a run killed while building it left at
+  // OUTPUT.partial (the lock says no live run is writing it). Then, when `wanted` and the output
+  // is empty and a regular file (not a symlink: the rename would replace the link, not its
+  // target), returns the build, registered (with the output, when `lock` created it) for
+  // removal on an interrupt, messages prefixed by `who` ("tracedb compact"); else null: the
+  // caller writes the database in place.
+  static StatusOr<std::unique_ptr<FreshBuild>> Begin(OutputLock* lock, const std::string& who,
+                                                     bool wanted = true);
   ~FreshBuild();  // not installed: the build's files removed
   FreshBuild(const FreshBuild&) = delete;
   FreshBuild& operator=(const FreshBuild&) = delete;
