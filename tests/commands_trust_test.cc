@@ -308,6 +308,25 @@ TEST(BuildAside, ALeftoverBuildIsNamedToReadersAndReplaced) {
   EXPECT_FALSE(fs::exists(db + ".partial"));
 }
 
+// An output that is a symbolic link to an empty file is written in place through the link, not
+// built aside: the rename would replace the user's link with the database.
+TEST(BuildAside, ASymlinkedOutputIsWrittenThroughTheLink) {
+  TempDir tmp;
+  const std::string trace = tmp.Sub("trace");
+  const int64_t rows = Workload(trace, 1000, 0);
+  ASSERT_GT(rows, 0);
+  WriteFile(tmp.Sub("real.tdb"), "");
+  fs::create_symlink(tmp.Sub("real.tdb"), tmp.Sub("job.tdb"));
+  int rc = 0;
+  const std::string out = RunCommand(TracedbBin() + " compact -v " + ShellQuote(trace) + " -o " +
+                                         ShellQuote(tmp.Sub("job.tdb")) + " 2>&1",
+                                     &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("aside"), std::string::npos) << out;
+  EXPECT_TRUE(fs::is_symlink(tmp.Sub("job.tdb")));
+  EXPECT_EQ(Rows(tmp.Sub("real.tdb")), rows);
+}
+
 // Ctrl-C (or a scheduler's SIGTERM) in the middle of a first compaction: the build and the empty
 // output it created are removed, each named, and the process ends by the signal; the next run
 // writes every row. Known moment: the signal is sent once the build holds pages.
