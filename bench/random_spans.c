@@ -3,13 +3,14 @@
 // `tracedb compact DIR -o X.tdb` and the DB's bytes per event (docs/bench-compaction.md).
 //
 // Usage: random_spans DIR N [--threads T] [--max-dur NS] [--names K] [--clock now|synthetic]
-//                      [--seed S]
+//                      [--gap NS] [--seed S]
 //   Each span's duration is uniform in [0, NS) (default 1,000,000: about 20 random bits per
 //   span, which no codec can store in fewer); its name is one of K (default 8) chosen at random.
 //   --clock now (default): each span starts at tracedb_now(), read once per span, as a program
 //   that records a span after the fact would; spans then overlap their predecessors.
-//   --clock synthetic: back to back, each starting a random 0..1023 ns after the previous one
-//   ended (no overlap).
+//   --clock synthetic: back to back, each starting a random 0..NS-1 ns after the previous one
+//   ended (no overlap; --gap, default 1024; --gap 0: each starts where the one before ended,
+//   as consecutive phases of a loop do, and the durations are the only random times).
 // The random numbers are a 64-bit xorshift seeded per thread (deterministic for a given seed).
 // TRACEDB_BUFFER_MB (e.g. 1024) keeps every event; the dropped count is printed.
 #include <pthread.h>
@@ -23,6 +24,7 @@
 typedef struct {
   long long n;
   long long max_dur;
+  long long gap;
   int names;
   int synthetic;
   uint64_t seed;
@@ -48,7 +50,8 @@ static void* Run(void* arg) {
     const uint32_t name = job->name_ids[Next(&rng) % (uint64_t)job->names];
     if (job->synthetic) {
       tracedb_complete_ex(name, TRACEDB_CAT_COMPUTE, 0, t, dur, NULL);
-      t += dur + (int64_t)(Next(&rng) & 1023);
+      t += dur;
+      if (job->gap > 0) t += (int64_t)(Next(&rng) % (uint64_t)job->gap);
     } else {
       tracedb_complete_ex(name, TRACEDB_CAT_COMPUTE, 0, tracedb_now(), dur, NULL);
     }
@@ -60,7 +63,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr,
             "usage: %s DIR N [--threads T] [--max-dur NS] [--names K] "
-            "[--clock now|synthetic] [--seed S]\n",
+            "[--clock now|synthetic] [--gap NS] [--seed S]\n",
             argv[0]);
     return 2;
   }
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
   memset(&base, 0, sizeof base);
   base.max_dur = 1000000;
   base.names = 8;
+  base.gap = 1024;
   base.seed = 0x9E3779B97F4A7C15ull;
   for (int i = 3; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--threads") == 0) {
@@ -85,6 +89,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "--clock: now or synthetic, not %s\n", argv[i + 1]);
         return 2;
       }
+    } else if (strcmp(argv[i], "--gap") == 0) {
+      base.gap = atoll(argv[i + 1]);
     } else if (strcmp(argv[i], "--seed") == 0) {
       base.seed = strtoull(argv[i + 1], NULL, 0) | 1;
     } else {
@@ -92,9 +98,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (n <= 0 || threads < 1 || threads > 256 || base.max_dur < 1 || base.names < 1 ||
+  if (n <= 0 || threads < 1 || threads > 256 || base.max_dur < 1 || base.gap < 0 || base.names < 1 ||
       base.names > 64) {
-    fprintf(stderr, "bad N, --threads (1..256), --max-dur (>= 1) or --names (1..64)\n");
+    fprintf(stderr, "bad N, --threads (1..256), --max-dur (>= 1), --gap (>= 0) or --names (1..64)\n");
     return 2;
   }
   if (tracedb_start(dir) != TRACEDB_OK) {

@@ -150,6 +150,20 @@ void HuffmanColumnStats::VoteSample(const uint64_t* v, size_t n) {
   votes_scale_den_ = 2;
 }
 
+void HuffmanColumnStats::CountAll(const uint64_t* v, size_t n, uint64_t limit,
+                                  std::vector<uint32_t>* counts) {
+  counts->assign(limit, 0);
+  uint32_t* c = counts->data();
+  for (size_t i = 0; i < n; ++i) ++c[v[i]];
+  for (uint64_t x = 0; x < limit; ++x) {
+    if (c[x] == 0) continue;
+    Slot& s = slots_[FibonacciHash(x) >> 56];
+    if (c[x] > s.c) s = Slot{x, c[x]};
+  }
+  votes_scale_num_ = 1;
+  votes_scale_den_ = 1;
+}
+
 void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {
   HuffmanColumnStats stats;
   for (size_t i = 0; i < n; ++i) stats.AddLength(v[i]);

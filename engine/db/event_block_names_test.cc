@@ -187,10 +187,12 @@ TEST(EventBlockNames, UniformRandomNamesAreEntropyCoded) {
   const std::vector<uint32_t> names = UniformNames(65536, 8, 1);
   const NameColumn m = Measure(Spans(names));
   EXPECT_EQ(m.coding, 1);
-  // 3 bits a name: the column near its entropy, well under what LZ4 makes of the varints.
+  // 3 bits a name: the column at its entropy (the table's few bytes above it), well under what
+  // LZ4 makes of the varints. With counts estimated from sampled votes the code came out
+  // lopsided: 3.14 bits a name (4.5% over).
   const double entropy = EntropyBytes(names);
   EXPECT_GT(entropy, 65536 * 3 / 8 * 0.99);
-  EXPECT_LT(m.bytes, entropy * 1.06 + 64);
+  EXPECT_LT(m.bytes, entropy * 1.005 + 64) << "entropy " << entropy;
   EXPECT_LT(m.bytes * 3 / 2, m.varint_lz4);
   // The whole block: smaller than format 3's by about what the column saves.
   ASSERT_LT(m.blob, m.format3_blob);
@@ -208,7 +210,7 @@ TEST(EventBlockNames, SkewedRandomNamesAreEntropyCoded) {
   }
   const NameColumn m = Measure(Spans(names));
   EXPECT_EQ(m.coding, 1);
-  EXPECT_LT(m.bytes, EntropyBytes(names) * 1.10 + 64);
+  EXPECT_LT(m.bytes, EntropyBytes(names) * 1.02 + 64) << "entropy " << EntropyBytes(names);
   EXPECT_LT(m.bytes, m.varint_lz4);
   EXPECT_LT(m.blob, m.format3_blob);
 }
