@@ -16,9 +16,13 @@ namespace {
 // from the heap, its pages were faulted in 4 KiB at a time as the cache filled, then zeroed by
 // SQLite, about 1,950 of the 3,715 page faults of compacting 10M events, each about 13 us of
 // system time on a VM whose page faults are paravirtualised (docs/bench-compaction.md, "SQLite's
-// page cache on huge pages"). 512 slots of a 16 KiB page (the page size of our databases) and
-// SQLite's header, shared by the process's connections; SQLite takes its pages from the heap
-// beyond them, or for larger pages. Set once, before SQLite starts; where it has started already
+// page cache on huge pages"). As many slots of a 16 KiB page (the page size of our databases)
+// and SQLite's header as fill two huge pages (about 250), shared by the process's connections;
+// SQLite takes its pages from the heap beyond them, or for larger pages. SQLite touches every
+// slot when it is configured (its free list), so every huge page of the mapping is zeroed at
+// start: 512 slots (until 2026-11-29) cost five, 6 MB of resident memory more and 1-2 ms of
+// every process's start, while a compaction of 10M events uses at most 155 slots when it has
+// 160 (docs/bench-compaction.md, "The page cache's size"). Set once, before SQLite starts; where it has started already
 // (another library in the process opened a database first), it keeps its own allocator.
 // (Not in the loadable extension: its host started SQLite before loading it, and the API
 // table an extension calls through has no sqlite3_config.)
@@ -29,13 +33,14 @@ void ConfigurePageCacheOnce() {
     if (sqlite3_config(SQLITE_CONFIG_PCACHE_HDRSZ, &header) != SQLITE_OK || header <= 0) {
       return false;
     }
-    constexpr size_t kSlots = 512, kPage = 16384;
+    constexpr size_t kBytes = size_t{4} << 20, kPage = 16384;
     const size_t slot = kPage + ((static_cast<size_t>(header) + 63) & ~size_t{63});
+    const size_t slots = kBytes / slot;
     size_t bytes = 0;
-    char* const p = MapHugePages(slot * kSlots, &bytes);
+    char* const p = MapHugePages(slot * slots, &bytes);
     if (p == nullptr) return false;
     if (sqlite3_config(SQLITE_CONFIG_PAGECACHE, p, static_cast<int>(slot),
-                       static_cast<int>(kSlots)) != SQLITE_OK) {
+                       static_cast<int>(slots)) != SQLITE_OK) {
       ::munmap(p, bytes);
       return false;
     }
