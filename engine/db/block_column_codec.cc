@@ -150,18 +150,29 @@ void HuffmanColumnStats::VoteSample(const uint64_t* v, size_t n) {
   votes_scale_den_ = 2;
 }
 
-void HuffmanColumnStats::CountAll(const uint64_t* v, size_t n, uint64_t limit,
+bool HuffmanColumnStats::CountAll(const uint64_t* v, size_t n, uint64_t limit,
                                   std::vector<uint32_t>* counts) {
+  if (limit == 0) return n == 0;
   counts->assign(limit, 0);
   uint32_t* c = counts->data();
-  for (size_t i = 0; i < n; ++i) ++c[v[i]];
+  // A value out of range is counted as 0 and makes `out` nonzero: one test after the loop
+  // instead of a branch per value.
+  uint64_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t x = v[i] < limit ? v[i] : 0;
+    out |= v[i] ^ x;
+    ++c[x];
+  }
+  if (out != 0) return false;
   for (uint64_t x = 0; x < limit; ++x) {
     if (c[x] == 0) continue;
+    lengths_[BitLength(x)] += c[x];
     Slot& s = slots_[FibonacciHash(x) >> 56];
     if (c[x] > s.c) s = Slot{x, c[x]};
   }
   votes_scale_num_ = 1;
   votes_scale_den_ = 1;
+  return true;
 }
 
 void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n, std::string* dst) {

@@ -285,12 +285,12 @@ class HuffmanColumnStats {
   // pseudo-random steps of 1 to 8 rows (a fixed step would alias with a repeating pattern of
   // events and miss some of its values), deterministic, and its counts scaled back.
   void VoteSample(const uint64_t* v, size_t n);
-  // Exact counts instead of votes, for a column of indexes into a small dictionary (every
-  // v[i] < `limit`, `counts` a buffer the caller keeps): each value's count goes into its slot,
-  // the larger count keeping a slot two values share. Estimated counts (VoteSample) make the
-  // Huffman code of a few equally frequent values lopsided: on 8 random names 3.14 bits a name
-  // instead of 3.
-  void CountAll(const uint64_t* v, size_t n, uint64_t limit, std::vector<uint32_t>* counts);
+  // The bit lengths (as AddLength) and exact counts instead of votes, for a column of indexes
+  // into a small dictionary (`counts` a buffer the caller keeps): each value's count goes into
+  // its slot, the larger count keeping a slot two values share. False, with nothing added, when
+  // a value is not below `limit`. Estimated counts (VoteSample) make the Huffman code of a few
+  // equally frequent values lopsided: on 8 random names 3.14 bits a name instead of 3.
+  bool CountAll(const uint64_t* v, size_t n, uint64_t limit, std::vector<uint32_t>* counts);
 
  private:
   friend void PutHuffmanBitLengthColumn(const uint64_t* v, size_t n,

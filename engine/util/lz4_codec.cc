@@ -7,7 +7,7 @@
 
 namespace tracedb::engine {
 
-Status Lz4Compress(std::string_view raw, std::string* dst) {
+Status Lz4Compress(std::string_view raw, std::string* dst, int acceleration) {
   if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
     return Status::InvalidArgument("LZ4: input of " + std::to_string(raw.size()) +
                                    " bytes exceeds LZ4's limit");
@@ -26,15 +26,16 @@ Status Lz4Compress(std::string_view raw, std::string* dst) {
     thread_local ReadBuffer buffer;
     char* const out = buffer.Reserve(static_cast<size_t>(bound));
     if (out == nullptr) return failed();
-    const int n = LZ4_compress_default(raw.data(), out, static_cast<int>(raw.size()), bound);
+    const int n =
+        LZ4_compress_fast(raw.data(), out, static_cast<int>(raw.size()), bound, acceleration);
     if (n <= 0 && !raw.empty()) return failed();
     dst->append(out, static_cast<size_t>(n > 0 ? n : 0));
     return Status::Ok();
   }
   const size_t old = dst->size();
   dst->resize(old + static_cast<size_t>(bound));
-  const int n =
-      LZ4_compress_default(raw.data(), dst->data() + old, static_cast<int>(raw.size()), bound);
+  const int n = LZ4_compress_fast(raw.data(), dst->data() + old, static_cast<int>(raw.size()),
+                                  bound, acceleration);
   if (n <= 0 && !raw.empty()) {
     dst->resize(old);
     return failed();

@@ -17,7 +17,10 @@ inline constexpr size_t kMaxRawBlockBytes = 64u << 20;
 // Appends the LZ4 compression of `raw` to `dst`. InvalidArgument when `raw` is larger than LZ4
 // accepts, Internal when LZ4 reports a failure; `dst` is then left as it was, so a
 // caller can never store an empty payload by mistake.
-[[nodiscard]] Status Lz4Compress(std::string_view raw, std::string* dst);
+// `acceleration` > 1 is LZ4's faster mode (LZ4_compress_fast): it skips ahead ever further
+// through bytes that do not match, so it spends less on incompressible input and compresses a
+// little less; every LZ4 decoder reads its output.
+[[nodiscard]] Status Lz4Compress(std::string_view raw, std::string* dst, int acceleration = 1);
 
 // Decompresses `compressed` into exactly `raw_size` bytes in *dst (replacing its contents).
 // Corruption when the input is malformed or does not expand to exactly raw_size bytes.
