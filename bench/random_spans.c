@@ -98,9 +98,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (n <= 0 || threads < 1 || threads > 256 || base.max_dur < 1 || base.gap < 0 || base.names < 1 ||
-      base.names > 64) {
-    fprintf(stderr, "bad N, --threads (1..256), --max-dur (>= 1), --gap (>= 0) or --names (1..64)\n");
+  if (n <= 0 || threads < 1 || threads > 256 || base.max_dur < 1 || base.gap < 0 ||
+      base.names < 1 || base.names > 64) {
+    fprintf(stderr,
+            "bad N, --threads (1..256), --max-dur (>= 1), --gap (>= 0) or --names (1..64)\n");
     return 2;
   }
   if (tracedb_start(dir) != TRACEDB_OK) {

@@ -22,9 +22,9 @@ namespace {
 // slot when it is configured (its free list), so every huge page of the mapping is zeroed at
 // start: 512 slots (until 2026-11-29) cost five, 6 MB of resident memory more and 1-2 ms of
 // every process's start, while a compaction of 10M events uses at most 155 slots when it has
-// 160 (docs/bench-compaction.md, "The page cache's size"). Set once, before SQLite starts; where it has started already
-// (another library in the process opened a database first), it keeps its own allocator.
-// (Not in the loadable extension: its host started SQLite before loading it, and the API
+// 160 (docs/bench-compaction.md, "The page cache's size"). Set once, before SQLite starts; where it
+// has started already (another library in the process opened a database first), it keeps its own
+// allocator. (Not in the loadable extension: its host started SQLite before loading it, and the API
 // table an extension calls through has no sqlite3_config.)
 void ConfigurePageCacheOnce() {
 #ifndef TRACEDB_SQLITE_EXTENSION
