@@ -136,6 +136,17 @@ void HuffmanColumnStats::VoteSample(const uint64_t* v, size_t n) {
     return;
   }
   const SamplePlan& plan = TheSamplePlan();
+  // A probe first: every 8th sampled row, over the whole column (about 450 votes in a block of
+  // 16,384 rows). When no value is voted twice there, the values are random at this resolution
+  // (durations, gaps at ns): none is frequent enough to earn a symbol (a value in more than about
+  // 1% of the rows is seen twice), and the column is not voted further. Without this, values
+  // voted once took the 8 symbols, each at an estimated 4.5 occurrences, after 3,600 votes. Else
+  // the slots are cleared and every sampled row votes, as without the probe.
+  bool repeated = false;
+  for (size_t k = 0; k < plan.rows.size() && plan.rows[k] < n; k += 8) Vote(v[plan.rows[k]]);
+  for (const Slot& s : slots_) repeated |= s.c >= 2;
+  slots_ = {};
+  if (!repeated) return;
   for (const uint32_t i : plan.rows) {
     if (i >= n) break;
     Vote(v[i]);
