@@ -743,14 +743,15 @@ int RunRecord(const RecordOptions& o) {
     return exit_code != 0 ? exit_code : kExitError;
   }
   // A new database is built aside and put in place whole (engine/compact/output_lock.h).
-  auto build = engine::FreshBuild::Begin(out_lock->get(), "tracedb record");
-  if (!build.ok()) {
+  auto begun = engine::FreshBuild::Begin(out_lock->get(), "tracedb record");
+  if (!begun.ok()) {
     std::fprintf(stderr, "tracedb record: %s (segments kept in %s)\n",
-                 build.status().message().c_str(), dir.c_str());
+                 begun.status().message().c_str(), dir.c_str());
     return exit_code != 0 ? exit_code : kExitError;
   }
-  auto writer = engine::TraceWriter::Open(*build ? (*build)->path() : o.output);
-  if (writer.ok() && *build) {
+  std::unique_ptr<engine::FreshBuild> build = std::move(*begun);  // null: written in place
+  auto writer = engine::TraceWriter::Open(build ? build->path() : o.output);
+  if (writer.ok() && build) {
     if (const Status s = engine::FreshBuild::Configure((*writer)->db()); !s.ok()) writer = s;
   }
   if (!writer.ok()) {
@@ -771,11 +772,11 @@ int RunRecord(const RecordOptions& o) {
     }
   }
   writer->reset();
-  if (stats.ok() && *build) {
+  if (stats.ok() && build) {
     // Synced and renamed into place before any segment may be removed below.
-    if (const Status s = (*build)->Install(); !s.ok()) stats = s;
+    if (const Status s = build->Install(); !s.ok()) stats = s;
   }
-  build->reset();  // a build not put in place is removed
+  build.reset();  // a build not put in place is removed
   if (stats.ok()) {
     Verbose("record", "compacted %s segment events from %llu files in %.2f s",
             WithCommas(stats->segment_events).c_str(),

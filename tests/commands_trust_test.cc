@@ -257,7 +257,7 @@ TEST(CompactWatch, FollowsAQuietJobToItsEnd) {
   ASSERT_TRUE(started);
   int rc = 0;
   const std::string out =
-      RunCommand("timeout 60 " + TracedbBin() + " compact --watch --interval " + "0.1 " +
+      RunCommand("timeout 60 " + TracedbBin() + " compact --watch --interval 0.1 " +
                      ShellQuote(trace) + " -o " + ShellQuote(db) + " 2>&1",
                  &rc);
   job.Join();
