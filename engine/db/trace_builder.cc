@@ -163,7 +163,7 @@ Status TraceBuilder::CompleteRun(uint32_t track, const RunEvent* events, size_t 
     // As many as the rank's pending block has room for, written through local pointers.
     RowColumns& c = w_->PendingColumns(rank, track, n - i);
     const size_t at = c.n;
-    const size_t m = std::min(n - i, c.capacity() - at);
+    const size_t m = std::min(n - i, w_->PendingLimit() - at);
     int64_t* const ts_col = c.ts.data() + at;
     int64_t* const dur_col = c.dur.data() + at;
     uint32_t* const track_col = c.track.data() + at;

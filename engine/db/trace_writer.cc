@@ -20,6 +20,11 @@ TraceWriter::~TraceWriter() {
 
 Status TraceWriter::Load() {
   {
+    // Blocks are fitted to the file's pages (an older file may have other pages than 16 KiB).
+    TRACEDB_ASSIGN_OR_RETURN(int64_t page, db_->QueryInt("PRAGMA page_size", 16384));
+    if (page >= 512 && page <= 65536) pages_ = PageGeometry(static_cast<size_t>(page));
+  }
+  {
     TRACEDB_ASSIGN_OR_RETURN(Stmt st, db_->Prepare("SELECT id, s FROM strings"));
     for (;;) {
       TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
@@ -104,6 +109,7 @@ void TraceWriter::SelectRank(int32_t rank) {
     it->second.cols = std::move(spare_cols_.back());
     spare_cols_.pop_back();
   }
+  if (fresh) it->second.target = fits_[rank].rows;
   last_rows_ = &it->second;
   last_rank_ = rank;
 }
@@ -142,6 +148,18 @@ Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
       .BindBlob(6, block_scratch_);
   TRACEDB_RETURN_IF_ERROR(ins.Run());
   const int64_t block = db_->LastInsertRowid();
+  if (pending->cols.n == pending->target) {
+    // A full block: the rows of the rank's next one (block_fit.h).
+    BlockFit& fit = fits_[rank];
+    const size_t n = pending->cols.n;
+    fit.rows =
+        FitBlockRows(pages_, kBlockRows, kMaxFitRows, n,
+                     BlockRecordBytes(rank, zone.min_ts, zone.max_end, zone.max_dur,
+                                      static_cast<int64_t>(zone.count), block_scratch_.size()),
+                     block_scratch_.size(), fit.per_row);
+    fit.per_row = static_cast<double>(block_scratch_.size()) / static_cast<double>(n);
+    pending->target = fit.rows;
+  }
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt names, db_->PrepareCached("INSERT INTO block_names(name, cat, block, count, max_dur) "
                                      "VALUES(?1, ?2, ?3, ?4, ?5)"));

@@ -4,7 +4,8 @@
 // buffered (full and partial event blocks with their zone maps, new strings and tracks, name
 // statistics, steps, stats) and commits, so a process killed at any moment leaves the database
 // as of the last commit. Rows are buffered per rank as columns (RowColumns, event_block.h),
-// which TraceBuilder::CompleteRun fills directly, and cut into blocks of kBlockRows events.
+// which TraceBuilder::CompleteRun fills directly, and cut into blocks of about kBlockRows events:
+// a rank whose blocks are alike gets the row count that fills whole pages (block_fit.h).
 // Thread safety: one thread at a time.
 // Format: docs/database-format.md.
 #pragma once
@@ -20,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/db/block_fit.h"
 #include "engine/db/event_block.h"
 #include "engine/db/sqlite.h"
 #include "engine/util/status.h"
@@ -52,7 +54,10 @@ struct RankRecord {
 
 class TraceWriter {
  public:
+  // A block's rows by default; a fitted block has between half and twice as many
+  // (block_fit.h), at most kMaxFitRows.
   static constexpr size_t kBlockRows = 16384;
+  static constexpr size_t kMaxFitRows = 2 * kBlockRows;
 
   // Creates `path` or opens it to append.
   static StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path);
@@ -93,25 +98,27 @@ class TraceWriter {
     return scratch_;
   }
   Status CommitRow() {
-    MakeRoom(&last_rows_->cols, 1);
+    MakeRoom(last_rows_, 1);
     last_rows_->cols.Append(scratch_);
-    if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    if (last_rows_->cols.n >= last_rows_->target) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
   }
   // The pending columns of `rank`, for a caller that writes rows straight into them, with room
-  // for at least min(want, kBlockRows - n) more (capacity() - n of them, never past a block),
-  // marking `track` written; after writing m rows it sets n += m and calls FinishColumns().
+  // for at least min(want, PendingLimit() - n) more, marking `track` written; after writing m
+  // rows (m <= PendingLimit() - n) it sets n += m and calls FinishColumns().
   // (TraceBuilder::CompleteRun: a run's column pointers then stay in registers, where PutSpan
   // reloads them from the vectors after every store.) REQUIRES: want >= 1.
   RowColumns& PendingColumns(int32_t rank, uint32_t track, size_t want) {
     tracks_[track].dirty = true;
     if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
-    MakeRoom(&last_rows_->cols, want);
+    MakeRoom(last_rows_, want);
     return last_rows_->cols;
   }
+  // The rows PendingColumns() may hold: its capacity, never past the rank's block.
+  size_t PendingLimit() const { return std::min(last_rows_->cols.capacity(), last_rows_->target); }
   // Encodes the block of PendingColumns() once it is full.
   Status FinishColumns() {
-    if (last_rows_->cols.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    if (last_rows_->cols.n >= last_rows_->target) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
   }
   // A span without JSON, not open, straight into the rank's pending columns: what NewRow(),
@@ -122,9 +129,9 @@ class TraceWriter {
     tracks_[track].dirty = true;
     if (rank != last_rank_ || last_rows_ == nullptr) SelectRank(rank);
     RowColumns& c = last_rows_->cols;
-    MakeRoom(&c, 1);
+    MakeRoom(last_rows_, 1);
     c.PutSpan(ts, dur, track, name, cat, k, depth, parent_k, args);
-    if (c.n >= kBlockRows) return WriteBlock(last_rank_, last_rows_);
+    if (c.n >= last_rows_->target) return WriteBlock(last_rank_, last_rows_);
     return Status::Ok();
   }
   void AddStep(int32_t rank, int64_t ts, int64_t step);
@@ -157,20 +164,30 @@ class TraceWriter {
   explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
   Status Load();
   // Rows of one rank not yet in a block, as columns sized for a block once (kept between
-  // blocks of the batch).
+  // blocks of the batch), and the rows of its block (the rank's BlockFit).
   struct PendingRows {
     RowColumns cols;
+    size_t target = kBlockRows;
   };
+  // What a rank's full blocks so far say of its next (block_fit.h), kept between batches.
+  struct BlockFit {
+    size_t rows = kBlockRows;
+    double per_row = 0;  // data bytes per row of the last full block; 0: none yet
+  };
+  // Encodes and inserts the pending rows as a block; a block of `pending->target` rows also
+  // sets the rank's next row count.
   Status WriteBlock(int32_t rank, PendingRows* pending);
   // Makes `rank`'s pending rows the ones NewRow() and PutSpan() append to.
   void SelectRank(int32_t rank);
-  // Room in `c` for min(want, kBlockRows - c->n) more rows. The columns grow as a rank's rows
-  // come (doubling, from 1,024 rows, up to a block), not a block's worth at once: a batch holds
-  // the pending rows of up to 64 ranks, and a rank with few events then costs what it writes.
-  static void MakeRoom(RowColumns* c, size_t want) {
-    const size_t need = c->n + std::min(want, kBlockRows - c->n);
+  // Room in the columns for min(want, target - n) more rows. The columns grow as a rank's
+  // rows come (doubling, from 1,024 rows, up to a block), not a block's worth at once: a batch
+  // holds the pending rows of up to 64 ranks, and a rank with few events then costs what it
+  // writes. REQUIRES: n < target.
+  static void MakeRoom(PendingRows* p, size_t want) {
+    RowColumns* c = &p->cols;
+    const size_t need = c->n + std::min(want, p->target - c->n);
     if (need > c->capacity()) [[unlikely]] {
-      c->Reserve(std::min(kBlockRows, std::max({need, 2 * c->capacity(), size_t{1024}})));
+      c->Reserve(std::min(p->target, std::max({need, 2 * c->capacity(), size_t{1024}})));
     }
   }
   // Back to Row's defaults, field by field (the scratch Row's json keeps its capacity); the
@@ -198,7 +215,9 @@ class TraceWriter {
   std::vector<TrackInfo> tracks_;  // index = track id; [0] unused
   std::map<std::tuple<int32_t, std::string, int64_t, int64_t>, uint32_t> track_by_local_;
   std::map<std::tuple<int32_t, std::string, std::string>, uint32_t> track_by_name_;
-  std::map<int32_t, PendingRows> pending_;  // rank -> rows not yet in a block
+  std::map<int32_t, PendingRows> pending_;      // rank -> rows not yet in a block
+  std::unordered_map<int32_t, BlockFit> fits_;  // rank -> its blocks' fit
+  PageGeometry pages_{16384};                   // the database's (Load())
   // The columns of the last batch's ranks, emptied, for the next batch's: grown again from
   // nothing, each batch copied its ranks' rows at every doubling. As many as a batch had ranks.
   std::vector<RowColumns> spare_cols_;
