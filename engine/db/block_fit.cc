@@ -37,7 +37,7 @@ constexpr size_t kRowidBytes = 3;
 size_t CellBytes(size_t payload, size_t local) {
   return 2 + VarintBytes(payload) + kRowidBytes + local + (local < payload ? 4 : 0);
 }
-// The prediction's error allowed for besides kFitMaxChange's share: the bytes of a block's
+// The prediction's error allowed for besides the spread's share: the bytes of a block's
 // data that do not scale with its rows (column headers, code tables) change a little with
 // the row count.
 constexpr size_t kMarginBytes = 64;
@@ -94,14 +94,21 @@ size_t BlockRecordBytes(int64_t rank, int64_t min_ts, int64_t max_end, int64_t m
          IntBytes(count) + blob_bytes;
 }
 
+void BlockHistory::Add(double per_row) { per_row_[n_++ % kFitWindow] = per_row; }
+
+double BlockHistory::Spread() const {
+  if (n_ < kFitWindow) return INFINITY;
+  const auto [lo, hi] = std::minmax_element(per_row_, per_row_ + kFitWindow);
+  return *lo > 0 ? (*hi - *lo) / *lo : INFINITY;
+}
+
 size_t FitBlockRows(const PageGeometry& g, size_t default_rows, size_t max_rows, size_t rows,
-                    size_t record_bytes, size_t blob_bytes, double prev_per_row) {
-  if (rows == 0 || blob_bytes == 0 || prev_per_row <= 0 || record_bytes < blob_bytes) {
+                    size_t record_bytes, size_t blob_bytes, double spread) {
+  if (rows == 0 || blob_bytes == 0 || record_bytes < blob_bytes || !(spread <= kFitMaxChange)) {
     return default_rows;
   }
   const double per_row = static_cast<double>(blob_bytes) / static_cast<double>(rows);
-  const double change = std::fabs(per_row - prev_per_row) / prev_per_row;
-  if (change > kFitMaxChange) return default_rows;
+  const double change = spread;
   const double fixed = static_cast<double>(record_bytes - blob_bytes);
   const double lo = static_cast<double>(default_rows) / 2;
   const double hi = std::min(static_cast<double>(default_rows) * 2, static_cast<double>(max_rows));

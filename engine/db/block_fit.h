@@ -14,11 +14,15 @@
 // of a leaf (2.92 B/event).
 //
 // The fit predicts a block's bytes from the rank's last full block (bytes per row), so it is
-// used only while the last two full blocks agree within kFitMaxChange: a rank whose blocks vary
-// (phases of different events) keeps the default row count, as before. A prediction that
-// misses by d bytes costs at most d bytes of a page while d < 2 KB. And it is used only where
-// it saves kFitMinGain of the pages: a block cut elsewhere than the default may mix runs of
-// different threads that a default block held apart (db_bench_gen: 0.35% more bytes).
+// used only while the rank's last kFitWindow full blocks agree within kFitMaxChange: a rank
+// whose blocks vary (phases of different events, threads of different events) keeps the
+// default row count, as before. A prediction that misses by d bytes costs at most d bytes of a
+// page while d < 2 KB. And it is used only where it saves kFitMinGain of the pages. A block cut
+// elsewhere than the default may mix runs that the default held apart: db_bench_gen's ranks
+// alternate between a compute thread's runs (40 KB a block) and a communication thread's (69
+// KB), which blocks of 16,384 rows keep apart. Fitted after two alike blocks, its 200M DB grew
+// 0.75% (every later block of the rank straddled the runs), so a rank that stops being fitted
+// goes back to the grid of the default row count (TraceWriter).
 // Thread safety: pure functions.
 #pragma once
 
@@ -57,22 +61,35 @@ struct PageGeometry {
 size_t BlockRecordBytes(int64_t rank, int64_t min_ts, int64_t max_end, int64_t max_dur,
                         int64_t count, size_t blob_bytes);
 
-// The last two full blocks may differ by this much in data bytes per row for the next to be
-// fitted (random durations: 0.01-0.1%; a workload whose blocks alternate between kinds of
-// events: up to 70%).
+// The last kFitWindow full blocks may differ by this much in data bytes per row, (largest -
+// smallest) / smallest, for the next to be fitted (random durations: 0.01-0.1%; db_bench_gen,
+// whose blocks alternate between two threads' runs: 70%, one block in 7).
 inline constexpr double kFitMaxChange = 0.01;
+inline constexpr size_t kFitWindow = 8;
+
+// The data bytes per row of a rank's last kFitWindow full blocks.
+class BlockHistory {
+ public:
+  void Add(double per_row);
+  // (largest - smallest) / smallest over the window; infinity before kFitWindow blocks.
+  double Spread() const;
+
+ private:
+  double per_row_[kFitWindow] = {};
+  size_t n_ = 0;  // blocks added
+};
 // The share of its pages a fitted block must save over a block of the default rows (in a table
 // of blocks alike, PageGeometry::PageBytes). Random 20-bit durations: 3.0% -> 0.4%.
 inline constexpr double kFitMinGain = 0.02;
 
 // The rows of a rank's next block. Its last full block had `rows` rows and took a record of
-// `record_bytes`, `blob_bytes` of them the block's data; `prev_per_row` is the data bytes per
-// row of the full block before (0: none). The row count nearest `default_rows` (within a factor
+// `record_bytes`, `blob_bytes` of them the block's data; `spread` is BlockHistory::Spread() of
+// its last blocks, this one included. The row count nearest `default_rows` (within a factor
 // of 2, at most `max_rows`) whose predicted record is a size of FitSizes: at most that size,
 // less a margin, for the records a leaf holds whole; at least that size, plus a margin, for
-// those with overflow pages; `default_rows` when the blocks changed more than kFitMaxChange, no
-// size is near or the fit would save less than kFitMinGain.
+// those with overflow pages; `default_rows` when the spread exceeds kFitMaxChange, no size is
+// near or the fit would save less than kFitMinGain.
 size_t FitBlockRows(const PageGeometry& g, size_t default_rows, size_t max_rows, size_t rows,
-                    size_t record_bytes, size_t blob_bytes, double prev_per_row);
+                    size_t record_bytes, size_t blob_bytes, double spread);
 
 }  // namespace tracedb::engine

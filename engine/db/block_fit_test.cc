@@ -140,54 +140,72 @@ TEST(BlockFitGeometry, BlockRecordBytesAsSqliteStoresThem) {
 }
 
 // A stream of alike blocks: random 20-bit durations, 47.7 KB for 16,384 rows (the case of
-// issue 24). The fit moves to the row count whose record fills 3 overflow pages and an eighth
-// of a leaf, and keeps it; the prediction then wastes under 0.6% of the pages, against 3%.
+// issue 24). Once the window holds kFitWindow alike blocks, the fit moves to the row count whose
+// record fills 3 overflow pages and an eighth of a leaf, and keeps it; the prediction then
+// wastes under 0.6% of the pages, against 3%.
 TEST(BlockFitRows, AlikeBlocksAreFittedToTheirPages) {
   const PageGeometry g(16384);
   const double per_row = 47690.0 / 16384;
   const size_t fixed = 31;
   size_t rows = 16384;
-  double prev = 0;
+  BlockHistory history;
   std::vector<size_t> seen;
-  for (int i = 0; i < 4; ++i) {
-    const auto blob = static_cast<size_t>(std::lround(per_row * static_cast<double>(rows)));
-    const size_t next = FitBlockRows(g, 16384, 32768, rows, blob + fixed, blob, prev);
-    prev = static_cast<double>(blob) / static_cast<double>(rows);
-    rows = next;
+  for (size_t i = 0; i < kFitWindow + 3; ++i) {
+    // Random durations: a block's bytes per row within 0.02% of the others'.
+    const double jitter = 1 + 0.0002 * static_cast<double>(i % 3);
+    const auto blob =
+        static_cast<size_t>(std::lround(per_row * jitter * static_cast<double>(rows)));
+    history.Add(static_cast<double>(blob) / static_cast<double>(rows));
+    rows = FitBlockRows(g, 16384, 32768, rows, blob + fixed, blob, history.Spread());
     seen.push_back(rows);
   }
-  EXPECT_EQ(seen[0], 16384u);  // one block says nothing of the next
-  EXPECT_GT(seen[1], 16384u);
-  EXPECT_LE(seen[1], 32768u);
-  EXPECT_EQ(seen[2], seen[1]);
-  EXPECT_EQ(seen[3], seen[1]);
-  const double payload = per_row * static_cast<double>(rows) + fixed;
+  for (size_t i = 0; i + 1 < kFitWindow; ++i) EXPECT_EQ(seen[i], 16384u) << i;
+  const size_t fitted = seen[kFitWindow - 1];
+  EXPECT_GT(fitted, 16384u);
+  EXPECT_LE(fitted, 32768u);
+  for (size_t i = kFitWindow; i < seen.size(); ++i) EXPECT_NEAR(seen[i], fitted, 10.0) << i;
+  const double payload = per_row * static_cast<double>(fitted) + fixed;
   EXPECT_GE(payload, static_cast<double>(g.min_local + 3 * g.overflow));
   EXPECT_LT(g.PageBytes(static_cast<size_t>(payload)) / payload, 1.006);
 }
 
-// No fit where the last two blocks differ by more than kFitMaxChange, where there is no earlier
-// block, or where the default rows already use their pages within kFitMinGain.
+// The spread of the last kFitWindow blocks: their bytes per row, largest over smallest; not
+// known before kFitWindow blocks; a block unlike the others keeps it high for kFitWindow blocks.
+TEST(BlockFitRows, HistorySpreadOverTheWindow) {
+  BlockHistory h;
+  for (size_t i = 0; i + 1 < kFitWindow; ++i) {
+    h.Add(2.0);
+    EXPECT_TRUE(std::isinf(h.Spread()));
+  }
+  h.Add(2.01);
+  EXPECT_NEAR(h.Spread(), 0.005, 1e-12);
+  h.Add(4.2);  // a block of another kind
+  for (size_t i = 0; i < kFitWindow; ++i) {
+    EXPECT_GT(h.Spread(), 1.0) << i;
+    h.Add(2.0);
+  }
+  EXPECT_EQ(h.Spread(), 0.0);  // kFitWindow alike blocks since
+}
+
+// No fit where the window's blocks differ by more than kFitMaxChange, where the window is not
+// full, or where the default rows already use their pages within kFitMinGain.
 TEST(BlockFitRows, DefaultRowsWhereAFitIsNotSafeOrNotWorthIt) {
   const PageGeometry g(16384);
   const size_t blob = 47690;
-  const double per_row = static_cast<double>(blob) / 16384;
-  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, blob + 31, blob, 0), 16384u);
-  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, blob + 31, blob, per_row * 1.02), 16384u);
-  EXPECT_NE(FitBlockRows(g, 16384, 32768, 16384, blob + 31, blob, per_row * 1.005), 16384u);
+  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, blob + 31, blob, INFINITY), 16384u);
+  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, blob + 31, blob, 0.02), 16384u);
+  EXPECT_NE(FitBlockRows(g, 16384, 32768, 16384, blob + 31, blob, 0.005), 16384u);
   // 69 KB blocks (random gaps, 4.2 B/row): a leaf part of 3.5 KB, four to a leaf, 0.8% unused.
-  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, 69050, 69020, 69020.0 / 16384), 16384u);
-  // 40 KB blocks (db_bench_gen's compute threads): 7.5 KB leaf parts two to a leaf, 1.7%.
-  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, 40260, 40230, 40230.0 / 16384), 16384u);
+  EXPECT_EQ(FitBlockRows(g, 16384, 32768, 16384, 69050, 69020, 0), 16384u);
   // 26 KB blocks: a 9.6 KB leaf part alone on its leaf, 25% unused; fitted.
-  const size_t fitted = FitBlockRows(g, 16384, 32768, 16384, 26030, 26000, 26000.0 / 16384);
+  const size_t fitted = FitBlockRows(g, 16384, 32768, 16384, 26030, 26000, 0);
   EXPECT_NE(fitted, 16384u);
   const double p = 26000.0 / 16384 * static_cast<double>(fitted) + 30;
   EXPECT_LT(g.PageBytes(static_cast<size_t>(p)) / p, 1.01);
   // Never beyond the caller's limit, never below half the default.
   for (double b : {0.01, 0.3, 1.0, 2.9, 7.5, 40.0, 300.0}) {
     const auto bytes = static_cast<size_t>(b * 16384);
-    const size_t r = FitBlockRows(g, 16384, 20000, 16384, bytes + 30, bytes, b);
+    const size_t r = FitBlockRows(g, 16384, 20000, 16384, bytes + 30, bytes, 0);
     EXPECT_GE(r, 8192u) << b;
     EXPECT_LE(r, 20000u) << b;
   }

@@ -235,9 +235,9 @@ TEST(TraceBuilderRuns, CompleteRunEqualsCompleteOneByOne) {
 }
 
 // Block fitting (block_fit.h) through the writer, with known input: back-to-back spans of random
-// 20-bit durations and 8 random names (the case of issue 24), in two batches. After two blocks
-// of the default 16,384 rows, the blocks take the fitted row count, whether the rows come as
-// runs (CompleteRun, which must stop at the fitted count) or one by one: the same blocks. The
+// 20-bit durations and 8 random names (the case of issue 24), in two batches. After kFitWindow
+// blocks of the default 16,384 rows, the blocks take the fitted row count, whether the rows come
+// as runs (CompleteRun, which must stop at the fitted count) or one by one: the same blocks. The
 // rows read back are the ones written, and the blocks table leaves under 1% of its pages unused
 // besides its last leaf (16,384 rows a block left 3%: a 47.7 KB record on 3 whole pages).
 void BuildRandomDurations(const std::string& path, bool runs, size_t n, uint64_t* sums) {
@@ -285,7 +285,7 @@ void BuildRandomDurations(const std::string& path, bool runs, size_t n, uint64_t
 TEST(TraceWriterFit, RandomDurationsFillTheirPages) {
   TempDir tmp;
   const std::string one = tmp.Sub("one.tdb"), runs = tmp.Sub("runs.tdb");
-  constexpr size_t kRows = 600000;
+  constexpr size_t kRows = 1200000;
   uint64_t want[3] = {0, 0, 0}, again[3] = {0, 0, 0};
   BuildRandomDurations(runs, true, kRows, want);
   BuildRandomDurations(one, false, kRows, again);
@@ -299,9 +299,9 @@ TEST(TraceWriterFit, RandomDurationsFillTheirPages) {
                       "sum(CAST(substr(name, 2) AS INTEGER) * dur) FROM events"),
             std::to_string(kRows) + "|" + std::to_string(want[0]) + "|" + std::to_string(want[1]) +
                 "|" + std::to_string(want[2]) + "\n");
-  // Blocks in order: two of 16,384 rows, then the fitted count (within 1%: each block's follows
-  // its predecessor's bytes per row), but for the batches' last blocks; never past twice the
-  // default.
+  // Blocks in order: kFitWindow of 16,384 rows, then the fitted count (within 1%: each block's
+  // follows its predecessor's bytes per row), but for the batches' last blocks; never past twice
+  // the default.
   const std::string counts = QueryRows(runs, "SELECT count FROM blocks ORDER BY block", false);
   std::vector<size_t> c;
   for (size_t at = 0; at < counts.size();) {
@@ -309,14 +309,14 @@ TEST(TraceWriterFit, RandomDurationsFillTheirPages) {
     c.push_back(std::stoul(counts.substr(at, eol - at)));
     at = eol + 1;
   }
-  ASSERT_GE(c.size(), 20u);
-  EXPECT_EQ(c[0], 16384u);
-  EXPECT_EQ(c[1], 16384u);
-  EXPECT_GT(c[2], 16384u);
-  EXPECT_LE(c[2], 32768u);
+  const size_t w = engine::kFitWindow;
+  ASSERT_GE(c.size(), 60u);
+  for (size_t i = 0; i < w; ++i) EXPECT_EQ(c[i], 16384u) << i;
+  EXPECT_GT(c[w], 16384u);
+  EXPECT_LE(c[w], 32768u);
   size_t fitted = 0;
-  for (size_t x : c) fitted += x >= c[2] * 99 / 100 && x <= c[2] * 101 / 100 ? 1 : 0;
-  EXPECT_GE(fitted + 4, c.size()) << counts;  // besides the default two and two batch ends
+  for (size_t x : c) fitted += x >= c[w] * 99 / 100 && x <= c[w] * 101 / 100 ? 1 : 0;
+  EXPECT_GE(fitted + w + 2, c.size()) << counts;  // besides the default ones and two batch ends
   // Unused bytes of the blocks table's leaf and overflow pages, its least filled leaf (the last)
   // aside.
   const std::string use =

@@ -149,16 +149,22 @@ Status TraceWriter::WriteBlock(int32_t rank, PendingRows* pending) {
   TRACEDB_RETURN_IF_ERROR(ins.Run());
   const int64_t block = db_->LastInsertRowid();
   if (pending->cols.n == pending->target) {
-    // A full block: the rows of the rank's next one (block_fit.h).
+    // A full block: the rows of the rank's next one (block_fit.h), fitted to the pages, or
+    // the rest of the default's grid: a fitted stretch ends at a multiple of kBlockRows rows
+    // of the batch, where the default would have cut.
     BlockFit& fit = fits_[rank];
-    const size_t n = pending->cols.n;
-    fit.rows =
-        FitBlockRows(pages_, kBlockRows, kMaxFitRows, n,
-                     BlockRecordBytes(rank, zone.min_ts, zone.max_end, zone.max_dur,
-                                      static_cast<int64_t>(zone.count), block_scratch_.size()),
-                     block_scratch_.size(), fit.per_row);
-    fit.per_row = static_cast<double>(block_scratch_.size()) / static_cast<double>(n);
-    pending->target = fit.rows;
+    const size_t n = pending->cols.n, blob = block_scratch_.size();
+    fit.history.Add(static_cast<double>(blob) / static_cast<double>(n));
+    fit.rows = FitBlockRows(pages_, kBlockRows, kMaxFitRows, n,
+                            BlockRecordBytes(rank, zone.min_ts, zone.max_end, zone.max_dur,
+                                             static_cast<int64_t>(zone.count), blob),
+                            blob, fit.history.Spread());
+    pending->written += n;
+    const size_t off = pending->written % kBlockRows;
+    pending->target = fit.rows != kBlockRows  ? fit.rows
+                      : off == 0              ? kBlockRows
+                      : off <= kBlockRows / 2 ? kBlockRows - off
+                                              : 2 * kBlockRows - off;
   }
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt names, db_->PrepareCached("INSERT INTO block_names(name, cat, block, count, max_dur) "

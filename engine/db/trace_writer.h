@@ -164,15 +164,17 @@ class TraceWriter {
   explicit TraceWriter(std::unique_ptr<Db> db) : db_(std::move(db)) {}
   Status Load();
   // Rows of one rank not yet in a block, as columns sized for a block once (kept between
-  // blocks of the batch), and the rows of its block (the rank's BlockFit).
+  // blocks of the batch), the rows of its block, and the rows of its full blocks so far in the
+  // batch (a rank not fitted cuts its blocks at multiples of kBlockRows from the batch's start).
   struct PendingRows {
     RowColumns cols;
     size_t target = kBlockRows;
+    size_t written = 0;
   };
   // What a rank's full blocks so far say of its next (block_fit.h), kept between batches.
   struct BlockFit {
-    size_t rows = kBlockRows;
-    double per_row = 0;  // data bytes per row of the last full block; 0: none yet
+    size_t rows = kBlockRows;  // a fitted count, or kBlockRows
+    BlockHistory history;
   };
   // Encodes and inserts the pending rows as a block; a block of `pending->target` rows also
   // sets the rank's next row count.
