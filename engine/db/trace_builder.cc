@@ -128,7 +128,7 @@ Status TraceBuilder::End(uint32_t track, int64_t ts, const EventArgs* args, std:
     w_->AddStat("late_arrivals", rank, 1);
     return p;
   }
-  p.depth = static_cast<uint32_t>(s->stack.size());
+  p.depth = s->stack.empty() ? 0 : s->stack.back().depth + 1;
   p.parent_k = s->stack.empty() ? 0 : s->stack.back().k + 1;
   PushFrame(s, p.k, ts, end);
   return p;
@@ -211,7 +211,7 @@ Status TraceBuilder::CompleteRun(uint32_t track, const RunEvent* events, size_t 
         uint64_t parent = 0;
         for (size_t q = depth; q-- > 0;) {
           if (f[q].ts <= ts && end <= f[q].end) {
-            d = static_cast<uint32_t>(q + 1);
+            d = f[q].depth + 1;
             parent = f[q].k + 1;
             break;
           }
@@ -221,12 +221,17 @@ Status TraceBuilder::CompleteRun(uint32_t track, const RunEvent* events, size_t 
         w_->AddStat("late_arrivals", rank, 1);
       } else {
         if (depth > 0 && f[depth - 1].end < end) w_->AddStat("improper_nesting", rank, 1);
-        depth_col[j] = static_cast<uint32_t>(depth);
+        const uint32_t d = depth == 0 ? 0 : f[depth - 1].depth + 1;
+        depth_col[j] = d;
         parent_col[j] = depth == 0 ? 0 : f[depth - 1].k + 1;
         Frame& top = f[depth++];
         top.k = k;
         top.ts = ts;
         top.end = end;
+        top.depth = d;
+        // As PushFrame: the frames left fit in the room made for the run.
+        if (depth >= s.prune_at) [[unlikely]]
+          depth = PruneEnded(f, depth, ts, &s.prune_at);
       }
       if (e.args != nullptr && (e.args->mask & EventArgs::kAllFields) != 0) [[unlikely]] {
         c.mask[at + j] = e.args->mask & EventArgs::kAllFields;
@@ -314,6 +319,20 @@ StatusOr<uint64_t> TraceBuilder::CloseOpenSpans(uint32_t track, int64_t end_ts) 
   return n;
 }
 
+size_t TraceBuilder::PruneEnded(Frame* f, size_t n, int64_t ts, size_t* prune_at) {
+  // Kept: a frame not ended, an open one (end INT64_MAX: only an event at INT64_MAX, hostile
+  // input, would have ended it), and one under an open frame, its parent when it ends (End and
+  // CloseOpenSpans take the frame under it).
+  size_t left = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (f[i].end > ts || f[i].end == INT64_MAX || (i + 1 < n && f[i + 1].end == INT64_MAX)) {
+      f[left++] = f[i];
+    }
+  }
+  *prune_at = std::max(kPruneFrames, 2 * left);
+  return left;
+}
+
 uint64_t TraceBuilder::open_spans() const {
   uint64_t n = 0;
   for (const TrackState& s : tracks_) n += s.open.size();
@@ -322,7 +341,7 @@ uint64_t TraceBuilder::open_spans() const {
 
 Status TraceBuilder::SaveState(std::string_view state_key) {
   std::string blob;
-  PutVarint64(&blob, 1);  // state format
+  PutVarint64(&blob, 2);  // state format: 1 without depths (a frame's depth was its index)
   uint64_t ntracks = 0;
   for (const TrackState& s : tracks_) ntracks += s.stack.empty() ? 0 : 1;
   PutVarint64(&blob, ntracks);
@@ -340,6 +359,7 @@ Status TraceBuilder::SaveState(std::string_view state_key) {
       PutVarint64(&blob, f.k);
       PutVarsigned(&blob, f.ts);
       PutVarsigned(&blob, f.end);
+      PutVarint64(&blob, f.depth);
       PutVarint64(&blob, e.name);
       PutVarint64(&blob, e.cat);
       PutArgs(e.args, &blob);
@@ -358,7 +378,9 @@ Status TraceBuilder::LoadState(std::string_view state_key) {
   auto bad = [&] {
     return Status::Corruption("saved state '" + std::string(state_key) + "' is damaged");
   };
-  if (!r.GetVarint64(&format) || format != 1 || !r.GetVarint64(&ntracks)) return bad();
+  if (!r.GetVarint64(&format) || (format != 1 && format != 2) || !r.GetVarint64(&ntracks)) {
+    return bad();
+  }
   for (uint64_t t = 0; t < ntracks; ++t) {
     uint32_t track;
     uint64_t n;
@@ -374,9 +396,10 @@ Status TraceBuilder::LoadState(std::string_view state_key) {
       Frame f;
       OpenSpan e;
       std::string_view json;
+      f.depth = static_cast<uint32_t>(i);
       if (!r.GetVarint64(&f.k) || !r.GetVarsigned(&f.ts) || !r.GetVarsigned(&f.end) ||
-          !r.GetVarint32(&e.name) || !r.GetVarint32(&e.cat) || !GetArgs(&r, &e.args) ||
-          !r.GetLengthPrefixed(&json)) {
+          (format == 2 && !r.GetVarint32(&f.depth)) || !r.GetVarint32(&e.name) ||
+          !r.GetVarint32(&e.cat) || !GetArgs(&r, &e.args) || !r.GetLengthPrefixed(&json)) {
         return bad();
       }
       s.stack.push_back(f);
