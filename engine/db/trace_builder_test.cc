@@ -235,6 +235,15 @@ TEST(TraceBuilderRuns, CompleteRunEqualsCompleteOneByOne) {
   EXPECT_EQ(QueryRows(runs, blocks), QueryRows(one, blocks));
 }
 
+// The one track of rank 0 that the tests below write: thread "main", recorder index 0.
+uint32_t MainTrack(engine::TraceWriter* tw) {
+  engine::TrackSpec spec;
+  spec.rank = 0;
+  spec.name = "main";
+  spec.local_id = 0;
+  return tw->Track(spec);
+}
+
 // Complete events that overlap without nesting: each starts 10 ns after the one before and lasts
 // a random 0-1 ms (spans recorded after the fact with a clock read: the default random_spans
 // workload). By the nesting rule each is the child of the one before (depth = its index); the
@@ -265,11 +274,7 @@ size_t BuildOverlapping(const std::string& path, const std::vector<Overlap>& spa
   uint64_t frames = 0;
   for (size_t start = 0; start < spans.size(); start += batch) {
     EXPECT_TRUE(tw.BeginBatch().ok());
-    engine::TrackSpec spec;
-    spec.rank = 0;
-    spec.name = "main";
-    spec.local_id = 0;
-    const uint32_t track = tw.Track(spec);
+    const uint32_t track = MainTrack(&tw);
     const uint32_t name = tw.Intern("span");
     engine::TraceBuilder b(&tw);
     EXPECT_TRUE(b.LoadState("test.state").ok());
@@ -354,11 +359,7 @@ TEST(TraceBuilderStack, AnOpenSpanKeepsItsEndedParentThroughPruning) {
     ASSERT_TRUE(w.ok());
     engine::TraceWriter& tw = **w;
     ASSERT_TRUE(tw.BeginBatch().ok());
-    engine::TrackSpec spec;
-    spec.rank = 0;
-    spec.name = "main";
-    spec.local_id = 0;
-    const uint32_t track = tw.Track(spec);
+    const uint32_t track = MainTrack(&tw);
     const uint32_t name = tw.Intern("x"), outer = tw.Intern("outer"), open = tw.Intern("open");
     engine::TraceBuilder b(&tw);
     ASSERT_TRUE(b.Complete(track, 0, 100, outer, 0, nullptr).ok());  // k 0
@@ -369,16 +370,20 @@ TEST(TraceBuilderStack, AnOpenSpanKeepsItsEndedParentThroughPruning) {
     ASSERT_TRUE(b.End(track, 300000).ok());
     ASSERT_TRUE(tw.CommitBatch().ok());
   }
+  int seen = 0;
   for (const DbRow& r : ReadDbRows(path)) {
     if (r.name == "open") {
+      ++seen;
       EXPECT_EQ(r.k, 1u);
       EXPECT_EQ(r.depth, 1u);
       EXPECT_EQ(r.parent_k, 1u);  // k 0 + 1
       EXPECT_EQ(r.dur, 300000 - 10);
     } else if (r.name == "x" && r.k == 4001) {
+      ++seen;
       EXPECT_EQ(r.depth, 4001u);  // under the open span and 3,999 before it
     }
   }
+  EXPECT_EQ(seen, 2);
 }
 
 // A saved state of format 1 (before frames kept their depth: a frame's depth was its index)
@@ -390,11 +395,7 @@ TEST(TraceBuilderStack, StateFormatOneStillLoads) {
   ASSERT_TRUE(w.ok());
   engine::TraceWriter& tw = **w;
   ASSERT_TRUE(tw.BeginBatch().ok());
-  engine::TrackSpec spec;
-  spec.rank = 0;
-  spec.name = "main";
-  spec.local_id = 0;
-  const uint32_t track = tw.Track(spec);
+  const uint32_t track = MainTrack(&tw);
   const uint32_t outer = tw.Intern("outer"), inner = tw.Intern("inner");
   ASSERT_EQ(tw.TakeKs(track, 2), 0u);
   // Format 1: format, tracks, then per track its id, frames, and per frame k, ts, end, name,
@@ -442,11 +443,7 @@ void BuildRandomDurations(const std::string& path, bool runs, size_t n, uint64_t
   auto w = engine::TraceWriter::Open(path);
   ASSERT_TRUE(w.ok());
   engine::TraceWriter& tw = **w;
-  engine::TrackSpec spec;
-  spec.rank = 0;
-  spec.name = "main";
-  spec.local_id = 0;
-  const uint32_t track = tw.Track(spec);
+  const uint32_t track = MainTrack(&tw);
   uint32_t names[8];
   for (int i = 0; i < 8; ++i) names[i] = tw.Intern("n" + std::to_string(i));
   engine::TraceBuilder b(&tw);
