@@ -4,18 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/util/coding.h"
+
 namespace tracedb::engine {
 namespace {
 
-// The bytes of a varint in SQLite's format (7 bits a byte, 9 bytes at most).
-size_t VarintBytes(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80 && n < 9) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
+// The bytes of a varint in SQLite's format: those of the project's varint (7 bits a byte) for
+// every value below 2^56, which is all a record's sizes and serial types here.
+size_t VarintBytes(uint64_t v) { return static_cast<size_t>(VarintLength(v)); }
 
 // The bytes of an integer's value in a record: serial types 8 and 9 (0 and 1) take none.
 size_t IntBytes(int64_t v) {
@@ -108,7 +104,6 @@ size_t FitBlockRows(const PageGeometry& g, size_t default_rows, size_t max_rows,
     return default_rows;
   }
   const double per_row = static_cast<double>(blob_bytes) / static_cast<double>(rows);
-  const double change = spread;
   const double fixed = static_cast<double>(record_bytes - blob_bytes);
   const double lo = static_cast<double>(default_rows) / 2;
   const double hi = std::min(static_cast<double>(default_rows) * 2, static_cast<double>(max_rows));
@@ -119,7 +114,7 @@ size_t FitBlockRows(const PageGeometry& g, size_t default_rows, size_t max_rows,
   const std::vector<size_t> sizes = g.FitSizes(static_cast<size_t>(limit), &overflow_from);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const double size = static_cast<double>(sizes[i]);
-    const double margin = kMarginBytes + 2 * change * size;
+    const double margin = kMarginBytes + 2 * spread * size;
     // Whole on a leaf: at most the size; with overflow pages: at least it.
     const double t = i < overflow_from ? std::floor((size - margin - fixed) / per_row)
                                        : std::ceil((size + margin - fixed) / per_row);
