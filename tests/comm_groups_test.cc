@@ -128,7 +128,7 @@ TEST(CommGroups, RanksOfOneCommunicatorShareOneGroupRow) {
   EXPECT_EQ(Sql(db, "SELECT count(DISTINCT group_id), count(*) FROM rank_comms WHERE comm = 2"),
             "1,2\n");
   EXPECT_EQ(Sql(db, "SELECT group_id IS NULL FROM rank_comms WHERE comm = 7"), "1\n");
-  EXPECT_EQ(Sql(db, "SELECT value FROM meta WHERE key = 'schema_version'"), "2\n");
+  EXPECT_EQ(Sql(db, "SELECT value FROM meta WHERE key = 'schema_version'"), "3\n");
   EXPECT_EQ(Sql(db, "PRAGMA integrity_check"), "ok\n");
   // The SQL layer's view of the same rows (tracedb query adds its header line).
   EXPECT_EQ(TracedbQuery(db, kCommsSql),

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/db/db_schema.h"
 #include "engine/db/sqlite.h"
 #include "engine/db/trace_builder.h"
 #include "engine/db/trace_writer.h"
@@ -186,6 +187,7 @@ TEST(ViewsMemory, EventsQueriesWithoutStepsDoNotReadThem) {
   {
     auto db = engine::Db::Open(with_steps, engine::Db::Mode::kReadWrite);
     ASSERT_TRUE(db.ok()) << db.status().message();
+    ASSERT_TRUE(engine::EnsureTable(db->get(), "steps").ok());
     ASSERT_TRUE((*db)
                     ->Exec("DELETE FROM steps; WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT "
                            "i + 1 FROM c WHERE i < 1999999) INSERT INTO steps(rank, ts, step) "

@@ -121,9 +121,6 @@ Status DropOldBlocks(Db* db, const ArchiveOptions& o, ArchiveReport* r) {
         Stmt sel, db->Prepare("SELECT b.rank, count(*), sum(b.count) FROM blocks b "
                               "JOIN temp.archive_drop d ON d.block = b.block GROUP BY b.rank"));
     TRACEDB_ASSIGN_OR_RETURN(
-        Stmt add, db->Prepare("INSERT INTO stats(name, rank, value) VALUES(?1, ?2, ?3) "
-                              "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?3"));
-    TRACEDB_ASSIGN_OR_RETURN(
         Stmt meta,
         db->Prepare("INSERT INTO meta(key, value) VALUES(?1, ?2) ON CONFLICT(key) DO UPDATE SET "
                     "value = CAST(max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER)) "
@@ -134,20 +131,26 @@ Status DropOldBlocks(Db* db, const ArchiveOptions& o, ArchiveReport* r) {
       if (!row) break;
       dropped.emplace_back(static_cast<int32_t>(sel.Int(0)), sel.Int(1), sel.Int(2));
     }
-    bool first = true;
-    for (const auto& [rank, blocks, events] : dropped) {
-      TRACEDB_RETURN_IF_ERROR(
-          add.Bind(1, "archive_dropped_blocks").Bind(2, rank).Bind(3, blocks).Run());
-      TRACEDB_RETURN_IF_ERROR(
-          add.Bind(1, "archive_dropped_events").Bind(2, rank).Bind(3, events).Run());
-      const int64_t c = cutoff.at(rank);
-      TRACEDB_RETURN_IF_ERROR(meta.Bind(1, "archive.cutoff_ns." + std::to_string(rank))
-                                  .Bind(2, std::to_string(c))
-                                  .Run());
-      r->blocks_dropped += static_cast<uint64_t>(blocks);
-      r->cutoff_min_ns = first ? c : std::min(r->cutoff_min_ns, c);
-      r->cutoff_max_ns = first ? c : std::max(r->cutoff_max_ns, c);
-      first = false;
+    if (!dropped.empty()) {  // (the table stats is created when first written)
+      TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "stats"));
+      TRACEDB_ASSIGN_OR_RETURN(
+          Stmt add, db->Prepare("INSERT INTO stats(name, rank, value) VALUES(?1, ?2, ?3) "
+                                "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?3"));
+      bool first = true;
+      for (const auto& [rank, blocks, events] : dropped) {
+        TRACEDB_RETURN_IF_ERROR(
+            add.Bind(1, "archive_dropped_blocks").Bind(2, rank).Bind(3, blocks).Run());
+        TRACEDB_RETURN_IF_ERROR(
+            add.Bind(1, "archive_dropped_events").Bind(2, rank).Bind(3, events).Run());
+        const int64_t c = cutoff.at(rank);
+        TRACEDB_RETURN_IF_ERROR(meta.Bind(1, "archive.cutoff_ns." + std::to_string(rank))
+                                    .Bind(2, std::to_string(c))
+                                    .Run());
+        r->blocks_dropped += static_cast<uint64_t>(blocks);
+        r->cutoff_min_ns = first ? c : std::min(r->cutoff_min_ns, c);
+        r->cutoff_max_ns = first ? c : std::max(r->cutoff_max_ns, c);
+        first = false;
+      }
     }
   }
   TRACEDB_RETURN_IF_ERROR(

@@ -17,6 +17,7 @@
 
 #include "engine/compact/compactor_clocks.h"
 #include "engine/db/clock_model.h"
+#include "engine/db/db_schema.h"
 #include "engine/db/flight_tables.h"
 #include "engine/db/trace_builder.h"
 #include "engine/segment/segment_dir.h"
@@ -99,20 +100,26 @@ Status StorePrepass(Db* db, const SegmentFileRef& f, const PrepassVisitor& v) {
                                 .Bind(5, p.uncertainty_ns)
                                 .Run());
   }
-  TRACEDB_ASSIGN_OR_RETURN(
-      Stmt s, db->Prepare("INSERT OR IGNORE INTO sync_points(rank, pid, ref_rank, local_ns, "
-                          "offset_ns, uncertainty_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
-  for (const SyncPoint& p : v.sync) {
-    TRACEDB_RETURN_IF_ERROR(s.Bind(1, f.rank)
-                                .Bind(2, static_cast<int64_t>(f.pid))
-                                .Bind(3, p.ref_rank)
-                                .Bind(4, p.local_ns)
-                                .Bind(5, p.offset_ns)
-                                .Bind(6, p.uncertainty_ns)
-                                .Run());
+  if (!v.sync.empty()) {
+    TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "sync_points"));
+    TRACEDB_ASSIGN_OR_RETURN(
+        Stmt s, db->Prepare("INSERT OR IGNORE INTO sync_points(rank, pid, ref_rank, local_ns, "
+                            "offset_ns, uncertainty_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6)"));
+    for (const SyncPoint& p : v.sync) {
+      TRACEDB_RETURN_IF_ERROR(s.Bind(1, f.rank)
+                                  .Bind(2, static_cast<int64_t>(f.pid))
+                                  .Bind(3, p.ref_rank)
+                                  .Bind(4, p.local_ns)
+                                  .Bind(5, p.offset_ns)
+                                  .Bind(6, p.uncertainty_ns)
+                                  .Run());
+    }
   }
   // Each distinct member list is stored once (comm_groups, found again by its text: a re-run
   // or a later rank reuses the group); rank_comms points at it. `comms` is their view.
+  if (v.comms.empty()) return Status::Ok();
+  TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "comm_groups"));
+  TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "rank_comms"));
   TRACEDB_ASSIGN_OR_RETURN(Stmt g,
                            db->Prepare("INSERT INTO comm_groups(size, members) VALUES(?1, ?2) "
                                        "ON CONFLICT(members) DO NOTHING"));

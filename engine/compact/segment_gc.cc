@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/db/db_schema.h"
 #include "engine/segment/segment_dir.h"
 #include "engine/segment/segment_reader.h"
 #include "engine/segment/segment_writer.h"
@@ -232,10 +233,11 @@ StatusOr<DeleteCompactedStats> DeleteCompactedSegments(Db* db,
       TRACEDB_ASSIGN_OR_RETURN(
           Stmt del, db->Prepare("DELETE FROM sources WHERE path = ?1 AND format = 'segment'"));
       for (const std::string& p : forget) TRACEDB_RETURN_IF_ERROR(del.Bind(1, p).Run());
-      TRACEDB_ASSIGN_OR_RETURN(
-          Stmt add, db->Prepare("INSERT INTO stats(name, rank, value) VALUES(?1, -1, ?2) "
-                                "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?2"));
       if (stats.files > 0) {
+        TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "stats"));
+        TRACEDB_ASSIGN_OR_RETURN(
+            Stmt add, db->Prepare("INSERT INTO stats(name, rank, value) VALUES(?1, -1, ?2) "
+                                  "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?2"));
         TRACEDB_RETURN_IF_ERROR(
             add.Bind(1, "deleted_segment_files").Bind(2, static_cast<int64_t>(stats.files)).Run());
         TRACEDB_RETURN_IF_ERROR(

@@ -11,7 +11,6 @@
 
 #include "engine/db/db_schema.h"
 #include "engine/db/event_block.h"
-#include "engine/db/flight_tables.h"
 #include "engine/util/coding.h"
 #include "engine/util/crc32c.h"
 #include "engine/util/hash.h"
@@ -568,17 +567,31 @@ StatusOr<ShardMergeStats> MergeShard(Db* dst, const std::string& shard_path, con
 
   // The per-rank tables: the shard's rows replace its ranks' rows (they are cumulative).
   const std::string owned = " WHERE rank IN (SELECT rank FROM shard.sources)";
-  // step_stats, triggers: a target written before the tables existed gets them; a shard
-  // always has them (a new database's schema).
-  TRACEDB_RETURN_IF_ERROR(EnsureFlightTables(dst));
+  // A table the target has as the empty view of a table created when first written
+  // (engine/db/db_schema.h; or has not, being older than it) is made a table when the shard
+  // has rows for it, and left so otherwise. A shard's own such views read as empty tables.
+  auto writable = [&](const char* t) -> StatusOr<bool> {
+    TRACEDB_ASSIGN_OR_RETURN(bool placeholder, IsPlaceholderTable(dst, t));
+    if (!placeholder && dst->HasTable(t)) return true;
+    TRACEDB_ASSIGN_OR_RETURN(
+        int64_t any,
+        dst->QueryInt(std::string("SELECT EXISTS(SELECT 1 FROM shard.") + t + owned + ")"));
+    if (any == 0) return false;
+    TRACEDB_RETURN_IF_ERROR(EnsureTable(dst, t));
+    return true;
+  };
   for (const char* t : kRankTables) {
+    TRACEDB_ASSIGN_OR_RETURN(bool write, writable(t));
+    if (!write) continue;
     TRACEDB_RETURN_IF_ERROR(dst->Exec(std::string("DELETE FROM main.") + t + owned));
     TRACEDB_RETURN_IF_ERROR(
         dst->Exec(std::string("INSERT INTO main.") + t + " SELECT * FROM shard." + t + owned));
   }
-  {
+  TRACEDB_ASSIGN_OR_RETURN(bool comms, writable("rank_comms"));
+  if (comms) {
     // Communicators: a shard's member lists are found in the target by their text (or added),
     // and its rank_comms rows point at the target's group ids (`comms` is their view).
+    TRACEDB_RETURN_IF_ERROR(EnsureTable(dst, "comm_groups"));
     TRACEDB_RETURN_IF_ERROR(dst->Exec("DELETE FROM main.rank_comms" + owned));
     TRACEDB_RETURN_IF_ERROR(dst->Exec(
         "INSERT OR IGNORE INTO main.comm_groups(size, members) SELECT size, members "

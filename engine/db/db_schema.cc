@@ -3,7 +3,6 @@
 
 #include <sys/stat.h>
 
-#include "engine/db/flight_tables.h"
 #include "engine/util/version.h"
 
 namespace tracedb::engine {
@@ -25,10 +24,6 @@ CREATE TABLE clock_knots(
   rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL, kind TEXT NOT NULL,
   common_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL,
   PRIMARY KEY(rank, pid, local_ns, kind)) WITHOUT ROWID;
-CREATE TABLE sync_points(
-  rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL,
-  ref_rank INTEGER NOT NULL, offset_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL,
-  PRIMARY KEY(rank, pid, local_ns)) WITHOUT ROWID;
 CREATE TABLE tracks(
   track INTEGER PRIMARY KEY, rank INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT,
   tid INTEGER, pid INTEGER, local_id INTEGER, sort_index INTEGER, next_k INTEGER NOT NULL);
@@ -47,41 +42,98 @@ CREATE TABLE name_stats(
   count INTEGER NOT NULL, total_dur INTEGER NOT NULL, min_dur INTEGER NOT NULL,
   max_dur INTEGER NOT NULL, hist BLOB,
   PRIMARY KEY(rank, name, cat, kind)) WITHOUT ROWID;
-CREATE TABLE steps(
-  rank INTEGER NOT NULL, ts INTEGER NOT NULL, step INTEGER NOT NULL,
-  PRIMARY KEY(rank, ts)) WITHOUT ROWID;
-CREATE TABLE stats(
-  name TEXT NOT NULL, rank INTEGER NOT NULL, value INTEGER NOT NULL,
-  PRIMARY KEY(name, rank)) WITHOUT ROWID;
-CREATE TABLE triggers(
-  rank INTEGER NOT NULL, ts INTEGER NOT NULL, reason TEXT NOT NULL,
-  PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID;
-CREATE TABLE comm_groups(
-  group_id INTEGER PRIMARY KEY, size INTEGER NOT NULL, members TEXT NOT NULL UNIQUE);
-CREATE TABLE rank_comms(
-  rank INTEGER NOT NULL, comm INTEGER NOT NULL, size INTEGER NOT NULL,
-  rank_in_comm INTEGER NOT NULL, group_id INTEGER, PRIMARY KEY(rank, comm)) WITHOUT ROWID;
 CREATE TABLE sources(
   path TEXT PRIMARY KEY, format TEXT NOT NULL, rank INTEGER, pid INTEGER,
   offset INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0,
   finished INTEGER NOT NULL DEFAULT 0, events INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 CREATE TABLE state(key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID;
-CREATE TABLE mpi_profile(
-  rank INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT NULL,
-  bytes REAL NOT NULL, time_ns INTEGER NOT NULL, source TEXT,
-  PRIMARY KEY(rank, routine)) WITHOUT ROWID;
-CREATE TABLE mpi_msgsize(
-  rank INTEGER NOT NULL, routine TEXT NOT NULL, min_bytes INTEGER NOT NULL,
-  max_bytes INTEGER NOT NULL, calls INTEGER NOT NULL, avg_bytes REAL NOT NULL,
-  time_ns INTEGER NOT NULL, PRIMARY KEY(rank, routine, min_bytes)) WITHOUT ROWID;
-CREATE TABLE rank_times(
-  rank INTEGER PRIMARY KEY, host TEXT, comm_ns INTEGER, elapsed_ns INTEGER, user_ns INTEGER,
-  system_ns INTEGER, maxrss_bytes INTEGER, source TEXT);
-CREATE TABLE mpi_callsites(
-  rank INTEGER NOT NULL, site INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT NULL,
-  max_ns INTEGER, mean_ns INTEGER, min_ns INTEGER, app_pct REAL, mpi_pct REAL,
-  bytes_sum REAL, location TEXT, PRIMARY KEY(rank, site, routine)) WITHOUT ROWID;
 )sql";
+
+// The tables a trace holds rows in only when a feature writes them (docs/database-format.md,
+// "Tables created when first written"): clock sync points, steps, counters, the flight
+// recorder's step statistics and triggers, communicators, the MPI profiles of an mpitrace or
+// mpiP import. A new database has, in each one's place, an empty view of the same name and
+// columns (PlaceholderSql): every reader, ours or sqlite3's, sees an empty table, and no page is
+// spent on it (a table's root page is 16 KiB: a one-event DB was 442,368 bytes with them, is
+// 262,144 without). A writer calls EnsureTable first, which puts the table in the view's place
+// in its own transaction.
+struct LazyTable {
+  const char* name;
+  const char* columns;  // in the table's order: the view's, and `SELECT *`'s
+  const char* create;
+};
+constexpr LazyTable kLazyTables[] = {
+    {"sync_points", "rank, pid, local_ns, ref_rank, offset_ns, uncertainty_ns",
+     "CREATE TABLE sync_points(\n"
+     "  rank INTEGER NOT NULL, pid INTEGER NOT NULL, local_ns INTEGER NOT NULL,\n"
+     "  ref_rank INTEGER NOT NULL, offset_ns INTEGER NOT NULL, uncertainty_ns INTEGER NOT NULL,\n"
+     "  PRIMARY KEY(rank, pid, local_ns)) WITHOUT ROWID"},
+    {"steps", "rank, ts, step",
+     "CREATE TABLE steps(\n"
+     "  rank INTEGER NOT NULL, ts INTEGER NOT NULL, step INTEGER NOT NULL,\n"
+     "  PRIMARY KEY(rank, ts)) WITHOUT ROWID"},
+    {"stats", "name, rank, value",
+     "CREATE TABLE stats(\n"
+     "  name TEXT NOT NULL, rank INTEGER NOT NULL, value INTEGER NOT NULL,\n"
+     "  PRIMARY KEY(name, rank)) WITHOUT ROWID"},
+    {"step_stats",
+     "rank, step, start_ns, end_ns, dur_ns, compute_ns, comm_ns, wait_ns, bytes, events, "
+     "top_names",
+     "CREATE TABLE step_stats(\n"
+     "  rank INTEGER NOT NULL, step INTEGER NOT NULL, start_ns INTEGER NOT NULL,\n"
+     "  end_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL, compute_ns INTEGER NOT NULL,\n"
+     "  comm_ns INTEGER NOT NULL, wait_ns INTEGER NOT NULL, bytes INTEGER NOT NULL,\n"
+     "  events INTEGER NOT NULL, top_names TEXT NOT NULL,\n"
+     "  PRIMARY KEY(rank, step, start_ns)) WITHOUT ROWID"},
+    {"triggers", "rank, ts, reason",
+     "CREATE TABLE triggers(\n"
+     "  rank INTEGER NOT NULL, ts INTEGER NOT NULL, reason TEXT NOT NULL,\n"
+     "  PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID"},
+    {"comm_groups", "group_id, size, members",
+     "CREATE TABLE comm_groups(\n"
+     "  group_id INTEGER PRIMARY KEY, size INTEGER NOT NULL, members TEXT NOT NULL UNIQUE)"},
+    {"rank_comms", "rank, comm, size, rank_in_comm, group_id",
+     "CREATE TABLE rank_comms(\n"
+     "  rank INTEGER NOT NULL, comm INTEGER NOT NULL, size INTEGER NOT NULL,\n"
+     "  rank_in_comm INTEGER NOT NULL, group_id INTEGER, PRIMARY KEY(rank, comm)) WITHOUT ROWID"},
+    {"mpi_profile", "rank, routine, calls, bytes, time_ns, source",
+     "CREATE TABLE mpi_profile(\n"
+     "  rank INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT NULL,\n"
+     "  bytes REAL NOT NULL, time_ns INTEGER NOT NULL, source TEXT,\n"
+     "  PRIMARY KEY(rank, routine)) WITHOUT ROWID"},
+    {"mpi_msgsize", "rank, routine, min_bytes, max_bytes, calls, avg_bytes, time_ns",
+     "CREATE TABLE mpi_msgsize(\n"
+     "  rank INTEGER NOT NULL, routine TEXT NOT NULL, min_bytes INTEGER NOT NULL,\n"
+     "  max_bytes INTEGER NOT NULL, calls INTEGER NOT NULL, avg_bytes REAL NOT NULL,\n"
+     "  time_ns INTEGER NOT NULL, PRIMARY KEY(rank, routine, min_bytes)) WITHOUT ROWID"},
+    {"rank_times", "rank, host, comm_ns, elapsed_ns, user_ns, system_ns, maxrss_bytes, source",
+     "CREATE TABLE rank_times(\n"
+     "  rank INTEGER PRIMARY KEY, host TEXT, comm_ns INTEGER, elapsed_ns INTEGER, user_ns "
+     "INTEGER,\n"
+     "  system_ns INTEGER, maxrss_bytes INTEGER, source TEXT)"},
+    {"mpi_callsites",
+     "rank, site, routine, calls, max_ns, mean_ns, min_ns, app_pct, mpi_pct, bytes_sum, location",
+     "CREATE TABLE mpi_callsites(\n"
+     "  rank INTEGER NOT NULL, site INTEGER NOT NULL, routine TEXT NOT NULL, calls INTEGER NOT "
+     "NULL,\n"
+     "  max_ns INTEGER, mean_ns INTEGER, min_ns INTEGER, app_pct REAL, mpi_pct REAL,\n"
+     "  bytes_sum REAL, location TEXT, PRIMARY KEY(rank, site, routine)) WITHOUT ROWID"},
+};
+
+const LazyTable* FindLazyTable(std::string_view name) {
+  for (const LazyTable& t : kLazyTables)
+    if (name == t.name) return &t;
+  return nullptr;
+}
+
+// "CREATE VIEW steps(rank, ts, step) AS SELECT NULL, NULL, NULL WHERE 0": no row, the table's
+// columns. CheckSchema accepts exactly this text in the table's place.
+std::string PlaceholderSql(const LazyTable& t) {
+  std::string sql = std::string("CREATE VIEW ") + t.name + "(" + t.columns + ") AS SELECT NULL";
+  for (const char* c = t.columns; *c; ++c)
+    if (*c == ',') sql += ", NULL";
+  return sql + " WHERE 0";
+}
 
 // The communicators with the columns of schema version 1's comms table. One table with a
 // scalar subquery, not a join: SQLite then flattens the view into the events views' LEFT JOIN
@@ -124,7 +176,7 @@ StatusOr<std::string> SchemaVersion(Db* db) {
 
 Status CreateSchema(Db* db) {
   TRACEDB_RETURN_IF_ERROR(db->Exec(kSchemaSql));
-  TRACEDB_RETURN_IF_ERROR(db->Exec(kStepStatsTableSql));
+  for (const LazyTable& t : kLazyTables) TRACEDB_RETURN_IF_ERROR(db->Exec(PlaceholderSql(t)));
   TRACEDB_RETURN_IF_ERROR(db->Exec(kCommsViewSql));
   TRACEDB_ASSIGN_OR_RETURN(Stmt st, db->Prepare("INSERT INTO meta(key, value) VALUES(?1, ?2)"));
   TRACEDB_RETURN_IF_ERROR(st.Bind(1, "format").Bind(2, "tracedb").Run());
@@ -160,13 +212,15 @@ Status CheckSchema(Db* db) {
   // The readers' tables must be tables: a view in their place (a recursive CTE under `meta`,
   // say) would make every reader, this check's next query first, run its SQL for ever
   // (docs/security.md).
-  // (One exception: a shard catalog's `blocks`, the view of block_refs that
-  // engine/compact/shard_catalog.cc creates, word for word.)
+  // (Two exceptions, each word for word: a shard catalog's `blocks`, the view of block_refs
+  // that engine/compact/shard_catalog.cc creates, and the empty view in the place of a table
+  // created when first written, kLazyTables.)
   auto objects = db->Prepare(
       "SELECT name, type, sql FROM sqlite_master WHERE type <> 'table' AND name IN ('meta', "
       "'strings', 'ranks', 'processes', 'clock_knots', 'sync_points', 'tracks', 'blocks', "
       "'block_names', 'name_stats', 'steps', 'stats', 'comm_groups', 'rank_comms', 'sources', "
-      "'state', 'mpi_profile', 'mpi_msgsize', 'rank_times', 'mpi_callsites')");
+      "'state', 'mpi_profile', 'mpi_msgsize', 'rank_times', 'mpi_callsites', 'step_stats', "
+      "'triggers')");
   if (!objects.ok()) return objects.status();
   for (;;) {
     auto other = objects->Step();
@@ -177,6 +231,8 @@ Status CheckSchema(Db* db) {
         CollapseSpaces(objects->Text(2)) == CollapseSpaces(kShardCatalogBlocksView)) {
       continue;
     }
+    const LazyTable* lazy = FindLazyTable(name);
+    if (lazy && type == "view" && objects->Text(2) == PlaceholderSql(*lazy)) continue;
     return Status::Corruption(db->path() + ": `" + name + "` is a " + type +
                               ", not a table: not a database tracedb wrote, refused");
   }
@@ -186,7 +242,9 @@ Status CheckSchema(Db* db) {
   if (!row.ok()) return row.status();
   if (!*row) return Status::InvalidArgument(db->path() + ": not a tracedb database");
   const std::string v(st->Text(0));
-  if (v != std::to_string(kSchemaVersion) && v != std::to_string(kOldestSchemaVersion)) {
+  bool known = false;
+  for (int i = kOldestSchemaVersion; i <= kSchemaVersion; ++i) known |= v == std::to_string(i);
+  if (!known) {
     return Status::NotSupported(
         db->path() + ": schema version " + v + ", this build reads versions " +
         std::to_string(kOldestSchemaVersion) + " to " + std::to_string(kSchemaVersion));
@@ -196,7 +254,9 @@ Status CheckSchema(Db* db) {
 
 Status UpgradeSchema(Db* db) {
   TRACEDB_ASSIGN_OR_RETURN(std::string v, SchemaVersion(db));
-  if (v == std::to_string(kSchemaVersion)) return Status::Ok();
+  // Version 3 differs from 2 only in what a new database holds (placeholders for the tables
+  // created when first written): a version 2 database has them all, and stays version 2.
+  if (v == std::to_string(kSchemaVersion) || v == "2") return Status::Ok();
   if (v != "1") {
     return Status::NotSupported(db->path() + ": cannot upgrade schema version " + v);
   }
@@ -213,6 +273,60 @@ Status UpgradeSchema(Db* db) {
     return s.WithContext(db->path() + ": upgrading schema version 1 to 2");
   }
   return db->Commit();
+}
+
+StatusOr<bool> IsPlaceholderTable(Db* db, std::string_view name) {
+  const LazyTable* t = FindLazyTable(name);
+  if (!t) return false;
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("SELECT type, sql FROM main.sqlite_master WHERE name = ?1"));
+  st.Bind(1, name);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+  return row && st.Text(0) == "view" && st.Text(1) == PlaceholderSql(*t);
+}
+
+Status EnsureTable(Db* db, std::string_view name) {
+  const LazyTable* t = FindLazyTable(name);
+  if (!t)
+    return Status::InvalidArgument("EnsureTable: `" + std::string(name) +
+                                   "` is not a table created when first written");
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("SELECT type, sql FROM main.sqlite_master WHERE name = ?1"));
+  st.Bind(1, name);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+  std::string sql;
+  if (!row) {
+    sql = t->create;  // a database older than the table (step_stats, triggers)
+  } else if (st.Text(0) == "table") {
+    return Status::Ok();
+  } else if (st.Text(0) == "view" && st.Text(1) == PlaceholderSql(*t)) {
+    sql = std::string("DROP VIEW main.") + t->name + "; " + t->create;
+  } else {
+    return Status::Corruption(db->path() + ": `" + t->name + "` is a " + std::string(st.Text(0)) +
+                              ", not a table: not a database tracedb wrote, refused");
+  }
+  st.Reset();
+  // One savepoint: the view is never dropped without the table taking its place, within the
+  // caller's transaction or in one of its own.
+  TRACEDB_RETURN_IF_ERROR(db->Exec("SAVEPOINT tracedb_ensure_table"));
+  Status s = db->Exec(sql);
+  if (!s.ok()) {
+    (void)db->Exec("ROLLBACK TO tracedb_ensure_table; RELEASE tracedb_ensure_table");
+    return s.WithContext(db->path() + ": creating table " + t->name);
+  }
+  return db->Exec("RELEASE tracedb_ensure_table");
+}
+
+Status EnsureAllTables(Db* db) {
+  TRACEDB_RETURN_IF_ERROR(db->Exec("SAVEPOINT tracedb_ensure_all"));
+  for (const LazyTable& t : kLazyTables) {
+    Status s = EnsureTable(db, t.name);
+    if (!s.ok()) {
+      (void)db->Exec("ROLLBACK TO tracedb_ensure_all; RELEASE tracedb_ensure_all");
+      return s;
+    }
+  }
+  return db->Exec("RELEASE tracedb_ensure_all");
 }
 
 StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, bool read_only) {
@@ -253,8 +367,8 @@ StatusOr<std::unique_ptr<Db>> OpenTraceDb(const std::string& path, bool create, 
   if (empty) {
     // 16 KiB pages: an event block (tens of KB) is a chain of a few pages, not of 4 KiB ones;
     // compaction then writes, logs and checkpoints a quarter as many pages, one system call
-    // each (docs/bench-compaction.md, "Many tracks, drifting clocks, larger pages"). An empty DB
-    // is 430 KB, not 120 KB.
+    // each (docs/bench-compaction.md, "Many tracks, drifting clocks, larger pages"). A one-event
+    // DB is 16 pages (256 KiB): the tables created when first written take none until then.
     TRACEDB_RETURN_IF_ERROR(db->Exec("PRAGMA page_size=16384"));
     TRACEDB_RETURN_IF_ERROR(db->Begin());
     Status s = CreateSchema(db.get());

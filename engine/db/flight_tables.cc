@@ -4,34 +4,14 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/db/db_schema.h"
 #include "engine/util/coding.h"
 #include "engine/util/json_string.h"
 
 namespace tracedb::engine {
 
-const char* const kStepStatsTableSql =
-    "CREATE TABLE IF NOT EXISTS step_stats(\n"
-    "  rank INTEGER NOT NULL, step INTEGER NOT NULL, start_ns INTEGER NOT NULL,\n"
-    "  end_ns INTEGER NOT NULL, dur_ns INTEGER NOT NULL, compute_ns INTEGER NOT NULL,\n"
-    "  comm_ns INTEGER NOT NULL, wait_ns INTEGER NOT NULL, bytes INTEGER NOT NULL,\n"
-    "  events INTEGER NOT NULL, top_names TEXT NOT NULL,\n"
-    "  PRIMARY KEY(rank, step, start_ns)) WITHOUT ROWID;\n";
-
-namespace {
-constexpr const char* kTriggersTableSql =
-    "CREATE TABLE IF NOT EXISTS triggers(rank INTEGER NOT NULL, ts INTEGER NOT NULL, "
-    "reason TEXT NOT NULL, PRIMARY KEY(rank, ts, reason)) WITHOUT ROWID";
-}  // namespace
-
-Status EnsureStepStatsTable(Db* db) { return db->Exec(kStepStatsTableSql); }
-
-Status EnsureFlightTables(Db* db) {
-  TRACEDB_RETURN_IF_ERROR(db->Exec(kStepStatsTableSql));
-  return db->Exec(kTriggersTableSql);
-}
-
 Status InsertTrigger(Db* db, int32_t rank, int64_t ts, const std::string& reason) {
-  TRACEDB_RETURN_IF_ERROR(db->Exec(kTriggersTableSql));
+  TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "triggers"));
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("INSERT OR IGNORE INTO triggers(rank, ts, reason) VALUES(?1, ?2, ?3)"));
   return st.Bind(1, rank).Bind(2, ts).Bind(3, reason).Run();
@@ -54,7 +34,7 @@ std::string TopNamesJson(const std::vector<std::pair<std::string, int64_t>>& top
 Status InsertStepStats(Db* db, int32_t rank, const std::vector<StepStat>& rows,
                        const ClockModel& to_common, const std::vector<std::string>& strings) {
   if (rows.empty()) return Status::Ok();
-  TRACEDB_RETURN_IF_ERROR(EnsureStepStatsTable(db));
+  TRACEDB_RETURN_IF_ERROR(EnsureTable(db, "step_stats"));
   TRACEDB_ASSIGN_OR_RETURN(
       Stmt st, db->Prepare("INSERT OR IGNORE INTO step_stats(rank, step, start_ns, end_ns, dur_ns, "
                            "compute_ns, comm_ns, wait_ns, bytes, events, top_names) "

@@ -324,6 +324,7 @@ Status TraceWriter::CommitBatch() {
     name_stats_.clear();
   }
   if (!steps_.empty()) {
+    TRACEDB_RETURN_IF_ERROR(EnsureTable(db_.get(), "steps"));
     TRACEDB_ASSIGN_OR_RETURN(
         Stmt st,
         db_->PrepareCached("INSERT OR REPLACE INTO steps(rank, ts, step) VALUES(?1, ?2, ?3)"));
@@ -333,6 +334,7 @@ Status TraceWriter::CommitBatch() {
     steps_.clear();
   }
   if (!stats_.empty()) {
+    TRACEDB_RETURN_IF_ERROR(EnsureTable(db_.get(), "stats"));
     TRACEDB_ASSIGN_OR_RETURN(
         Stmt st, db_->PrepareCached("INSERT INTO stats(name, rank, value) VALUES(?1, ?2, ?3) "
                                     "ON CONFLICT(name, rank) DO UPDATE SET value = value + ?3"));

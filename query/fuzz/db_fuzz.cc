@@ -402,6 +402,10 @@ std::vector<std::pair<std::string, std::vector<std::string>>> HostileCases() {
        {"ALTER TABLE strings RENAME TO old_strings",
         "CREATE VIEW strings AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
         "SELECT x AS id, 'n' AS s FROM r"}},
+      {"recursive_placeholder_view",  // the empty view of a table created when first written
+       {"DROP VIEW mpi_profile",
+        "CREATE VIEW mpi_profile(rank, routine, calls, bytes, time_ns, source) AS WITH RECURSIVE "
+        "r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x, 'r', 1, 1.0, 1, NULL FROM r"}},
       {"zone_map_ts_lies",
        {"UPDATE blocks SET min_ts = min_ts + 500, max_dur = 0 WHERE block = 1"}},
       {"block_names_missing", {"DELETE FROM block_names WHERE block = 1"}},

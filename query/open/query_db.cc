@@ -18,6 +18,9 @@ StatusOr<std::unique_ptr<engine::Db>> OpenQueryDb(const std::string& path, bool 
   } else {
     TRACEDB_ASSIGN_OR_RETURN(db,
                              engine::OpenTraceDb(path, /*create=*/false, /*read_only=*/!writable));
+    // The user's SQL may write any table (`INSERT INTO steps ...`): the tables created when
+    // first written are made tables now, not left as their empty views.
+    if (writable) TRACEDB_RETURN_IF_ERROR(engine::EnsureAllTables(db.get()));
   }
   char* err = nullptr;
   const int rc = InstallSqlSurface(db->raw(), &err);

@@ -14,6 +14,8 @@ namespace tracedb::query {
 // `path` may also be a shard manifest (`tracedb compact --shard-by node`, `tracedb shards
 // create`, engine/compact/shard_compact.h): its shards are then read in place through their catalog
 // (engine/compact/shard_catalog.h), brought up to date first; a manifest opens read-only.
+// `writable` (tracedb shell --writable) also makes every table created when first written a
+// table (engine/db/db_schema.h, EnsureAllTables), so that the user's SQL may write any.
 StatusOr<std::unique_ptr<engine::Db>> OpenQueryDb(const std::string& path, bool writable = false);
 
 }  // namespace tracedb::query

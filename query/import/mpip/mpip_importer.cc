@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/db/db_schema.h"
 #include "query/import/text_profile.h"
 
 namespace tracedb::query {
@@ -532,6 +533,7 @@ Status WriteReport(const Report& r, engine::TraceWriter* writer, uint64_t* rows)
     ++*rows;
   }
 
+  TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "mpi_callsites"));
   TRACEDB_ASSIGN_OR_RETURN(
       engine::Stmt site_st,
       db->PrepareCached("INSERT OR REPLACE INTO mpi_callsites(rank, site, routine, calls, max_ns, "
@@ -599,6 +601,7 @@ Status WriteReport(const Report& r, engine::TraceWriter* writer, uint64_t* rows)
     TRACEDB_RETURN_IF_ERROR(write_site(kAggregateRank, site, routine, s));
   }
 
+  TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "mpi_profile"));
   TRACEDB_ASSIGN_OR_RETURN(
       engine::Stmt prof,
       db->PrepareCached("INSERT OR REPLACE INTO mpi_profile(rank, routine, calls, bytes, time_ns, "

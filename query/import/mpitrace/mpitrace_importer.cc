@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/db/db_schema.h"
 #include "query/import/text_profile.h"
 
 namespace tracedb::query {
@@ -537,6 +538,7 @@ Status WriteProfile(const Profile& p, engine::TraceWriter* writer, uint64_t* row
     ++*rows;
   }
   {
+    TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "mpi_profile"));
     TRACEDB_ASSIGN_OR_RETURN(
         engine::Stmt st,
         db->PrepareCached(
@@ -556,6 +558,7 @@ Status WriteProfile(const Profile& p, engine::TraceWriter* writer, uint64_t* row
     }
   }
   {
+    TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "mpi_msgsize"));
     TRACEDB_ASSIGN_OR_RETURN(
         engine::Stmt st,
         db->PrepareCached("INSERT OR REPLACE INTO mpi_msgsize(rank, routine, min_bytes, max_bytes, "
