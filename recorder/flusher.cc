@@ -627,7 +627,13 @@ void Flusher::Run() {
       // a job is stopped or dies are the ones to keep.
       Cycle(/*final=*/stopping || terminate, /*partial=*/everything,
             /*trigger=*/trigger || terminate);
-      if (config_.pool != nullptr) config_.pool->Prefault(config_.prefault_chunks);
+      // The signal handler waits (bounded) for the last write only: it is answered before
+      // anything else, and no chunk is prefaulted for producers that will not write again (up
+      // to 64 chunks of page faults, slow on a machine short of memory).
+      if (terminate) g_terminate_done.store(1, std::memory_order_release);
+      if (config_.pool != nullptr && !stopping && !terminate) {
+        config_.pool->Prefault(config_.prefault_chunks);
+      }
       cpu_ns.fetch_add(static_cast<uint64_t>(ThreadCpuNs() - cpu0), std::memory_order_relaxed);
       if (everything) last_write_ns_ = NowNs();
       if (asked) {
@@ -637,7 +643,6 @@ void Flusher::Run() {
                                           : Status::Ok();
         done_cv_.notify_all();
       }
-      if (terminate) g_terminate_done.store(1, std::memory_order_release);
       if (stopping || terminate) break;
       continue;
     }
