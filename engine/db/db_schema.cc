@@ -275,14 +275,27 @@ Status UpgradeSchema(Db* db) {
   return db->Commit();
 }
 
+namespace {
+// What main holds under a table created when first written.
+enum class Shape { kMissing, kTable, kPlaceholder, kOther };
+StatusOr<Shape> ShapeOf(Db* db, const LazyTable& t, std::string* type) {
+  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
+                           db->Prepare("SELECT type, sql FROM main.sqlite_master WHERE name = ?1"));
+  st.Bind(1, t.name);
+  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return Shape::kMissing;
+  *type = std::string(st.Text(0));
+  if (*type == "table") return Shape::kTable;
+  return *type == "view" && st.Text(1) == PlaceholderSql(t) ? Shape::kPlaceholder : Shape::kOther;
+}
+}  // namespace
+
 StatusOr<bool> IsPlaceholderTable(Db* db, std::string_view name) {
   const LazyTable* t = FindLazyTable(name);
   if (!t) return false;
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db->Prepare("SELECT type, sql FROM main.sqlite_master WHERE name = ?1"));
-  st.Bind(1, name);
-  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
-  return row && st.Text(0) == "view" && st.Text(1) == PlaceholderSql(*t);
+  std::string type;
+  TRACEDB_ASSIGN_OR_RETURN(Shape shape, ShapeOf(db, *t, &type));
+  return shape == Shape::kPlaceholder;
 }
 
 Status EnsureTable(Db* db, std::string_view name) {
@@ -290,22 +303,22 @@ Status EnsureTable(Db* db, std::string_view name) {
   if (!t)
     return Status::InvalidArgument("EnsureTable: `" + std::string(name) +
                                    "` is not a table created when first written");
-  TRACEDB_ASSIGN_OR_RETURN(Stmt st,
-                           db->Prepare("SELECT type, sql FROM main.sqlite_master WHERE name = ?1"));
-  st.Bind(1, name);
-  TRACEDB_ASSIGN_OR_RETURN(bool row, st.Step());
+  std::string type;
+  TRACEDB_ASSIGN_OR_RETURN(Shape shape, ShapeOf(db, *t, &type));
   std::string sql;
-  if (!row) {
-    sql = t->create;  // a database older than the table (step_stats, triggers)
-  } else if (st.Text(0) == "table") {
-    return Status::Ok();
-  } else if (st.Text(0) == "view" && st.Text(1) == PlaceholderSql(*t)) {
-    sql = std::string("DROP VIEW main.") + t->name + "; " + t->create;
-  } else {
-    return Status::Corruption(db->path() + ": `" + t->name + "` is a " + std::string(st.Text(0)) +
-                              ", not a table: not a database tracedb wrote, refused");
+  switch (shape) {
+    case Shape::kTable:
+      return Status::Ok();
+    case Shape::kMissing:
+      sql = t->create;  // a database older than the table (step_stats, triggers)
+      break;
+    case Shape::kPlaceholder:
+      sql = std::string("DROP VIEW main.") + t->name + "; " + t->create;
+      break;
+    case Shape::kOther:
+      return Status::Corruption(db->path() + ": `" + t->name + "` is a " + type +
+                                ", not a table: not a database tracedb wrote, refused");
   }
-  st.Reset();
   // One savepoint: the view is never dropped without the table taking its place, within the
   // caller's transaction or in one of its own.
   TRACEDB_RETURN_IF_ERROR(db->Exec("SAVEPOINT tracedb_ensure_table"));

@@ -1,7 +1,6 @@
 // Helpers for the text-profile importers. See text_profile.h.
 // Thread safety: free functions and value types; no shared state.
 #include "query/import/text_profile.h"
-#include "engine/db/db_schema.h"
 #include "engine/util/parse_number.h"
 
 #include <sys/stat.h>
@@ -272,7 +271,6 @@ void BindOptional(engine::Stmt& st, int i, const std::optional<std::string>& v) 
 }
 
 Status UpsertRankTimes(engine::Db* db, const RankTimes& row, std::string_view source, Merge merge) {
-  TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "rank_times"));
   // In kOverwrite the new value comes first in COALESCE, in kFillMissing the stored one.
   const char* sql_overwrite =
       "INSERT INTO rank_times(rank, host, comm_ns, elapsed_ns, user_ns, system_ns, "

@@ -161,7 +161,9 @@ enum class Merge {
   kOverwrite,    // the new values win where set (a rank's own, more precise, figures)
   kFillMissing,  // the stored values win; the new ones fill NULLs (a summary table's figures)
 };
-// The host is taken from whichever row has one, the new row first.
+// The host is taken from whichever row has one, the new row first. REQUIRES: rank_times is a
+// table (engine::EnsureTable(db, "rank_times") once before the rows: a new database has an
+// empty view in its place).
 Status UpsertRankTimes(engine::Db* db, const RankTimes& row, std::string_view source, Merge merge);
 
 // Adds or completes the ranks row of `rank` for a profile without a timeline

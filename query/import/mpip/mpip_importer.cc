@@ -515,6 +515,7 @@ Status WriteReport(const Report& r, engine::TraceWriter* writer, uint64_t* rows)
         db, rank, host.empty() ? std::nullopt : std::optional<std::string>(host), world_size,
         kFormat));
   }
+  if (!r.times.empty()) TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "rank_times"));
   for (const auto& [rank, t] : r.times) {
     const auto h = r.hosts.find(rank);
     std::optional<std::string> host;

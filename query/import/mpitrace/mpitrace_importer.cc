@@ -524,6 +524,9 @@ Status WriteProfile(const Profile& p, engine::TraceWriter* writer, uint64_t* row
       TRACEDB_RETURN_IF_ERROR(text_profile::UpsertRank(db, t.rank, t.host, p.world_size, kFormat));
     }
   }
+  if (p.has_own_times || !p.all_ranks.empty()) {
+    TRACEDB_RETURN_IF_ERROR(engine::EnsureTable(db, "rank_times"));
+  }
   if (p.has_own_times) {
     RankTimes own = p.own;
     own.rank = p.rank;
