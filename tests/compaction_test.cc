@@ -69,6 +69,22 @@ std::string Dump(const std::string& db) {
   return out;
 }
 
+// The first line where two dumps differ, both ways ("" when they are equal): a failure then
+// says which rows, not only that some do.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string l, m;
+  for (size_t line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(x, l));
+    const bool more_b = static_cast<bool>(std::getline(y, m));
+    if (!more_a && !more_b) return "";
+    if (!more_a || !more_b || l != m) {
+      return "line " + std::to_string(line) + ": \"" + (more_a ? l : "(end)") + "\" against \"" +
+             (more_b ? m : "(end)") + "\"";
+    }
+  }
+}
+
 int64_t QueryInt(const std::string& db, const std::string& sql) {
   auto q = query::OpenQueryDb(db);
   if (!q.ok()) {
@@ -195,7 +211,11 @@ TEST(Compaction, IncrementalOnALiveJobEqualsOneRun) {
   const std::string a = Dump(inc), b = Dump(one);
   EXPECT_EQ(QueryInt(one, "SELECT count(*) FROM events"), 2 * 20000 * 6);
   EXPECT_EQ(a.size(), b.size());
-  EXPECT_TRUE(a == b) << "incremental and one-shot compaction differ";
+  EXPECT_TRUE(a == b) << "incremental and one-shot compaction differ: " << FirstDifference(a, b)
+                      << "; incremental " << QueryInt(inc, "SELECT count(*) FROM events")
+                      << " events in " << QueryInt(inc, "SELECT count(*) FROM blocks")
+                      << " blocks, one-shot " << QueryInt(one, "SELECT count(*) FROM blocks")
+                      << " blocks";
   EXPECT_EQ(QueryInt(inc, "SELECT value FROM meta WHERE key = 'open_spans'"), 0);
   ExpectDbInvariants(inc);
   ExpectDbInvariants(one);
